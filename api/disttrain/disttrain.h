@@ -1,0 +1,336 @@
+/*
+ * libdisttrain public C API.
+ *
+ * This header is the whole contract between libdisttrain.so and its users. It is
+ * C99 and C++ clean, uses no compiler extension and exposes no C++ type.
+ *
+ * Conventions (see shared/docs/CONVENTIONS.md):
+ *  - functions are dt_<object>_<verb>, enum constants and macros DT_*;
+ *  - every function returns dt_status_t; output pointers come last and are written
+ *    only when the call returns DT_OK;
+ *  - after an error return, dt_last_error() gives a message for the calling thread that
+ *    names what was wrong and how to fix it;
+ *  - handles come in create/destroy pairs; destroy accepts NULL.
+ */
+#ifndef DISTTRAIN_DISTTRAIN_H
+#define DISTTRAIN_DISTTRAIN_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(DT_BUILDING_LIBRARY)
+#define DT_API __attribute__((visibility("default")))
+#else
+#define DT_API
+#endif
+
+/** API version of this header. A library accepts the same major and a compiled minor
+ *  that is not newer than its own. */
+#define DT_API_MAJOR 1
+#define DT_API_MINOR 0
+
+/* ------------------------------------------------------------------------------------ */
+/* Status codes                                                                           */
+/* ------------------------------------------------------------------------------------ */
+
+/**
+ * Status of every call. DT_OK is 0, DT_INPROGRESS is 1, errors are negative and grouped
+ * in ranges by kind. Values are never renumbered; new codes are appended in a range.
+ */
+typedef enum dt_status {
+    DT_OK = 0,
+    DT_INPROGRESS = 1, /**< the request has not completed yet */
+
+    /* Usage errors: the caller passed something wrong. [-1, -99] */
+    DT_ERR_INVALID_ARGUMENT = -1, /**< a NULL pointer, a bad count, an unknown enum */
+    DT_ERR_INVALID_CONFIG = -2,   /**< an environment variable or param has a bad value */
+    DT_ERR_VERSION = -3,          /**< header and library API versions do not match */
+    DT_ERR_UNSUPPORTED = -4,      /**< the operation is not supported by this build */
+    DT_ERR_INVALID_STATE = -5,    /**< the object is not in a state that allows the call */
+    DT_ERR_MISMATCH = -6,         /**< ranks disagree on an operation's arguments */
+    DT_ERR_NO_MEMORY = -7,        /**< an allocation failed */
+
+    /* Plugin errors: a plugin could not be found, loaded or negotiated. [-100, -199] */
+    DT_ERR_PLUGIN_NOT_FOUND = -100,
+    DT_ERR_PLUGIN_LOAD = -101,
+    DT_ERR_PLUGIN_ABI = -102,
+
+    /* Transport and bootstrap errors. [-200, -299] */
+    DT_ERR_TRANSPORT = -200, /**< a socket or transport library call failed */
+    DT_ERR_CONNECT = -201,   /**< a connection could not be made */
+    DT_ERR_PROTOCOL = -202,  /**< a peer sent something malformed */
+    DT_ERR_AUTH = -203,      /**< the job token did not match */
+    DT_ERR_STORE = -204,     /**< the rendezvous store failed */
+
+    /* Peer errors: another rank is gone or the job was torn down. [-300, -399] */
+    DT_ERR_PEER_LOST = -300,
+    DT_ERR_ABORTED = -301,
+
+    /* Time-outs. [-400, -499] */
+    DT_ERR_TIMEOUT = -400,
+
+    /* Internal errors: a bug in libdisttrain or a plugin. [-900, -999] */
+    DT_ERR_INTERNAL = -900
+} dt_status_t;
+
+#define DT_IS_USAGE_ERROR(s) ((s) <= -1 && (s) >= -99)
+#define DT_IS_PLUGIN_ERROR(s) ((s) <= -100 && (s) >= -199)
+#define DT_IS_TRANSPORT_ERROR(s) ((s) <= -200 && (s) >= -299)
+#define DT_IS_PEER_ERROR(s) ((s) <= -300 && (s) >= -399)
+#define DT_IS_TIMEOUT_ERROR(s) ((s) <= -400 && (s) >= -499)
+#define DT_IS_INTERNAL_ERROR(s) ((s) <= -900 && (s) >= -999)
+
+/**
+ * A constant, static string naming the status ("DT_ERR_TIMEOUT: operation timed out").
+ * Never NULL; unknown values give "unknown status". Thread safe, never blocks.
+ */
+DT_API const char *dt_status_string(dt_status_t status);
+
+/**
+ * The message written by the last call on this thread that returned an error: what was
+ * wrong and what to do. The string is thread-local and valid until the next libdisttrain
+ * call on this thread; it is "" if no call on this thread has failed. Never NULL.
+ */
+DT_API const char *dt_last_error(void);
+
+/* ------------------------------------------------------------------------------------ */
+/* Versions                                                                               */
+/* ------------------------------------------------------------------------------------ */
+
+/** Version of the loaded library. */
+typedef struct dt_version {
+    int api_major;  /**< DT_API_MAJOR of the library */
+    int api_minor;  /**< DT_API_MINOR of the library */
+    int patch;      /**< release patch level */
+    const char *string; /**< "1.0.0", static */
+} dt_version_t;
+
+/** Writes the version of the loaded library to *out. Thread safe. Errors:
+ *  DT_ERR_INVALID_ARGUMENT if out is NULL. */
+DT_API dt_status_t dt_get_version(dt_version_t *out);
+
+/* ------------------------------------------------------------------------------------ */
+/* Data types and reduction operators                                                     */
+/* ------------------------------------------------------------------------------------ */
+
+typedef enum dt_dtype {
+    DT_FLOAT32 = 0,
+    DT_FLOAT64 = 1,
+    DT_FLOAT16 = 2,  /**< IEEE 754 binary16; reductions accumulate in float32 */
+    DT_BFLOAT16 = 3, /**< bfloat16; reductions accumulate in float32 */
+    DT_INT8 = 4,
+    DT_UINT8 = 5,
+    DT_INT32 = 6,
+    DT_INT64 = 7,
+    DT_DTYPE_COUNT_ = 8 /**< number of dtypes; not a dtype */
+} dt_dtype_t;
+
+typedef enum dt_reduce_op {
+    DT_SUM = 0,
+    DT_AVG = 1, /**< sum divided by the number of ranks (integer division for integers) */
+    DT_MIN = 2,
+    DT_MAX = 3,
+    DT_PROD = 4,
+    DT_REDUCE_OP_COUNT_ = 5 /**< number of operators; not an operator */
+} dt_reduce_op_t;
+
+/** Size in bytes of one element of dtype, or 0 for an unknown dtype. Thread safe. */
+DT_API size_t dt_dtype_size(dt_dtype_t dtype);
+
+/** Constant name of the dtype ("float32"), or "unknown". Thread safe. */
+DT_API const char *dt_dtype_name(dt_dtype_t dtype);
+
+/** Constant name of the reduction operator ("sum"), or "unknown". Thread safe. */
+DT_API const char *dt_reduce_op_name(dt_reduce_op_t op);
+
+/* ------------------------------------------------------------------------------------ */
+/* Context                                                                                */
+/* ------------------------------------------------------------------------------------ */
+
+/** A member of a job: its rank, the transport to its peers and the background engine. */
+typedef struct dt_context *dt_context_h;
+
+/** Bits of dt_context_params_t.field_mask: which fields the caller set. */
+enum dt_context_param_field {
+    DT_CONTEXT_PARAM_FIELD_RANK = 1u << 0,
+    DT_CONTEXT_PARAM_FIELD_SIZE = 1u << 1,
+    DT_CONTEXT_PARAM_FIELD_LOCAL_RANK = 1u << 2,
+    DT_CONTEXT_PARAM_FIELD_LOCAL_SIZE = 1u << 3,
+    DT_CONTEXT_PARAM_FIELD_STORE_ADDR = 1u << 4,
+    DT_CONTEXT_PARAM_FIELD_JOB_TOKEN = 1u << 5,
+    DT_CONTEXT_PARAM_FIELD_TRANSPORT = 1u << 6,
+    DT_CONTEXT_PARAM_FIELD_TIMEOUT_MS = 1u << 7
+};
+
+/**
+ * Parameters of dt_context_create. Zero-initialise (`= {0}`) and set field_mask bits for
+ * the fields you fill; a field whose bit is clear takes its value from the environment
+ * (DISTTRAIN_RANK, DISTTRAIN_SIZE, ..., then Open MPI and Slurm variables) or its
+ * default. Bits are only ever appended.
+ */
+typedef struct dt_context_params {
+    uint64_t field_mask;
+    int rank;               /**< this process's rank, 0 <= rank < size */
+    int size;               /**< number of ranks in the job */
+    int local_rank;         /**< rank among the processes on this host */
+    int local_size;         /**< number of processes on this host */
+    const char *store_addr; /**< "host:port" of the rendezvous store */
+    const char *job_token;  /**< secret shared by all ranks of the job */
+    const char *transport;  /**< ordered list of transports, e.g. "ucx,tcp" or "auto" */
+    int timeout_ms;         /**< deadline of every blocking step; <= 0 means no limit */
+} dt_context_params_t;
+
+/** The exported constructor; call dt_context_create, which passes the header version. */
+DT_API dt_status_t dt_context_create_versioned(int api_major, int api_minor,
+                                               const dt_context_params_t *params,
+                                               dt_context_h *out);
+
+/**
+ * Creates a context: discovers rank and size, connects to the rendezvous store, proves
+ * it holds the job token, loads the transport plugin and connects to every peer.
+ * Collective: every rank of the job must call it. Blocks until all ranks are connected
+ * or the timeout (DISTTRAIN_TIMEOUT, default 300 s) passes. params may be NULL (all from
+ * the environment). The caller owns *out and frees it with dt_context_destroy.
+ * Errors: DT_ERR_VERSION, DT_ERR_INVALID_CONFIG (a bad variable, named in the message),
+ * DT_ERR_PLUGIN_NOT_FOUND (message lists the folders searched), DT_ERR_CONNECT,
+ * DT_ERR_AUTH, DT_ERR_TIMEOUT.
+ */
+static inline dt_status_t dt_context_create(const dt_context_params_t *params,
+                                            dt_context_h *out)
+{
+    return dt_context_create_versioned(DT_API_MAJOR, DT_API_MINOR, params, out);
+}
+
+/**
+ * Destroys a context: waits for its queued operations (up to the timeout), stops the
+ * engine, closes connections and frees memory. Accepts NULL. Requests created on the
+ * context must be freed before. Not collective, but peers see the connection close.
+ */
+DT_API dt_status_t dt_context_destroy(dt_context_h ctx);
+
+/**
+ * Tears the context down on purpose: every pending and later operation on it fails with
+ * DT_ERR_ABORTED, and peers see this rank leave. The context must still be destroyed.
+ * Thread safe; never blocks for long.
+ */
+DT_API dt_status_t dt_context_abort(dt_context_h ctx);
+
+/** Rank of this process in the context. Thread safe. */
+DT_API dt_status_t dt_context_rank(dt_context_h ctx, int *rank);
+/** Number of ranks in the context. Thread safe. */
+DT_API dt_status_t dt_context_size(dt_context_h ctx, int *size);
+/** Rank of this process among the ranks on the same host. Thread safe. */
+DT_API dt_status_t dt_context_local_rank(dt_context_h ctx, int *local_rank);
+/** Number of ranks of the context on this host. Thread safe. */
+DT_API dt_status_t dt_context_local_size(dt_context_h ctx, int *local_size);
+/** Name of the transport plugin in use ("tcp"); valid while ctx lives. Thread safe. */
+DT_API dt_status_t dt_context_transport(dt_context_h ctx, const char **name);
+
+/* ------------------------------------------------------------------------------------ */
+/* Requests                                                                               */
+/* ------------------------------------------------------------------------------------ */
+
+/** An asynchronous operation in flight. Its buffers must stay valid until it completes. */
+typedef struct dt_request *dt_request_h;
+
+/**
+ * Tests a request without blocking: *done is 1 when it has completed. Returns the
+ * operation's status once done (DT_OK or its error), DT_OK while it is in flight.
+ * Thread safe.
+ */
+DT_API dt_status_t dt_request_test(dt_request_h req, int *done);
+
+/**
+ * Waits for a request up to timeout_ms milliseconds (negative: without limit, bounded
+ * only by the context's DISTTRAIN_TIMEOUT). Returns the operation's status, or
+ * DT_ERR_TIMEOUT if it had not completed in time (the request stays valid and can be
+ * waited again). Thread safe.
+ */
+DT_API dt_status_t dt_request_wait(dt_request_h req, int timeout_ms);
+
+/**
+ * Frees a request. A request that has not completed is waited for first, so buffers are
+ * never written after this returns. Accepts NULL.
+ */
+DT_API dt_status_t dt_request_free(dt_request_h req);
+
+/* ------------------------------------------------------------------------------------ */
+/* Collectives                                                                            */
+/*                                                                                        */
+/* Every collective comes blocking and asynchronous (the _async form returns a request at */
+/* once). All ranks of the context call the same collectives in the same order with the  */
+/* same count, dtype, op and root. `name` identifies the operation in errors and the    */
+/* timeline; it may be NULL (a name is generated). The library copies the name.          */
+/* Counts are in elements. A count that looks like a negative number cast to size_t is  */
+/* refused with DT_ERR_INVALID_ARGUMENT. Thread safe: operations from several threads   */
+/* are queued in the order the calls enter the library.                                  */
+/* ------------------------------------------------------------------------------------ */
+
+/**
+ * Reduces count elements of sendbuf across all ranks with op and writes the result to
+ * recvbuf on every rank. In place when sendbuf == recvbuf. Other overlap is refused.
+ */
+DT_API dt_status_t dt_allreduce(dt_context_h ctx, const char *name, const void *sendbuf,
+                                void *recvbuf, size_t count, dt_dtype_t dtype,
+                                dt_reduce_op_t op);
+DT_API dt_status_t dt_allreduce_async(dt_context_h ctx, const char *name,
+                                      const void *sendbuf, void *recvbuf, size_t count,
+                                      dt_dtype_t dtype, dt_reduce_op_t op,
+                                      dt_request_h *req);
+
+/** Copies count elements of buf on root to buf on every other rank. */
+DT_API dt_status_t dt_broadcast(dt_context_h ctx, const char *name, void *buf,
+                                size_t count, dt_dtype_t dtype, int root);
+DT_API dt_status_t dt_broadcast_async(dt_context_h ctx, const char *name, void *buf,
+                                      size_t count, dt_dtype_t dtype, int root,
+                                      dt_request_h *req);
+
+/**
+ * Gathers sendcount elements from every rank into recvbuf (size * sendcount elements,
+ * rank r's block at offset r * sendcount) on every rank. In place when sendbuf equals
+ * recvbuf + rank * sendcount elements.
+ */
+DT_API dt_status_t dt_allgather(dt_context_h ctx, const char *name, const void *sendbuf,
+                                void *recvbuf, size_t sendcount, dt_dtype_t dtype);
+DT_API dt_status_t dt_allgather_async(dt_context_h ctx, const char *name,
+                                      const void *sendbuf, void *recvbuf,
+                                      size_t sendcount, dt_dtype_t dtype,
+                                      dt_request_h *req);
+
+/**
+ * Reduces size * recvcount elements of sendbuf across ranks with op; rank r receives
+ * block r (recvcount elements) of the result in recvbuf.
+ */
+DT_API dt_status_t dt_reduce_scatter(dt_context_h ctx, const char *name,
+                                     const void *sendbuf, void *recvbuf, size_t recvcount,
+                                     dt_dtype_t dtype, dt_reduce_op_t op);
+DT_API dt_status_t dt_reduce_scatter_async(dt_context_h ctx, const char *name,
+                                           const void *sendbuf, void *recvbuf,
+                                           size_t recvcount, dt_dtype_t dtype,
+                                           dt_reduce_op_t op, dt_request_h *req);
+
+/**
+ * Every rank sends block j (count elements) of sendbuf to rank j, which stores it as
+ * block i of its recvbuf, i being the sender. sendbuf and recvbuf hold size * count
+ * elements each and must not overlap.
+ */
+DT_API dt_status_t dt_alltoall(dt_context_h ctx, const char *name, const void *sendbuf,
+                               void *recvbuf, size_t count, dt_dtype_t dtype);
+DT_API dt_status_t dt_alltoall_async(dt_context_h ctx, const char *name,
+                                     const void *sendbuf, void *recvbuf, size_t count,
+                                     dt_dtype_t dtype, dt_request_h *req);
+
+/** Returns on each rank once every rank has entered the barrier. */
+DT_API dt_status_t dt_barrier(dt_context_h ctx, const char *name);
+DT_API dt_status_t dt_barrier_async(dt_context_h ctx, const char *name,
+                                    dt_request_h *req);
+
+#ifdef __cplusplus
+} /* extern "C" */
+#endif
+
+#endif /* DISTTRAIN_DISTTRAIN_H */

@@ -1,0 +1,126 @@
+/*
+ * libdisttrain transport plugin ABI.
+ *
+ * A transport moves bytes between ranks: asynchronous tagged point-to-point sends and
+ * receives, driven by progress(). It may also offer native collectives; a NULL member
+ * means "not supported" and the core runs its own algorithms over send/receive instead.
+ *
+ * Ops tables are frozen once released. The core speaks the newest version and keeps an
+ * adapter for each older one (core/plugin/). A plugin answers negotiation with the
+ * newest version it speaks that the offer allows.
+ *
+ * Threading: the core calls every op of one transport instance from one thread at a time
+ * (its engine thread), so a plugin needs no locking of its own for its instance.
+ */
+#ifndef DISTTRAIN_PLUGIN_TRANSPORT_H
+#define DISTTRAIN_PLUGIN_TRANSPORT_H
+
+#include "common.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define DT_TRANSPORT_VERSION_1 1u
+#define DT_TRANSPORT_VERSION_2 2u
+/** The newest transport ops version this header describes. */
+#define DT_TRANSPORT_VERSION DT_TRANSPORT_VERSION_2
+
+/**
+ * A point-to-point or collective operation in flight, owned by the core. The plugin sets
+ * status to DTP_INPROGRESS when it accepts the operation and to DTP_OK or an error when
+ * it completes (from inside a transport call, usually progress). The core keeps the
+ * struct alive and in place until status is no longer DTP_INPROGRESS.
+ */
+typedef struct dt_transport_request {
+    int32_t status;    /**< DTP_INPROGRESS, then DTP_OK or a DTP_ERR_* */
+    int32_t peer;      /**< receive: the rank that sent the message */
+    size_t bytes;      /**< receive: bytes received; send: bytes sent */
+    void *plugin[4];   /**< plugin's scratch space, untouched by the core */
+} dt_transport_request_t;
+
+/** Arguments of init (core to plugin). */
+typedef struct dt_transport_init_args {
+    uint32_t struct_size;
+    uint32_t abi_version;   /**< DT_TRANSPORT_VERSION of the core */
+    int32_t rank;
+    int32_t size;
+    int32_t local_rank;
+    int32_t local_size;
+    int32_t timeout_ms;     /**< deadline for init's connection set-up; <= 0: none */
+    int32_t reserved;
+    void *host;             /**< pass to every services function */
+    const dt_host_services_t *services;
+} dt_transport_init_args_t;
+
+/**
+ * Version 1 (frozen): point-to-point only.
+ *
+ * init      connects this rank to every peer (through the store) and writes the plugin's
+ *           instance to *transport. Collective; blocks up to args->timeout_ms.
+ * finalize  closes connections and frees the instance; pending requests are failed with
+ *           DTP_ERR_ABORTED first.
+ * isend     starts sending len bytes of buf to peer with tag. buf must stay valid until
+ *           req completes. Messages between a pair with the same tag arrive in order.
+ * irecv     starts receiving a message with tag from peer into buf (capacity len). A
+ *           larger message is an error on req (DTP_ERR_PROTOCOL), never an overflow.
+ * progress  moves data and completes requests; waits up to timeout_ms (0: poll) for
+ *           something to happen. Returns an error only for failures of the whole
+ *           transport; a failed peer fails only the requests that involve it.
+ */
+typedef struct dt_transport_v1 {
+    uint32_t struct_size;
+    uint32_t abi_version; /**< DT_TRANSPORT_VERSION_1 */
+    const char *name;
+    int32_t (*init)(const dt_transport_init_args_t *args, void **transport);
+    int32_t (*finalize)(void *transport);
+    int32_t (*isend)(void *transport, int32_t peer, uint64_t tag, const void *buf,
+                     size_t len, dt_transport_request_t *req);
+    int32_t (*irecv)(void *transport, int32_t peer, uint64_t tag, void *buf, size_t len,
+                     dt_transport_request_t *req);
+    int32_t (*progress)(void *transport, int32_t timeout_ms);
+} dt_transport_v1_t;
+
+/**
+ * Version 2 (current): version 1's members unchanged, then
+ *
+ * abort     fails every pending request with DTP_ERR_ABORTED and tells peers this rank
+ *           leaves (closing connections is enough). NULL: the core calls finalize.
+ * native collectives, each NULL when not supported: they start the operation and
+ *           complete req like isend. dtype and op are DTP_* values; root is a rank.
+ *           A plugin may return DTP_ERR_UNSUPPORTED for one call (a dtype it cannot
+ *           reduce, say) and the core then runs its own algorithm for that call.
+ */
+typedef struct dt_transport_v2 {
+    uint32_t struct_size;
+    uint32_t abi_version; /**< DT_TRANSPORT_VERSION_2 */
+    const char *name;
+    int32_t (*init)(const dt_transport_init_args_t *args, void **transport);
+    int32_t (*finalize)(void *transport);
+    int32_t (*isend)(void *transport, int32_t peer, uint64_t tag, const void *buf,
+                     size_t len, dt_transport_request_t *req);
+    int32_t (*irecv)(void *transport, int32_t peer, uint64_t tag, void *buf, size_t len,
+                     dt_transport_request_t *req);
+    int32_t (*progress)(void *transport, int32_t timeout_ms);
+
+    int32_t (*abort)(void *transport);
+
+    int32_t (*allreduce)(void *transport, const void *sendbuf, void *recvbuf, size_t count,
+                         int32_t dtype, int32_t op, dt_transport_request_t *req);
+    int32_t (*broadcast)(void *transport, void *buf, size_t count, int32_t dtype,
+                         int32_t root, dt_transport_request_t *req);
+    int32_t (*allgather)(void *transport, const void *sendbuf, void *recvbuf,
+                         size_t sendcount, int32_t dtype, dt_transport_request_t *req);
+    int32_t (*reduce_scatter)(void *transport, const void *sendbuf, void *recvbuf,
+                              size_t recvcount, int32_t dtype, int32_t op,
+                              dt_transport_request_t *req);
+    int32_t (*alltoall)(void *transport, const void *sendbuf, void *recvbuf, size_t count,
+                        int32_t dtype, dt_transport_request_t *req);
+    int32_t (*barrier)(void *transport, dt_transport_request_t *req);
+} dt_transport_v2_t;
+
+#ifdef __cplusplus
+} /* extern "C" */
+#endif
+
+#endif /* DISTTRAIN_PLUGIN_TRANSPORT_H */

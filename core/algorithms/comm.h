@@ -1,0 +1,67 @@
+// Comm: the point-to-point view that collective algorithms are written against. One Comm
+// serves one collective call: it carries the tag of that call (messages of different
+// calls never match each other), the deadline, and the rank/size of the group.
+//
+// Algorithms post sends and receives, then wait. wait() drives the transport's progress
+// and throws dt::Error when a request fails (naming the peer) or the deadline passes.
+#pragma once
+
+#include "plugin/transport.h"
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+
+namespace dt::algo {
+
+using Clock = std::chrono::steady_clock;
+
+// A posted send or receive. Heap-allocated so the plugin's view of it never moves.
+struct PendingTransfer {
+    dt_transport_request_t raw{};
+    int peer = -1;
+    bool is_recv = false;
+    size_t len = 0;
+};
+using Request = std::unique_ptr<PendingTransfer>;
+
+class Comm {
+public:
+    // deadline: time_point::max() for none. collective: a short name for messages.
+    Comm(Transport &transport, int rank, int size, uint64_t tag, Clock::time_point deadline,
+         const char *collective = "collective");
+
+    int rank() const { return rank_; }
+    int size() const { return size_; }
+    uint64_t tag() const { return tag_; }
+
+    Request isend(int peer, const void *buf, size_t len);
+    Request irecv(int peer, void *buf, size_t len);
+
+    // Blocks until req completes; a receive that got fewer bytes than posted is a
+    // DT_ERR_MISMATCH error (the ranks disagree on the count). Null req: no-op.
+    void wait(Request &req);
+    // True when req has completed (throws if it failed). Polls the transport once.
+    bool test(Request &req);
+
+    // Blocking helpers.
+    void send(int peer, const void *buf, size_t len);
+    void recv(int peer, void *buf, size_t len);
+    // Posts both, waits both: the deadlock-free exchange of pairwise algorithms.
+    void sendrecv(int send_peer, const void *sendbuf, size_t send_len, int recv_peer,
+                  void *recvbuf, size_t recv_len);
+
+private:
+    void progress_once(int32_t timeout_ms);
+    [[noreturn]] void fail(const PendingTransfer &t);
+
+    Transport &transport_;
+    int rank_;
+    int size_;
+    uint64_t tag_;
+    Clock::time_point deadline_;
+    const char *collective_;
+};
+
+} // namespace dt::algo

@@ -1,0 +1,77 @@
+// The rendezvous store: a small key-value service over TCP that ranks use to find each
+// other. Served by disttrainrun (or by rank 0 when no launcher serves it), used by the
+// core and, through host services, by plugins. Every connection is authenticated with
+// the job token (auth.h) before any command is read.
+//
+// Commands: set(key, value), get(key) waiting up to a timeout for the key to appear,
+// add(key, delta) returning the new value (atomic counter), wait(keys, timeout).
+#pragma once
+
+#include "bootstrap/auth.h"
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace dt::bootstrap {
+
+using Millis = std::chrono::milliseconds;
+
+// Splits "host:port" or "[v6addr]:port"; throws DT_ERR_INVALID_CONFIG naming `what` when
+// malformed (no port, port out of range).
+struct HostPort {
+    std::string host;
+    uint16_t port = 0;
+    std::string str() const;
+};
+HostPort parse_host_port(const std::string &what, const std::string &addr);
+
+class StoreServer {
+public:
+    // Listens on bind_addr ("host:port"; port 0 picks a free port; host "0.0.0.0" for all
+    // interfaces) and serves from a background thread until destroyed. Throws
+    // DT_ERR_CONNECT if it cannot bind.
+    StoreServer(const std::string &bind_addr, Auth auth);
+    ~StoreServer();
+    StoreServer(const StoreServer &) = delete;
+    StoreServer &operator=(const StoreServer &) = delete;
+
+    // The address clients should use, "host:port" with the real port.
+    std::string address() const;
+    // Number of connections refused so far because they failed the token challenge.
+    uint64_t refused_connections() const;
+
+private:
+    struct Impl;
+    std::unique_ptr<Impl> impl_;
+};
+
+class StoreClient {
+public:
+    // Connects and authenticates, retrying refused connections until timeout (the server
+    // may start after the client). Errors: DT_ERR_TIMEOUT naming the address when nothing
+    // answers in time, DT_ERR_AUTH when the server refuses the token (or proves a
+    // different one), DT_ERR_CONNECT for a bad address.
+    StoreClient(const std::string &addr, Auth auth, Millis timeout);
+    ~StoreClient();
+    StoreClient(const StoreClient &) = delete;
+    StoreClient &operator=(const StoreClient &) = delete;
+
+    // Thread safe: each call holds the connection for one round trip.
+    void set(const std::string &key, const std::string &value);
+    // Waits for key up to timeout; DT_ERR_TIMEOUT names the key and the wait.
+    std::string get(const std::string &key, Millis timeout);
+    int64_t add(const std::string &key, int64_t delta);
+    // Waits until every key exists; DT_ERR_TIMEOUT names the keys still missing.
+    void wait(const std::vector<std::string> &keys, Millis timeout);
+
+    const std::string &address() const;
+
+private:
+    struct Impl;
+    std::unique_ptr<Impl> impl_;
+};
+
+} // namespace dt::bootstrap

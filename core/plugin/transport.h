@@ -1,0 +1,40 @@
+// A loaded, initialised transport: the plugin's ops (upgraded to the current table by the
+// adapters in this folder) and its instance. Owned by the context; used only from the
+// engine thread (the plugin ABI promises plugins one caller at a time).
+#pragma once
+
+#include <disttrain/plugin/transport.h>
+
+#include <string>
+
+namespace dt {
+
+class Transport {
+public:
+    // Takes ownership of instance; finalize is called on destruction.
+    Transport(std::string name, std::string path, const dt_transport_v2_t *ops,
+              void *instance, uint32_t plugin_ops_version);
+    ~Transport();
+    Transport(const Transport &) = delete;
+    Transport &operator=(const Transport &) = delete;
+
+    const std::string &name() const { return name_; }
+    const std::string &path() const { return path_; } // file it was loaded from
+    const dt_transport_v2_t &ops() const { return *ops_; }
+    void *instance() const { return instance_; }
+    uint32_t plugin_ops_version() const { return plugin_ops_version_; }
+
+    // Fails pending requests and tells peers we leave (abort, or finalize when the
+    // plugin has no abort). Idempotent.
+    void abort();
+
+private:
+    std::string name_;
+    std::string path_;
+    const dt_transport_v2_t *ops_;
+    void *instance_;
+    uint32_t plugin_ops_version_;
+    bool finalized_ = false;
+};
+
+} // namespace dt

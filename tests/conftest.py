@@ -1,0 +1,50 @@
+"""Shared pytest fixtures for the multi-process and binding suites.
+
+The build tree is DISTTRAIN_BUILD_DIR (set by scripts/run-tests.sh), default ./build.
+Every job runs with a hard timeout so that a hang is a failure, never a stuck suite.
+"""
+import os
+import pathlib
+import subprocess
+
+import pytest
+
+REPO = pathlib.Path(__file__).resolve().parent.parent
+BUILD = pathlib.Path(os.environ.get("DISTTRAIN_BUILD_DIR", REPO / "build")).resolve()
+
+
+def build_path(*parts):
+    path = BUILD.joinpath(*parts)
+    if not path.exists():
+        pytest.fail(f"{path} is missing: build the project first (ninja -C {BUILD})")
+    return path
+
+
+@pytest.fixture(scope="session")
+def build_dir():
+    return BUILD
+
+
+@pytest.fixture(scope="session")
+def disttrainrun():
+    return build_path("core", "launch", "disttrainrun")
+
+
+def clean_env(extra=None):
+    """The environment of a test job: no inherited DISTTRAIN_*/MPI/Slurm variables."""
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("DISTTRAIN_", "OMPI_", "PMI_", "PMIX_", "SLURM_"))}
+    env["DISTTRAIN_PLUGIN_PATH"] = str(BUILD / "plugins" / "transport" / "tcp")
+    if extra:
+        env.update(extra)
+    return env
+
+
+def run(cmd, env=None, timeout=120, **kwargs):
+    """Runs cmd, returning CompletedProcess with text output; a hang fails the test."""
+    try:
+        return subprocess.run([str(c) for c in cmd], env=clean_env(env), timeout=timeout,
+                              capture_output=True, text=True, **kwargs)
+    except subprocess.TimeoutExpired as e:
+        pytest.fail(f"{cmd} did not finish within {timeout} s (hang); output so far:\n"
+                    f"{e.stdout}\n{e.stderr}")

@@ -1,0 +1,266 @@
+// dt_<collective>[_async]: argument checks, then a queued operation. The blocking form is
+// the asynchronous one followed by a wait, so both take exactly the same path.
+#include "capi/guard.h"
+
+#include <cstdint>
+#include <limits>
+
+using dt::capi::guard;
+using dt::capi::require;
+using dt::OpDesc;
+using dt::OpKind;
+using dt::throw_error;
+
+namespace {
+
+bool overlap(const void *a, size_t a_len, const void *b, size_t b_len)
+{
+    auto pa = reinterpret_cast<uintptr_t>(a), pb = reinterpret_cast<uintptr_t>(b);
+    return a_len > 0 && b_len > 0 && pa < pb + b_len && pb < pa + a_len;
+}
+
+// Bytes of `count` elements times `blocks`, refusing counts that are negative numbers in
+// disguise and products that overflow.
+size_t checked_bytes(const char *fn, size_t count, dt_dtype_t dtype, size_t blocks)
+{
+    if (count > static_cast<size_t>(std::numeric_limits<int64_t>::max()))
+        throw_error(DT_ERR_INVALID_ARGUMENT, fn, ": count ", count,
+                    " is too large (a negative number converted to size_t?); pass the "
+                    "number of elements, >= 0");
+    size_t esize = dt_dtype_size(dtype);
+    size_t bytes = 0;
+    if (__builtin_mul_overflow(count, esize, &bytes) ||
+        __builtin_mul_overflow(bytes, blocks, &bytes))
+        throw_error(DT_ERR_INVALID_ARGUMENT, fn, ": count ", count, " of ",
+                    dt_dtype_name(dtype), " times ", blocks,
+                    " blocks overflows the address space");
+    return bytes;
+}
+
+void check_dtype(const char *fn, dt_dtype_t dtype)
+{
+    if (static_cast<int>(dtype) < 0 || dtype >= DT_DTYPE_COUNT_)
+        throw_error(DT_ERR_INVALID_ARGUMENT, fn, ": dtype ", static_cast<int>(dtype),
+                    " is not a dt_dtype_t; use DT_FLOAT32 ... DT_INT64");
+}
+
+void check_op(const char *fn, dt_reduce_op_t op)
+{
+    if (static_cast<int>(op) < 0 || op >= DT_REDUCE_OP_COUNT_)
+        throw_error(DT_ERR_INVALID_ARGUMENT, fn, ": op ", static_cast<int>(op),
+                    " is not a dt_reduce_op_t; use DT_SUM, DT_AVG, DT_MIN, DT_MAX or "
+                    "DT_PROD");
+}
+
+void require_buffer(const void *buf, size_t bytes, const char *fn, const char *what)
+{
+    if (buf == nullptr && bytes > 0)
+        throw_error(DT_ERR_INVALID_ARGUMENT, fn, ": ", what, " is NULL but ", bytes,
+                    " bytes are to be transferred");
+}
+
+void refuse_overlap(const char *fn, bool overlapping, const char *what)
+{
+    if (overlapping)
+        throw_error(DT_ERR_INVALID_ARGUMENT, fn, ": sendbuf and recvbuf overlap; ", what);
+}
+
+dt_status_t submit(dt_context_h ctx, const char *fn, OpDesc desc, dt_request_h *req)
+{
+    require(req, fn, "req");
+    auto handle = std::make_unique<dt_request>();
+    handle->op = ctx->impl->submit(std::move(desc));
+    *req = handle.release();
+    return DT_OK;
+}
+
+// The blocking form: submit, wait, free.
+template <typename Async, typename... Args>
+dt_status_t blocking(Async async, Args... args)
+{
+    dt_request_h req = nullptr;
+    dt_status_t status = async(args..., &req);
+    if (status != DT_OK)
+        return status;
+    status = dt_request_wait(req, -1);
+    std::string message = status == DT_OK ? std::string() : dt_last_error();
+    dt_request_free(req);
+    if (status != DT_OK)
+        dt::set_last_error(message);
+    return status;
+}
+
+OpDesc describe(OpKind kind, const char *name, const void *send, void *recv, size_t count,
+                dt_dtype_t dtype, dt_reduce_op_t op = DT_SUM, int root = 0)
+{
+    OpDesc d;
+    d.kind = kind;
+    d.name = name != nullptr ? name : "";
+    d.sendbuf = send;
+    d.recvbuf = recv;
+    d.count = count;
+    d.dtype = dtype;
+    d.op = op;
+    d.root = root;
+    return d;
+}
+
+} // namespace
+
+extern "C" {
+
+DT_API dt_status_t dt_allreduce_async(dt_context_h ctx, const char *name,
+                                      const void *sendbuf, void *recvbuf, size_t count,
+                                      dt_dtype_t dtype, dt_reduce_op_t op, dt_request_h *req)
+{
+    const char *fn = "dt_allreduce";
+    return guard([&] {
+        require(ctx, fn, "ctx");
+        check_dtype(fn, dtype);
+        check_op(fn, op);
+        size_t bytes = checked_bytes(fn, count, dtype, 1);
+        require_buffer(sendbuf, bytes, fn, "sendbuf");
+        require_buffer(recvbuf, bytes, fn, "recvbuf");
+        refuse_overlap(fn, sendbuf != recvbuf && overlap(sendbuf, bytes, recvbuf, bytes),
+                       "pass the same pointer for an in-place allreduce");
+        return submit(ctx, fn,
+                      describe(OpKind::allreduce, name, sendbuf, recvbuf, count, dtype, op),
+                      req);
+    });
+}
+
+DT_API dt_status_t dt_allreduce(dt_context_h ctx, const char *name, const void *sendbuf,
+                                void *recvbuf, size_t count, dt_dtype_t dtype,
+                                dt_reduce_op_t op)
+{
+    return blocking(dt_allreduce_async, ctx, name, sendbuf, recvbuf, count, dtype, op);
+}
+
+DT_API dt_status_t dt_broadcast_async(dt_context_h ctx, const char *name, void *buf,
+                                      size_t count, dt_dtype_t dtype, int root,
+                                      dt_request_h *req)
+{
+    const char *fn = "dt_broadcast";
+    return guard([&] {
+        require(ctx, fn, "ctx");
+        check_dtype(fn, dtype);
+        size_t bytes = checked_bytes(fn, count, dtype, 1);
+        require_buffer(buf, bytes, fn, "buf");
+        int size = ctx->impl->size();
+        if (root < 0 || root >= size)
+            throw_error(DT_ERR_INVALID_ARGUMENT, fn, ": root ", root,
+                        " is not a rank of this context; use 0 <= root < ", size);
+        return submit(ctx, fn,
+                      describe(OpKind::broadcast, name, buf, buf, count, dtype, DT_SUM, root),
+                      req);
+    });
+}
+
+DT_API dt_status_t dt_broadcast(dt_context_h ctx, const char *name, void *buf,
+                                size_t count, dt_dtype_t dtype, int root)
+{
+    return blocking(dt_broadcast_async, ctx, name, buf, count, dtype, root);
+}
+
+DT_API dt_status_t dt_allgather_async(dt_context_h ctx, const char *name,
+                                      const void *sendbuf, void *recvbuf, size_t sendcount,
+                                      dt_dtype_t dtype, dt_request_h *req)
+{
+    const char *fn = "dt_allgather";
+    return guard([&] {
+        require(ctx, fn, "ctx");
+        check_dtype(fn, dtype);
+        size_t size = static_cast<size_t>(ctx->impl->size());
+        size_t block = checked_bytes(fn, sendcount, dtype, 1);
+        size_t total = checked_bytes(fn, sendcount, dtype, size);
+        require_buffer(sendbuf, block, fn, "sendbuf");
+        require_buffer(recvbuf, total, fn, "recvbuf");
+        const void *in_place =
+            static_cast<char *>(recvbuf) + block * static_cast<size_t>(ctx->impl->rank());
+        refuse_overlap(fn, sendbuf != in_place && overlap(sendbuf, block, recvbuf, total),
+                       "for an in-place allgather pass sendbuf = recvbuf + rank * "
+                       "sendcount elements");
+        return submit(ctx, fn,
+                      describe(OpKind::allgather, name, sendbuf, recvbuf, sendcount, dtype),
+                      req);
+    });
+}
+
+DT_API dt_status_t dt_allgather(dt_context_h ctx, const char *name, const void *sendbuf,
+                                void *recvbuf, size_t sendcount, dt_dtype_t dtype)
+{
+    return blocking(dt_allgather_async, ctx, name, sendbuf, recvbuf, sendcount, dtype);
+}
+
+DT_API dt_status_t dt_reduce_scatter_async(dt_context_h ctx, const char *name,
+                                           const void *sendbuf, void *recvbuf,
+                                           size_t recvcount, dt_dtype_t dtype,
+                                           dt_reduce_op_t op, dt_request_h *req)
+{
+    const char *fn = "dt_reduce_scatter";
+    return guard([&] {
+        require(ctx, fn, "ctx");
+        check_dtype(fn, dtype);
+        check_op(fn, op);
+        size_t size = static_cast<size_t>(ctx->impl->size());
+        size_t block = checked_bytes(fn, recvcount, dtype, 1);
+        size_t total = checked_bytes(fn, recvcount, dtype, size);
+        require_buffer(sendbuf, total, fn, "sendbuf");
+        require_buffer(recvbuf, block, fn, "recvbuf");
+        refuse_overlap(fn, overlap(sendbuf, total, recvbuf, block),
+                       "reduce_scatter needs separate buffers");
+        return submit(ctx, fn,
+                      describe(OpKind::reduce_scatter, name, sendbuf, recvbuf, recvcount,
+                               dtype, op),
+                      req);
+    });
+}
+
+DT_API dt_status_t dt_reduce_scatter(dt_context_h ctx, const char *name,
+                                     const void *sendbuf, void *recvbuf, size_t recvcount,
+                                     dt_dtype_t dtype, dt_reduce_op_t op)
+{
+    return blocking(dt_reduce_scatter_async, ctx, name, sendbuf, recvbuf, recvcount, dtype,
+                    op);
+}
+
+DT_API dt_status_t dt_alltoall_async(dt_context_h ctx, const char *name, const void *sendbuf,
+                                     void *recvbuf, size_t count, dt_dtype_t dtype,
+                                     dt_request_h *req)
+{
+    const char *fn = "dt_alltoall";
+    return guard([&] {
+        require(ctx, fn, "ctx");
+        check_dtype(fn, dtype);
+        size_t size = static_cast<size_t>(ctx->impl->size());
+        size_t total = checked_bytes(fn, count, dtype, size);
+        require_buffer(sendbuf, total, fn, "sendbuf");
+        require_buffer(recvbuf, total, fn, "recvbuf");
+        refuse_overlap(fn, overlap(sendbuf, total, recvbuf, total),
+                       "alltoall needs separate buffers");
+        return submit(ctx, fn,
+                      describe(OpKind::alltoall, name, sendbuf, recvbuf, count, dtype), req);
+    });
+}
+
+DT_API dt_status_t dt_alltoall(dt_context_h ctx, const char *name, const void *sendbuf,
+                               void *recvbuf, size_t count, dt_dtype_t dtype)
+{
+    return blocking(dt_alltoall_async, ctx, name, sendbuf, recvbuf, count, dtype);
+}
+
+DT_API dt_status_t dt_barrier_async(dt_context_h ctx, const char *name, dt_request_h *req)
+{
+    return guard([&] {
+        require(ctx, "dt_barrier", "ctx");
+        return submit(ctx, "dt_barrier",
+                      describe(OpKind::barrier, name, nullptr, nullptr, 0, DT_UINT8), req);
+    });
+}
+
+DT_API dt_status_t dt_barrier(dt_context_h ctx, const char *name)
+{
+    return blocking(dt_barrier_async, ctx, name);
+}
+
+} // extern "C"

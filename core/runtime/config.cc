@@ -1,0 +1,95 @@
+#include "runtime/config.h"
+
+#include "runtime/env.h"
+#include "runtime/error.h"
+
+#include <algorithm>
+#include <cctype>
+
+namespace dt {
+
+namespace {
+
+bool has(const dt_context_params_t *p, uint64_t bit)
+{
+    return p != nullptr && (p->field_mask & bit) != 0;
+}
+
+std::vector<std::string> parse_transports(const std::string &what, const std::string &value)
+{
+    auto names = env::split_list(value);
+    if (names.empty())
+        throw_error(DT_ERR_INVALID_CONFIG, what, "='", value,
+                    "' names no transport; use a comma-separated list such as "
+                    "'tcp' or 'ucx,tcp', or 'auto'");
+    for (const auto &name : names) {
+        bool valid = std::all_of(name.begin(), name.end(), [](unsigned char c) {
+            return std::islower(c) || std::isdigit(c) || c == '_';
+        });
+        if (!valid)
+            throw_error(DT_ERR_INVALID_CONFIG, what, "='", value, "': '", name,
+                        "' is not a transport name; names are lowercase letters, digits "
+                        "and '_' (e.g. tcp, ucx, mpi, nccl) or 'auto'");
+    }
+    return names;
+}
+
+} // namespace
+
+ContextConfig read_config(const dt_context_params_t *params)
+{
+    ContextConfig cfg;
+    cfg.ranks = bootstrap::discover_ranks(params);
+
+    if (has(params, DT_CONTEXT_PARAM_FIELD_STORE_ADDR) && params->store_addr != nullptr)
+        cfg.store_addr = params->store_addr;
+    else if (auto v = env::get("DISTTRAIN_STORE_ADDR"))
+        cfg.store_addr = *v;
+
+    if (auto v = env::get("DISTTRAIN_STORE_SERVER")) {
+        if (*v == "launcher")
+            cfg.launcher_serves_store = true;
+        else if (*v != "rank0")
+            throw_error(DT_ERR_INVALID_CONFIG, "DISTTRAIN_STORE_SERVER='", *v,
+                        "' is not known; use 'launcher' (disttrainrun serves the store) or "
+                        "'rank0' (rank 0 serves it at DISTTRAIN_STORE_ADDR)");
+    }
+
+    if (has(params, DT_CONTEXT_PARAM_FIELD_JOB_TOKEN) && params->job_token != nullptr)
+        cfg.job_token = params->job_token;
+    else if (auto v = env::get("DISTTRAIN_JOB_TOKEN"))
+        cfg.job_token = *v;
+
+    if (has(params, DT_CONTEXT_PARAM_FIELD_TRANSPORT) && params->transport != nullptr)
+        cfg.transports = parse_transports("params.transport", params->transport);
+    else
+        cfg.transports =
+            parse_transports("DISTTRAIN_TRANSPORT",
+                             env::get("DISTTRAIN_TRANSPORT").value_or("auto"));
+
+    if (has(params, DT_CONTEXT_PARAM_FIELD_TIMEOUT_MS))
+        cfg.timeout = std::chrono::milliseconds(std::max(0, params->timeout_ms));
+    else
+        cfg.timeout = std::chrono::seconds(
+            env::get_int("DISTTRAIN_TIMEOUT", 300, 0, 7 * 24 * 3600));
+
+    cfg.fusion_threshold =
+        env::get_int("DISTTRAIN_FUSION_THRESHOLD", cfg.fusion_threshold, 0, int64_t(1) << 40);
+    cfg.cycle_time_ms = env::get_int("DISTTRAIN_CYCLE_TIME_MS", cfg.cycle_time_ms, 0, 60000);
+
+    if (cfg.ranks.size > 1 && cfg.store_addr.empty())
+        throw_error(DT_ERR_INVALID_CONFIG, "this is rank ", cfg.ranks.rank, " of ",
+                    cfg.ranks.size, " (from ", cfg.ranks.source,
+                    ") but DISTTRAIN_STORE_ADDR is not set; start the job with "
+                    "disttrainrun, or set DISTTRAIN_STORE_ADDR=host:port of rank 0 on "
+                    "every rank");
+    if (cfg.ranks.size > 1 && cfg.job_token.empty())
+        throw_error(DT_ERR_INVALID_CONFIG,
+                    "DISTTRAIN_JOB_TOKEN is not set; every rank of a multi-process job "
+                    "must share a secret token: start the job with disttrainrun (which "
+                    "makes one) or export the same DISTTRAIN_JOB_TOKEN=$(openssl rand -hex "
+                    "32) on every rank");
+    return cfg;
+}
+
+} // namespace dt

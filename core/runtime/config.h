@@ -1,0 +1,31 @@
+// Everything a context reads at start-up, from its params struct and the environment,
+// checked once so that a bad value is an error at dt_context_create and never later.
+#pragma once
+
+#include "bootstrap/rank_discovery.h"
+
+#include <disttrain/disttrain.h>
+
+#include <chrono>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace dt {
+
+struct ContextConfig {
+    bootstrap::RankInfo ranks;
+    std::string store_addr;          // empty: none given
+    bool launcher_serves_store = false; // DISTTRAIN_STORE_SERVER=launcher
+    std::string job_token;           // empty: none given
+    std::vector<std::string> transports; // ordered; "auto" expanded by the loader
+    std::chrono::milliseconds timeout{0}; // 0: no limit
+    int64_t fusion_threshold = 64 << 20;  // bytes (used by the engine)
+    int64_t cycle_time_ms = 1;
+};
+
+// Throws DT_ERR_INVALID_CONFIG naming the variable or param, the value and what is
+// allowed.
+ContextConfig read_config(const dt_context_params_t *params);
+
+} // namespace dt

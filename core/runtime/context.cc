@@ -1,0 +1,134 @@
+#include "runtime/context.h"
+
+#include "plugin/loader.h"
+#include "runtime/error.h"
+#include "telemetry/log.h"
+
+#include <atomic>
+
+namespace dt {
+
+namespace {
+
+// Contexts are created in the same order on every rank, so a per-process counter gives
+// each context the same store namespace on every rank.
+std::atomic<uint64_t> g_next_context_id{0};
+
+// "auto" means the production transports that are installed, fastest first.
+std::vector<std::string> expand_auto(const std::vector<std::string> &names)
+{
+    static const char *const kPreference[] = {"nccl", "ucx", "mpi", "tcp"};
+    std::vector<std::string> out;
+    for (const auto &name : names) {
+        if (name != "auto") {
+            out.push_back(name);
+            continue;
+        }
+        auto found = plugin::available("transport");
+        for (const char *preferred : kPreference)
+            for (const auto &f : found)
+                if (f == preferred)
+                    out.push_back(f);
+        if (out.empty())
+            out.push_back("tcp"); // so the not-found error lists the folders searched
+    }
+    return out;
+}
+
+} // namespace
+
+Context::Context(const dt_context_params_t *params)
+{
+    log::init_from_env();
+    cfg_ = read_config(params);
+    log::set_rank(cfg_.ranks.size > 1 ? cfg_.ranks.rank : -1);
+    id_ = g_next_context_id.fetch_add(1);
+    DT_LOG(info, "context", "rank ", rank(), " of ", size(), " (from ", cfg_.ranks.source,
+           "), local rank ", local_rank(), " of ", local_size());
+    open_store();
+    open_transport();
+    engine_ = std::make_unique<Engine>(*transport_, rank(), size(), cfg_.timeout);
+}
+
+Context::~Context()
+{
+    engine_.reset();
+    transport_.reset();
+    host_.reset();
+    store_.reset();
+    store_server_.reset();
+}
+
+void Context::open_store()
+{
+    // A single-process job has no peers to meet; it still gets a private in-process store
+    // so plugins see the same services in every job.
+    bool local_only = size() == 1 && cfg_.store_addr.empty();
+    std::string token = cfg_.job_token.empty() ? bootstrap::Auth::random_token()
+                                               : cfg_.job_token;
+    auth_ = std::make_unique<bootstrap::Auth>(token);
+    std::string addr = cfg_.store_addr;
+    if (local_only) {
+        store_server_ = std::make_unique<bootstrap::StoreServer>("127.0.0.1:0", *auth_);
+        addr = store_server_->address();
+    } else if (!cfg_.launcher_serves_store && rank() == 0) {
+        store_server_ = std::make_unique<bootstrap::StoreServer>(addr, *auth_);
+        DT_LOG(info, "context", "rank 0 serves the rendezvous store at ",
+               store_server_->address());
+    }
+    auto timeout = cfg_.timeout.count() > 0 ? cfg_.timeout : std::chrono::hours(24 * 365);
+    store_ = std::make_unique<bootstrap::StoreClient>(addr, *auth_, timeout);
+}
+
+void Context::open_transport()
+{
+    host_ = std::make_unique<HostBridge>(store_.get(), auth_.get(), "", cfg_.timeout);
+    dt_transport_init_args_t args{};
+    args.struct_size = sizeof(args);
+    args.abi_version = DT_TRANSPORT_VERSION;
+    args.rank = rank();
+    args.size = size();
+    args.local_rank = local_rank();
+    args.local_size = local_size();
+    args.timeout_ms = static_cast<int32_t>(
+        std::min<int64_t>(cfg_.timeout.count(), INT32_MAX));
+    args.host = host_->host();
+    args.services = HostBridge::services();
+
+    std::string failures;
+    for (const auto &name : expand_auto(cfg_.transports)) {
+        // Each transport gets its own keys, so one that fails half-way cannot confuse
+        // the next in the list.
+        host_->key_prefix = cat("ctx", id_, "/", name, "/");
+        try {
+            transport_ = plugin::open_transport({name}, args, HostBridge::services());
+            DT_LOG(info, "context", "using transport '", name, "' from ",
+                   transport_->path());
+            return;
+        } catch (const Error &e) {
+            if (cfg_.transports.size() == 1 && cfg_.transports[0] != "auto")
+                throw; // one explicit choice: its own error says it best
+            DT_LOG(warn, "context", "transport '", name, "' unavailable, trying the next: ",
+                   e.what());
+            failures += cat("\n  ", name, ": ", e.what());
+        }
+    }
+    throw_error(DT_ERR_PLUGIN_NOT_FOUND, "no transport could be started (tried in the "
+                "order of DISTTRAIN_TRANSPORT):", failures);
+}
+
+std::shared_ptr<Operation> Context::submit(OpDesc desc)
+{
+    if (desc.name.empty())
+        desc.name = cat(op_kind_name(desc.kind), ".", unnamed_ops_++);
+    auto op = std::make_shared<Operation>(std::move(desc));
+    engine_->submit(op);
+    return op;
+}
+
+void Context::abort()
+{
+    engine_->abort();
+}
+
+} // namespace dt

@@ -1,0 +1,52 @@
+// A context: this process's membership of a job. Creating one discovers the rank,
+// connects to (or serves) the rendezvous store, loads and initialises the transport and
+// starts the engine; destroying it undoes each step in reverse.
+#pragma once
+
+#include "bootstrap/auth.h"
+#include "bootstrap/store.h"
+#include "plugin/transport.h"
+#include "runtime/config.h"
+#include "runtime/engine.h"
+#include "runtime/host_services.h"
+
+#include <disttrain/disttrain.h>
+
+#include <atomic>
+#include <memory>
+
+namespace dt {
+
+class Context {
+public:
+    explicit Context(const dt_context_params_t *params);
+    ~Context();
+    Context(const Context &) = delete;
+    Context &operator=(const Context &) = delete;
+
+    int rank() const { return cfg_.ranks.rank; }
+    int size() const { return cfg_.ranks.size; }
+    int local_rank() const { return cfg_.ranks.local_rank; }
+    int local_size() const { return cfg_.ranks.local_size; }
+    const std::string &transport_name() const { return transport_->name(); }
+
+    // Queues op on the engine; the returned operation completes asynchronously.
+    std::shared_ptr<Operation> submit(OpDesc desc);
+    void abort();
+
+private:
+    void open_store();
+    void open_transport();
+
+    ContextConfig cfg_;
+    uint64_t id_;
+    std::unique_ptr<bootstrap::Auth> auth_;
+    std::unique_ptr<bootstrap::StoreServer> store_server_;
+    std::unique_ptr<bootstrap::StoreClient> store_;
+    std::unique_ptr<HostBridge> host_;
+    std::unique_ptr<Transport> transport_;
+    std::unique_ptr<Engine> engine_;
+    std::atomic<uint64_t> unnamed_ops_{0};
+};
+
+} // namespace dt

@@ -1,0 +1,108 @@
+#include "runtime/host_services.h"
+
+#include "runtime/error.h"
+#include "telemetry/log.h"
+
+#include <algorithm>
+#include <cstring>
+
+namespace dt {
+
+namespace {
+
+HostBridge *bridge(void *host) { return static_cast<HostBridge *>(host); }
+
+// Runs f, turning an exception into a status plus the thread's last error, since no
+// exception may cross into a plugin.
+template <typename F>
+int32_t guarded(F &&f) noexcept
+{
+    try {
+        f();
+        return DTP_OK;
+    } catch (const Error &e) {
+        set_last_error(e.what());
+        return e.status();
+    } catch (const std::exception &e) {
+        set_last_error(e.what());
+        return DTP_ERR_INTERNAL;
+    }
+}
+
+void host_log(void *, int level, const char *plugin, const char *message)
+{
+    level = std::clamp(level, DT_LOG_ERROR, DT_LOG_TRACE);
+    auto lvl = static_cast<log::Level>(level);
+    if (log::enabled(lvl))
+        log::write(lvl, plugin != nullptr ? plugin : "plugin",
+                   message != nullptr ? message : "");
+}
+
+void host_set_error(void *, const char *message)
+{
+    set_last_error(message != nullptr ? message : "");
+}
+
+int32_t host_store_set(void *host, const char *key, const void *value, size_t len)
+{
+    return guarded([&] {
+        HostBridge *b = bridge(host);
+        if (b == nullptr || b->store == nullptr || key == nullptr)
+            throw_error(DT_ERR_INVALID_ARGUMENT, "store_set: no store or no key");
+        b->store->set(b->key_prefix + key,
+                      std::string(static_cast<const char *>(value), len));
+    });
+}
+
+int32_t host_store_get(void *host, const char *key, void *buf, size_t cap, size_t *len,
+                       int32_t timeout_ms)
+{
+    return guarded([&] {
+        HostBridge *b = bridge(host);
+        if (b == nullptr || b->store == nullptr || key == nullptr || len == nullptr)
+            throw_error(DT_ERR_INVALID_ARGUMENT, "store_get: no store, key or len");
+        auto timeout = timeout_ms < 0 ? b->timeout : std::chrono::milliseconds(timeout_ms);
+        if (timeout.count() == 0)
+            timeout = std::chrono::hours(24 * 365);
+        std::string value = b->store->get(b->key_prefix + key, timeout);
+        std::memcpy(buf, value.data(), std::min(cap, value.size()));
+        *len = value.size();
+    });
+}
+
+int32_t host_auth_sign(void *host, const void *data, size_t len, uint8_t mac[32])
+{
+    return guarded([&] {
+        auto m = bridge(host)->auth->sign(data, len);
+        std::memcpy(mac, m.data(), m.size());
+    });
+}
+
+int32_t host_auth_verify(void *host, const void *data, size_t len, const uint8_t mac[32])
+{
+    bootstrap::Mac m;
+    std::memcpy(m.data(), mac, m.size());
+    return bridge(host)->auth->verify(data, len, m) ? DTP_OK : DTP_ERR_AUTH;
+}
+
+int32_t host_random_bytes(void *, void *buf, size_t len)
+{
+    return guarded([&] { bootstrap::Auth::random_bytes(buf, len); });
+}
+
+const dt_host_services_t kServices = {
+    sizeof(dt_host_services_t), DT_HOST_SERVICES_VERSION, host_log, host_set_error,
+    host_store_set, host_store_get, host_auth_sign, host_auth_verify, host_random_bytes,
+};
+
+} // namespace
+
+HostBridge::HostBridge(bootstrap::StoreClient *store_, const bootstrap::Auth *auth_,
+                       std::string key_prefix_, std::chrono::milliseconds timeout_)
+    : store(store_), auth(auth_), key_prefix(std::move(key_prefix_)), timeout(timeout_)
+{
+}
+
+const dt_host_services_t *HostBridge::services() { return &kServices; }
+
+} // namespace dt

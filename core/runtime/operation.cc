@@ -1,0 +1,57 @@
+#include "runtime/operation.h"
+
+namespace dt {
+
+const char *op_kind_name(OpKind kind) noexcept
+{
+    switch (kind) {
+    case OpKind::allreduce: return "allreduce";
+    case OpKind::broadcast: return "broadcast";
+    case OpKind::allgather: return "allgather";
+    case OpKind::reduce_scatter: return "reduce_scatter";
+    case OpKind::alltoall: return "alltoall";
+    case OpKind::barrier: return "barrier";
+    }
+    return "unknown";
+}
+
+void Operation::complete(dt_status_t status, std::string message)
+{
+    {
+        std::lock_guard lock(mutex_);
+        status_ = status;
+        message_ = std::move(message);
+        done_ = true;
+    }
+    cv_.notify_all();
+}
+
+bool Operation::done() const
+{
+    std::lock_guard lock(mutex_);
+    return done_;
+}
+
+bool Operation::wait(std::chrono::milliseconds timeout) const
+{
+    std::unique_lock lock(mutex_);
+    if (timeout.count() < 0) {
+        cv_.wait(lock, [&] { return done_; });
+        return true;
+    }
+    return cv_.wait_for(lock, timeout, [&] { return done_; });
+}
+
+dt_status_t Operation::status() const
+{
+    std::lock_guard lock(mutex_);
+    return status_;
+}
+
+std::string Operation::message() const
+{
+    std::lock_guard lock(mutex_);
+    return message_;
+}
+
+} // namespace dt

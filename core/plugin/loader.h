@@ -43,6 +43,11 @@ private:
     uint32_t ops_version_;
     std::string name_;
     const void *ops_;
+
+    // Added: the transport table copied (min(struct_size, sizeof)) or upgraded from an
+    // older version, owned here so it lives exactly as long as the plugin.
+    std::unique_ptr<dt_transport_v2_t> transport_table_;
+    friend const dt_transport_v2_t *transport_ops(const LoadedPlugin &plugin);
 };
 
 // Finds, opens and negotiates the plugin of `kind` ("transport") and `name` ("tcp").
@@ -59,5 +64,15 @@ std::vector<std::string> available(const std::string &kind);
 // A transport table upgraded to the current version (v1 tables gain NULL members).
 // The returned table lives as long as `plugin`.
 const dt_transport_v2_t *transport_ops(const LoadedPlugin &plugin);
+
+// Opens the first transport of `names` that loads, negotiates and initialises: "auto"
+// expands to available("transport") with tcp last; duplicates are tried once. A failure
+// is logged at warn with its reason and the next name is tried. With one name tried, its
+// own error is rethrown unchanged; with several, the error names each transport tried
+// and its reason (a name with no file lists the folders searched). The returned
+// Transport keeps its plugin loaded for as long as it lives.
+std::unique_ptr<Transport> open_transport(const std::vector<std::string> &names,
+                                          const dt_transport_init_args_t &args,
+                                          const dt_host_services_t *services);
 
 } // namespace dt::plugin

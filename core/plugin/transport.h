@@ -5,6 +5,7 @@
 
 #include <disttrain/plugin/transport.h>
 
+#include <memory>
 #include <string>
 
 namespace dt {
@@ -28,6 +29,10 @@ public:
     // plugin has no abort). Idempotent.
     void abort();
 
+    // Keeps `owner` (the loaded plugin that ops and instance live in) alive until this
+    // Transport is destroyed, after finalize has run.
+    void keep_alive(std::shared_ptr<const void> owner) { owner_ = std::move(owner); }
+
 private:
     std::string name_;
     std::string path_;
@@ -35,6 +40,7 @@ private:
     void *instance_;
     uint32_t plugin_ops_version_;
     bool finalized_ = false;
+    std::shared_ptr<const void> owner_; // destroyed after ~Transport's finalize
 };
 
 } // namespace dt

@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# Installs the Debian packages the build and the tests need. Idempotent: apt-get runs only
+# when something is missing.
+set -euo pipefail
+
+packages=(
+  meson ninja-build g++ pkg-config
+  libssl-dev zlib1g-dev libcli11-dev
+  libgtest-dev libbenchmark-dev
+  python3 python3-pytest python3-numpy
+  openmpi-bin libopenmpi-dev
+  iproute2 openssh-client
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -eq 0 ]; then
+  exit 0
+fi
+
+echo "install-deps: installing ${missing[*]}"
+sudo=""
+[ "$(id -u)" -eq 0 ] || sudo="sudo"
+export DEBIAN_FRONTEND=noninteractive
+$sudo apt-get update -qq
+$sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null

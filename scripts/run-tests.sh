@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# Runs every test suite (C/C++ through meson, Python through pytest) and ends with one
+# line "N passed, N failed, N skipped" counting them all. Exits non-zero if any failed.
+set -uo pipefail
+repo=$(cd "$(dirname "$0")/.." && pwd)
+build=${DISTTRAIN_BUILD_DIR:-$repo/build}
+export DISTTRAIN_BUILD_DIR=$build
+"$repo/scripts/install-deps.sh" || { echo "0 passed, 1 failed"; exit 1; }
+if ! "$repo/scripts/build.sh"; then
+  echo "build failed"
+  echo "0 passed, 1 failed"
+  exit 1
+fi
+
+reports=$build/test-reports
+rm -rf "$reports" && mkdir -p "$reports"
+
+echo "== C/C++ suites (meson test)"
+meson test -C "$build" --print-errorlogs --num-processes 2 --timeout-multiplier 2
+cp "$build/meson-logs/testlog.junit.xml" "$reports/meson.junit.xml" 2>/dev/null
+
+echo "== Python suites (pytest)"
+(cd "$repo" && /usr/bin/python3 -m pytest -q -rs -p no:cacheprovider \
+   --junitxml="$reports/pytest.junit.xml" tests)
+rc=$?
+# pytest exits 5 when it collected nothing; the summary below counts that as zero.
+[ $rc -eq 5 ] && echo "pytest: no Python tests collected"
+
+/usr/bin/python3 "$repo/scripts/summarize_tests.py" "$reports"

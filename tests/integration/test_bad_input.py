@@ -1,0 +1,150 @@
+"""Bad input at the public API and in the environment: each is a clear error, never a hang."""
+import socket
+import threading
+import time
+
+import pytest
+
+from conftest import build_path, run
+
+
+@pytest.fixture(scope="module")
+def worker():
+    return build_path("tests", "integration", "dt_worker")
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_single_process_runs_without_any_variable(worker):
+    r = run([worker, "info"])
+    assert r.returncode == 0, r.stderr
+    assert "rank=0 size=1 local_rank=0 local_size=1 transport=tcp" in r.stdout
+
+
+def test_unknown_transport_lists_folders_searched(worker):
+    r = run([worker, "info"], env={"DISTTRAIN_TRANSPORT": "foo"})
+    assert r.returncode == 1
+    assert "DT_ERR_PLUGIN_NOT_FOUND" in r.stderr
+    assert "libdt-transport-foo.so" in r.stderr
+    assert "DISTTRAIN_PLUGIN_PATH" in r.stderr
+
+
+def test_malformed_transport_name(worker):
+    r = run([worker, "info"], env={"DISTTRAIN_TRANSPORT": "TCP!"})
+    assert r.returncode == 1
+    assert "DT_ERR_INVALID_CONFIG" in r.stderr
+    assert "'TCP!' is not a transport name" in r.stderr
+
+
+@pytest.mark.parametrize("var,value,expect", [
+    ("DISTTRAIN_TIMEOUT", "abc", "DISTTRAIN_TIMEOUT='abc' is not an integer"),
+    ("DISTTRAIN_TIMEOUT", "-4", "DISTTRAIN_TIMEOUT='-4' is out of range"),
+    ("DISTTRAIN_FUSION_THRESHOLD", "64MB", "DISTTRAIN_FUSION_THRESHOLD='64MB' is not an integer"),
+    ("DISTTRAIN_CYCLE_TIME_MS", "1e3", "DISTTRAIN_CYCLE_TIME_MS='1e3' is not an integer"),
+    ("DISTTRAIN_LOG_LEVEL", "loud", "DISTTRAIN_LOG_LEVEL='loud' is not a log level"),
+])
+def test_malformed_variable_is_named(worker, var, value, expect):
+    r = run([worker, "info"], env={var: value})
+    assert r.returncode == 1
+    assert "DT_ERR_INVALID_CONFIG" in r.stderr
+    assert expect in r.stderr
+
+
+def test_multi_rank_without_store_address(worker):
+    r = run([worker, "info"], env={"DISTTRAIN_RANK": "0", "DISTTRAIN_SIZE": "2",
+                                   "DISTTRAIN_JOB_TOKEN": "t"})
+    assert r.returncode == 1
+    assert "DISTTRAIN_STORE_ADDR is not set" in r.stderr
+
+
+def test_multi_rank_without_token(worker):
+    r = run([worker, "info"], env={"DISTTRAIN_RANK": "0", "DISTTRAIN_SIZE": "2",
+                                   "DISTTRAIN_STORE_ADDR": "127.0.0.1:1"})
+    assert r.returncode == 1
+    assert "DISTTRAIN_JOB_TOKEN is not set" in r.stderr
+
+
+def test_store_that_never_answers_times_out(worker):
+    """A server that accepts connections but never speaks: the rank must give up."""
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen(8)
+    port = server.getsockname()[1]
+    held = []
+    stop = threading.Event()
+
+    def accept():
+        server.settimeout(0.2)
+        while not stop.is_set():
+            try:
+                held.append(server.accept()[0])
+            except OSError:
+                pass
+
+    t = threading.Thread(target=accept, daemon=True)
+    t.start()
+    try:
+        start = time.monotonic()
+        r = run([worker, "info"], timeout=60, env={
+            "DISTTRAIN_RANK": "1", "DISTTRAIN_SIZE": "2", "DISTTRAIN_JOB_TOKEN": "t",
+            "DISTTRAIN_STORE_ADDR": f"127.0.0.1:{port}", "DISTTRAIN_STORE_SERVER": "launcher",
+            "DISTTRAIN_TIMEOUT": "2"})
+        elapsed = time.monotonic() - start
+    finally:
+        stop.set()
+        t.join()
+        for c in held:
+            c.close()
+        server.close()
+    assert r.returncode == 1
+    assert "DT_ERR_TIMEOUT" in r.stderr
+    assert f"127.0.0.1:{port}" in r.stderr
+    assert elapsed < 30
+
+
+def test_wrong_job_token_is_refused(worker):
+    """Rank 0 serves the store with one token; rank 1 arrives with another."""
+    port = free_port()
+    common = {"DISTTRAIN_SIZE": "2", "DISTTRAIN_STORE_ADDR": f"127.0.0.1:{port}",
+              "DISTTRAIN_TIMEOUT": "4", "DISTTRAIN_STORE_SERVER": "rank0"}
+    import subprocess
+    from conftest import clean_env
+    rank0 = subprocess.Popen([str(worker), "info"], text=True, stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE,
+                             env=clean_env({**common, "DISTTRAIN_RANK": "0",
+                                            "DISTTRAIN_JOB_TOKEN": "right-token"}))
+    try:
+        time.sleep(0.5)
+        r1 = run([worker, "info"], timeout=60,
+                 env={**common, "DISTTRAIN_RANK": "1", "DISTTRAIN_JOB_TOKEN": "wrong-token"})
+        out0, err0 = rank0.communicate(timeout=60)
+    finally:
+        rank0.kill()
+    assert r1.returncode == 1
+    assert "DT_ERR_AUTH" in r1.stderr
+    assert "DISTTRAIN_JOB_TOKEN" in r1.stderr
+    # Rank 0 logged the refusal and gave up waiting for its peer.
+    assert rank0.returncode == 1
+    assert "refused" in err0
+
+
+def test_invalid_arguments_return_clear_errors(worker):
+    r = run([worker, "badargs"])
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "negative count: DT_ERR_INVALID_ARGUMENT" in r.stdout
+    assert "a negative number converted to size_t" in r.stdout
+    assert "dtype 42 is not a dt_dtype_t" in r.stdout
+    assert "sendbuf must not be NULL" in r.stdout or "sendbuf is NULL" in r.stdout
+    assert "root 7 is not a rank" in r.stdout
+
+
+def test_ranks_disagreeing_on_count_fail_instead_of_hanging(worker, disttrainrun):
+    cmd = [disttrainrun, "-np", "2", "sh", "-c",
+           f'exec {worker} allreduce $((1000 + DISTTRAIN_RANK * 1000))']
+    r = run(cmd, timeout=90, env={"DISTTRAIN_TIMEOUT": "20"})
+    assert r.returncode != 0
+    assert "error: dt_allreduce" in r.stderr

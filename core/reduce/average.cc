@@ -1,0 +1,87 @@
+// finish_average(): the division that turns a DT_AVG sum into a mean. Floats divide (not
+// multiply by a reciprocal) so the result is the correctly rounded quotient every rank
+// computes alike; integers use C++ division, which truncates toward zero.
+
+// -O3 for this file whatever the build type: the kernels rely on the vectoriser, and
+// Meson cannot give single files of core_internal their own flags. Before any include
+// so that inlined header functions get the same options.
+#pragma GCC optimize("O3")
+
+#include "reduce/ops.h"
+#include "reduce/reduce.h"
+#include "runtime/error.h"
+
+#include <type_traits>
+
+namespace dt::reduce {
+
+namespace {
+
+template <typename T>
+DT_ALWAYS_INLINE void divide(void *buf, size_t n, int divisor)
+{
+    // Integers divide in a 64-bit type of their signedness so a divisor wider than T
+    // (300 ranks averaging uint8) is not truncated.
+    using D = std::conditional_t<std::is_floating_point_v<T>, T,
+                                 std::conditional_t<std::is_signed_v<T>, int64_t, uint64_t>>;
+    auto *p = static_cast<T *>(buf);
+    const D d = static_cast<D>(divisor);
+    for (size_t i = 0; i < n; ++i)
+        p[i] = static_cast<T>(static_cast<D>(p[i]) / d);
+}
+
+DT_REDUCE_CLONES void divide_f32(void *buf, size_t n, int d) { divide<float>(buf, n, d); }
+DT_REDUCE_CLONES void divide_f64(void *buf, size_t n, int d) { divide<double>(buf, n, d); }
+
+using Widen = void (*)(const uint16_t *, float *, size_t);
+using Narrow = void (*)(const float *, uint16_t *, size_t);
+
+void divide_16bit(void *buf, size_t n, int divisor, Widen widen, Narrow narrow)
+{
+    constexpr size_t kBlock = 1024;
+    alignas(64) float tmp[kBlock];
+    auto *p = static_cast<uint16_t *>(buf);
+    for (size_t off = 0; off < n; off += kBlock) {
+        size_t len = n - off < kBlock ? n - off : kBlock;
+        widen(p + off, tmp, len);
+        divide_f32(tmp, len, divisor);
+        narrow(tmp, p + off, len);
+    }
+}
+
+} // namespace
+
+void finish_average(void *buf, size_t count, dt_dtype_t dtype, int divisor)
+{
+    using namespace detail;
+    if (divisor <= 0)
+        throw_error(DT_ERR_INVALID_ARGUMENT, "finish_average: divisor ", divisor,
+                    " is not positive; pass the number of ranks that contributed");
+    if (divisor == 1 || count == 0)
+        return;
+    switch (dtype) {
+    case DT_FLOAT32:
+        return divide_f32(buf, count, divisor);
+    case DT_FLOAT64:
+        return divide_f64(buf, count, divisor);
+    case DT_FLOAT16:
+        return divide_16bit(buf, count, divisor, widen_f16, narrow_f16);
+    case DT_BFLOAT16:
+        return divide_16bit(buf, count, divisor, widen_bf16, narrow_bf16);
+    // Integer division has no SIMD instruction; these loops run at scalar speed, which is
+    // fine for a once-per-collective pass over this rank's share.
+    case DT_INT8:
+        return divide<int8_t>(buf, count, divisor);
+    case DT_UINT8:
+        return divide<uint8_t>(buf, count, divisor);
+    case DT_INT32:
+        return divide<int32_t>(buf, count, divisor);
+    case DT_INT64:
+        return divide<int64_t>(buf, count, divisor);
+    default:
+        throw_error(DT_ERR_INVALID_ARGUMENT, "finish_average: unknown dtype ",
+                    static_cast<int>(dtype), "; expected a dt_dtype_t value");
+    }
+}
+
+} // namespace dt::reduce

@@ -1,0 +1,181 @@
+#include "conf_cases.h"
+
+#include "conf_values.h"
+
+#include <utility>
+
+namespace dt::conformance {
+
+const char *kind_name(Kind kind)
+{
+    switch (kind) {
+    case Kind::allreduce: return "allreduce";
+    case Kind::broadcast: return "broadcast";
+    case Kind::allgather: return "allgather";
+    case Kind::reduce_scatter: return "reduce_scatter";
+    case Kind::alltoall: return "alltoall";
+    case Kind::barrier: return "barrier";
+    }
+    return "?";
+}
+
+namespace {
+
+bool reduces(Kind kind) { return kind == Kind::allreduce || kind == Kind::reduce_scatter; }
+
+} // namespace
+
+Case::Case(Kind kind, dt_dtype_t dtype, dt_reduce_op_t op, size_t count, bool inplace,
+           int root, bool async, int rank, int ranks)
+    : kind_(kind), dtype_(dtype), op_(op), count_(count), inplace_(inplace), root_(root),
+      async_(async), rank_(rank), ranks_(ranks), elt_(dt_dtype_size(dtype))
+{
+    what_ = std::string(kind_name(kind)) + " " + dt_dtype_name(dtype);
+    if (reduces(kind))
+        what_ += std::string(" ") + dt_reduce_op_name(op);
+    what_ += " count=" + std::to_string(count);
+    if (kind == Kind::broadcast)
+        what_ += " root=" + std::to_string(root);
+    what_ += inplace ? " in-place" : "";
+    what_ += async ? " async" : " blocking";
+    // Buffers are never empty, so a count of 0 still passes valid pointers.
+    out_.resize((out_count() + kGuard) * elt_);
+    in_.resize((in_count() + 1) * elt_);
+}
+
+Case::Case(Case &&o) noexcept
+    : kind_(o.kind_), dtype_(o.dtype_), op_(o.op_), count_(o.count_), inplace_(o.inplace_),
+      root_(o.root_), async_(o.async_), rank_(o.rank_), ranks_(o.ranks_), elt_(o.elt_),
+      what_(std::move(o.what_)), in_(std::move(o.in_)), out_(std::move(o.out_)),
+      req_(std::exchange(o.req_, nullptr))
+{
+}
+
+Case::~Case() { dt_request_free(req_); }
+
+size_t Case::out_count() const
+{
+    const size_t n = static_cast<size_t>(ranks_);
+    switch (kind_) {
+    case Kind::allgather:
+    case Kind::alltoall: return count_ * n;
+    case Kind::barrier: return 0;
+    default: return count_;
+    }
+}
+
+size_t Case::in_count() const
+{
+    if (inplace_ || kind_ == Kind::broadcast || kind_ == Kind::barrier)
+        return 0;
+    const size_t n = static_cast<size_t>(ranks_);
+    return kind_ == Kind::reduce_scatter || kind_ == Kind::alltoall ? count_ * n : count_;
+}
+
+const void *Case::in_ptr()
+{
+    if (!inplace_)
+        return in_.data();
+    if (kind_ == Kind::allgather)
+        return out_.data() + static_cast<size_t>(rank_) * count_ * elt_;
+    return out_.data();
+}
+
+void Case::prepare()
+{
+    const auto seed = static_cast<uint64_t>(rank_);
+    for (size_t i = 0; i < out_count() + kGuard; ++i)
+        put(dtype_, out(), i, kPoison);
+    void *in = const_cast<void *>(in_ptr()); // our buffer; const only for the call
+    const auto n = static_cast<uint64_t>(ranks_);
+    switch (kind_) {
+    case Kind::allreduce:
+    case Kind::reduce_scatter:
+        for (size_t i = 0; i < (kind_ == Kind::allreduce ? count_ : count_ * n); ++i)
+            put(dtype_, in, i, input(dtype_, op_, ranks_, seed, i));
+        break;
+    case Kind::broadcast:
+        if (rank_ == root_)
+            for (size_t i = 0; i < count_; ++i)
+                put(dtype_, out(), i, payload(dtype_, ranks_, seed, i));
+        break;
+    case Kind::allgather:
+        for (size_t i = 0; i < count_; ++i)
+            put(dtype_, in, i, payload(dtype_, ranks_, seed, i));
+        break;
+    case Kind::alltoall:
+        for (uint64_t peer = 0; peer < n; ++peer)
+            for (size_t i = 0; i < count_; ++i)
+                put(dtype_, in, peer * count_ + i, payload(dtype_, ranks_, seed * n + peer, i));
+        break;
+    case Kind::barrier:
+        break;
+    }
+}
+
+dt_status_t Case::launch(dt_context_h ctx)
+{
+    const std::string name = "conformance " + what_;
+    dt_request_h *req = async_ ? &req_ : nullptr;
+    const void *in = in_ptr();
+    switch (kind_) {
+    case Kind::allreduce:
+        return req ? dt_allreduce_async(ctx, name.c_str(), in, out(), count_, dtype_, op_, req)
+                   : dt_allreduce(ctx, name.c_str(), in, out(), count_, dtype_, op_);
+    case Kind::broadcast:
+        return req ? dt_broadcast_async(ctx, name.c_str(), out(), count_, dtype_, root_, req)
+                   : dt_broadcast(ctx, name.c_str(), out(), count_, dtype_, root_);
+    case Kind::allgather:
+        return req ? dt_allgather_async(ctx, name.c_str(), in, out(), count_, dtype_, req)
+                   : dt_allgather(ctx, name.c_str(), in, out(), count_, dtype_);
+    case Kind::reduce_scatter:
+        return req ? dt_reduce_scatter_async(ctx, name.c_str(), in, out(), count_, dtype_,
+                                             op_, req)
+                   : dt_reduce_scatter(ctx, name.c_str(), in, out(), count_, dtype_, op_);
+    case Kind::alltoall:
+        return req ? dt_alltoall_async(ctx, name.c_str(), in, out(), count_, dtype_, req)
+                   : dt_alltoall(ctx, name.c_str(), in, out(), count_, dtype_);
+    case Kind::barrier:
+        return req ? dt_barrier_async(ctx, name.c_str(), req) : dt_barrier(ctx, name.c_str());
+    }
+    return DT_ERR_INVALID_ARGUMENT;
+}
+
+double Case::expected(size_t i) const
+{
+    const auto n = static_cast<uint64_t>(ranks_);
+    const auto self = static_cast<uint64_t>(rank_);
+    if (i >= out_count())
+        return kPoison; // guard element
+    switch (kind_) {
+    case Kind::allreduce: return reduced(dtype_, op_, ranks_, i);
+    case Kind::reduce_scatter: return reduced(dtype_, op_, ranks_, self * count_ + i);
+    case Kind::broadcast: return payload(dtype_, ranks_, static_cast<uint64_t>(root_), i);
+    case Kind::allgather: return payload(dtype_, ranks_, i / count_, i % count_);
+    case Kind::alltoall: return payload(dtype_, ranks_, (i / count_) * n + self, i % count_);
+    case Kind::barrier: break;
+    }
+    return kPoison;
+}
+
+uint64_t Case::verify(std::vector<Mismatch> &out_list, size_t limit)
+{
+    dt_request_free(std::exchange(req_, nullptr));
+    uint64_t wrong = 0;
+    const size_t total = out_count() + kGuard;
+    for (size_t i = 0; i < total; ++i) {
+        const double want = expected(i);
+        const double got = get(dtype_, out(), i);
+        // Guards must stay bit-for-bit poison; outputs match the reference.
+        const bool ok = i >= out_count() ? got == want : matches(dtype_, op_, got, want);
+        if (ok)
+            continue;
+        if (out_list.size() < limit)
+            out_list.push_back({what_ + (i >= out_count() ? " (guard past the end)" : ""),
+                                rank_, i, got, want});
+        ++wrong;
+    }
+    return wrong;
+}
+
+} // namespace dt::conformance

@@ -1,0 +1,71 @@
+// One checked call of the conformance suite: its buffers (with guard elements behind every
+// output, to catch writes past the end), how to launch it and how to verify it.
+#pragma once
+
+#include <disttrain/disttrain.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace dt::conformance {
+
+enum class Kind { allreduce, broadcast, allgather, reduce_scatter, alltoall, barrier };
+
+const char *kind_name(Kind kind);
+
+// Elements written after each output buffer and checked untouched afterwards.
+constexpr size_t kGuard = 8;
+
+struct Mismatch {
+    std::string what; // "allreduce float32 sum count=7 in-place async"
+    int rank;
+    size_t index;     // element index in the output, or the guard element past it
+    double got;
+    double expected;
+};
+
+class Case {
+public:
+    Case(Kind kind, dt_dtype_t dtype, dt_reduce_op_t op, size_t count, bool inplace,
+         int root, bool async, int rank, int ranks);
+
+    // Fills inputs and poisons outputs; call before launch.
+    void prepare();
+    // Starts the call (async) or runs it (blocking); returns its status.
+    dt_status_t launch(dt_context_h ctx);
+    dt_request_h request() const { return req_; }
+    // Frees the request (if any) and compares the output with the reference; appends up
+    // to `limit` mismatches to out and returns how many elements were wrong.
+    uint64_t verify(std::vector<Mismatch> &out, size_t limit);
+
+    const std::string &description() const { return what_; }
+
+    Case(const Case &) = delete;
+    Case &operator=(const Case &) = delete;
+    Case(Case &&other) noexcept;
+    ~Case();
+
+private:
+    size_t out_count() const;  // elements of the output buffer
+    size_t in_count() const;   // elements of the separate input buffer (0 when in place)
+    void *out() { return out_.data(); }
+    const void *in_ptr();
+    double expected(size_t index) const;
+
+    Kind kind_;
+    dt_dtype_t dtype_;
+    dt_reduce_op_t op_;
+    size_t count_;
+    bool inplace_;
+    int root_;
+    bool async_;
+    int rank_, ranks_;
+    size_t elt_;
+    std::string what_;
+    std::vector<unsigned char> in_, out_;
+    dt_request_h req_ = nullptr;
+};
+
+} // namespace dt::conformance

@@ -1,0 +1,40 @@
+// Reference values of the conformance suite: every dtype's element codec, the inputs each
+// rank contributes and the result a correct library must produce, computed locally in
+// double precision. Independent of the library's own kernels on purpose.
+#pragma once
+
+#include <disttrain/disttrain.h>
+
+#include <cstddef>
+#include <cstdint>
+
+namespace dt::conformance {
+
+// Written into outputs before a call and into the guard elements after them; no input
+// or correct result ever holds it (|inputs| <= 100, |results| <= 100).
+constexpr double kPoison = 123.0;
+
+void put(dt_dtype_t dtype, void *buf, size_t index, double value);
+double get(dt_dtype_t dtype, const void *buf, size_t index);
+
+bool is_floating(dt_dtype_t dtype);
+
+// What rank `seed` contributes at index to a reduction with op over `ranks` ranks:
+// small integers (and halves for floating types) whose sums, products, minima and maxima
+// are exact in every dtype and stay within int8/uint8 range.
+double input(dt_dtype_t dtype, dt_reduce_op_t op, int ranks, uint64_t seed, size_t index);
+
+// The data a copy collective (broadcast, allgather, alltoall) moves for `seed`.
+inline double payload(dt_dtype_t dtype, int ranks, uint64_t seed, size_t index)
+{
+    return input(dtype, DT_SUM, ranks, seed + 1000, index);
+}
+
+// op applied over input(..., r, index) for r in 0..ranks-1; integer averages truncate
+// toward zero as documented in disttrain.h ("integer division").
+double reduced(dt_dtype_t dtype, dt_reduce_op_t op, int ranks, size_t index);
+
+// Exact comparison, except for floating averages, which round once in the dtype.
+bool matches(dt_dtype_t dtype, dt_reduce_op_t op, double got, double expected);
+
+} // namespace dt::conformance

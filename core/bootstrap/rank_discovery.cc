@@ -1,0 +1,250 @@
+// discover_ranks(): each field (rank, size, local rank, local size) comes from the params
+// when its field_mask bit is set, otherwise from the first launcher whose variables are
+// present, in the order of rank_discovery.h. One launcher is read as a unit: a partial set
+// of its variables is an error naming the missing one, never a silent mix of launchers.
+//
+// A launcher is "present" when: DISTTRAIN_* any of its four variables is set (the user or
+// disttrainrun set them on purpose); Open MPI / PMI its rank or size is set; Slurm when
+// SLURM_PROCID is set (salloc and sbatch shells carry SLURM_NTASKS for a whole allocation
+// without being a task of a job step, so SLURM_NTASKS alone does not count).
+//
+// Local rank/size: when no source knows them, they default to rank/size (as if every rank
+// were on this host) and RankInfo::local_known is false. That keeps per-host choices such
+// as the GPU index (= local_rank) distinct for single-host jobs started with params or by
+// a PMI without MPI_LOCALRANKID; the runtime can refine them through the store.
+#include "bootstrap/rank_discovery.h"
+
+#include "runtime/env.h"
+#include "runtime/error.h"
+
+#include <cctype>
+#include <optional>
+#include <string>
+
+namespace dt::bootstrap {
+
+namespace {
+
+constexpr int64_t kMaxRanks = 1 << 20; // 1048576
+
+struct Field {
+    int value = 0;
+    std::string name; // where it came from, for messages
+    bool known = false;
+};
+
+struct Fields {
+    Field rank, size, local_rank, local_size;
+};
+
+Field from_env(const char *var, int64_t min, int64_t max)
+{
+    Field f;
+    if (auto v = env::get(var)) {
+        f.value = static_cast<int>(env::parse_int(var, *v, min, max));
+        f.name = var;
+        f.known = true;
+    }
+    return f;
+}
+
+Field env_rank(const char *var) { return from_env(var, 0, kMaxRanks - 1); }
+Field env_count(const char *var) { return from_env(var, 1, kMaxRanks); }
+
+// Both or neither of a pair: one alone is an error naming the other.
+void require_pair(const Field &a, const char *a_var, const Field &b, const char *b_var,
+                  const char *source)
+{
+    if (a.known == b.known)
+        return;
+    const char *set = a.known ? a_var : b_var;
+    const char *unset = a.known ? b_var : a_var;
+    throw_error(DT_ERR_INVALID_CONFIG, set, " is set but ", unset, " is not; ", source,
+                " must give both (unset ", set, " if this process is not started by ", source,
+                ")");
+}
+
+// SLURM_TASKS_PER_NODE looks like "4" or "2(x3),1": tasks per node, first node first. The
+// first number is taken: it is this node's count on homogeneous allocations, which is what
+// data-parallel jobs use; SLURM_NTASKS_PER_NODE, when set, is exact and wins.
+Field slurm_tasks_per_node()
+{
+    Field f = env_count("SLURM_NTASKS_PER_NODE");
+    if (f.known)
+        return f;
+    auto v = env::get("SLURM_TASKS_PER_NODE");
+    if (!v)
+        return f;
+    size_t digits = 0;
+    while (digits < v->size() && std::isdigit(static_cast<unsigned char>((*v)[digits])))
+        ++digits;
+    if (digits == 0 || digits > 7 ||
+        (digits < v->size() && (*v)[digits] != '(' && (*v)[digits] != ','))
+        throw_error(DT_ERR_INVALID_CONFIG, "SLURM_TASKS_PER_NODE='", *v,
+                    "' is not a Slurm task count; expected e.g. '4' or '2(x3),1'");
+    f.value = static_cast<int>(env::parse_int("SLURM_TASKS_PER_NODE", v->substr(0, digits), 1,
+                                              kMaxRanks));
+    f.name = "SLURM_TASKS_PER_NODE";
+    f.known = true;
+    return f;
+}
+
+// Reads the first launcher that is present; nullopt when none is.
+std::optional<Fields> read_launcher(std::string &source)
+{
+    auto set = [](const char *var) { return env::get(var).has_value(); };
+    Fields f;
+    if (set("DISTTRAIN_RANK") || set("DISTTRAIN_SIZE") || set("DISTTRAIN_LOCAL_RANK") ||
+        set("DISTTRAIN_LOCAL_SIZE")) {
+        source = "DISTTRAIN_*";
+        f = {env_rank("DISTTRAIN_RANK"), env_count("DISTTRAIN_SIZE"),
+             env_rank("DISTTRAIN_LOCAL_RANK"), env_count("DISTTRAIN_LOCAL_SIZE")};
+        require_pair(f.rank, "DISTTRAIN_RANK", f.size, "DISTTRAIN_SIZE", "disttrainrun");
+        if (!f.rank.known)
+            throw_error(DT_ERR_INVALID_CONFIG,
+                        "DISTTRAIN_LOCAL_RANK or DISTTRAIN_LOCAL_SIZE is set but neither "
+                        "DISTTRAIN_RANK nor DISTTRAIN_SIZE is; set all four (disttrainrun does)");
+        require_pair(f.local_rank, "DISTTRAIN_LOCAL_RANK", f.local_size,
+                     "DISTTRAIN_LOCAL_SIZE", "disttrainrun");
+        return f;
+    }
+    if (set("OMPI_COMM_WORLD_RANK") || set("OMPI_COMM_WORLD_SIZE")) {
+        source = "Open MPI";
+        f = {env_rank("OMPI_COMM_WORLD_RANK"), env_count("OMPI_COMM_WORLD_SIZE"),
+             env_rank("OMPI_COMM_WORLD_LOCAL_RANK"), env_count("OMPI_COMM_WORLD_LOCAL_SIZE")};
+        require_pair(f.rank, "OMPI_COMM_WORLD_RANK", f.size, "OMPI_COMM_WORLD_SIZE", "Open MPI");
+        require_pair(f.local_rank, "OMPI_COMM_WORLD_LOCAL_RANK", f.local_size,
+                     "OMPI_COMM_WORLD_LOCAL_SIZE", "Open MPI");
+        return f;
+    }
+    if (set("PMI_RANK") || set("PMI_SIZE")) {
+        source = "PMI";
+        f = {env_rank("PMI_RANK"), env_count("PMI_SIZE"), env_rank("MPI_LOCALRANKID"),
+             env_count("MPI_LOCALNRANKS")};
+        require_pair(f.rank, "PMI_RANK", f.size, "PMI_SIZE", "the MPI launcher (PMI)");
+        require_pair(f.local_rank, "MPI_LOCALRANKID", f.local_size, "MPI_LOCALNRANKS",
+                     "the MPI launcher (Hydra)");
+        return f;
+    }
+    if (set("SLURM_PROCID")) {
+        source = "Slurm";
+        f = {env_rank("SLURM_PROCID"), env_count("SLURM_NTASKS"), env_rank("SLURM_LOCALID"), {}};
+        require_pair(f.rank, "SLURM_PROCID", f.size, "SLURM_NTASKS", "srun");
+        if (f.local_rank.known) {
+            f.local_size = slurm_tasks_per_node();
+            if (!f.local_size.known)
+                throw_error(DT_ERR_INVALID_CONFIG,
+                            "SLURM_LOCALID is set but neither SLURM_NTASKS_PER_NODE nor "
+                            "SLURM_TASKS_PER_NODE is; srun sets them, so start the job "
+                            "with srun or set DISTTRAIN_* instead");
+        }
+        return f;
+    }
+    return std::nullopt;
+}
+
+Field from_params(const dt_context_params_t *params, uint64_t bit, int value, const char *name,
+                  int64_t min)
+{
+    Field f;
+    if (params == nullptr || !(params->field_mask & bit))
+        return f;
+    if (value < min || value > (min == 0 ? kMaxRanks - 1 : kMaxRanks))
+        throw_error(DT_ERR_INVALID_CONFIG, "dt_context_params_t.", name, "=", value,
+                    " is out of range; expected an integer in [", min, ", ",
+                    min == 0 ? kMaxRanks - 1 : kMaxRanks, "]");
+    f.value = value;
+    f.name = cat("dt_context_params_t.", name);
+    f.known = true;
+    return f;
+}
+
+// Returns whether it took the launcher's value.
+bool fill(Field &target, const Field &from)
+{
+    if (target.known || !from.known)
+        return false;
+    target = from;
+    return true;
+}
+
+void check_below(const Field &index, const Field &count, const char *what)
+{
+    if (index.value >= count.value)
+        throw_error(DT_ERR_INVALID_CONFIG, index.name, "=", index.value, " is not below ",
+                    count.name, "=", count.value, "; ", what, " are numbered 0..",
+                    count.value - 1);
+}
+
+} // namespace
+
+RankInfo discover_ranks(const dt_context_params_t *params)
+{
+    Fields f{
+        from_params(params, DT_CONTEXT_PARAM_FIELD_RANK, params ? params->rank : 0, "rank", 0),
+        from_params(params, DT_CONTEXT_PARAM_FIELD_SIZE, params ? params->size : 0, "size", 1),
+        from_params(params, DT_CONTEXT_PARAM_FIELD_LOCAL_RANK, params ? params->local_rank : 0,
+                    "local_rank", 0),
+        from_params(params, DT_CONTEXT_PARAM_FIELD_LOCAL_SIZE, params ? params->local_size : 0,
+                    "local_size", 1)};
+    const bool any_params =
+        f.rank.known || f.size.known || f.local_rank.known || f.local_size.known;
+    const bool all_params =
+        f.rank.known && f.size.known && f.local_rank.known && f.local_size.known;
+
+    std::string launcher;
+    std::optional<Fields> env;
+    if (!all_params)
+        env = read_launcher(launcher);
+    bool used_env = false;
+    if (env) {
+        used_env |= fill(f.rank, env->rank);
+        used_env |= fill(f.size, env->size);
+        used_env |= fill(f.local_rank, env->local_rank);
+        used_env |= fill(f.local_size, env->local_size);
+    }
+
+    RankInfo info;
+    if (!f.rank.known && !f.size.known) {
+        // Nothing anywhere: a single process (local fields may still come from params).
+        f.rank = {0, "the default rank", true};
+        f.size = {1, "the default size", true};
+    } else if (!f.rank.known || !f.size.known) {
+        const char *missing = f.rank.known ? "size" : "rank";
+        throw_error(DT_ERR_INVALID_CONFIG, (f.rank.known ? f.rank : f.size).name,
+                    " is given but no ", missing, " is: set DT_CONTEXT_PARAM_FIELD_",
+                    f.rank.known ? "SIZE" : "RANK", " in dt_context_params_t or DISTTRAIN_",
+                    f.rank.known ? "SIZE" : "RANK");
+    }
+    if (f.local_rank.known != f.local_size.known) {
+        const Field &known = f.local_rank.known ? f.local_rank : f.local_size;
+        throw_error(DT_ERR_INVALID_CONFIG, known.name, " is given but no local ",
+                    f.local_rank.known ? "size" : "rank",
+                    " is: set DT_CONTEXT_PARAM_FIELD_LOCAL_RANK and _LOCAL_SIZE together");
+    }
+    info.local_known = f.local_rank.known;
+    if (!f.local_rank.known) {
+        f.local_rank = {f.rank.value, "local rank (defaulted to the rank)", true};
+        f.local_size = {f.size.value, "local size (defaulted to the size)", true};
+    }
+    check_below(f.rank, f.size, "ranks");
+    check_below(f.local_rank, f.local_size, "local ranks");
+    if (f.local_size.value > f.size.value)
+        throw_error(DT_ERR_INVALID_CONFIG, f.local_size.name, "=", f.local_size.value,
+                    " is larger than ", f.size.name, "=", f.size.value,
+                    "; a host cannot hold more ranks than the job has");
+
+    info.rank = f.rank.value;
+    info.size = f.size.value;
+    info.local_rank = f.local_rank.value;
+    info.local_size = f.local_size.value;
+    if (!any_params)
+        info.source = used_env ? launcher : "default";
+    else if (!used_env)
+        info.source = "params";
+    else
+        info.source = "params + " + launcher;
+    return info;
+}
+
+} // namespace dt::bootstrap

@@ -1,0 +1,38 @@
+// The -H host list and the placement of ranks on it: ranks fill each host's slots in
+// the order the hosts are given (rank 0 on the first host).
+#pragma once
+
+#include "launch/launch_options.h"
+
+#include <string>
+#include <vector>
+
+namespace dt::launch {
+
+struct HostSlots {
+    std::string host;
+    int slots = 1;
+    bool local = false; // this machine: localhost, 127.x, ::1 or our host name
+};
+
+// Parses "h1:4,h2,h3:2" ("host" alone means one slot). Throws UsageError for an empty
+// name, a slot count that is not a positive integer, or a host listed twice.
+std::vector<HostSlots> parse_hosts(const std::string &list);
+
+// True when name is this machine.
+bool is_local_host(const std::string &name);
+
+struct Placement {
+    int rank = 0;
+    std::string host;
+    bool local = false;   // started here with fork/exec (false: through ssh)
+    int local_rank = 0;   // index among the ranks on the same host
+    int local_size = 0;   // ranks on the same host
+};
+
+// Places opt.np ranks on the hosts (localhost:np without -H). Throws UsageError when -np
+// exceeds the slots, or when --launcher local meets a remote host. With --launcher ssh
+// every rank is started through ssh, local hosts included.
+std::vector<Placement> place_ranks(const Options &opt);
+
+} // namespace dt::launch

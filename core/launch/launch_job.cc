@@ -1,0 +1,328 @@
+#include "launch/launch_job.h"
+
+#include "launch/launch_output.h"
+#include "telemetry/log.h"
+
+#include <poll.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cmath>
+#include <cstring>
+#include <optional>
+
+namespace dt::launch {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// Once every rank has exited, output still held in their pipes by leftover children is
+// read for this long before we give up on it.
+constexpr auto drain_limit = std::chrono::milliseconds(1000);
+
+Clock::duration seconds(double s)
+{
+    return std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(s));
+}
+
+std::string signal_text(int sig)
+{
+    const char *name = strsignal(sig);
+    return std::to_string(sig) + " (" + (name ? name : "unknown signal") + ")";
+}
+
+std::string format_seconds(double s)
+{
+    std::string text = std::to_string(s);
+    text.erase(text.find_last_not_of('0') + 1);
+    if (!text.empty() && text.back() == '.')
+        text.pop_back();
+    return text;
+}
+
+struct Rank {
+    Placement place;
+    pid_t pid = -1;
+    Fd in, out, err;
+    LineTagger out_tag, err_tag;
+    bool running = false;   // started and not yet reaped
+    bool signalled = false; // among the ranks we are stopping
+
+    Rank(const Placement &p, const std::string &prefix)
+        : place(p), out_tag(1, prefix), err_tag(2, prefix) {}
+};
+
+struct Outcome {
+    std::string message; // the summary line, without "disttrainrun: "
+    int code = 1;
+};
+
+class Job {
+public:
+    Job(SignalReader &signals, std::vector<RankLaunch> launches, const JobSettings &s)
+        : signals_(signals), launches_(std::move(launches)), settings_(s) {}
+
+    int run()
+    {
+        if (settings_.timeout_s > 0)
+            deadline_ = Clock::now() + seconds(settings_.timeout_s);
+        start_all();
+        loop();
+        finish();
+        if (!outcome_)
+            return 0;
+        std::string line = "disttrainrun: " + outcome_->message + "\n";
+        write_all(2, line.data(), line.size());
+        return outcome_->code;
+    }
+
+private:
+    void start_all()
+    {
+        ranks_.reserve(launches_.size());
+        for (RankLaunch &l : launches_) {
+            std::string prefix =
+                settings_.tag_output ? "[" + std::to_string(l.place.rank) + "] " : "";
+            Rank &r = ranks_.emplace_back(l.place, prefix);
+            try {
+                Child c = spawn(l.spec);
+                r.pid = c.pid;
+                r.in = std::move(c.in);
+                r.out = std::move(c.out);
+                r.err = std::move(c.err);
+                r.running = true;
+                if (!l.stdin_data.empty())
+                    write_all(r.in.get(), l.stdin_data.data(), l.stdin_data.size());
+                DT_LOG(debug, "launch", "started rank ", r.place.rank, " on ", r.place.host,
+                       " as pid ", r.pid);
+            } catch (const SpawnError &e) {
+                fail({e.message() + others_suffix(r), 127});
+                return;
+            }
+        }
+    }
+
+    void loop()
+    {
+        for (;;) {
+            bool any_running = running_count() > 0;
+            if (!any_running && (!pipes_open() || Clock::now() >= drain_until_))
+                return;
+            std::vector<pollfd> fds{{signals_.fd(), POLLIN, 0}};
+            for (Rank &r : ranks_)
+                for (Fd *fd : {&r.out, &r.err})
+                    if (*fd)
+                        fds.push_back({fd->get(), POLLIN, 0});
+            int n = poll(fds.data(), fds.size(), poll_timeout_ms());
+            if (n < 0 && errno != EINTR)
+                throw_error(DT_ERR_INTERNAL, "disttrainrun: poll failed: ",
+                            std::strerror(errno));
+            if (n > 0) {
+                for (Rank &r : ranks_) {
+                    read_output(r.out, r.out_tag, fds);
+                    read_output(r.err, r.err_tag, fds);
+                }
+                for (int sig; (sig = signals_.next()) != 0;)
+                    on_signal(sig);
+            }
+            reap();
+            on_timers();
+        }
+    }
+
+    // Whatever was left: flush partial lines, and kill what stayed behind in the process
+    // groups of stopped ranks or of ranks whose children still hold their pipes.
+    void finish()
+    {
+        for (Rank &r : ranks_) {
+            if (r.pid > 0 && (r.signalled || r.out || r.err))
+                kill(-r.pid, SIGKILL);
+            r.out_tag.finish();
+            r.err_tag.finish();
+        }
+    }
+
+    int poll_timeout_ms() const
+    {
+        std::optional<Clock::time_point> next;
+        auto consider = [&](Clock::time_point t) {
+            if (!next || t < *next)
+                next = t;
+        };
+        if (stopping_ && !killed_)
+            consider(kill_at_);
+        if (settings_.timeout_s > 0 && !stopping_)
+            consider(deadline_);
+        if (running_count() == 0)
+            consider(drain_until_);
+        if (!next)
+            return -1;
+        auto ms = std::chrono::ceil<std::chrono::milliseconds>(*next - Clock::now());
+        return static_cast<int>(std::max<int64_t>(0, ms.count()));
+    }
+
+    void read_output(Fd &fd, LineTagger &tag, const std::vector<pollfd> &fds)
+    {
+        if (!fd)
+            return;
+        bool ready = false;
+        for (const pollfd &p : fds)
+            ready = ready || (p.fd == fd.get() && p.revents != 0);
+        if (!ready)
+            return;
+        char buf[65536];
+        for (int i = 0; i < 16; ++i) { // bounded so one chatty rank cannot starve others
+            ssize_t n = read(fd.get(), buf, sizeof buf);
+            if (n > 0) {
+                tag.feed(buf, static_cast<size_t>(n));
+                continue;
+            }
+            if (n < 0 && errno == EINTR)
+                continue;
+            if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+                return;
+            tag.finish();
+            fd.reset();
+            return;
+        }
+    }
+
+    void reap()
+    {
+        bool was_running = running_count() > 0;
+        for (Rank &r : ranks_) {
+            if (!r.running)
+                continue;
+            int status = 0;
+            pid_t got = waitpid(r.pid, &status, WNOHANG);
+            if (got == r.pid)
+                on_exit(r, status);
+        }
+        if (was_running && running_count() == 0)
+            drain_until_ = Clock::now() + drain_limit;
+    }
+
+    void on_exit(Rank &r, int status)
+    {
+        r.running = false;
+        r.in.reset();
+        bool ok = WIFEXITED(status) && WEXITSTATUS(status) == 0;
+        DT_LOG(debug, "launch", "rank ", r.place.rank, " (pid ", r.pid, ") ended, status ",
+               status);
+        if (ok || stopping_)
+            return; // a rank we stopped, or a clean exit: nothing to report
+        std::string who = "rank " + std::to_string(r.place.rank) + " (host " + r.place.host +
+                          (r.place.local ? ", pid " : ", ssh pid ") + std::to_string(r.pid) +
+                          ")";
+        if (WIFSIGNALED(status)) {
+            int sig = WTERMSIG(status);
+            fail({who + " was killed by signal " + signal_text(sig) + others_suffix(r),
+                  128 + sig});
+        } else {
+            int code = WEXITSTATUS(status);
+            std::string hint = !r.place.local && code == 255
+                                   ? " (ssh exits with 255 when the connection fails)"
+                                   : "";
+            fail({who + " exited with code " + std::to_string(code) + hint + others_suffix(r),
+                  code});
+        }
+    }
+
+    void on_signal(int sig)
+    {
+        if (sig == SIGCHLD)
+            return; // reap() runs after every wakeup
+        if (!stopping_) {
+            // Ranks get what we got (SIGINT stays SIGINT, so a rank may save its state).
+            fail({"received signal " + signal_text(sig) + "; stopped all ranks", 128 + sig},
+                 sig == SIGHUP ? SIGTERM : sig);
+            return;
+        }
+        // A second interrupt (or one during a stop) means: do not wait the grace period.
+        kill_now();
+    }
+
+    void on_timers()
+    {
+        auto now = Clock::now();
+        if (settings_.timeout_s > 0 && !stopping_ && now >= deadline_)
+            fail({"the job did not finish within " + format_seconds(settings_.timeout_s) +
+                      " s (--timeout); stopped all ranks",
+                  124});
+        if (stopping_ && !killed_ && now >= kill_at_)
+            kill_now();
+    }
+
+    // Records the first failure and stops every rank still running: sig, then SIGKILL
+    // after the grace period.
+    void fail(Outcome outcome, int sig = SIGTERM)
+    {
+        if (stopping_)
+            return;
+        outcome_ = std::move(outcome);
+        stopping_ = true;
+        kill_at_ = Clock::now() + seconds(settings_.grace_s);
+        for (Rank &r : ranks_) {
+            if (!r.running)
+                continue;
+            r.signalled = true;
+            kill(-r.pid, sig);
+        }
+        if (settings_.grace_s <= 0)
+            kill_now();
+    }
+
+    void kill_now()
+    {
+        killed_ = true;
+        for (Rank &r : ranks_)
+            if (r.signalled)
+                kill(-r.pid, SIGKILL);
+    }
+
+    // "; stopped the other ranks" when any rank other than r is still running.
+    std::string others_suffix(const Rank &r) const
+    {
+        for (const Rank &o : ranks_)
+            if (&o != &r && o.running)
+                return "; stopped the other ranks";
+        return "";
+    }
+
+    int running_count() const
+    {
+        int n = 0;
+        for (const Rank &r : ranks_)
+            n += r.running ? 1 : 0;
+        return n;
+    }
+
+    bool pipes_open() const
+    {
+        for (const Rank &r : ranks_)
+            if (r.out || r.err)
+                return true;
+        return false;
+    }
+
+    SignalReader &signals_;
+    std::vector<RankLaunch> launches_;
+    JobSettings settings_;
+    std::vector<Rank> ranks_;
+    std::optional<Outcome> outcome_;
+    bool stopping_ = false;
+    bool killed_ = false;
+    Clock::time_point kill_at_{}, deadline_{}, drain_until_{};
+};
+
+} // namespace
+
+int run_job(SignalReader &signals, std::vector<RankLaunch> ranks, const JobSettings &settings)
+{
+    return Job(signals, std::move(ranks), settings).run();
+}
+
+} // namespace dt::launch

@@ -1,0 +1,33 @@
+// Supervising the ranks of one job: start them, copy their output line by line, stop
+// them all when one fails or when we are signalled, and say in one line what happened.
+#pragma once
+
+#include "launch/launch_hosts.h"
+#include "launch/launch_process.h"
+#include "launch/launch_signals.h"
+
+#include <string>
+#include <vector>
+
+namespace dt::launch {
+
+struct RankLaunch {
+    Placement place;
+    SpawnSpec spec;
+    std::string stdin_data; // written to the rank's stdin pipe (remote ranks: the token)
+};
+
+struct JobSettings {
+    double timeout_s = 0; // 0: none
+    double grace_s = 5;
+    bool tag_output = true;
+};
+
+// Starts every rank and supervises them until all have ended. Returns the exit code for
+// disttrainrun: 0 when every rank exited 0; else the first failing rank's exit code (or
+// 128 + its signal), 127 when a rank could not be started, 128 + n when we received
+// signal n, 124 when --timeout expired. On failure writes exactly one summary line on
+// stderr, after the ranks' output.
+int run_job(SignalReader &signals, std::vector<RankLaunch> ranks, const JobSettings &settings);
+
+} // namespace dt::launch

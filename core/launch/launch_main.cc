@@ -1,0 +1,183 @@
+// disttrainrun: starts the ranks of a job on this machine and over ssh, serves their
+// rendezvous store, tags their output and stops them all when one fails.
+#include "launch/launch_hosts.h"
+#include "launch/launch_job.h"
+#include "launch/launch_options.h"
+#include "launch/launch_signals.h"
+#include "launch/launch_ssh.h"
+#include "launch/launch_store.h"
+
+#include "bootstrap/auth.h"
+#include "runtime/error.h"
+#include "telemetry/log.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <climits>
+#include <cstring>
+#include <iostream>
+#include <utility>
+
+namespace dt::launch {
+namespace {
+
+using EnvList = std::vector<std::pair<std::string, std::string>>;
+
+// Exit codes for problems found before any rank starts.
+constexpr int exit_usage = 2;
+constexpr int exit_setup = 1;
+constexpr int exit_cannot_run = 127;
+
+const std::vector<std::string> &rank_variables()
+{
+    static const std::vector<std::string> names = {
+        "DISTTRAIN_RANK",       "DISTTRAIN_SIZE",      "DISTTRAIN_LOCAL_RANK",
+        "DISTTRAIN_LOCAL_SIZE", "DISTTRAIN_STORE_ADDR", "DISTTRAIN_JOB_TOKEN",
+        "DISTTRAIN_STORE_SERVER"};
+    return names;
+}
+
+EnvList rank_env(const Placement &p, int size, const std::string &store_addr)
+{
+    return {{"DISTTRAIN_RANK", std::to_string(p.rank)},
+            {"DISTTRAIN_SIZE", std::to_string(size)},
+            {"DISTTRAIN_LOCAL_RANK", std::to_string(p.local_rank)},
+            {"DISTTRAIN_LOCAL_SIZE", std::to_string(p.local_size)},
+            {"DISTTRAIN_STORE_ADDR", store_addr},
+            // The library must connect to our store rather than serve one on rank 0.
+            {"DISTTRAIN_STORE_SERVER", "launcher"}};
+}
+
+// Other DISTTRAIN_* settings of ours (log level, plugins, timeouts) travel to remote
+// ranks too, as they would be inherited by local ones.
+EnvList forwarded_settings()
+{
+    EnvList out;
+    for (const std::string &entry : current_environment(rank_variables())) {
+        if (entry.rfind("DISTTRAIN_", 0) != 0)
+            continue;
+        size_t eq = entry.find('=');
+        out.emplace_back(entry.substr(0, eq), entry.substr(eq + 1));
+    }
+    return out;
+}
+
+std::string current_dir()
+{
+    char buf[PATH_MAX];
+    if (!getcwd(buf, sizeof buf))
+        throw_error(DT_ERR_INTERNAL, "cannot read the current directory: ",
+                    std::strerror(errno));
+    return buf;
+}
+
+std::vector<RankLaunch> build_launches(const Options &opt,
+                                       const std::vector<Placement> &placements,
+                                       const std::string &local_exe,
+                                       const std::string &ssh_path,
+                                       const std::string &store_addr,
+                                       const std::string &token)
+{
+    std::vector<RankLaunch> launches;
+    std::vector<std::string> inherited = current_environment(rank_variables());
+    EnvList forwarded = forwarded_settings();
+    std::string cwd = current_dir();
+    for (const Placement &p : placements) {
+        RankLaunch l;
+        l.place = p;
+        EnvList env = rank_env(p, opt.np, store_addr);
+        if (p.local) {
+            l.spec.path = local_exe;
+            l.spec.argv = opt.command;
+            l.spec.env = inherited;
+            for (const auto &[name, value] : env)
+                l.spec.env.push_back(name + "=" + value);
+            l.spec.env.push_back("DISTTRAIN_JOB_TOKEN=" + token);
+        } else {
+            EnvList remote = forwarded;
+            remote.insert(remote.end(), env.begin(), env.end());
+            l.spec = remote_spawn_spec(ssh_path, p.host, cwd, remote, opt.command);
+            l.stdin_data = token + "\n";
+        }
+        launches.push_back(std::move(l));
+    }
+    return launches;
+}
+
+int run(const std::vector<std::string> &args)
+{
+    std::optional<Options> parsed;
+    std::vector<Placement> placements;
+    try {
+        parsed = parse_options(args);
+        if (!parsed) {
+            std::cout << usage();
+            return 0;
+        }
+        placements = place_ranks(*parsed);
+    } catch (const UsageError &e) {
+        std::cerr << "disttrainrun: " << e.message << " (see disttrainrun --help)\n";
+        return exit_usage;
+    }
+    const Options &opt = *parsed;
+    log::init_from_env();
+
+    std::string local_exe, ssh_path;
+    std::vector<std::string> ssh_hosts;
+    bool remote_hosts = false;
+    for (const Placement &p : placements) {
+        if (p.local)
+            continue;
+        remote_hosts = remote_hosts || !is_local_host(p.host);
+        if (std::find(ssh_hosts.begin(), ssh_hosts.end(), p.host) == ssh_hosts.end())
+            ssh_hosts.push_back(p.host);
+    }
+    // Everything that can be checked is checked before any rank starts.
+    try {
+        if (ssh_hosts.size() < placements.size())
+            local_exe = resolve_executable(opt.command.front());
+        if (!ssh_hosts.empty())
+            ssh_path = resolve_executable("ssh");
+    } catch (const SpawnError &e) {
+        std::cerr << "disttrainrun: " << e.message() << "\n";
+        return exit_cannot_run;
+    }
+    if (!ssh_hosts.empty()) {
+        auto unreachable = check_hosts(ssh_path, ssh_hosts);
+        for (const UnreachableHost &u : unreachable)
+            std::cerr << unreachable_message(u) << "\n";
+        if (!unreachable.empty())
+            return exit_setup;
+    }
+
+    SignalReader signals; // before the store's thread exists, so it inherits the mask
+    std::string token = bootstrap::Auth::random_token();
+    LaunchStore store = start_store(remote_hosts, token);
+    DT_LOG(info, "launch", "store at ", store.address, " for ", opt.np, " ranks");
+    JobSettings settings{opt.timeout_s, opt.grace_s, opt.tag_output};
+    return run_job(signals,
+                   build_launches(opt, placements, local_exe, ssh_path, store.address, token),
+                   settings);
+}
+
+} // namespace
+} // namespace dt::launch
+
+int main(int argc, char **argv)
+{
+    std::vector<std::string> args(argv + 1, argv + argc);
+    try {
+        return dt::launch::run(args);
+    } catch (const dt::Error &e) {
+        std::string msg = e.what();
+        if (msg.rfind("disttrainrun: ", 0) != 0)
+            msg = "disttrainrun: " + msg;
+        std::cerr << msg << "\n";
+        return 1;
+    } catch (const std::exception &e) {
+        std::cerr << "disttrainrun: internal error: " << e.what() << "\n";
+        return 1;
+    }
+}

@@ -1,0 +1,38 @@
+// Rank output: bytes read from a rank's pipe are cut into lines and written to our own
+// stdout/stderr with a "[rank] " prefix. Only whole lines are written, so lines of
+// different ranks never interleave; a last line without '\n' is completed at EOF.
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <utility>
+
+namespace dt::launch {
+
+class LineTagger {
+public:
+    // fd: where tagged lines go (1 or 2). prefix: e.g. "[3] ", empty for none.
+    LineTagger(int fd, std::string prefix) : fd_(fd), prefix_(std::move(prefix)) {}
+
+    // Takes bytes from the rank; writes every line completed by them.
+    void feed(const char *data, size_t len);
+    // Writes the partial last line, if any, with a '\n' added (call at EOF).
+    void finish();
+
+    // A line longer than this without '\n' is written in pieces rather than buffered
+    // without bound.
+    static constexpr size_t max_line = 1 << 20;
+
+private:
+    void append_line(std::string &out, const char *begin, size_t len) const;
+
+    int fd_;
+    std::string prefix_;
+    std::string partial_;
+};
+
+// Writes all of data to fd, waiting when fd is non-blocking and full. Errors (a closed
+// reader) drop the output: the job keeps running without its log, as with `| head`.
+void write_all(int fd, const char *data, size_t len) noexcept;
+
+} // namespace dt::launch

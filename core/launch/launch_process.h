@@ -1,0 +1,77 @@
+// Starting one child process: fork/exec into its own process group (so a signal reaches
+// the rank's whole tree), with stdout/stderr (and optionally stdin) on pipes, and with
+// exec failures reported to the parent instead of surfacing as a mysterious exit 127.
+#pragma once
+
+#include <sys/types.h>
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace dt::launch {
+
+// An owned file descriptor.
+class Fd {
+public:
+    Fd() = default;
+    explicit Fd(int fd) : fd_(fd) {}
+    ~Fd() { reset(); }
+    Fd(Fd &&o) noexcept : fd_(o.release()) {}
+    Fd &operator=(Fd &&o) noexcept
+    {
+        if (this != &o)
+            reset(o.release());
+        return *this;
+    }
+    Fd(const Fd &) = delete;
+    Fd &operator=(const Fd &) = delete;
+
+    int get() const noexcept { return fd_; }
+    explicit operator bool() const noexcept { return fd_ >= 0; }
+    int release() noexcept
+    {
+        int fd = fd_;
+        fd_ = -1;
+        return fd;
+    }
+    void reset(int fd = -1) noexcept;
+
+private:
+    int fd_ = -1;
+};
+
+// The exec could not happen; errnum says why.
+struct SpawnError {
+    std::string program;
+    int errnum = 0;
+    std::string message() const; // "cannot run 'prog': No such file or directory"
+};
+
+// Finds name the way execvp would (a name with '/' is used as is, otherwise each PATH
+// entry is tried). Throws SpawnError (ENOENT, EACCES, ...) when it is not executable.
+std::string resolve_executable(const std::string &name);
+
+struct SpawnSpec {
+    std::string path;               // resolved executable (resolve_executable)
+    std::vector<std::string> argv;  // argv[0] included
+    std::vector<std::string> env;   // the whole environment, "NAME=value"
+    bool pipe_stdin = false;        // false: stdin is /dev/null
+};
+
+struct Child {
+    pid_t pid = -1;
+    Fd out;  // read end of the child's stdout
+    Fd err;  // read end of the child's stderr
+    Fd in;   // write end of the child's stdin (pipe_stdin only)
+};
+
+// Starts the child in a new process group (pgid == pid) that is killed if this process
+// dies. The returned descriptors are close-on-exec and non-blocking. Throws SpawnError
+// when the exec fails (the child is reaped), dt::Error when fork or pipe fails.
+Child spawn(const SpawnSpec &spec);
+
+// The current environment as "NAME=value" strings, minus the variables in drop.
+std::vector<std::string> current_environment(const std::vector<std::string> &drop);
+
+} // namespace dt::launch

@@ -89,11 +89,10 @@ std::unique_ptr<Transport> open_transport(const std::vector<std::string> &names,
             DT_LOG(info, "plugin", "using transport '", name, "' from ", transport->path());
             return transport;
         } catch (const Error &e) {
+            // The last failure needs no line of its own: the error thrown below says it.
             if (i + 1 < tried.size())
                 DT_LOG(warn, "plugin", "transport '", name, "' skipped, trying '",
                        tried[i + 1], "' next: ", e.what());
-            else
-                DT_LOG(warn, "plugin", "transport '", name, "' failed: ", e.what());
             only_error = std::current_exception();
             reasons += cat("\n  ", name, ": ", e.what());
             // The user's most preferred transport that exists explains the failure best.

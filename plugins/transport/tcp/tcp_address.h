@@ -1,0 +1,39 @@
+// Which local address a rank listens on, and the "ip:port" text published in the store.
+//
+// Choice, in order:
+//   1. DISTTRAIN_TCP_ADDR: that IP (it must belong to this host, bind checks);
+//   2. DISTTRAIN_TCP_IFNAME: the first IPv4 address of that interface (else its IPv6);
+//   3. all ranks on one host (local_size == size): 127.0.0.1, which needs no network and
+//      is the fastest path the kernel has;
+//   4. otherwise the first non-loopback IPv4 address of an interface that is up, in
+//      getifaddrs order. Hosts with several networks should set one of the variables.
+#pragma once
+
+#include "tcp_config.h"
+
+#include <sys/socket.h>
+
+#include <string>
+
+namespace dt::tcp {
+
+struct SockAddr {
+    sockaddr_storage ss{};
+    socklen_t len = 0;
+
+    const sockaddr *sa() const { return reinterpret_cast<const sockaddr *>(&ss); }
+    sockaddr *sa() { return reinterpret_cast<sockaddr *>(&ss); }
+    std::string str() const;
+};
+
+// The address to bind (port 0). Throws TcpError(DTP_ERR_INVALID_CONFIG) with the list
+// of this host's interfaces when the configured address or interface is unusable.
+SockAddr choose_bind_address(const Config &config, int size, int local_size);
+
+// Parses "ip:port" or "[ip6]:port" as published by a peer; false when malformed.
+bool parse_endpoint(const std::string &text, SockAddr *out);
+
+// "lo 127.0.0.1, eth0 192.0.2.2, ...": for error messages.
+std::string describe_interfaces();
+
+} // namespace dt::tcp

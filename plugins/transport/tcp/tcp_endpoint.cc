@@ -1,0 +1,318 @@
+#include "tcp_endpoint.h"
+
+#include "tcp_request.h"
+
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cinttypes>
+#include <cstdio>
+#include <cstring>
+
+namespace dt::tcp {
+namespace {
+
+constexpr size_t kStageSize = 64 * 1024;
+// Below this many bytes, payload goes through the staging buffer (one recv may then
+// also bring the next frames); above it, recv writes straight into the destination.
+constexpr size_t kDirectRead = 16 * 1024;
+constexpr int kMaxIov = 64;
+
+bool would_block(int err) { return err == EAGAIN || err == EWOULDBLOCK; }
+
+} // namespace
+
+Endpoint::Endpoint(const Host &host, const Config &config, int rank, int peer, Fd fd,
+                   std::string addr)
+    : host_(host), rank_(rank), peer_(peer), fd_(std::move(fd)), addr_(std::move(addr)),
+      max_message_(config.max_message), stage_(kStageSize) {}
+
+std::string Endpoint::who() const {
+    return "rank " + std::to_string(peer_) + " (" + addr_ + ")";
+}
+
+int32_t Endpoint::refuse(dt_transport_request_t *req) {
+    start_request(req, peer_);
+    complete_request(req, fail_status_, 0);
+    host_.set_error(fail_message_);
+    return fail_status_;
+}
+
+// ---- sending ----
+
+int32_t Endpoint::isend(uint64_t tag, const void *buf, size_t len,
+                        dt_transport_request_t *req) {
+    if (closed()) return refuse(req);
+    start_request(req, peer_);
+    sendq_.push_back(SendOp{req, make_frame(tag, len), static_cast<const uint8_t *>(buf), len, 0});
+    flush_sends();
+    return req->status;
+}
+
+void Endpoint::flush_sends() {
+    while (!sendq_.empty() && can_write_ && !closed()) {
+        iovec iov[kMaxIov];
+        int n = 0;
+        for (auto it = sendq_.begin(); it != sendq_.end() && n + 2 <= kMaxIov; ++it) {
+            if (it->done < sizeof(FrameHeader)) {
+                iov[n].iov_base = reinterpret_cast<uint8_t *>(&it->header) + it->done;
+                iov[n].iov_len = sizeof(FrameHeader) - it->done;
+                ++n;
+            }
+            size_t sent = it->done > sizeof(FrameHeader) ? it->done - sizeof(FrameHeader) : 0;
+            if (it->len > sent) {
+                iov[n].iov_base = const_cast<uint8_t *>(it->buf) + sent;
+                iov[n].iov_len = it->len - sent;
+                ++n;
+            }
+        }
+        msghdr msg{};
+        msg.msg_iov = iov;
+        msg.msg_iovlen = static_cast<size_t>(n);
+        // MSG_NOSIGNAL: a dead peer is an EPIPE here, never a SIGPIPE for the process.
+        ssize_t w = ::sendmsg(fd_.get(), &msg, MSG_NOSIGNAL);
+        if (w < 0) {
+            if (errno == EINTR) continue;
+            if (would_block(errno)) {
+                can_write_ = false;
+                return;
+            }
+            lost(std::strerror(errno));
+            return;
+        }
+        size_t left = static_cast<size_t>(w);
+        while (left > 0) {
+            SendOp &op = sendq_.front();
+            size_t total = sizeof(FrameHeader) + op.len;
+            size_t take = std::min(left, total - op.done);
+            op.done += take;
+            left -= take;
+            if (op.done < total) break;
+            complete_request(op.req, DTP_OK, op.len);
+            sendq_.pop_front();
+        }
+    }
+}
+
+// ---- receiving ----
+
+int32_t Endpoint::irecv(uint64_t tag, void *buf, size_t cap, dt_transport_request_t *req) {
+    if (closed()) return refuse(req);
+    start_request(req, peer_);
+    RecvOp op{req, static_cast<uint8_t *>(buf), cap};
+    auto u = unexpected_.find(tag);
+    if (u != unexpected_.end()) { // an earlier frame with this tag is already here
+        std::vector<uint8_t> data = std::move(u->second.front());
+        u->second.pop_front();
+        if (u->second.empty()) unexpected_.erase(u);
+        buffered_bytes_ -= data.size();
+        if (data.size() > cap) {
+            oversized(req, data.size(), cap, tag);
+            return req->status;
+        }
+        if (!data.empty()) std::memcpy(buf, data.data(), data.size());
+        complete_request(req, DTP_OK, data.size());
+        return DTP_OK;
+    }
+    if (rstate_ == RecvState::blocked && header_.tag == tag) {
+        start_direct(op); // reading resumes straight into the user's buffer
+        pump_recv();
+        return req->status;
+    }
+    posted_[tag].push_back(op);
+    return DTP_INPROGRESS;
+}
+
+void Endpoint::on_event(uint32_t events) {
+    if (events & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR)) can_read_ = true;
+    if (events & (EPOLLOUT | EPOLLHUP | EPOLLERR)) can_write_ = true;
+    pump();
+}
+
+void Endpoint::pump() {
+    flush_sends();
+    pump_recv();
+}
+
+bool Endpoint::fill_stage() {
+    if (!can_read_ || closed()) return false;
+    if (stage_begin_ == stage_end_) {
+        stage_begin_ = stage_end_ = 0;
+    } else if (stage_begin_ > 0) { // keep a partial header at the front
+        std::memmove(stage_.data(), stage_.data() + stage_begin_, stage_end_ - stage_begin_);
+        stage_end_ -= stage_begin_;
+        stage_begin_ = 0;
+    }
+    for (;;) {
+        ssize_t n = ::recv(fd_.get(), stage_.data() + stage_end_, stage_.size() - stage_end_, 0);
+        if (n > 0) {
+            stage_end_ += static_cast<size_t>(n);
+            return true;
+        }
+        if (n == 0) {
+            lost("connection closed by the peer");
+            return false;
+        }
+        if (errno == EINTR) continue;
+        if (would_block(errno)) {
+            can_read_ = false;
+            return false;
+        }
+        lost(std::strerror(errno));
+        return false;
+    }
+}
+
+void Endpoint::pump_recv() {
+    while (!closed()) {
+        size_t staged = stage_end_ - stage_begin_;
+        if (rstate_ == RecvState::blocked) return;
+        if (rstate_ == RecvState::header) {
+            if (staged >= sizeof(FrameHeader)) {
+                std::memcpy(&header_, stage_.data() + stage_begin_, sizeof(FrameHeader));
+                stage_begin_ += sizeof(FrameHeader);
+                on_header();
+                continue;
+            }
+            if (!fill_stage()) return;
+            continue;
+        }
+        uint8_t *dst = rstate_ == RecvState::direct ? current_.buf : current_buf_.data();
+        size_t need = header_.length - got_;
+        if (need == 0) {
+            finish_payload();
+            continue;
+        }
+        if (staged > 0) {
+            size_t take = std::min(staged, need);
+            std::memcpy(dst + got_, stage_.data() + stage_begin_, take);
+            stage_begin_ += take;
+            got_ += take;
+            continue;
+        }
+        if (need < kDirectRead) {
+            if (!fill_stage()) return;
+            continue;
+        }
+        if (!can_read_) return;
+        ssize_t n = ::recv(fd_.get(), dst + got_, need, 0);
+        if (n > 0) {
+            got_ += static_cast<size_t>(n);
+        } else if (n == 0) {
+            lost("connection closed by the peer in the middle of a message");
+        } else if (errno != EINTR) {
+            if (would_block(errno)) {
+                can_read_ = false;
+                return;
+            }
+            lost(std::strerror(errno));
+        }
+    }
+}
+
+void Endpoint::on_header() {
+    std::string why = check_frame(header_, max_message_);
+    if (!why.empty()) {
+        fail(DTP_ERR_PROTOCOL, who() + " sent an invalid frame: " + why +
+                                   "; closed the connection");
+        return;
+    }
+    got_ = 0;
+    auto p = posted_.find(header_.tag);
+    if (p != posted_.end()) {
+        RecvOp op = p->second.front();
+        p->second.pop_front();
+        if (p->second.empty()) posted_.erase(p);
+        start_direct(op);
+        return;
+    }
+    if (header_.length <= kSmallFrame && buffered_bytes_ + header_.length <= kBufferCap) {
+        current_buf_.assign(header_.length, 0);
+        buffered_bytes_ += header_.length;
+        rstate_ = RecvState::buffered;
+        return;
+    }
+    rstate_ = RecvState::blocked; // wait for a matching irecv (backpressure)
+}
+
+void Endpoint::start_direct(const RecvOp &op) {
+    if (header_.length > op.cap) {
+        oversized(op.req, header_.length, op.cap, header_.tag);
+        return;
+    }
+    current_ = op;
+    got_ = 0;
+    rstate_ = RecvState::direct;
+}
+
+void Endpoint::finish_payload() {
+    if (rstate_ == RecvState::direct) {
+        complete_request(current_.req, DTP_OK, header_.length);
+        current_ = RecvOp{};
+    } else {
+        unexpected_[header_.tag].push_back(std::move(current_buf_));
+        current_buf_ = {};
+    }
+    rstate_ = RecvState::header;
+}
+
+void Endpoint::oversized(dt_transport_request_t *req, uint64_t sent, size_t cap,
+                         uint64_t tag) {
+    char msg[320];
+    std::snprintf(msg, sizeof(msg),
+                  "rank %d sent %" PRIu64 " bytes for tag 0x%" PRIx64
+                  ", but the receive posted %zu bytes; do all ranks pass the same count? "
+                  "(connection to %s closed)",
+                  peer_, sent, tag, cap, addr_.c_str());
+    // The rest of the frame cannot be skipped safely without reading it all; closing the
+    // connection is the bounded, never-overflowing answer.
+    fail(DTP_ERR_PROTOCOL, msg);
+    complete_request(req, DTP_ERR_PROTOCOL, 0);
+    host_.set_error(msg);
+}
+
+void Endpoint::lost(const std::string &reason) {
+    bool idle = sendq_.empty() && posted_.empty() && rstate_ == RecvState::header &&
+                stage_begin_ == stage_end_;
+    // A peer that finalizes closes its connections: expected at the end of every job, so
+    // it is only worth a warning when something was still in flight.
+    fail(DTP_ERR_PEER_LOST, "lost connection to " + who() + ": " + reason, idle);
+}
+
+void Endpoint::fail(int32_t status, const std::string &message, bool quiet) {
+    if (closed()) return;
+    fd_.reset();
+    fail_status_ = status;
+    fail_message_ = message;
+    host_.log(quiet ? DT_LOG_DEBUG : DT_LOG_WARN, message);
+    bool any = false;
+    for (SendOp &op : sendq_) {
+        complete_request(op.req, status, 0);
+        any = true;
+    }
+    sendq_.clear();
+    for (auto &[tag, ops] : posted_) {
+        for (RecvOp &op : ops) {
+            complete_request(op.req, status, 0);
+            any = true;
+        }
+    }
+    posted_.clear();
+    if (rstate_ == RecvState::direct && current_.req != nullptr) {
+        complete_request(current_.req, status, 0);
+        any = true;
+    }
+    current_ = RecvOp{};
+    rstate_ = RecvState::header;
+    unexpected_.clear();
+    buffered_bytes_ = 0;
+    current_buf_ = {};
+    stage_ = {};
+    stage_begin_ = stage_end_ = 0;
+    if (any) host_.set_error(message);
+}
+
+} // namespace dt::tcp

@@ -8,6 +8,7 @@
 
 #include "plugin/transport.h"
 
+#include <atomic>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
@@ -32,6 +33,10 @@ public:
     Comm(Transport &transport, int rank, int size, uint64_t tag, Clock::time_point deadline,
          const char *collective = "collective");
 
+    // While waiting, a cancel flag that turns true fails the wait with DT_ERR_ABORTED
+    // (dt_context_abort from another thread). Null: none. The flag must outlive the Comm.
+    void set_cancel(const std::atomic<bool> *cancel) { cancel_ = cancel; }
+
     int rank() const { return rank_; }
     int size() const { return size_; }
     uint64_t tag() const { return tag_; }
@@ -55,6 +60,7 @@ public:
 private:
     void progress_once(int32_t timeout_ms);
     [[noreturn]] void fail(const PendingTransfer &t);
+    [[noreturn]] void cancelled(const PendingTransfer &t);
 
     Transport &transport_;
     int rank_;
@@ -62,6 +68,7 @@ private:
     uint64_t tag_;
     Clock::time_point deadline_;
     const char *collective_;
+    const std::atomic<bool> *cancel_ = nullptr;
 };
 
 } // namespace dt::algo

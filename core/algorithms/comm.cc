@@ -1,0 +1,195 @@
+// Comm: posting, waiting and failing point-to-point transfers for one collective call.
+//
+// Failure policy: when a transfer fails or the deadline passes, the transport is aborted
+// before the error is thrown. The collective's other requests and buffers live on the
+// unwinding stack; aborting makes the plugin fail (and forget) every pending request
+// while they are still alive, so nothing writes into freed memory afterwards. It also
+// tells the peers this rank left, so they fail fast instead of waiting for their own
+// deadline. A failed collective leaves the ranks out of step anyway: the context cannot
+// go on using this transport.
+#include "algorithms/comm.h"
+
+#include "runtime/error.h"
+#include "telemetry/log.h"
+
+#include <thread>
+
+namespace dt::algo {
+
+namespace {
+
+// Spin on progress(0) this long before blocking in the transport: short waits (the next
+// segment of a ring, a small message) finish without a sleep, long ones cost no CPU.
+constexpr auto kSpin = std::chrono::microseconds(30);
+// Longest single blocking progress call; bounds how late the deadline check can run.
+constexpr int32_t kBlockMs = 5;
+
+const char *status_text(int32_t status)
+{
+    return dt_status_string(static_cast<dt_status_t>(status));
+}
+
+dt_status_t as_error(int32_t status)
+{
+    // A plugin that completes a request with something that is not an error code has a
+    // bug; report it as internal rather than pass a positive "error" on.
+    return status < 0 ? static_cast<dt_status_t>(status) : DT_ERR_INTERNAL;
+}
+
+} // namespace
+
+Comm::Comm(Transport &transport, int rank, int size, uint64_t tag, Clock::time_point deadline,
+           const char *collective)
+    : transport_(transport), rank_(rank), size_(size), tag_(tag), deadline_(deadline),
+      collective_(collective != nullptr ? collective : "collective")
+{
+}
+
+Request Comm::isend(int peer, const void *buf, size_t len)
+{
+    auto req = std::make_unique<PendingTransfer>();
+    req->peer = peer;
+    req->len = len;
+    req->raw.status = DTP_INPROGRESS;
+    set_last_error("");
+    int32_t rc = transport_.ops().isend(transport_.instance(), peer, tag_, buf, len,
+                                        &req->raw);
+    if (rc < 0) {
+        req->raw.status = rc;
+        fail(*req);
+    }
+    return req;
+}
+
+Request Comm::irecv(int peer, void *buf, size_t len)
+{
+    auto req = std::make_unique<PendingTransfer>();
+    req->peer = peer;
+    req->is_recv = true;
+    req->len = len;
+    req->raw.status = DTP_INPROGRESS;
+    set_last_error("");
+    int32_t rc = transport_.ops().irecv(transport_.instance(), peer, tag_, buf, len,
+                                        &req->raw);
+    if (rc < 0) {
+        req->raw.status = rc;
+        fail(*req);
+    }
+    return req;
+}
+
+void Comm::progress_once(int32_t timeout_ms)
+{
+    set_last_error("");
+    int32_t rc = transport_.ops().progress(transport_.instance(), timeout_ms);
+    if (rc >= 0)
+        return;
+    std::string detail = *last_error() != '\0' ? std::string(last_error()) : status_text(rc);
+    transport_.abort();
+    throw_error(as_error(rc), collective_, ": transport '", transport_.name(),
+                "' failed: ", detail);
+}
+
+bool Comm::test(Request &req)
+{
+    if (!req)
+        return true;
+    if (req->raw.status == DTP_INPROGRESS)
+        progress_once(0);
+    if (req->raw.status == DTP_INPROGRESS)
+        return false;
+    if (req->raw.status != DTP_OK || (req->is_recv && req->raw.bytes != req->len)) {
+        set_last_error(""); // failed asynchronously: the status is all there is
+        fail(*req);
+    }
+    req.reset();
+    return true;
+}
+
+void Comm::wait(Request &req)
+{
+    if (!req)
+        return;
+    const auto spin_end = Clock::now() + kSpin;
+    while (req->raw.status == DTP_INPROGRESS && Clock::now() < spin_end)
+        progress_once(0);
+    while (req->raw.status == DTP_INPROGRESS) {
+        auto now = Clock::now();
+        if (now >= deadline_)
+            fail(*req);
+        if (cancel_ != nullptr && cancel_->load(std::memory_order_relaxed))
+            cancelled(*req);
+        int32_t ms = kBlockMs;
+        if (deadline_ != Clock::time_point::max()) {
+            auto left = std::chrono::ceil<std::chrono::milliseconds>(deadline_ - now).count();
+            if (left < ms)
+                ms = static_cast<int32_t>(left);
+        }
+        progress_once(ms);
+    }
+    test(req);
+}
+
+void Comm::send(int peer, const void *buf, size_t len)
+{
+    Request req = isend(peer, buf, len);
+    wait(req);
+}
+
+void Comm::recv(int peer, void *buf, size_t len)
+{
+    Request req = irecv(peer, buf, len);
+    wait(req);
+}
+
+void Comm::sendrecv(int send_peer, const void *sendbuf, size_t send_len, int recv_peer,
+                    void *recvbuf, size_t recv_len)
+{
+    // Receive first so a transport that needs a posted receive for rendezvous sends
+    // never sees both sides sending into nothing.
+    Request r = irecv(recv_peer, recvbuf, recv_len);
+    Request s = isend(send_peer, sendbuf, send_len);
+    wait(r);
+    wait(s);
+}
+
+void Comm::cancelled(const PendingTransfer &t)
+{
+    transport_.abort();
+    throw_error(DT_ERR_ABORTED, collective_, ": aborted on this rank while waiting to ",
+                t.is_recv ? "receive from" : "send to", " rank ", t.peer,
+                " (the context was aborted)");
+}
+
+void Comm::fail(const PendingTransfer &t)
+{
+    const char *what = t.is_recv ? "receive from" : "send to";
+    int32_t status = t.raw.status;
+    dt_status_t code;
+    std::string message;
+    if (status == DTP_INPROGRESS) {
+        code = DT_ERR_TIMEOUT;
+        message = cat(collective_, ": timed out waiting to ", what, " rank ", t.peer,
+                      " (DISTTRAIN_TIMEOUT passed); rank ", t.peer,
+                      " may be stuck, dead or not calling this collective: check its log, "
+                      "or raise DISTTRAIN_TIMEOUT if the job is only slow");
+    } else if (status == DTP_OK) {
+        code = DT_ERR_MISMATCH;
+        message = cat(collective_, ": received ", t.raw.bytes, " bytes from rank ", t.peer,
+                      " but expected ", t.len,
+                      "; the ranks disagree on the count or dtype of this collective");
+    } else {
+        code = as_error(status);
+        // The plugin's own message is there only when the failing call just returned
+        // (the host's set_error wrote it); a request that failed later has its status.
+        std::string detail = *last_error() != '\0'
+                                 ? std::string(last_error())
+                                 : cat("rank ", t.peer, ": ", status_text(status));
+        message = cat(collective_, ": ", what, " rank ", t.peer, " failed: ", detail);
+    }
+    DT_LOG(debug, "algorithms", message, "; aborting transport '", transport_.name(), "'");
+    transport_.abort();
+    throw Error(code, std::move(message));
+}
+
+} // namespace dt::algo

@@ -1,0 +1,402 @@
+/*
+ * libdisttrain C++ API: a header-only layer over the C API in disttrain.h.
+ *
+ * It adds RAII handles, enum classes, typed collectives and exceptions, and nothing
+ * else: every call goes through the exported C functions, so this header adds no symbol
+ * to libdisttrain.so and works with any library of the same API major version.
+ * C++17.
+ *
+ *     disttrain::context ctx;                       // rank and size from the environment
+ *     std::vector<float> grad(1024, 1.0f);
+ *     ctx.allreduce(grad, disttrain::reduce_op::avg);
+ *
+ * Errors: every failing call throws disttrain::error, which carries the dt_status_t and
+ * the message of dt_last_error() (what was wrong and what to do).
+ */
+#ifndef DISTTRAIN_DISTTRAIN_HPP
+#define DISTTRAIN_DISTTRAIN_HPP
+
+#include "disttrain.h"
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <type_traits>
+#include <utility>
+
+namespace disttrain {
+
+/* ------------------------------------------------------------------------------------ */
+/* Errors                                                                                 */
+/* ------------------------------------------------------------------------------------ */
+
+/** A failed libdisttrain call: its status and the library's message. */
+class error : public std::runtime_error {
+public:
+    error(dt_status_t status, const std::string &message)
+        : std::runtime_error(message), status_(status) {}
+    dt_status_t status() const noexcept { return status_; }
+
+private:
+    dt_status_t status_;
+};
+
+namespace detail {
+/** Throws disttrain::error for an error status; returns the status otherwise. */
+inline dt_status_t check(dt_status_t status)
+{
+    if (status < 0) {
+        std::string message = dt_status_string(status);
+        const char *detail = dt_last_error();
+        if (detail != nullptr && *detail != '\0')
+            message = message + ": " + detail;
+        throw error(status, message);
+    }
+    return status;
+}
+} // namespace detail
+
+/* ------------------------------------------------------------------------------------ */
+/* Data types and operators                                                               */
+/* ------------------------------------------------------------------------------------ */
+
+enum class dtype : int {
+    float32 = DT_FLOAT32,
+    float64 = DT_FLOAT64,
+    float16 = DT_FLOAT16,
+    bfloat16 = DT_BFLOAT16,
+    int8 = DT_INT8,
+    uint8 = DT_UINT8,
+    int32 = DT_INT32,
+    int64 = DT_INT64,
+};
+
+enum class reduce_op : int {
+    sum = DT_SUM,
+    avg = DT_AVG,
+    min = DT_MIN,
+    max = DT_MAX,
+    prod = DT_PROD,
+};
+
+inline dt_dtype_t to_c(dtype t) { return static_cast<dt_dtype_t>(t); }
+inline dt_reduce_op_t to_c(reduce_op op) { return static_cast<dt_reduce_op_t>(op); }
+
+/** Size in bytes of one element (0 for an unknown dtype). */
+inline std::size_t size_of(dtype t) { return dt_dtype_size(to_c(t)); }
+inline std::string name_of(dtype t) { return dt_dtype_name(to_c(t)); }
+inline std::string name_of(reduce_op op) { return dt_reduce_op_name(to_c(op)); }
+
+/** dtype_of<T>::value: the dtype of a C++ element type. */
+template <typename T>
+struct dtype_of; // undefined: an element type libdisttrain does not know
+template <> struct dtype_of<float> { static constexpr dtype value = dtype::float32; };
+template <> struct dtype_of<double> { static constexpr dtype value = dtype::float64; };
+template <> struct dtype_of<std::int8_t> { static constexpr dtype value = dtype::int8; };
+template <> struct dtype_of<std::uint8_t> { static constexpr dtype value = dtype::uint8; };
+template <> struct dtype_of<std::int32_t> { static constexpr dtype value = dtype::int32; };
+template <> struct dtype_of<std::int64_t> { static constexpr dtype value = dtype::int64; };
+
+template <typename T>
+inline constexpr dtype dtype_v = dtype_of<std::remove_cv_t<T>>::value;
+
+/* ------------------------------------------------------------------------------------ */
+/* Version                                                                                */
+/* ------------------------------------------------------------------------------------ */
+
+/** Version of the loaded library. */
+inline dt_version_t version()
+{
+    dt_version_t v{};
+    detail::check(dt_get_version(&v));
+    return v;
+}
+
+/* ------------------------------------------------------------------------------------ */
+/* Requests                                                                               */
+/* ------------------------------------------------------------------------------------ */
+
+class context;
+
+/**
+ * An asynchronous operation in flight. Move-only. Destroying an unfinished request waits
+ * for it (dt_request_free), so buffers are never written after the request is gone. It
+ * keeps its context alive, since a context may not be destroyed before its requests.
+ */
+class request {
+public:
+    request() = default;
+    request(request &&) noexcept = default;
+    request &operator=(request &&other) noexcept
+    {
+        req_.reset(); // free ours while its context is still alive
+        ctx_ = std::move(other.ctx_);
+        req_ = std::move(other.req_);
+        return *this;
+    }
+    ~request() { req_.reset(); }
+
+    /** True once the operation has completed; throws disttrain::error if it failed. */
+    bool test()
+    {
+        int done = 0;
+        detail::check(dt_request_test(get(), &done));
+        return done != 0;
+    }
+
+    /**
+     * Waits up to timeout_ms milliseconds (negative: no limit but the context's
+     * DISTTRAIN_TIMEOUT). Returns true when the operation completed, false when
+     * timeout_ms >= 0 passed first (the request stays valid); throws disttrain::error
+     * when the operation failed.
+     */
+    bool wait(int timeout_ms = -1)
+    {
+        dt_status_t status = dt_request_wait(get(), timeout_ms);
+        if (status == DT_ERR_TIMEOUT && timeout_ms >= 0) {
+            // The wait's own deadline, or the operation failing with a time-out?
+            int done = 0;
+            detail::check(dt_request_test(get(), &done));
+            if (done == 0)
+                return false;
+        }
+        detail::check(status);
+        return true;
+    }
+
+    /** True while the request holds an operation. */
+    explicit operator bool() const noexcept { return req_ != nullptr; }
+    dt_request_h c_handle() const noexcept { return req_.get(); }
+
+private:
+    friend class context;
+    struct deleter {
+        void operator()(dt_request_h req) const noexcept { dt_request_free(req); }
+    };
+
+    request(std::shared_ptr<dt_context> ctx, dt_request_h req)
+        : ctx_(std::move(ctx)), req_(req) {}
+
+    dt_request_h get() const
+    {
+        if (req_ == nullptr)
+            throw error(DT_ERR_INVALID_STATE, "disttrain::request is empty (default "
+                                              "constructed or moved from)");
+        return req_.get();
+    }
+
+    // Declared first so it is destroyed last: the request is freed before the context.
+    std::shared_ptr<dt_context> ctx_;
+    std::unique_ptr<dt_request, deleter> req_;
+};
+
+/* ------------------------------------------------------------------------------------ */
+/* Context                                                                                */
+/* ------------------------------------------------------------------------------------ */
+
+namespace detail {
+// Element type of a contiguous container with data() and size() (std::vector,
+// std::array). Built-in arrays are left to the pointer-and-count overloads, which would
+// otherwise be ambiguous with these for calls like broadcast(array, 4, 0).
+template <typename C>
+using element_t = std::remove_pointer_t<decltype(std::declval<C &>().data())>;
+} // namespace detail
+
+/**
+ * A member of a job. Copies share one dt_context_h, destroyed (dt_context_destroy) with
+ * the last copy and the last request made from it. Creation is collective: every rank
+ * constructs its context. Thread safe like the C API.
+ */
+class context {
+public:
+    /** Rank, size, store and transport from the DISTTRAIN_* environment (or mpirun,
+     *  Slurm). Blocks until every rank has connected. */
+    context() : context(nullptr) {}
+
+    /** From explicit params; fields whose field_mask bit is clear come from the
+     *  environment. */
+    explicit context(const dt_context_params_t &params) : context(&params) {}
+
+    int rank() const { return get_int(dt_context_rank); }
+    int size() const { return get_int(dt_context_size); }
+    int local_rank() const { return get_int(dt_context_local_rank); }
+    int local_size() const { return get_int(dt_context_local_size); }
+
+    /** Name of the transport plugin in use ("tcp"). */
+    std::string transport() const
+    {
+        const char *name = nullptr;
+        detail::check(dt_context_transport(ctx_.get(), &name));
+        return name != nullptr ? name : "";
+    }
+
+    /** Makes every pending and later operation fail with DT_ERR_ABORTED. */
+    void abort() { detail::check(dt_context_abort(ctx_.get())); }
+
+    dt_context_h c_handle() const noexcept { return ctx_.get(); }
+
+    /* -- allreduce: typed pointers, containers (in place), untyped ------------------ */
+
+    template <typename T>
+    void allreduce(const T *send, T *recv, std::size_t count, reduce_op op = reduce_op::sum,
+                   const char *name = nullptr)
+    {
+        allreduce(send, recv, count, dtype_v<T>, op, name);
+    }
+    template <typename T>
+    void allreduce(T *buf, std::size_t count, reduce_op op = reduce_op::sum,
+                   const char *name = nullptr)
+    {
+        allreduce(buf, buf, count, dtype_v<T>, op, name);
+    }
+    template <typename C, typename T = detail::element_t<C>>
+    void allreduce(C &buf, reduce_op op = reduce_op::sum, const char *name = nullptr)
+    {
+        allreduce(buf.data(), buf.data(), buf.size(), dtype_v<T>, op, name);
+    }
+    void allreduce(const void *send, void *recv, std::size_t count, dtype t, reduce_op op,
+                   const char *name = nullptr)
+    {
+        detail::check(dt_allreduce(ctx_.get(), name, send, recv, count, to_c(t), to_c(op)));
+    }
+
+    template <typename T>
+    request allreduce_async(const T *send, T *recv, std::size_t count,
+                            reduce_op op = reduce_op::sum, const char *name = nullptr)
+    {
+        return allreduce_async(send, recv, count, dtype_v<T>, op, name);
+    }
+    template <typename C, typename T = detail::element_t<C>>
+    request allreduce_async(C &buf, reduce_op op = reduce_op::sum,
+                            const char *name = nullptr)
+    {
+        return allreduce_async(buf.data(), buf.data(), buf.size(), dtype_v<T>,
+                               op, name);
+    }
+    request allreduce_async(const void *send, void *recv, std::size_t count, dtype t,
+                            reduce_op op, const char *name = nullptr)
+    {
+        return start([&](dt_request_h *req) {
+            return dt_allreduce_async(ctx_.get(), name, send, recv, count, to_c(t),
+                                      to_c(op), req);
+        });
+    }
+
+    /* -- broadcast ------------------------------------------------------------------ */
+
+    template <typename T>
+    void broadcast(T *buf, std::size_t count, int root, const char *name = nullptr)
+    {
+        broadcast(static_cast<void *>(buf), count, dtype_v<T>, root, name);
+    }
+    template <typename C, typename T = detail::element_t<C>>
+    void broadcast(C &buf, int root, const char *name = nullptr)
+    {
+        broadcast(buf.data(), buf.size(), root, name);
+    }
+    void broadcast(void *buf, std::size_t count, dtype t, int root, const char *name = nullptr)
+    {
+        detail::check(dt_broadcast(ctx_.get(), name, buf, count, to_c(t), root));
+    }
+    template <typename T>
+    request broadcast_async(T *buf, std::size_t count, int root, const char *name = nullptr)
+    {
+        return start([&](dt_request_h *req) {
+            return dt_broadcast_async(ctx_.get(), name, buf, count, to_c(dtype_v<T>), root,
+                                      req);
+        });
+    }
+
+    /* -- allgather: recv holds size() * sendcount elements -------------------------- */
+
+    template <typename T>
+    void allgather(const T *send, T *recv, std::size_t sendcount, const char *name = nullptr)
+    {
+        detail::check(dt_allgather(ctx_.get(), name, send, recv, sendcount,
+                                   to_c(dtype_v<T>)));
+    }
+    template <typename T>
+    request allgather_async(const T *send, T *recv, std::size_t sendcount,
+                            const char *name = nullptr)
+    {
+        return start([&](dt_request_h *req) {
+            return dt_allgather_async(ctx_.get(), name, send, recv, sendcount,
+                                      to_c(dtype_v<T>), req);
+        });
+    }
+
+    /* -- reduce_scatter: send holds size() * recvcount elements --------------------- */
+
+    template <typename T>
+    void reduce_scatter(const T *send, T *recv, std::size_t recvcount,
+                        reduce_op op = reduce_op::sum, const char *name = nullptr)
+    {
+        detail::check(dt_reduce_scatter(ctx_.get(), name, send, recv, recvcount,
+                                        to_c(dtype_v<T>), to_c(op)));
+    }
+    template <typename T>
+    request reduce_scatter_async(const T *send, T *recv, std::size_t recvcount,
+                                 reduce_op op = reduce_op::sum, const char *name = nullptr)
+    {
+        return start([&](dt_request_h *req) {
+            return dt_reduce_scatter_async(ctx_.get(), name, send, recv, recvcount,
+                                           to_c(dtype_v<T>), to_c(op), req);
+        });
+    }
+
+    /* -- alltoall: send and recv hold size() * count elements each ------------------ */
+
+    template <typename T>
+    void alltoall(const T *send, T *recv, std::size_t count, const char *name = nullptr)
+    {
+        detail::check(dt_alltoall(ctx_.get(), name, send, recv, count, to_c(dtype_v<T>)));
+    }
+    template <typename T>
+    request alltoall_async(const T *send, T *recv, std::size_t count,
+                           const char *name = nullptr)
+    {
+        return start([&](dt_request_h *req) {
+            return dt_alltoall_async(ctx_.get(), name, send, recv, count, to_c(dtype_v<T>),
+                                     req);
+        });
+    }
+
+    /* -- barrier -------------------------------------------------------------------- */
+
+    void barrier(const char *name = nullptr) { detail::check(dt_barrier(ctx_.get(), name)); }
+    request barrier_async(const char *name = nullptr)
+    {
+        return start([&](dt_request_h *req) { return dt_barrier_async(ctx_.get(), name, req); });
+    }
+
+private:
+    explicit context(const dt_context_params_t *params)
+    {
+        dt_context_h raw = nullptr;
+        detail::check(dt_context_create(params, &raw));
+        ctx_ = std::shared_ptr<dt_context>(raw, [](dt_context_h c) { dt_context_destroy(c); });
+    }
+
+    int get_int(dt_status_t (*getter)(dt_context_h, int *)) const
+    {
+        int value = 0;
+        detail::check(getter(ctx_.get(), &value));
+        return value;
+    }
+
+    template <typename Start>
+    request start(Start &&start_fn)
+    {
+        dt_request_h req = nullptr;
+        detail::check(start_fn(&req));
+        return request(ctx_, req);
+    }
+
+    std::shared_ptr<dt_context> ctx_;
+};
+
+} // namespace disttrain
+
+#endif /* DISTTRAIN_DISTTRAIN_HPP */

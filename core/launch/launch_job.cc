@@ -269,6 +269,8 @@ private:
             if (!r.running)
                 continue;
             r.signalled = true;
+            // A remote rank's wrapper stops the rank when its stdin (through ssh) closes.
+            r.in.reset();
             kill(-r.pid, sig);
         }
         if (settings_.grace_s <= 0)

@@ -151,7 +151,7 @@ SpawnSpec remote_spawn_spec(const std::string &ssh_path, const std::string &host
         run + " </dev/null 3<&- &\n"
         "dt_rank=$!\n"
         "(cat <&3 >/dev/null 2>&1; kill -TERM $dt_rank 2>/dev/null) >/dev/null 2>&1 &\n"
-        "exec 3<&-\n"
+        "exec 3<&- 2>/dev/null\n" // dash would print "Terminated" for a stopped rank
         "wait $dt_rank\n";
     SpawnSpec spec;
     spec.path = ssh_path;

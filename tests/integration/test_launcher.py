@@ -1,0 +1,448 @@
+"""disttrainrun: placement, environment, tagged output, fail-fast stop, signals, errors.
+
+Ranks are plain shell commands, so these tests need only the launcher. Remote hosts are
+simulated with a fake `ssh` on PATH that runs the remote command locally (through the
+same login-shell word joining as real ssh), which exercises the quoting, the token sent
+on stdin and the remote wrapper without a real sshd. Every job runs under a timeout.
+"""
+import os
+import pathlib
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))
+from conftest import clean_env, run  # noqa: E402
+
+SUMMARY = re.compile(r"^disttrainrun: ", re.M)
+
+FAKE_SSH = r"""#!/bin/sh
+# Fake ssh: skips options, fails for hosts named down-*, otherwise runs the command here.
+while [ $# -gt 0 ]; do
+  case "$1" in -o) shift 2;; -*) shift;; *) break;; esac
+done
+host=$1; shift
+case "$host" in
+  down-*) echo "ssh: connect to host $host port 22: Connection refused" >&2; exit 255;;
+esac
+echo "$host" >> "$FAKE_SSH_LOG"
+printf '%s\n' "$*" >> "$FAKE_SSH_LOG.commands"
+if [ -n "$FAKE_SSH_DETACH" ]; then
+  # Like a real remote side: outside our process group, reachable only through stdin.
+  exec 3<&0
+  setsid sh -c "$*" <&3 3<&- &
+  wait $!
+  exit $?
+fi
+exec sh -c "$*"
+"""
+
+
+def summaries(stderr):
+    return [line for line in stderr.splitlines() if SUMMARY.match(line)]
+
+
+def pids_in(path):
+    if not path.exists():
+        return []
+    return [int(p) for p in path.read_text().split()]
+
+
+def alive(pid):
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    # A zombie still answers kill(0); it is gone for our purposes.
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
+
+
+def assert_all_gone(pids, within=3.0):
+    deadline = time.monotonic() + within
+    while time.monotonic() < deadline and any(alive(p) for p in pids):
+        time.sleep(0.05)
+    left = [p for p in pids if alive(p)]
+    for p in left:
+        os.kill(p, signal.SIGKILL)
+    assert not left, f"rank processes still running after the launcher ended: {left}"
+
+
+def wait_for_lines(path, count, proc, timeout=15.0):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if len(pids_in(path)) >= count:
+            return
+        if proc.poll() is not None:
+            pytest.fail(f"launcher ended early with {proc.returncode}: {proc.communicate()}")
+        time.sleep(0.05)
+    proc.kill()
+    pytest.fail(f"ranks did not all start within {timeout} s")
+
+
+@pytest.fixture
+def fake_ssh(tmp_path):
+    """PATH and variables that make `ssh` the fake above; returns (env, log path)."""
+    bindir = tmp_path / "fakebin"
+    bindir.mkdir()
+    ssh = bindir / "ssh"
+    ssh.write_text(FAKE_SSH)
+    ssh.chmod(0o755)
+    log = tmp_path / "ssh.log"
+    env = {"PATH": f"{bindir}:{os.environ['PATH']}", "FAKE_SSH_LOG": str(log),
+           # Tests stay on loopback: remote ranks are told 127.0.0.1.
+           "DISTTRAIN_STORE_ADDR": "127.0.0.1"}
+    return env, log
+
+
+# --- success, output, environment -------------------------------------------------------
+
+def test_all_ranks_succeed_and_lines_are_tagged(disttrainrun):
+    r = run([disttrainrun, "-np", "3", "sh", "-c",
+             'echo "out $DISTTRAIN_RANK"; echo "err $DISTTRAIN_RANK" >&2; '
+             'printf "tail $DISTTRAIN_RANK"'], timeout=30)
+    assert r.returncode == 0, r.stderr
+    assert sorted(r.stdout.splitlines()) == sorted(
+        [f"[{i}] out {i}" for i in range(3)] + [f"[{i}] tail {i}" for i in range(3)])
+    assert sorted(r.stderr.splitlines()) == [f"[{i}] err {i}" for i in range(3)]
+    assert not summaries(r.stderr)
+
+
+def test_no_tag_output_passes_lines_through(disttrainrun):
+    r = run([disttrainrun, "-np", "2", "--no-tag-output", "sh", "-c", "echo plain"],
+            timeout=30)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.splitlines() == ["plain", "plain"]
+
+
+def test_lines_of_different_ranks_never_interleave(disttrainrun):
+    # Each rank writes long lines in many small pieces; every output line must still be
+    # one rank's whole line.
+    script = ('i=0; while [ $i -lt 200 ]; do '
+              'printf "%s" "$DISTTRAIN_RANK$DISTTRAIN_RANK$DISTTRAIN_RANK"; '
+              'printf "%s" "$DISTTRAIN_RANK$DISTTRAIN_RANK$DISTTRAIN_RANK"; '
+              'printf "%0500d\\n" 0 | tr 0 "$DISTTRAIN_RANK"; i=$((i+1)); done')
+    r = run([disttrainrun, "-np", "4", "sh", "-c", script], timeout=60)
+    assert r.returncode == 0, r.stderr
+    lines = r.stdout.splitlines()
+    assert len(lines) == 800
+    for line in lines:
+        m = re.fullmatch(r"\[(\d)\] (\d+)", line)
+        assert m, f"malformed line {line[:80]!r}"
+        assert set(m.group(2)) == {m.group(1)} and len(m.group(2)) == 506, line[:80]
+
+
+def parse_env_lines(stdout):
+    ranks = {}
+    for line in stdout.splitlines():
+        m = re.fullmatch(r"\[(\d+)\] (.*)", line)
+        assert m, line
+        ranks[int(m.group(1))] = dict(kv.split("=", 1) for kv in m.group(2).split())
+    return ranks
+
+
+ENV_DUMP = ('echo "rank=$DISTTRAIN_RANK size=$DISTTRAIN_SIZE '
+            'local_rank=$DISTTRAIN_LOCAL_RANK local_size=$DISTTRAIN_LOCAL_SIZE '
+            'addr=$DISTTRAIN_STORE_ADDR server=$DISTTRAIN_STORE_SERVER '
+            'token=$DISTTRAIN_JOB_TOKEN level=${DISTTRAIN_LOG_LEVEL:-none} cwd=$(pwd)"')
+
+
+def test_environment_is_set_per_rank(disttrainrun, tmp_path):
+    r = run([disttrainrun, "-np", "3", "sh", "-c", ENV_DUMP], timeout=30, cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    ranks = parse_env_lines(r.stdout)
+    assert sorted(ranks) == [0, 1, 2]
+    for i, env in ranks.items():
+        assert env["rank"] == str(i) and env["size"] == "3"
+        assert env["local_rank"] == str(i) and env["local_size"] == "3"
+        assert env["server"] == "launcher"
+        assert re.fullmatch(r"127\.0\.0\.1:\d+", env["addr"]), env["addr"]
+        assert re.fullmatch(r"[0-9a-f]{64}", env["token"]), env["token"]
+        assert env["cwd"] == str(tmp_path)
+    assert len({e["addr"] for e in ranks.values()}) == 1
+    assert len({e["token"] for e in ranks.values()}) == 1
+
+
+def test_each_job_gets_a_fresh_token(disttrainrun):
+    tokens = set()
+    for _ in range(2):
+        r = run([disttrainrun, "-np", "1", "sh", "-c", 'echo "$DISTTRAIN_JOB_TOKEN"'],
+                timeout=30)
+        assert r.returncode == 0, r.stderr
+        tokens.add(r.stdout.strip())
+    assert len(tokens) == 2
+
+
+def test_inherited_rank_variables_are_replaced(disttrainrun):
+    r = run([disttrainrun, "-np", "2", "sh", "-c", ENV_DUMP], timeout=30,
+            env={"DISTTRAIN_RANK": "7", "DISTTRAIN_SIZE": "9", "DISTTRAIN_JOB_TOKEN": "x",
+                 "DISTTRAIN_LOG_LEVEL": "info"})
+    assert r.returncode == 0, r.stderr
+    ranks = parse_env_lines(r.stdout)
+    assert {e["rank"] for e in ranks.values()} == {"0", "1"}
+    assert {e["size"] for e in ranks.values()} == {"2"}
+    assert all(len(e["token"]) == 64 for e in ranks.values())
+    assert all(e["level"] == "info" for e in ranks.values())
+
+
+def test_ranks_fill_host_slots_in_order(disttrainrun, fake_ssh, tmp_path):
+    env, log = fake_ssh
+    env["DISTTRAIN_LOG_LEVEL"] = "warn"
+    r = run([disttrainrun, "-np", "5", "-H", "localhost:2,nodeA:2,nodeB:4",
+             "sh", "-c", ENV_DUMP], env=env, timeout=30, cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    ranks = parse_env_lines(r.stdout)
+    expected = {0: ("0", "2"), 1: ("1", "2"), 2: ("0", "2"), 3: ("1", "2"), 4: ("0", "1")}
+    for i, (local_rank, local_size) in expected.items():
+        assert ranks[i]["rank"] == str(i) and ranks[i]["size"] == "5"
+        assert (ranks[i]["local_rank"], ranks[i]["local_size"]) == (local_rank, local_size)
+        # Remote ranks: same store, same token (sent on stdin, not on the command line),
+        # our DISTTRAIN_* settings, our working directory.
+        assert ranks[i]["addr"] == ranks[0]["addr"]
+        assert ranks[i]["token"] == ranks[0]["token"]
+        assert ranks[i]["level"] == "warn"
+        assert ranks[i]["cwd"] == str(tmp_path)
+    # One reachability check per remote host, then one ssh per remote rank.
+    assert sorted(log.read_text().split()) == ["nodeA", "nodeA", "nodeA", "nodeB", "nodeB"]
+    commands = pathlib.Path(str(log) + ".commands").read_text()
+    assert "DISTTRAIN_RANK=4" in commands
+    assert ranks[0]["token"] not in commands
+
+
+def test_remote_command_arguments_survive_quoting(disttrainrun, fake_ssh, tmp_path):
+    env, _ = fake_ssh
+    weird = ["it's", 'a "b"', "$HOME", "`id`", "x;y", "  spaced  ", ""]
+    r = run([disttrainrun, "-np", "1", "--launcher", "ssh", "-H", "nodeA",
+             "/usr/bin/python3", "-c", "import sys; print(repr(sys.argv[1:]))"] + weird,
+            env=env, timeout=30, cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout == f"[0] {weird!r}\n"
+
+
+# --- failures ---------------------------------------------------------------------------
+
+def sleeping_ranks_script(pidfile, failing_rank, failure):
+    return (f'echo $$ >> {pidfile}; '
+            f'if [ "$DISTTRAIN_RANK" = {failing_rank} ]; then sleep 0.3; {failure}; fi; '
+            f'exec sleep 60')
+
+
+def test_failing_rank_stops_the_others(disttrainrun, tmp_path):
+    pidfile = tmp_path / "pids"
+    start = time.monotonic()
+    r = run([disttrainrun, "-np", "3", "sh", "-c",
+             sleeping_ranks_script(pidfile, 1, "echo bye; exit 3")], timeout=30)
+    elapsed = time.monotonic() - start
+    assert r.returncode == 3, r.stderr
+    lines = summaries(r.stderr)
+    assert len(lines) == 1, r.stderr
+    assert re.fullmatch(r"disttrainrun: rank 1 \(host localhost, pid \d+\) exited with "
+                        r"code 3; stopped the other ranks", lines[0]), lines[0]
+    assert r.stderr.splitlines()[-1] == lines[0]  # after the ranks' own output
+    assert "[1] bye" in r.stdout.splitlines()
+    assert elapsed < 10, f"the other ranks were not stopped promptly ({elapsed:.1f} s)"
+    assert len(pids_in(pidfile)) == 3
+    assert_all_gone(pids_in(pidfile))
+
+
+def test_rank_killed_by_signal_is_reported(disttrainrun, tmp_path):
+    pidfile = tmp_path / "pids"
+    r = run([disttrainrun, "-np", "2", "sh", "-c",
+             sleeping_ranks_script(pidfile, 1, "kill -9 $$")], timeout=30)
+    assert r.returncode == 128 + 9, r.stderr
+    lines = summaries(r.stderr)
+    assert len(lines) == 1, r.stderr
+    assert re.fullmatch(r"disttrainrun: rank 1 \(host localhost, pid \d+\) was killed by "
+                        r"signal 9 \(Killed\); stopped the other ranks", lines[0]), lines[0]
+    assert_all_gone(pids_in(pidfile))
+
+
+def test_first_failure_is_the_one_reported(disttrainrun):
+    r = run([disttrainrun, "-np", "2", "sh", "-c",
+             'if [ "$DISTTRAIN_RANK" = 0 ]; then sleep 0.5; exit 5; fi; exit 4'],
+            timeout=30)
+    assert r.returncode == 4, r.stderr
+    lines = summaries(r.stderr)
+    assert len(lines) == 1 and "rank 1 " in lines[0] and "code 4" in lines[0], r.stderr
+
+
+def test_rank_ignoring_sigterm_is_killed_after_grace(disttrainrun, tmp_path):
+    pidfile = tmp_path / "pids"
+    script = ('trap "" TERM; echo $$ >> ' + str(pidfile) + '; '
+              'if [ "$DISTTRAIN_RANK" = 0 ]; then sleep 0.3; exit 1; fi; '
+              'while :; do sleep 0.1; done')
+    start = time.monotonic()
+    r = run([disttrainrun, "-np", "2", "--grace", "0.5", "sh", "-c", script], timeout=30)
+    elapsed = time.monotonic() - start
+    assert r.returncode == 1, r.stderr
+    assert elapsed < 8, f"SIGKILL did not follow the grace period ({elapsed:.1f} s)"
+    assert_all_gone(pids_in(pidfile))
+
+
+def test_job_timeout_stops_all_ranks(disttrainrun, tmp_path):
+    pidfile = tmp_path / "pids"
+    r = run([disttrainrun, "-np", "2", "--timeout", "0.5", "--grace", "1",
+             "sh", "-c", f"echo $$ >> {pidfile}; exec sleep 60"], timeout=30)
+    assert r.returncode == 124, r.stderr
+    assert summaries(r.stderr) == [
+        "disttrainrun: the job did not finish within 0.5 s (--timeout); stopped all ranks"]
+    assert_all_gone(pids_in(pidfile))
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
+def test_signal_to_launcher_stops_all_ranks(disttrainrun, tmp_path, sig):
+    pidfile = tmp_path / "pids"
+    # The rank's shell and its child sleep both write their pids: the whole tree must go.
+    script = (f'echo $$ >> {pidfile}; sleep 60 & echo $! >> {pidfile}; '
+              f'trap "kill $!; exit 0" INT; wait')
+    proc = subprocess.Popen([str(disttrainrun), "-np", "3", "sh", "-c", script],
+                            env=clean_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True)
+    try:
+        wait_for_lines(pidfile, 6, proc)
+        proc.send_signal(sig)
+        out, err = proc.communicate(timeout=15)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    assert proc.returncode == 128 + sig, err
+    lines = summaries(err)
+    assert len(lines) == 1, err
+    assert lines[0].startswith(f"disttrainrun: received signal {int(sig)} ("), lines[0]
+    assert lines[0].endswith("; stopped all ranks")
+    assert_all_gone(pids_in(pidfile))
+
+
+def test_command_not_found(disttrainrun, tmp_path):
+    marker = tmp_path / "started"
+    r = run([disttrainrun, "-np", "2", "no-such-program-dt"], timeout=30)
+    assert r.returncode == 127
+    assert r.stderr.strip() == ("disttrainrun: cannot run 'no-such-program-dt': "
+                                "No such file or directory")
+    r = run([disttrainrun, "-np", "1", str(tmp_path / "missing")], timeout=30)
+    assert r.returncode == 127
+    assert "cannot run '" in r.stderr and "No such file or directory" in r.stderr
+    script = tmp_path / "not-executable"
+    script.write_text(f"#!/bin/sh\ntouch {marker}\n")
+    r = run([disttrainrun, "-np", "1", str(script)], timeout=30)
+    assert r.returncode == 127
+    assert "Permission denied" in r.stderr, r.stderr
+    assert not marker.exists()
+
+
+# --- arguments and hosts checked before anything starts ---------------------------------
+
+@pytest.mark.parametrize("args, message", [
+    ([], "-np is required"),
+    (["TOUCH"], "-np is required"),
+    (["-np", "0", "TOUCH"], "-np needs a positive number of ranks, got '0'"),
+    (["-np", "-2", "TOUCH"], "-np needs a positive number of ranks, got '-2'"),
+    (["-np", "two", "TOUCH"], "-np needs a positive number of ranks, got 'two'"),
+    (["-np"], "-np needs a value"),
+    (["-np", "2"], "no command given"),
+    (["-np", "2", "--"], "no command given"),
+    (["-np", "3", "-H", "localhost:2", "TOUCH"],
+     "-np 3 asks for more ranks than the 2 slots"),
+    (["-np", "1", "-H", "localhost:", "TOUCH"], "bad slot count"),
+    (["-np", "1", "-H", "localhost:0", "TOUCH"], "bad slot count"),
+    (["-np", "1", "-H", "localhost:x2", "TOUCH"], "bad slot count"),
+    (["-np", "1", "-H", "localhost:1,,b:1", "TOUCH"], "empty entry"),
+    (["-np", "1", "-H", ":2", "TOUCH"], "has no host name"),
+    (["-np", "1", "-H", "a:1,a:1", "TOUCH"], "lists host 'a' twice"),
+    (["-np", "1", "--launcher", "pbs", "TOUCH"], "--launcher must be 'local' or 'ssh'"),
+    (["-np", "1", "--launcher", "local", "-H", "farhost:1", "TOUCH"],
+     "--launcher local cannot start ranks on remote host 'farhost'"),
+    (["-np", "1", "--grace", "-1", "TOUCH"], "--grace needs a number of seconds"),
+    (["-np", "1", "--timeout", "soon", "TOUCH"], "--timeout needs a number of seconds"),
+    (["-np", "1", "--frobnicate", "TOUCH"], "unknown option '--frobnicate'"),
+])
+def test_bad_arguments(disttrainrun, tmp_path, args, message):
+    marker = tmp_path / "started"
+    args = [a if a != "TOUCH" else "touch" for a in args]
+    if "touch" in args:
+        args.append(str(marker))
+    r = run([disttrainrun] + args, timeout=30)
+    assert r.returncode == 2, (r.returncode, r.stderr)
+    assert r.stdout == ""
+    lines = r.stderr.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("disttrainrun: "), r.stderr
+    assert message in lines[0], lines[0]
+    assert not marker.exists()
+
+
+def test_help(disttrainrun):
+    r = run([disttrainrun, "--help"], timeout=30)
+    assert r.returncode == 0
+    assert "usage: disttrainrun -np N" in r.stdout
+
+
+def test_command_options_are_not_taken_as_ours(disttrainrun):
+    r = run([disttrainrun, "-np", "1", "sh", "-c", 'echo "$@"', "sh", "-np", "5", "--help"],
+            timeout=30)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout == "[0] -np 5 --help\n"
+
+
+@pytest.mark.skipif(shutil.which("ssh") is None, reason="ssh client not installed")
+def test_unreachable_host_fails_before_anything_starts(disttrainrun, tmp_path):
+    marker = tmp_path / "started"
+    r = run([disttrainrun, "-np", "2", "-H", "localhost:1,nonexistent-host.invalid:1",
+             "touch", str(marker)], timeout=60)
+    assert r.returncode != 0
+    lines = r.stderr.splitlines()
+    assert len(lines) == 1, r.stderr
+    assert lines[0].startswith("disttrainrun: cannot reach host 'nonexistent-host.invalid' "
+                               "over ssh: "), lines[0]
+    assert lines[0].endswith("; check that passwordless ssh works "
+                             "(ssh -o BatchMode=yes nonexistent-host.invalid true)"), lines[0]
+    assert not marker.exists()
+
+
+def test_every_unreachable_host_is_named(disttrainrun, fake_ssh, tmp_path):
+    env, log = fake_ssh
+    marker = tmp_path / "started"
+    r = run([disttrainrun, "-np", "3", "-H", "down-a:1,nodeB:1,down-c:1",
+             "touch", str(marker)], env=env, timeout=30)
+    assert r.returncode != 0
+    lines = r.stderr.splitlines()
+    assert [l.split("'")[1] for l in lines] == ["down-a", "down-c"], r.stderr
+    assert "ssh: connect to host down-a port 22: Connection refused" in lines[0]
+    assert not marker.exists()
+    # Only the reachability check ran on the good host.
+    assert log.read_text().split() == ["nodeB"]
+
+
+def test_local_failure_stops_remote_ranks(disttrainrun, fake_ssh, tmp_path):
+    env, _ = fake_ssh
+    env["FAKE_SSH_DETACH"] = "1"  # remote ranks are out of reach of our signals
+    pidfile = tmp_path / "pids"
+    start = time.monotonic()
+    r = run([disttrainrun, "-np", "3", "-H", "localhost:1,nodeA:2", "sh", "-c",
+             sleeping_ranks_script(pidfile, 0, "exit 3")], env=env, timeout=30)
+    assert r.returncode == 3, r.stderr
+    assert time.monotonic() - start < 10
+    lines = summaries(r.stderr)
+    assert len(lines) == 1 and lines[0].startswith("disttrainrun: rank 0 (host localhost")
+    assert len(pids_in(pidfile)) == 3
+    assert_all_gone(pids_in(pidfile))
+
+
+def test_remote_rank_failure_is_reported_with_its_host(disttrainrun, fake_ssh):
+    env, _ = fake_ssh
+    r = run([disttrainrun, "-np", "2", "-H", "localhost:1,nodeA:1", "sh", "-c",
+             'if [ "$DISTTRAIN_RANK" = 1 ]; then exit 6; fi; exec sleep 60'],
+            env=env, timeout=30)
+    assert r.returncode == 6, r.stderr
+    lines = summaries(r.stderr)
+    assert len(lines) == 1, r.stderr
+    assert re.fullmatch(r"disttrainrun: rank 1 \(host nodeA, ssh pid \d+\) exited with "
+                        r"code 6; stopped the other ranks", lines[0]), lines[0]

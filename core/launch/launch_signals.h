@@ -5,6 +5,8 @@
 
 #include "launch/launch_process.h"
 
+#include <signal.h>
+
 namespace dt::launch {
 
 class SignalReader {

@@ -171,6 +171,16 @@ def test_environment_is_set_per_rank(disttrainrun, tmp_path):
     assert len({e["token"] for e in ranks.values()}) == 1
 
 
+def test_launcher_serves_the_store(disttrainrun):
+    # The full handshake is the bootstrap suite's business; here: something listens at
+    # the address the ranks are told, for as long as the job runs.
+    probe = ("import os, socket; h, p = os.environ['DISTTRAIN_STORE_ADDR'].rsplit(':', 1); "
+             "socket.create_connection((h, int(p)), timeout=5).close(); print('connected')")
+    r = run([disttrainrun, "-np", "2", "/usr/bin/python3", "-c", probe], timeout=30)
+    assert r.returncode == 0, r.stderr
+    assert sorted(r.stdout.splitlines()) == ["[0] connected", "[1] connected"]
+
+
 def test_each_job_gets_a_fresh_token(disttrainrun):
     tokens = set()
     for _ in range(2):

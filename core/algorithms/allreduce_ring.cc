@@ -90,10 +90,11 @@ private:
             send_segment(block, base + k, std::min(seg_elems_, n - k));
     }
 
-    // Posts receives in (step, segment) order until kAhead + 1 are outstanding.
+    // Posts receives in (step, segment) order until kAhead are outstanding besides the
+    // one being reduced, which keeps its scratch slot: kAhead + 1 slots in all.
     void fill(std::deque<Segment> &inflight)
     {
-        while (inflight.size() < kAhead + 1 && next_step_ <= last_step()) {
+        while (inflight.size() < kAhead && next_step_ <= last_step()) {
             int b = recv_block(next_step_);
             size_t n = block_count(b);
             if (next_k_ >= n) { // block done (or empty): next step

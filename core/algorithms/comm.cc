@@ -85,9 +85,8 @@ void Comm::progress_once(int32_t timeout_ms)
     if (rc >= 0)
         return;
     std::string detail = *last_error() != '\0' ? std::string(last_error()) : status_text(rc);
-    transport_.abort();
-    throw_error(as_error(rc), collective_, ": transport '", transport_.name(),
-                "' failed: ", detail);
+    abort_and_throw(as_error(rc), cat(collective_, ": transport '", transport_.name(),
+                                      "' failed: ", detail));
 }
 
 bool Comm::test(Request &req)
@@ -155,10 +154,9 @@ void Comm::sendrecv(int send_peer, const void *sendbuf, size_t send_len, int rec
 
 void Comm::cancelled(const PendingTransfer &t)
 {
-    transport_.abort();
-    throw_error(DT_ERR_ABORTED, collective_, ": aborted on this rank while waiting to ",
-                t.is_recv ? "receive from" : "send to", " rank ", t.peer,
-                " (the context was aborted)");
+    abort_and_throw(DT_ERR_ABORTED, cat(collective_, ": aborted on this rank while waiting to ",
+                                        t.is_recv ? "receive from" : "send to", " rank ",
+                                        t.peer, " (the context was aborted)"));
 }
 
 void Comm::fail(const PendingTransfer &t)
@@ -186,6 +184,15 @@ void Comm::fail(const PendingTransfer &t)
                                  ? std::string(last_error())
                                  : cat("rank ", t.peer, ": ", status_text(status));
         message = cat(collective_, ": ", what, " rank ", t.peer, " failed: ", detail);
+    }
+    abort_and_throw(code, std::move(message));
+}
+
+void Comm::abort_and_throw(dt_status_t code, std::string message)
+{
+    if (on_failure_) {
+        FailureHook hook = std::move(on_failure_); // once, even if the hook fails too
+        hook(code, message);
     }
     DT_LOG(debug, "algorithms", message, "; aborting transport '", transport_.name(), "'");
     transport_.abort();

@@ -8,9 +8,13 @@
 
 #include "plugin/transport.h"
 
+#include <disttrain/disttrain.h>
+
 #include <atomic>
 #include <chrono>
 #include <cstddef>
+#include <functional>
+#include <string>
 #include <cstdint>
 #include <memory>
 
@@ -50,6 +54,11 @@ public:
     // True when req has completed (throws if it failed). Polls the transport once.
     bool test(Request &req);
 
+    // Called with the error just before a failure aborts the transport: the last moment
+    // the transport can still carry a word to the peers (the engine tells them why).
+    using FailureHook = std::function<void(dt_status_t, const std::string &)>;
+    void set_failure_hook(FailureHook hook) { on_failure_ = std::move(hook); }
+
     // Blocking helpers.
     void send(int peer, const void *buf, size_t len);
     void recv(int peer, void *buf, size_t len);
@@ -60,6 +69,7 @@ public:
 private:
     void progress_once(int32_t timeout_ms);
     [[noreturn]] void fail(const PendingTransfer &t);
+    [[noreturn]] void abort_and_throw(dt_status_t code, std::string message);
     [[noreturn]] void cancelled(const PendingTransfer &t);
 
     Transport &transport_;
@@ -69,6 +79,7 @@ private:
     Clock::time_point deadline_;
     const char *collective_;
     const std::atomic<bool> *cancel_ = nullptr;
+    FailureHook on_failure_;
 };
 
 } // namespace dt::algo

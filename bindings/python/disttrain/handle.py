@@ -1,0 +1,112 @@
+"""Handle: an asynchronous collective in flight.
+
+The C request's buffers must stay valid until it completes, so a Handle holds a reference
+to every array or tensor the operation reads or writes (and to its context) until the
+request is done and freed. Dropping an unfinished Handle frees the request, which in the
+library waits for it first: memory is never written after the Handle is gone.
+"""
+import ctypes
+import threading
+
+from . import _lib
+from .errors import TimeoutError as DtTimeoutError
+from .status import check, last_error, raise_status
+
+_DONE = object()
+
+
+class Handle:
+    """Returned by every *_async call. wait() gives the operation's result (the output
+    array or tensor, None for a barrier) or raises its DisttrainError."""
+
+    def __init__(self, context, request, keep, result=None, on_complete=None, name=None):
+        self._context = context      # keeps the context alive while the request is
+        self._request = request      # ctypes.c_void_p, None once freed
+        self._keep = keep            # buffers the library reads or writes
+        self._result = result
+        self._on_complete = on_complete
+        self._error = None
+        self._lock = threading.Lock()
+        self.name = name
+        context._track(self)
+
+    def _finish(self, status):
+        """Frees the request once it is done, then runs the completion step."""
+        lib = _lib.lib()
+        # Read the message before dt_request_free, which may overwrite it.
+        message = last_error() if status < 0 else None
+        lib.dt_request_free(self._request)
+        self._request = None
+        self._context._untrack(self)
+        try:
+            if status != 0:
+                raise_status(status, message, "dt_request_wait")
+            if self._on_complete is not None:
+                self._result = self._on_complete(self._result)
+        except BaseException as e:  # kept so a second wait() raises the same error
+            self._error = e
+        finally:
+            self._keep = None
+            self._on_complete = None
+
+    def _outcome(self):
+        if self._error is not None:
+            raise self._error
+        return self._result
+
+    def wait(self, timeout=None):
+        """Blocks until the operation completes and returns its result. timeout in
+        seconds (None: no limit but the context's DISTTRAIN_TIMEOUT). On time-out raises
+        disttrain.TimeoutError and the handle stays valid, so it can be waited again."""
+        with self._lock:
+            if self._request is not None:
+                ms = -1 if timeout is None else max(0, int(timeout * 1000))
+                status = _lib.lib().dt_request_wait(self._request, ms)
+                if status == -400 and timeout is not None:
+                    # Only a time-out of our own deadline leaves the request pending.
+                    done = ctypes.c_int(0)
+                    _lib.lib().dt_request_test(self._request, ctypes.byref(done))
+                    if not done.value:
+                        raise DtTimeoutError(
+                            -400, "DT_ERR_TIMEOUT",
+                            f"operation {self.name or ''!r} did not complete within "
+                            f"{timeout} s; wait() again or check the other ranks",
+                            "dt_request_wait")
+                self._finish(status)
+            return self._outcome()
+
+    def test(self):
+        """True once the operation has completed (without blocking). wait() then
+        returns at once."""
+        with self._lock:
+            if self._request is None:
+                return True
+            done = ctypes.c_int(0)
+            status = _lib.lib().dt_request_test(self._request, ctypes.byref(done))
+            if done.value:
+                self._finish(status)
+                return True
+            check(status, "dt_request_test")
+            return False
+
+    def done(self):
+        """Alias of test()."""
+        return self.test()
+
+    def _release(self):
+        """Frees the request (waiting for it) without raising; used on shutdown and GC."""
+        with self._lock:
+            if self._request is not None:
+                status = _lib.lib().dt_request_wait(self._request, -1)
+                self._finish(status)
+
+    def __del__(self):
+        try:
+            if self._request is not None:
+                self._release()
+        except Exception:
+            pass
+
+    def __repr__(self):
+        state = "done" if self._request is None else "in flight"
+        return f"<disttrain.Handle {self.name or ''!r} {state}>"

@@ -1,0 +1,42 @@
+"""disttrain.torch: PyTorch on libdisttrain, in the style of horovod.torch.
+
+    import torch, disttrain.torch as dt
+    dt.init()
+    model = Net(); opt = torch.optim.SGD(model.parameters(), lr=0.1 * dt.size())
+    dt.broadcast_parameters(model.state_dict(), root_rank=0)
+    dt.broadcast_optimizer_state(opt, root_rank=0)
+    opt = dt.DistributedOptimizer(opt, named_parameters=model.named_parameters())
+    for x, y in loader: opt.zero_grad(); loss(model(x), y).backward(); opt.step()
+
+Run with `disttrainrun -np 2 -- python3 train.py`. CPU tensors only; works with any torch
+version that has Tensor.data_ptr() (no compiled extension).
+"""
+try:
+    import torch as _torch  # noqa: F401  (the real PyTorch: absolute import)
+except ImportError as e:  # pragma: no cover - depends on the machine
+    raise ImportError("disttrain.torch needs PyTorch: install it (Debian: apt-get install "
+                      "python3-torch, or pip install torch)") from e
+
+from disttrain import (Average, Context, DisttrainError, Handle, Max, Min, Product, Sum,
+                       UsageError, barrier, init, is_initialized, local_rank, local_size,
+                       rank, shutdown, size, transport)
+
+from .compression import Compression
+from .functions import (MetricAverager, allreduce_metric, broadcast_object,
+                        broadcast_optimizer_state, broadcast_parameters)
+from .ops import (SUPPORTED, TORCH_DTYPES, allgather, allgather_async, allreduce,
+                  allreduce_, allreduce_async, allreduce_async_, alltoall, alltoall_async,
+                  broadcast, broadcast_, broadcast_async, broadcast_async_, poll,
+                  reduce_scatter, reduce_scatter_async, synchronize)
+from .optimizer import DistributedOptimizer
+
+__all__ = [
+    "init", "shutdown", "is_initialized", "rank", "size", "local_rank", "local_size",
+    "transport", "barrier", "allreduce", "allreduce_", "allreduce_async",
+    "allreduce_async_", "broadcast", "broadcast_", "broadcast_async", "broadcast_async_",
+    "allgather", "allgather_async", "reduce_scatter", "reduce_scatter_async", "alltoall",
+    "alltoall_async", "synchronize", "poll", "broadcast_parameters",
+    "broadcast_optimizer_state", "broadcast_object", "DistributedOptimizer",
+    "Compression", "allreduce_metric", "MetricAverager", "Average", "Sum", "Min", "Max",
+    "Product", "Context", "Handle", "DisttrainError", "UsageError",
+]

@@ -1,0 +1,114 @@
+"""Start-of-training helpers and metric averaging.
+
+Metrics: the classic hang in data-parallel training is a metric reduced a different
+number of times on different ranks (one rank logs an extra batch and waits forever).
+MetricAverager accumulates locally and reduces once, in compute(), which every rank
+calls at the same point (the end of an epoch); allreduce_metric reduces one value now.
+"""
+import io
+import math
+
+import numpy as np
+import torch
+
+import disttrain
+from disttrain.errors import usage
+from disttrain.types import Average, to_op
+
+from . import ops
+
+
+def _ctx(context):
+    return disttrain.context() if context is None else context
+
+
+def broadcast_parameters(params, root_rank=0, context=None):
+    """Overwrites params with root_rank's values, in place. params: a state_dict() (or
+    any name -> tensor mapping), or (name, tensor) pairs such as
+    model.named_parameters(). Names are sorted for a dict, so every rank agrees on the
+    order; pairs are broadcast in the order given (the same model gives the same)."""
+    if isinstance(params, dict):
+        items = sorted(params.items())
+    else:
+        items = list(params)
+        if any(not (isinstance(x, tuple) and len(x) == 2) for x in items):
+            raise usage("broadcast_parameters takes a state_dict() or (name, tensor) "
+                        "pairs such as model.named_parameters()")
+    handles = []
+    for name, p in items:
+        if p is None:
+            continue
+        t = p.detach()
+        if t.dtype == torch.bool:
+            t = t.view(torch.uint8)  # same bytes; the library has no bool
+        handles.append(ops.broadcast_async_(t, root_rank, name=f"bcast.{name}",
+                                            context=context))
+    for h in handles:
+        h.wait()
+
+
+def broadcast_object(obj, root_rank=0, name=None, context=None):
+    """Returns root_rank's `obj` on every rank (serialised with torch.save)."""
+    ctx = _ctx(context)
+    name = name or "object"
+    length = np.zeros(1, np.int64)
+    data = None
+    if ctx.rank() == root_rank:
+        buf = io.BytesIO()
+        torch.save(obj, buf)
+        data = np.frombuffer(buf.getvalue(), dtype=np.uint8).copy()
+        length[0] = data.size
+    ctx.broadcast_(length, root_rank, name=f"{name}.length")
+    if data is None:
+        data = np.empty(int(length[0]), np.uint8)
+    ctx.broadcast_(data, root_rank, name=f"{name}.data")
+    if ctx.rank() == root_rank:
+        return obj
+    return torch.load(io.BytesIO(data.tobytes()))
+
+
+def broadcast_optimizer_state(optimizer, root_rank=0, context=None):
+    """Makes every rank's optimizer state (momentum buffers, step counts, learning
+    rates) a copy of root_rank's. Works even where other ranks have no state yet."""
+    state = broadcast_object(optimizer.state_dict(), root_rank, "optimizer_state", context)
+    if _ctx(context).rank() != root_rank:
+        optimizer.load_state_dict(state)
+
+
+def allreduce_metric(value, name=None, op=Average, context=None):
+    """Reduces one metric across ranks now (average by default). A float (or int) gives
+    a float; a tensor gives a tensor of its dtype and shape. Every rank must call it."""
+    op = to_op(op)
+    name = f"metric.{name}" if name else None
+    if isinstance(value, torch.Tensor):
+        t = value.detach().to(torch.float64).contiguous().clone()
+        return ops.allreduce_(t, op=op, name=name, context=context).to(value.dtype)
+    out = _ctx(context).allreduce(np.array([float(value)], np.float64), op=op, name=name)
+    return float(out[0])
+
+
+class MetricAverager:
+    """Accumulates a metric locally (update) and averages it over every rank's samples
+    with one allreduce (compute), so the number of collectives never depends on how many
+    batches a rank saw."""
+
+    def __init__(self, name, context=None):
+        self.name = name
+        self._context = context
+        self.reset()
+
+    def reset(self):
+        self._sum = 0.0
+        self._count = 0.0
+
+    def update(self, value, n=1):
+        """Adds `value` as the mean of n samples (a float or a one-element tensor)."""
+        v = value.detach().item() if isinstance(value, torch.Tensor) else float(value)
+        self._sum += v * n
+        self._count += n
+
+    def compute(self):
+        """The mean over every rank's samples (nan if there were none). Collective."""
+        total = _ctx(self._context).allreduce(np.array([self._sum, self._count], np.float64),
+                                              op="sum", name=f"metric.{self.name}")
+        return float(total[0] / total[1]) if total[1] else math.nan

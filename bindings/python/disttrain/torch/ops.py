@@ -1,0 +1,198 @@
+"""Collectives on CPU torch tensors, sharing the tensor's memory (tensor.data_ptr()).
+
+As in horovod.torch, allreduce averages by default (op=Average). In-place forms (the ones
+ending in `_`) need a contiguous CPU tensor and write its memory directly (outside
+autograd, like an operation under torch.no_grad()); out-of-place forms copy a
+non-contiguous input first and return a new tensor. Every function takes context=None
+(the default context of disttrain.init()); a process group added later is passed the same
+way.
+"""
+import torch
+
+import disttrain
+from disttrain.errors import usage
+from disttrain.handle import Handle
+from disttrain.types import Average, DType, to_op
+
+# torch dtype -> DType. bfloat16 exists only here: numpy has no bfloat16.
+TORCH_DTYPES = {
+    torch.float32: DType.FLOAT32,
+    torch.float64: DType.FLOAT64,
+    torch.float16: DType.FLOAT16,
+    torch.bfloat16: DType.BFLOAT16,
+    torch.int8: DType.INT8,
+    torch.uint8: DType.UINT8,
+    torch.int32: DType.INT32,
+    torch.int64: DType.INT64,
+}
+
+SUPPORTED = ", ".join(str(d).replace("torch.", "") for d in TORCH_DTYPES)
+
+
+def _ctx(context):
+    return disttrain.context() if context is None else context
+
+
+def _name(name):
+    return None if name is None else str(name).encode("utf-8")
+
+
+def tensor_dtype(tensor, what="tensor"):
+    """Checks device, layout and dtype; returns the DType."""
+    if not isinstance(tensor, torch.Tensor):
+        raise usage(f"{what} must be a torch.Tensor, got {type(tensor).__name__}")
+    if tensor.device.type != "cpu":
+        raise usage(f"{what} is on device '{tensor.device}'; disttrain.torch works on CPU "
+                    f"tensors only: move it with {what}.cpu() (and back afterwards)")
+    if tensor.layout != torch.strided:
+        raise usage(f"{what} has layout {tensor.layout}; only dense (torch.strided) "
+                    f"tensors are supported: use {what}.to_dense()")
+    found = TORCH_DTYPES.get(tensor.dtype)
+    if found is None:
+        raise usage(f"dtype {str(tensor.dtype).replace('torch.', '')} of {what} is not "
+                    f"supported by libdisttrain; supported: {SUPPORTED}")
+    return found
+
+
+def inplace_tensor(tensor, what="tensor"):
+    dtype = tensor_dtype(tensor, what)
+    if not tensor.is_contiguous():
+        raise usage(f"{what} is not contiguous (shape {tuple(tensor.shape)}, strides "
+                    f"{tensor.stride()}); an in-place collective writes the tensor's own "
+                    f"memory and will not silently work on a copy: use "
+                    f"t = {what}.contiguous(), or the out-of-place form")
+    return dtype
+
+
+def input_tensor(tensor, what="tensor"):
+    dtype = tensor_dtype(tensor, what)
+    t = tensor.detach()
+    return (t if t.is_contiguous() else t.contiguous()), dtype
+
+
+# -- allreduce -----------------------------------------------------------------------
+def allreduce_async_(tensor, op=Average, name=None, context=None):
+    """Starts an in-place allreduce of `tensor`; wait() returns `tensor`."""
+    dtype = inplace_tensor(tensor)
+    op, ctx = to_op(op), _ctx(context)
+    ptr = tensor.data_ptr()
+    req = ctx._submit("dt_allreduce_async", _name(name), ptr, ptr, tensor.numel(),
+                      int(dtype), int(op))
+    return Handle(ctx, req, (tensor,), result=tensor, name=name)
+
+
+def allreduce_(tensor, op=Average, name=None, context=None):
+    """Reduces `tensor` in place across ranks (average by default); returns it."""
+    return allreduce_async_(tensor, op, name, context).wait()
+
+
+def allreduce_async(tensor, op=Average, name=None, out=None, context=None):
+    """Starts an allreduce into a new tensor (or `out`); wait() returns it."""
+    op, ctx = to_op(op), _ctx(context)
+    if out is not None and out is tensor:
+        return allreduce_async_(tensor, op, name, context)
+    src, dtype = input_tensor(tensor)
+    if out is None:
+        out = torch.empty_like(src, memory_format=torch.contiguous_format)
+    else:
+        if inplace_tensor(out, "out") != dtype or out.shape != src.shape:
+            raise usage(f"out has dtype {out.dtype} and shape {tuple(out.shape)} but the "
+                        f"input has {src.dtype} and {tuple(src.shape)}; they must match")
+    req = ctx._submit("dt_allreduce_async", _name(name), src.data_ptr(), out.data_ptr(),
+                      src.numel(), int(dtype), int(op))
+    return Handle(ctx, req, (src, out), result=out, name=name)
+
+
+def allreduce(tensor, op=Average, name=None, out=None, context=None):
+    """Returns the allreduce of `tensor` across ranks (average by default)."""
+    return allreduce_async(tensor, op, name, out, context).wait()
+
+
+# -- broadcast -----------------------------------------------------------------------
+def broadcast_async_(tensor, root_rank=0, name=None, context=None):
+    """Starts overwriting `tensor` with root_rank's tensor."""
+    dtype = inplace_tensor(tensor)
+    ctx = _ctx(context)
+    ctx._check_root(root_rank)
+    req = ctx._submit("dt_broadcast_async", _name(name), tensor.data_ptr(), tensor.numel(),
+                      int(dtype), int(root_rank))
+    return Handle(ctx, req, (tensor,), result=tensor, name=name)
+
+
+def broadcast_(tensor, root_rank=0, name=None, context=None):
+    """Overwrites `tensor` with root_rank's tensor; returns it."""
+    return broadcast_async_(tensor, root_rank, name, context).wait()
+
+
+def broadcast_async(tensor, root_rank=0, name=None, context=None):
+    copy = input_tensor(tensor)[0].clone(memory_format=torch.contiguous_format)
+    return broadcast_async_(copy, root_rank, name, context)
+
+
+def broadcast(tensor, root_rank=0, name=None, context=None):
+    """Returns a new tensor holding root_rank's tensor."""
+    return broadcast_async(tensor, root_rank, name, context).wait()
+
+
+# -- allgather, reduce_scatter, alltoall ----------------------------------------------
+def allgather_async(tensor, name=None, context=None):
+    """Starts an allgather; wait() returns every rank's tensor concatenated along dim 0
+    (every rank passes the same shape)."""
+    src, dtype = input_tensor(tensor)
+    if src.dim() == 0:
+        src = src.reshape(1)
+    ctx = _ctx(context)
+    out = src.new_empty((ctx.size() * src.shape[0],) + tuple(src.shape[1:]))
+    req = ctx._submit("dt_allgather_async", _name(name), src.data_ptr(), out.data_ptr(),
+                      src.numel(), int(dtype))
+    return Handle(ctx, req, (src, out), result=out, name=name)
+
+
+def allgather(tensor, name=None, context=None):
+    return allgather_async(tensor, name, context).wait()
+
+
+def _blocks(src, size, what):
+    if src.dim() == 0 or src.shape[0] % size != 0:
+        raise usage(f"{what} needs a tensor whose first dimension is a multiple of the "
+                    f"number of ranks ({size}); got shape {tuple(src.shape)}")
+
+
+def reduce_scatter_async(tensor, op=Average, name=None, context=None):
+    """Reduces `tensor` (dim 0 = size * n) across ranks; rank r gets rows [r*n, (r+1)*n)."""
+    src, dtype = input_tensor(tensor)
+    op, ctx = to_op(op), _ctx(context)
+    _blocks(src, ctx.size(), "reduce_scatter")
+    out = src.new_empty((src.shape[0] // ctx.size(),) + tuple(src.shape[1:]))
+    req = ctx._submit("dt_reduce_scatter_async", _name(name), src.data_ptr(),
+                      out.data_ptr(), out.numel(), int(dtype), int(op))
+    return Handle(ctx, req, (src, out), result=out, name=name)
+
+
+def reduce_scatter(tensor, op=Average, name=None, context=None):
+    return reduce_scatter_async(tensor, op, name, context).wait()
+
+
+def alltoall_async(tensor, name=None, context=None):
+    """Block j of dim 0 goes to rank j, which stores it as block i (i the sender)."""
+    src, dtype = input_tensor(tensor)
+    ctx = _ctx(context)
+    _blocks(src, ctx.size(), "alltoall")
+    out = torch.empty_like(src, memory_format=torch.contiguous_format)
+    req = ctx._submit("dt_alltoall_async", _name(name), src.data_ptr(), out.data_ptr(),
+                      src.numel() // ctx.size(), int(dtype))
+    return Handle(ctx, req, (src, out), result=out, name=name)
+
+
+def alltoall(tensor, name=None, context=None):
+    return alltoall_async(tensor, name, context).wait()
+
+
+def synchronize(handle):
+    """Waits for a handle and returns its result (horovod.torch's spelling)."""
+    return handle.wait()
+
+
+def poll(handle):
+    """True once the handle's operation has completed."""
+    return handle.test()

@@ -1,0 +1,80 @@
+"""Data types and reduction operators of the C API, and their numpy counterparts."""
+import enum
+
+import numpy as np
+
+from .errors import usage
+
+
+class DType(enum.IntEnum):
+    """dt_dtype_t."""
+    FLOAT32 = 0
+    FLOAT64 = 1
+    FLOAT16 = 2
+    BFLOAT16 = 3
+    INT8 = 4
+    UINT8 = 5
+    INT32 = 6
+    INT64 = 7
+
+
+class ReduceOp(enum.IntEnum):
+    """dt_reduce_op_t. AVG divides by the number of ranks (integer division for integers)."""
+    SUM = 0
+    AVG = 1
+    MIN = 2
+    MAX = 3
+    PROD = 4
+
+
+# Horovod-style constants: disttrain.Average, disttrain.Sum, ...
+Sum = ReduceOp.SUM
+Average = ReduceOp.AVG
+Min = ReduceOp.MIN
+Max = ReduceOp.MAX
+Product = ReduceOp.PROD
+
+_OP_NAMES = {"sum": ReduceOp.SUM, "avg": ReduceOp.AVG, "average": ReduceOp.AVG,
+             "mean": ReduceOp.AVG, "min": ReduceOp.MIN, "max": ReduceOp.MAX,
+             "prod": ReduceOp.PROD, "product": ReduceOp.PROD}
+
+
+def to_op(op):
+    """A ReduceOp from a ReduceOp, its int value or a name ('sum', 'avg', ...)."""
+    if isinstance(op, ReduceOp):
+        return op
+    if isinstance(op, str):
+        found = _OP_NAMES.get(op.lower())
+        if found is not None:
+            return found
+    elif isinstance(op, int) and not isinstance(op, bool):
+        try:
+            return ReduceOp(op)
+        except ValueError:
+            pass
+    raise usage(f"op={op!r} is not a reduction operator; use one of 'sum', 'avg', 'min', "
+                f"'max', 'prod' (or disttrain.Sum, Average, Min, Max, Product)")
+
+
+# numpy dtype -> DType. Native byte order only: the library reduces host-order values.
+NUMPY_DTYPES = {
+    np.dtype(np.float32): DType.FLOAT32,
+    np.dtype(np.float64): DType.FLOAT64,
+    np.dtype(np.float16): DType.FLOAT16,
+    np.dtype(np.int8): DType.INT8,
+    np.dtype(np.uint8): DType.UINT8,
+    np.dtype(np.int32): DType.INT32,
+    np.dtype(np.int64): DType.INT64,
+}
+
+SUPPORTED_NUMPY = ", ".join(str(d) for d in NUMPY_DTYPES) + \
+    " (bfloat16 through a torch tensor with disttrain.torch)"
+
+
+def numpy_dtype(dtype):
+    """The DType of a numpy dtype, or a UsageError naming it and the supported ones."""
+    found = NUMPY_DTYPES.get(np.dtype(dtype))
+    if found is None:
+        raise usage(f"dtype {np.dtype(dtype)} is not supported by libdisttrain; supported "
+                    f"numpy dtypes: {SUPPORTED_NUMPY}")
+    return found

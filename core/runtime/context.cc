@@ -47,7 +47,7 @@ Context::Context(const dt_context_params_t *params)
            "), local rank ", local_rank(), " of ", local_size());
     open_store();
     open_transport();
-    engine_ = std::make_unique<Engine>(*transport_, rank(), size(), cfg_.timeout);
+    engine_ = std::make_unique<Engine>(*transport_, cfg_);
 }
 
 Context::~Context()
@@ -129,6 +129,11 @@ std::shared_ptr<Operation> Context::submit(OpDesc desc)
 void Context::abort()
 {
     engine_->abort();
+}
+
+std::optional<std::pair<dt_status_t, std::string>> Context::error() const
+{
+    return engine_->error();
 }
 
 } // namespace dt

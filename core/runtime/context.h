@@ -33,6 +33,8 @@ public:
     // Queues op on the engine; the returned operation completes asynchronously.
     std::shared_ptr<Operation> submit(OpDesc desc);
     void abort();
+    // The error that broke the context (a lost peer, a time-out, an abort), if any.
+    std::optional<std::pair<dt_status_t, std::string>> error() const;
 
 private:
     void open_store();

@@ -1,14 +1,44 @@
+// Engine life cycle: the thread, intake of submitted operations, and failures.
 #include "runtime/engine.h"
 
+#include "algorithms/comm.h"
 #include "runtime/error.h"
-#include "runtime/execute.h"
+#include "runtime/env.h"
 #include "telemetry/log.h"
+
+#include <cstring>
 
 namespace dt {
 
-Engine::Engine(Transport &transport, int rank, int size, std::chrono::milliseconds timeout)
-    : transport_(transport), rank_(rank), size_(size), timeout_(timeout)
+namespace {
+
+std::chrono::milliseconds stall_warn_from_env()
 {
+    return std::chrono::seconds(env::get_int("DISTTRAIN_STALL_WARN_S", 60, 0, 7 * 24 * 3600));
+}
+
+std::vector<int> all_ranks(int size)
+{
+    std::vector<int> out(size);
+    for (int i = 0; i < size; ++i)
+        out[i] = i;
+    return out;
+}
+
+} // namespace
+
+Engine::Engine(Transport &transport, const ContextConfig &config)
+    : transport_(transport), rank_(config.ranks.rank), size_(config.ranks.size),
+      timeout_(config.timeout), cycle_time_(config.cycle_time_ms),
+      fusion_threshold_(static_cast<size_t>(config.fusion_threshold)),
+      stall_warn_(stall_warn_from_env())
+{
+    timeline_ = Timeline::open_from_env(rank_);
+    if (rank_ == 0) {
+        int size = size_;
+        coordinator_ = std::make_unique<Coordinator>(
+            size_, timeout_, stall_warn_, [size](uint32_t) { return all_ranks(size); });
+    }
     thread_ = std::thread([this] { loop(); });
 }
 
@@ -24,70 +54,177 @@ Engine::~Engine()
 
 void Engine::submit(std::shared_ptr<Operation> op)
 {
-    if (aborted_.load()) {
-        op->complete(DT_ERR_ABORTED, cat(op_kind_name(op->desc().kind), " '",
-                                         op->desc().name,
-                                         "' was not run: the context was aborted"));
+    std::unique_lock lock(mutex_);
+    if (error_) {
+        auto [status, message] = *error_;
+        lock.unlock();
+        op->complete(status, cat(op_kind_name(op->desc().kind), " '", op->desc().name,
+                                 "' cannot run: ", message));
         return;
     }
-    {
-        std::lock_guard lock(mutex_);
-        queue_.push_back(std::move(op));
-    }
-    cv_.notify_one();
+    const OpDesc &d = op->desc();
+    intake_bytes_ += d.count * dt_dtype_size(d.dtype);
+    intake_.push_back(std::move(op));
+    // Wake at once when a fusion buffer's worth is queued; otherwise the cycle timer
+    // gathers more operations into one negotiation and one fused transfer.
+    bool full = intake_bytes_ >= fusion_threshold_ || cycle_time_.count() == 0;
+    lock.unlock();
+    if (full)
+        cv_.notify_one();
 }
 
 void Engine::abort()
 {
-    aborted_.store(true);
-    std::deque<std::shared_ptr<Operation>> dropped;
     {
         std::lock_guard lock(mutex_);
-        dropped.swap(queue_);
+        if (!error_)
+            error_ = {DT_ERR_ABORTED, cat("rank ", rank_, " aborted its context")};
     }
-    for (auto &op : dropped)
-        op->complete(DT_ERR_ABORTED, cat(op_kind_name(op->desc().kind), " '",
-                                         op->desc().name,
-                                         "' was not run: the context was aborted"));
+    cancel_.store(true);
+    cv_.notify_all();
+}
+
+std::optional<std::pair<dt_status_t, std::string>> Engine::error() const
+{
+    std::lock_guard lock(mutex_);
+    return error_;
+}
+
+algo::Comm Engine::comm(uint64_t tag, const char *what)
+{
+    auto deadline = timeout_.count() > 0 ? Clock::now() + timeout_ : Clock::time_point::max();
+    algo::Comm c(transport_, rank_, size_, tag, deadline, what);
+    c.set_cancel(&cancel_);
+    c.set_failure_hook([this](dt_status_t status, const std::string &message) {
+        // The transport still works: tell the peers why this rank is leaving.
+        auto err = error();
+        if (status == DT_ERR_ABORTED && err)
+            notify_peers(DT_ERR_ABORTED, err->second);
+        else
+            notify_peers(DT_ERR_PEER_LOST, root_cause(status, message).second);
+    });
+    return c;
+}
+
+// Waits for the next cycle; false when the engine should stop.
+bool Engine::wait_for_work()
+{
+    std::unique_lock lock(mutex_);
+    auto wake = [&] {
+        return stopping_ || cancel_.load() || intake_bytes_ >= fusion_threshold_ ||
+               (cycle_time_.count() == 0 && !intake_.empty());
+    };
+    if (cycle_time_.count() > 0)
+        cv_.wait_for(lock, cycle_time_, wake);
+    if (cancel_.load())
+        return false;
+    std::deque<std::shared_ptr<Operation>> incoming;
+    incoming.swap(intake_);
+    intake_bytes_ = 0;
+    bool stop = stopping_ && incoming.empty() && pending_.empty() && !join_op_;
+    lock.unlock();
+    admit(incoming);
+    return !stop;
+}
+
+void Engine::admit(std::deque<std::shared_ptr<Operation>> &incoming)
+{
+    auto now = Clock::now();
+    for (auto &op : incoming) {
+        const OpDesc &d = op->desc();
+        if (d.kind == OpKind::join) {
+            if (join_op_) {
+                op->complete(DT_ERR_INVALID_STATE,
+                             cat("join: this rank has already joined; wait for that join "
+                                 "to complete before joining again"));
+                continue;
+            }
+            join_op_ = op;
+            join_reported_ = false;
+            continue;
+        }
+        if (pending_.count(d.name)) {
+            op->complete(DT_ERR_MISMATCH,
+                         cat(op_kind_name(d.kind), " '", d.name,
+                             "': an operation with this name is already in flight on rank ",
+                             rank_, "; names must be unique among operations in flight"));
+            continue;
+        }
+        pending_.emplace(d.name, Pending{op, signature_of(d, 0), now, false});
+    }
 }
 
 void Engine::loop()
 {
-    log::set_rank(rank_);
-    for (;;) {
-        std::shared_ptr<Operation> op;
-        {
-            std::unique_lock lock(mutex_);
-            cv_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
-            if (queue_.empty())
-                return; // stopping and drained
-            op = std::move(queue_.front());
-            queue_.pop_front();
+    log::set_rank(size_ > 1 ? rank_ : -1);
+    try {
+        post_control_receives();
+        while (wait_for_work()) {
+            cycle();
+            check_control();
         }
-        run(*op);
+    } catch (const Error &e) {
+        auto [status, message] = root_cause(e.status(), e.what());
+        break_context(status, message);
+    } catch (const std::exception &e) {
+        break_context(DT_ERR_INTERNAL, cat("internal error: ", e.what()));
     }
+    // Leaving: pending work fails with the reason, peers hear why.
+    auto err = error();
+    if (err) {
+        fail_all(err->first, err->second);
+        if (err->first == DT_ERR_ABORTED)
+            notify_peers(DT_ERR_ABORTED, err->second);
+    } else {
+        notify_peers(DT_ERR_PEER_LOST, cat("rank ", rank_, " has destroyed its context"));
+    }
+    // The plugin must forget the control receives before their memory goes with the
+    // engine; aborting fails and drops them (and closes the connections: we are leaving).
+    transport_.abort();
 }
 
-void Engine::run(Operation &op)
+void Engine::complete(Ready &r, dt_status_t status, const std::string &message)
 {
-    const OpDesc &d = op.desc();
-    if (aborted_.load()) {
-        op.complete(DT_ERR_ABORTED, cat(op_kind_name(d.kind), " '", d.name,
-                                        "' was not run: the context was aborted"));
+    if (!r.op)
         return;
+    r.op->complete(status, message);
+    pending_.erase(r.name);
+}
+
+void Engine::fail_all(dt_status_t status, const std::string &message)
+{
+    std::deque<std::shared_ptr<Operation>> incoming;
+    {
+        std::lock_guard lock(mutex_);
+        incoming.swap(intake_);
+        intake_bytes_ = 0;
     }
-    auto deadline = timeout_.count() > 0 ? algo::Clock::now() + timeout_
-                                         : algo::Clock::time_point::max();
-    try {
-        execute(transport_, d, rank_, size_, next_tag_++, deadline);
-        op.complete(DT_OK, {});
-    } catch (const Error &e) {
-        DT_LOG(debug, "engine", op_kind_name(d.kind), " '", d.name, "' failed: ", e.what());
-        op.complete(e.status(), cat(op_kind_name(d.kind), " '", d.name, "': ", e.what()));
-    } catch (const std::exception &e) {
-        op.complete(DT_ERR_INTERNAL, cat(op_kind_name(d.kind), " '", d.name,
-                                         "': internal error: ", e.what()));
+    auto fail = [&](Operation &op) {
+        op.complete(status, cat(op_kind_name(op.desc().kind), " '", op.desc().name,
+                                "' failed: ", message));
+    };
+    for (auto &op : incoming)
+        fail(*op);
+    for (auto &[name, p] : pending_)
+        fail(*p.op);
+    pending_.clear();
+    if (join_op_)
+        fail(*join_op_);
+    join_op_.reset();
+}
+
+void Engine::break_context(dt_status_t status, const std::string &message)
+{
+    {
+        std::lock_guard lock(mutex_);
+        if (!error_)
+            error_ = {status, message};
     }
+    bool had_work = !pending_.empty() || join_op_;
+    if (had_work)
+        DT_LOG(error, "engine", message);
+    else
+        DT_LOG(info, "engine", message);
 }
 
 } // namespace dt

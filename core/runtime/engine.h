@@ -1,11 +1,21 @@
-// The background engine of a context: callers enqueue operations from any thread; one
-// engine thread runs them in submission order (the transport is driven from this thread
-// only). Ranks must submit the same collectives in the same order; negotiation of
-// out-of-order submissions comes with the collective engine (issue 3).
+// The background engine of a context. Callers enqueue named operations from any thread,
+// in any order; one engine thread per context wakes every DISTTRAIN_CYCLE_TIME_MS (at
+// once when the queue holds a fusion buffer's worth), agrees with the other ranks which
+// operations are ready everywhere (negotiation: a MIN allreduce of one byte per cached
+// operation, plus a round trip through the coordinator on rank 0 for new ones), fuses
+// ready allreduces into one buffer up to DISTTRAIN_FUSION_THRESHOLD bytes and runs them.
+//
+// Failures never hang: every exchange has the DISTTRAIN_TIMEOUT deadline, a lost peer is
+// seen through a control receive posted to every peer, and the first error breaks the
+// context: every pending and later operation fails with it.
 #pragma once
 
 #include "plugin/transport.h"
+#include "runtime/config.h"
+#include "runtime/coordinator.h"
 #include "runtime/operation.h"
+#include "runtime/response_cache.h"
+#include "telemetry/timeline.h"
 
 #include <atomic>
 #include <chrono>
@@ -13,41 +23,119 @@
 #include <deque>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <thread>
+#include <unordered_map>
+#include <vector>
 
 namespace dt {
 
+namespace algo {
+class Comm;
+}
+
 class Engine {
 public:
-    Engine(Transport &transport, int rank, int size, std::chrono::milliseconds timeout);
-    // Runs what is queued (each bounded by the timeout), then stops the thread.
+    using Clock = std::chrono::steady_clock;
+
+    Engine(Transport &transport, const ContextConfig &config);
+    // Runs this rank's pending operations to completion (each bounded by the timeout),
+    // tells the peers it leaves, then stops the thread.
     ~Engine();
     Engine(const Engine &) = delete;
     Engine &operator=(const Engine &) = delete;
 
-    // Thread safe. After abort() the operation completes at once with DT_ERR_ABORTED.
+    // Thread safe. A broken or aborted context completes op at once with its error.
     void submit(std::shared_ptr<Operation> op);
 
-    // Fails queued operations and every later one with DT_ERR_ABORTED. The operation in
-    // flight fails when the transport is aborted (the context does that).
+    // Fails every pending and later operation with DT_ERR_ABORTED and tells peers.
     void abort();
-    bool aborted() const { return aborted_.load(); }
+
+    // The error that broke the context, if any.
+    std::optional<std::pair<dt_status_t, std::string>> error() const;
 
 private:
+    struct Pending {
+        std::shared_ptr<Operation> op;
+        Signature sig;
+        Clock::time_point submitted;
+        bool reported = false; // sent to the coordinator
+    };
+    // A ready operation as every rank runs it; op is null on a rank that takes part
+    // without having submitted it (a joined rank contributes the identity).
+    struct Ready {
+        std::string name;
+        Signature sig;
+        std::shared_ptr<Operation> op;
+        Clock::time_point submitted;
+        Clock::time_point ready_at;
+    };
+    struct ControlRecv {
+        dt_transport_request_t raw{};
+        char buf[1024];
+    };
+
     void loop();
-    void run(Operation &op);
+    bool wait_for_work();
+    void admit(std::deque<std::shared_ptr<Operation>> &incoming);
+    void cycle();
+    std::vector<uint8_t> cache_state(Clock::time_point now);
+    void slow_path(std::vector<Ready> &ready, Clock::time_point now);
+    void apply(const ResponseList &list, std::vector<Ready> &ready, Clock::time_point now);
+    void execute(std::vector<Ready> &ready);
+    size_t run_fused(std::vector<Ready> &ready, size_t first);
+    void run_one(Ready &r);
+    void complete(Ready &r, dt_status_t status, const std::string &message);
+
+    algo::Comm comm(uint64_t tag, const char *what);
+    uint64_t next_op_tag() { return kOpTagBase + op_seq_++; }
+    bool joined_mode() const { return !joined_.empty(); }
+    int active_ranks() const { return size_ - static_cast<int>(joined_.size()); }
+
+    void post_control_receives();
+    void check_control();
+    // The best explanation of a failure: a peer's notice or a lost connection seen on
+    // the control receives, else the error itself.
+    std::pair<dt_status_t, std::string> root_cause(dt_status_t status,
+                                                   const std::string &message);
+    void break_context(dt_status_t status, const std::string &message);
+    void notify_peers(dt_status_t status, const std::string &message);
+    void fail_all(dt_status_t status, const std::string &message);
+
+    static constexpr uint64_t kOpTagBase = uint64_t(1) << 40;
+    static constexpr uint64_t kNegotiationTagBase = uint64_t(2) << 40;
+    static constexpr uint64_t kControlTag = uint64_t(3) << 40;
 
     Transport &transport_;
-    int rank_;
-    int size_;
-    std::chrono::milliseconds timeout_;
-    uint64_t next_tag_ = 1;
+    const int rank_;
+    const int size_;
+    const std::chrono::milliseconds timeout_;
+    const std::chrono::milliseconds cycle_time_;
+    const size_t fusion_threshold_;
+    const std::chrono::milliseconds stall_warn_;
 
-    std::mutex mutex_;
+    // Shared with callers.
+    mutable std::mutex mutex_;
     std::condition_variable cv_;
-    std::deque<std::shared_ptr<Operation>> queue_;
+    std::deque<std::shared_ptr<Operation>> intake_;
+    size_t intake_bytes_ = 0;
     bool stopping_ = false;
-    std::atomic<bool> aborted_{false};
+    std::optional<std::pair<dt_status_t, std::string>> error_;
+    std::atomic<bool> cancel_{false};
+
+    // Engine thread only.
+    std::unordered_map<std::string, Pending> pending_;
+    ResponseCache cache_;
+    std::unique_ptr<Coordinator> coordinator_; // rank 0
+    std::vector<int> joined_;                  // as the coordinator last said
+    std::shared_ptr<Operation> join_op_;       // this rank's join in flight
+    bool join_reported_ = false;
+    uint64_t cycle_seq_ = 0;
+    uint64_t op_seq_ = 0;
+    Clock::time_point last_coordination_{};
+    std::vector<uint8_t> fusion_buffer_;
+    std::vector<std::unique_ptr<ControlRecv>> control_;
+    std::unique_ptr<Timeline> timeline_;
     std::thread thread_;
 };
 

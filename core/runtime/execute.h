@@ -7,7 +7,11 @@
 
 namespace dt {
 
-void execute(Transport &transport, const OpDesc &op, int rank, int size, uint64_t tag,
-             algo::Clock::time_point deadline);
+// avg_divisor: what DT_AVG divides the sum by (the number of ranks that contributed).
+void run_collective(algo::Comm &comm, const OpDesc &op, int avg_divisor);
+
+// Fills buf with the identity of op (0 for sum, 1 for prod, +max for min, lowest for max):
+// what a rank that has joined contributes.
+void fill_identity(void *buf, size_t count, dt_dtype_t dtype, dt_reduce_op_t op);
 
 } // namespace dt

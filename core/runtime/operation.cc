@@ -11,15 +11,17 @@ const char *op_kind_name(OpKind kind) noexcept
     case OpKind::reduce_scatter: return "reduce_scatter";
     case OpKind::alltoall: return "alltoall";
     case OpKind::barrier: return "barrier";
+    case OpKind::join: return "join";
     }
     return "unknown";
 }
 
-void Operation::complete(dt_status_t status, std::string message)
+void Operation::complete(dt_status_t status, std::string message, int64_t result)
 {
     {
         std::lock_guard lock(mutex_);
         status_ = status;
+        result_ = result;
         message_ = std::move(message);
         done_ = true;
     }
@@ -52,6 +54,16 @@ std::string Operation::message() const
 {
     std::lock_guard lock(mutex_);
     return message_;
+}
+
+} // namespace dt
+
+namespace dt {
+
+int64_t Operation::result() const
+{
+    std::lock_guard lock(mutex_);
+    return result_;
 }
 
 } // namespace dt

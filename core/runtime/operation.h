@@ -11,7 +11,7 @@
 
 namespace dt {
 
-enum class OpKind { allreduce, broadcast, allgather, reduce_scatter, alltoall, barrier };
+enum class OpKind { allreduce, broadcast, allgather, reduce_scatter, alltoall, barrier, join };
 
 const char *op_kind_name(OpKind kind) noexcept;
 
@@ -32,8 +32,9 @@ public:
 
     const OpDesc &desc() const { return desc_; }
 
-    // Called once by the engine.
-    void complete(dt_status_t status, std::string message);
+    // Called once by the engine; result is the operation's value (join: the last rank
+    // to join).
+    void complete(dt_status_t status, std::string message, int64_t result = 0);
 
     bool done() const;
     // Waits until done or timeout; negative timeout waits without limit. True if done.
@@ -41,6 +42,7 @@ public:
     // Valid once done().
     dt_status_t status() const;
     std::string message() const;
+    int64_t result() const;
 
 private:
     OpDesc desc_;
@@ -49,6 +51,7 @@ private:
     bool done_ = false;
     dt_status_t status_ = DT_INPROGRESS;
     std::string message_;
+    int64_t result_ = 0;
 };
 
 } // namespace dt

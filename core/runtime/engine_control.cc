@@ -1,0 +1,116 @@
+// Liveness and failure notices between engines. Every rank keeps one receive posted to
+// every peer on a control tag. A peer that closes its connection (killed, crashed) fails
+// that receive at once, so a lost rank is noticed within a cycle even by ranks that are
+// not exchanging data with it. A rank that breaks tells its peers why before it leaves,
+// so they report the root cause ("rank 3 was lost") rather than the messenger.
+#include "algorithms/comm.h"
+#include "runtime/engine.h"
+#include "runtime/error.h"
+#include "telemetry/log.h"
+
+#include <cstring>
+
+namespace dt {
+
+void Engine::post_control_receives()
+{
+    control_.resize(size_);
+    for (int peer = 0; peer < size_; ++peer) {
+        if (peer == rank_)
+            continue;
+        control_[peer] = std::make_unique<ControlRecv>();
+        auto &c = *control_[peer];
+        c.raw.status = DTP_INPROGRESS;
+        int32_t rc = transport_.ops().irecv(transport_.instance(), peer, kControlTag, c.buf,
+                                            sizeof c.buf, &c.raw);
+        if (rc < 0)
+            throw_error(static_cast<dt_status_t>(rc), "cannot post the control receive from "
+                        "rank ", peer, ": ", last_error());
+    }
+}
+
+namespace {
+
+// A notice: int32 status, then the message.
+std::string notice_text(const char *buf, size_t len)
+{
+    if (len < sizeof(int32_t))
+        return "(malformed notice)";
+    return std::string(buf + sizeof(int32_t), len - sizeof(int32_t));
+}
+
+} // namespace
+
+void Engine::check_control()
+{
+    std::string lost;
+    for (int peer = 0; peer < size_; ++peer) {
+        if (!control_[peer] || control_[peer]->raw.status == DTP_INPROGRESS)
+            continue;
+        const auto &c = *control_[peer];
+        if (c.raw.status == DTP_OK)
+            throw_error(DT_ERR_PEER_LOST, "rank ", peer, " left the job: ",
+                        notice_text(c.buf, c.raw.bytes));
+        if (c.raw.status != DTP_ERR_ABORTED)
+            lost += cat(lost.empty() ? "" : ", ", peer);
+    }
+    if (!lost.empty())
+        throw_error(DT_ERR_PEER_LOST, "lost the connection to rank ", lost,
+                    " (the process died or its network failed)");
+}
+
+std::pair<dt_status_t, std::string> Engine::root_cause(dt_status_t status,
+                                                       const std::string &message)
+{
+    if (status == DT_ERR_ABORTED) {
+        if (auto err = error())
+            return *err;
+    }
+    try {
+        check_control();
+    } catch (const Error &e) {
+        return {e.status(), e.what()};
+    }
+    return {status, message};
+}
+
+void Engine::notify_peers(dt_status_t status, const std::string &message)
+{
+    if (control_.empty())
+        return;
+    std::string payload(sizeof(int32_t), '\0');
+    int32_t s = status;
+    std::memcpy(payload.data(), &s, sizeof s);
+    payload += message.substr(0, sizeof(ControlRecv::buf) - sizeof(int32_t));
+
+    std::vector<dt_transport_request_t> sends(size_);
+    bool any = false;
+    for (int peer = 0; peer < size_; ++peer) {
+        sends[peer].status = DTP_OK;
+        if (!control_[peer] || control_[peer]->raw.status != DTP_INPROGRESS)
+            continue; // gone already, or nothing to tell
+        sends[peer].status = DTP_INPROGRESS;
+        if (transport_.ops().isend(transport_.instance(), peer, kControlTag, payload.data(),
+                                   payload.size(), &sends[peer]) < 0)
+            sends[peer].status = DTP_ERR_TRANSPORT;
+        any = true;
+    }
+    if (!any)
+        return;
+    // Best effort and brief: a peer that cannot take the notice learns from the closed
+    // connection instead.
+    auto until = Clock::now() + std::chrono::milliseconds(200);
+    auto busy = [&] {
+        for (const auto &r : sends)
+            if (r.status == DTP_INPROGRESS)
+                return true;
+        return false;
+    };
+    while (busy() && Clock::now() < until)
+        if (transport_.ops().progress(transport_.instance(), 1) < 0)
+            break;
+    if (busy())
+        transport_.abort(); // the plugin must forget sends whose buffer is going away
+}
+
+} // namespace dt

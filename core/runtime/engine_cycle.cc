@@ -1,0 +1,171 @@
+// One negotiation cycle: every rank takes part, with or without work, so they stay in
+// step. Cached operations are agreed with one MIN allreduce of a byte per cache slot;
+// new ones (and joins, stalls, time-outs) take a round trip through the coordinator.
+#include "algorithms/algorithms.h"
+#include "runtime/engine.h"
+#include "runtime/error.h"
+#include "telemetry/log.h"
+
+namespace dt {
+
+namespace {
+
+// How often rank 0 asks for a coordinator round while operations wait there, so that
+// stalls are reported and time-outs fire even when no rank has news.
+constexpr auto kCoordinatorPoll = std::chrono::milliseconds(500);
+
+} // namespace
+
+// Byte 0: 1 when this rank has no news for the coordinator. Then one byte per cache slot
+// (ResponseCache::kInvalid / kAbsent / kReady).
+std::vector<uint8_t> Engine::cache_state(Clock::time_point now)
+{
+    std::vector<uint8_t> state(1 + cache_.slot_count(), ResponseCache::kAbsent);
+    bool news = join_op_ && !join_reported_;
+    for (size_t slot = 0; slot < cache_.slot_count(); ++slot)
+        state[1 + slot] = cache_.occupied(slot) ? ResponseCache::kAbsent : ResponseCache::kReady;
+    for (auto &[name, p] : pending_) {
+        int slot = cache_.find(name);
+        if (slot < 0 || joined_mode()) {
+            news = news || !p.reported;
+            continue;
+        }
+        uint8_t &s = state[1 + slot];
+        bool stalled = stall_warn_.count() > 0 && now - p.submitted >= stall_warn_;
+        if (p.reported || !(cache_.at(slot).sig == p.sig) || stalled)
+            s = ResponseCache::kInvalid; // resolve through the coordinator instead
+        else
+            s = ResponseCache::kReady;
+    }
+    if (coordinator_ && coordinator_->has_pending() &&
+        now - last_coordination_ >= kCoordinatorPoll)
+        news = true;
+    state[0] = news ? 0 : 1;
+    return state;
+}
+
+void Engine::cycle()
+{
+    auto now = Clock::now();
+    std::vector<uint8_t> state = cache_state(now);
+    {
+        algo::Comm c = comm(kNegotiationTagBase + cycle_seq_++, "negotiation");
+        algo::allreduce(c, {state.data(), state.data(), state.size(), DT_UINT8, DT_MIN});
+    }
+
+    std::vector<Ready> ready;
+    std::vector<int> invalid;
+    for (size_t slot = 0; slot < cache_.slot_count(); ++slot) {
+        if (!cache_.occupied(slot))
+            continue;
+        uint8_t s = state[1 + slot];
+        if (s == ResponseCache::kInvalid) {
+            invalid.push_back(static_cast<int>(slot));
+        } else if (s == ResponseCache::kReady) {
+            const auto &entry = cache_.at(slot);
+            auto it = pending_.find(entry.name);
+            if (it == pending_.end())
+                ready.push_back({entry.name, entry.sig, nullptr, now, now});
+            else
+                ready.push_back({entry.name, entry.sig, it->second.op, it->second.submitted, now});
+        }
+    }
+    // Every rank saw the same bytes, so every rank drops the same slots.
+    for (int slot : invalid) {
+        auto it = pending_.find(cache_.at(slot).name);
+        if (it != pending_.end())
+            it->second.reported = false; // to the coordinator next
+        cache_.erase(slot);
+    }
+    if (state[0] == 0)
+        slow_path(ready, now);
+    if (!ready.empty())
+        execute(ready);
+}
+
+void Engine::slow_path(std::vector<Ready> &ready, Clock::time_point now)
+{
+    std::vector<Record> records;
+    for (auto &[name, p] : pending_) {
+        if (p.reported || (cache_.find(name) >= 0 && !joined_mode()))
+            continue;
+        records.push_back({Record::Type::request, name, p.sig});
+        p.reported = true;
+    }
+    if (join_op_ && !join_reported_) {
+        records.push_back({Record::Type::join, {}, {}});
+        join_reported_ = true;
+    }
+
+    algo::Comm c = comm(kNegotiationTagBase + cycle_seq_++, "negotiation");
+    std::vector<uint8_t> reply;
+    if (rank_ != 0) {
+        std::vector<uint8_t> bytes = encode(records);
+        uint64_t len = bytes.size();
+        c.send(0, &len, sizeof len);
+        c.send(0, bytes.data(), bytes.size());
+    } else {
+        for (const auto &rec : records)
+            coordinator_->add(0, rec, now);
+        for (int peer = 1; peer < size_; ++peer) {
+            uint64_t len = 0;
+            c.recv(peer, &len, sizeof len);
+            if (len > (uint64_t(1) << 30))
+                throw_error(DT_ERR_PROTOCOL, "rank ", peer, " sent a negotiation message of ",
+                            len, " bytes");
+            std::vector<uint8_t> bytes(len);
+            c.recv(peer, bytes.data(), bytes.size());
+            for (const auto &rec : decode_records(bytes))
+                coordinator_->add(peer, rec, now);
+        }
+        reply = encode(coordinator_->decide(now));
+        last_coordination_ = now;
+    }
+    uint64_t len = reply.size();
+    algo::broadcast(c, &len, sizeof len, 0);
+    reply.resize(len);
+    algo::broadcast(c, reply.data(), reply.size(), 0);
+    apply(decode_responses(reply), ready, now);
+}
+
+void Engine::apply(const ResponseList &list, std::vector<Ready> &ready, Clock::time_point now)
+{
+    joined_.assign(list.joined.begin(), list.joined.end());
+    bool me_joined = false;
+    for (int r : joined_)
+        me_joined = me_joined || r == rank_;
+    for (const auto &resp : list.responses) {
+        switch (resp.type) {
+        case Response::Type::ready: {
+            auto it = pending_.find(resp.name);
+            std::shared_ptr<Operation> op = it != pending_.end() ? it->second.op : nullptr;
+            auto submitted = it != pending_.end() ? it->second.submitted : now;
+            if (!op && !me_joined)
+                throw_error(DT_ERR_INTERNAL, "the coordinator says ", op_kind_name(resp.sig.kind),
+                            " '", resp.name, "' is ready, but rank ", rank_,
+                            " has not submitted it");
+            if (!joined_mode())
+                cache_.insert(resp.name, resp.sig);
+            ready.push_back({resp.name, resp.sig, op, submitted, now});
+            break;
+        }
+        case Response::Type::error: {
+            auto it = pending_.find(resp.name);
+            if (it != pending_.end()) {
+                it->second.op->complete(static_cast<dt_status_t>(resp.status), resp.message);
+                pending_.erase(it);
+            }
+            break;
+        }
+        case Response::Type::join_done:
+            if (join_op_)
+                join_op_->complete(DT_OK, {}, resp.last_joined);
+            join_op_.reset();
+            join_reported_ = false;
+            joined_.clear();
+            break;
+        }
+    }
+}
+
+} // namespace dt

@@ -1,0 +1,139 @@
+// Running what negotiation found ready, in the agreed order: consecutive allreduces of
+// the same dtype and operator are packed into the fusion buffer (at most
+// DISTTRAIN_FUSION_THRESHOLD bytes, so fusion memory is bounded) and run as one.
+#include "algorithms/algorithms.h"
+#include "reduce/reduce.h"
+#include "runtime/engine.h"
+#include "runtime/error.h"
+#include "runtime/execute.h"
+
+#include <cstring>
+
+namespace dt {
+
+namespace {
+
+size_t bytes_of(const Signature &sig) { return sig.count * dt_dtype_size(sig.dtype); }
+
+bool fusable(const Signature &a, const Signature &b)
+{
+    return a.kind == OpKind::allreduce && b.kind == OpKind::allreduce &&
+           a.dtype == b.dtype && a.op == b.op && a.group == b.group;
+}
+
+} // namespace
+
+void Engine::execute(std::vector<Ready> &ready)
+{
+    if (timeline_)
+        timeline_->marker("CYCLE", Clock::now(), cat(R"("ready":)", ready.size()));
+    size_t i = 0;
+    while (i < ready.size()) {
+        if (ready[i].sig.kind == OpKind::allreduce && fusion_threshold_ > 0) {
+            i = run_fused(ready, i);
+        } else {
+            run_one(ready[i]);
+            ++i;
+        }
+    }
+}
+
+void Engine::run_one(Ready &r)
+{
+    auto start = Clock::now();
+    if (timeline_)
+        timeline_->phase(r.name, "NEGOTIATE", r.submitted, r.ready_at);
+    OpDesc desc;
+    std::vector<uint8_t> scratch;
+    if (r.op) {
+        desc = r.op->desc();
+    } else {
+        // A joined rank takes part with the identity and keeps nothing.
+        desc.kind = r.sig.kind;
+        desc.name = r.name;
+        desc.count = r.sig.count;
+        desc.dtype = r.sig.dtype;
+        desc.op = r.sig.op;
+        scratch.resize(bytes_of(r.sig));
+        fill_identity(scratch.data(), desc.count, desc.dtype, desc.op);
+        desc.sendbuf = desc.recvbuf = scratch.data();
+    }
+    algo::Comm c = comm(next_op_tag(), op_kind_name(desc.kind));
+    run_collective(c, desc, active_ranks());
+    auto end = Clock::now();
+    if (timeline_)
+        timeline_->phase(r.name, op_kind_name(desc.kind), start, end,
+                         cat(R"("bytes":)", bytes_of(r.sig)));
+    complete(r, DT_OK, {});
+}
+
+size_t Engine::run_fused(std::vector<Ready> &ready, size_t first)
+{
+    size_t total = bytes_of(ready[first].sig);
+    size_t last = first + 1;
+    while (last < ready.size() && fusable(ready[first].sig, ready[last].sig) &&
+           total + bytes_of(ready[last].sig) <= fusion_threshold_) {
+        total += bytes_of(ready[last].sig);
+        ++last;
+    }
+    if (last - first == 1 || total > fusion_threshold_) {
+        run_one(ready[first]);
+        return first + 1;
+    }
+
+    const Signature &sig = ready[first].sig;
+    if (fusion_buffer_.size() < total)
+        fusion_buffer_.resize(total);
+    auto start = Clock::now();
+    size_t offset = 0;
+    for (size_t i = first; i < last; ++i) {
+        Ready &r = ready[i];
+        size_t bytes = bytes_of(r.sig);
+        if (timeline_)
+            timeline_->phase(r.name, "NEGOTIATE", r.submitted, r.ready_at);
+        if (r.op && bytes > 0)
+            std::memcpy(fusion_buffer_.data() + offset, r.op->desc().sendbuf, bytes);
+        else if (!r.op)
+            fill_identity(fusion_buffer_.data() + offset, r.sig.count, r.sig.dtype, r.sig.op);
+        offset += bytes;
+    }
+    auto copied_in = Clock::now();
+
+    OpDesc fused;
+    fused.kind = OpKind::allreduce;
+    fused.name = "fusion";
+    fused.sendbuf = fused.recvbuf = fusion_buffer_.data();
+    fused.count = total / dt_dtype_size(sig.dtype);
+    fused.dtype = sig.dtype;
+    fused.op = sig.op;
+    {
+        algo::Comm c = comm(next_op_tag(), "allreduce");
+        run_collective(c, fused, active_ranks());
+    }
+    auto reduced = Clock::now();
+
+    offset = 0;
+    for (size_t i = first; i < last; ++i) {
+        Ready &r = ready[i];
+        size_t bytes = bytes_of(r.sig);
+        if (r.op && bytes > 0)
+            std::memcpy(r.op->desc().recvbuf, fusion_buffer_.data() + offset, bytes);
+        offset += bytes;
+    }
+    auto end = Clock::now();
+    if (timeline_) {
+        timeline_->marker("FUSION", start,
+                          cat(R"("tensors":)", last - first, R"(,"bytes":)", total));
+        for (size_t i = first; i < last; ++i) {
+            timeline_->phase(ready[i].name, "MEMCPY_IN_FUSION_BUFFER", start, copied_in);
+            timeline_->phase(ready[i].name, "allreduce", copied_in, reduced,
+                             cat(R"("fused_bytes":)", total));
+            timeline_->phase(ready[i].name, "MEMCPY_OUT_FUSION_BUFFER", reduced, end);
+        }
+    }
+    for (size_t i = first; i < last; ++i)
+        complete(ready[i], DT_OK, {});
+    return last;
+}
+
+} // namespace dt

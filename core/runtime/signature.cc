@@ -1,0 +1,75 @@
+#include "runtime/signature.h"
+
+#include "runtime/error.h"
+
+#include <functional>
+
+namespace dt {
+
+Signature signature_of(const OpDesc &desc, uint32_t group)
+{
+    Signature s;
+    s.kind = desc.kind;
+    s.dtype = desc.dtype;
+    s.op = kind_reduces(desc.kind) ? desc.op : DT_SUM;
+    s.count = desc.count;
+    s.root = kind_has_root(desc.kind) ? desc.root : 0;
+    s.group = group;
+    return s;
+}
+
+bool kind_reduces(OpKind kind)
+{
+    return kind == OpKind::allreduce || kind == OpKind::reduce_scatter;
+}
+
+bool kind_has_root(OpKind kind) { return kind == OpKind::broadcast; }
+
+std::string rank_list(const std::vector<int> &ranks)
+{
+    std::string out;
+    for (size_t i = 0; i < ranks.size(); ++i)
+        out += (i ? ", " : "") + std::to_string(ranks[i]);
+    return out;
+}
+
+namespace {
+
+struct Field {
+    const char *label;
+    std::function<std::string(const Signature &)> show;
+};
+
+} // namespace
+
+std::string describe_mismatch(const std::string &name,
+                              const std::vector<std::pair<int, Signature>> &by_rank)
+{
+    static const Field kFields[] = {
+        {"collective", [](const Signature &s) { return std::string(op_kind_name(s.kind)); }},
+        {"group", [](const Signature &s) { return std::to_string(s.group); }},
+        {"dtype", [](const Signature &s) { return std::string(dt_dtype_name(s.dtype)); }},
+        {"element count", [](const Signature &s) { return std::to_string(s.count); }},
+        {"reduce op", [](const Signature &s) { return std::string(dt_reduce_op_name(s.op)); }},
+        {"root", [](const Signature &s) { return std::to_string(s.root); }},
+    };
+    if (by_rank.empty())
+        return {};
+    for (const Field &field : kFields) {
+        std::string first = field.show(by_rank.front().second);
+        bool differs = false;
+        for (const auto &[rank, sig] : by_rank)
+            differs = differs || field.show(sig) != first;
+        if (!differs)
+            continue;
+        std::string message = cat(op_kind_name(by_rank.front().second.kind), " '", name,
+                                  "': ranks disagree on ", field.label, ":");
+        for (size_t i = 0; i < by_rank.size(); ++i)
+            message += cat(i ? "," : "", " rank ", by_rank[i].first, " ",
+                           field.show(by_rank[i].second));
+        return message + "; every rank must submit the same operation under this name";
+    }
+    return {};
+}
+
+} // namespace dt

@@ -1,0 +1,39 @@
+// What ranks must agree on for a named operation before it runs.
+#pragma once
+
+#include "runtime/operation.h"
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace dt {
+
+struct Signature {
+    OpKind kind = OpKind::barrier;
+    dt_dtype_t dtype = DT_UINT8;
+    dt_reduce_op_t op = DT_SUM;
+    uint64_t count = 0;
+    int32_t root = 0;
+    uint32_t group = 0; // 0: the whole context
+
+    bool operator==(const Signature &) const = default;
+};
+
+Signature signature_of(const OpDesc &desc, uint32_t group);
+
+// Whether the operator matters for this kind (reductions) and the root (broadcast).
+bool kind_reduces(OpKind kind);
+bool kind_has_root(OpKind kind);
+
+// "allreduce 'grad.w': ranks disagree on dtype: rank 0 float32, rank 1 float64". Empty when
+// all signatures are equal. Fields are checked in the order kind, group, dtype, count,
+// op, root, and the first that differs is named.
+std::string describe_mismatch(const std::string &name,
+                              const std::vector<std::pair<int, Signature>> &by_rank);
+
+// "0, 2, 5" for messages.
+std::string rank_list(const std::vector<int> &ranks);
+
+} // namespace dt

@@ -1,0 +1,117 @@
+#include "telemetry/timeline.h"
+
+#include "runtime/env.h"
+#include "runtime/error.h"
+
+#include <cerrno>
+#include <cstring>
+#include <fcntl.h>
+#include <unistd.h>
+
+namespace dt {
+
+std::string json_escape(const std::string &s)
+{
+    std::string out;
+    for (char c : s) {
+        switch (c) {
+        case '"': out += "\\\""; break;
+        case '\\': out += "\\\\"; break;
+        case '\n': out += "\\n"; break;
+        case '\t': out += "\\t"; break;
+        default:
+            if (static_cast<unsigned char>(c) < 0x20) {
+                char buf[8];
+                std::snprintf(buf, sizeof buf, "\\u%04x", c);
+                out += buf;
+            } else {
+                out += c;
+            }
+        }
+    }
+    return out;
+}
+
+std::unique_ptr<Timeline> Timeline::open_from_env(int rank)
+{
+    auto path = env::get("DISTTRAIN_TIMELINE");
+    if (!path)
+        return nullptr;
+    auto placeholder = path->find("{rank}");
+    if (placeholder != std::string::npos)
+        path->replace(placeholder, 6, std::to_string(rank));
+    else if (rank != 0)
+        return nullptr;
+    return std::make_unique<Timeline>(*path, rank);
+}
+
+Timeline::Timeline(const std::string &path, int rank) : rank_(rank), origin_(Clock::now())
+{
+    fd_ = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd_ < 0)
+        throw_error(DT_ERR_INVALID_CONFIG, "DISTTRAIN_TIMELINE='", path,
+                    "' cannot be written: ", std::strerror(errno),
+                    "; give a path in a writable folder");
+    std::string empty = "[\n]";
+    if (::pwrite(fd_, empty.data(), empty.size(), 0) < 0)
+        throw_error(DT_ERR_INVALID_CONFIG, "DISTTRAIN_TIMELINE='", path,
+                    "' cannot be written: ", std::strerror(errno));
+    end_ = 2;
+    std::lock_guard lock(mutex_);
+    append(cat(R"({"name":"process_name","ph":"M","pid":)", rank_,
+               R"(,"args":{"name":"rank )", rank_, R"("}})"));
+    append(cat(R"({"name":"thread_name","ph":"M","pid":)", rank_,
+               R"(,"tid":0,"args":{"name":"engine"}})"));
+}
+
+Timeline::~Timeline()
+{
+    if (fd_ >= 0)
+        ::close(fd_);
+}
+
+int64_t Timeline::micros(Clock::time_point t) const
+{
+    return std::chrono::duration_cast<std::chrono::microseconds>(t - origin_).count();
+}
+
+int Timeline::row(const std::string &name)
+{
+    auto it = rows_.find(name);
+    if (it != rows_.end())
+        return it->second;
+    int tid = static_cast<int>(rows_.size()) + 1;
+    rows_.emplace(name, tid);
+    append(cat(R"({"name":"thread_name","ph":"M","pid":)", rank_, R"(,"tid":)", tid,
+               R"(,"args":{"name":")", json_escape(name), R"("}})"));
+    return tid;
+}
+
+void Timeline::append(const std::string &event)
+{
+    // One pwrite replaces the closing bracket with the event and a new bracket.
+    std::string text = (first_ ? "" : ",\n") + event + "\n]";
+    first_ = false;
+    ssize_t written = ::pwrite(fd_, text.data(), text.size(), end_);
+    if (written == static_cast<ssize_t>(text.size()))
+        end_ += static_cast<off_t>(text.size()) - 1;
+}
+
+void Timeline::phase(const std::string &name, const char *phase, Clock::time_point start,
+                     Clock::time_point end, const std::string &args)
+{
+    std::lock_guard lock(mutex_);
+    int tid = row(name);
+    append(cat(R"({"name":")", phase, R"(","ph":"X","pid":)", rank_, R"(,"tid":)", tid,
+               R"(,"ts":)", micros(start), R"(,"dur":)", std::max<int64_t>(micros(end) - micros(start), 0),
+               R"(,"args":{)", args, "}}"));
+}
+
+void Timeline::marker(const char *what, Clock::time_point at, const std::string &args)
+{
+    std::lock_guard lock(mutex_);
+    append(cat(R"({"name":")", what, R"(","ph":"i","s":"t","pid":)", rank_,
+               R"(,"tid":0,"ts":)", micros(at), R"(,"args":{)", args, "}}"));
+}
+
+} // namespace dt

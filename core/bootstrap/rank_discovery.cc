@@ -205,10 +205,12 @@ RankInfo discover_ranks(const dt_context_params_t *params)
     }
 
     RankInfo info;
+    bool single_process = false;
     if (!f.rank.known && !f.size.known) {
         // Nothing anywhere: a single process (local fields may still come from params).
         f.rank = {0, "the default rank", true};
         f.size = {1, "the default size", true};
+        single_process = true;
     } else if (!f.rank.known || !f.size.known) {
         const char *missing = f.rank.known ? "size" : "rank";
         throw_error(DT_ERR_INVALID_CONFIG, (f.rank.known ? f.rank : f.size).name,
@@ -222,7 +224,8 @@ RankInfo discover_ranks(const dt_context_params_t *params)
                     f.local_rank.known ? "size" : "rank",
                     " is: set DT_CONTEXT_PARAM_FIELD_LOCAL_RANK and _LOCAL_SIZE together");
     }
-    info.local_known = f.local_rank.known;
+    // A lone process knows it is alone on its host.
+    info.local_known = f.local_rank.known || single_process;
     if (!f.local_rank.known) {
         f.local_rank = {f.rank.value, "local rank (defaulted to the rank)", true};
         f.local_size = {f.size.value, "local size (defaulted to the size)", true};

@@ -18,14 +18,17 @@ HandshakeResult failed(IoResult io) { return {Handshake::io, io}; }
 
 HandshakeResult client_handshake(int fd, const Auth &auth, const Deadline &deadline)
 {
-    unsigned char hello[8 + 32];
-    IoResult io = read_full(fd, hello, sizeof hello, deadline);
+    // The magic alone first: a short banner from another service fails fast.
+    unsigned char magic[8];
+    IoResult io = read_full(fd, magic, sizeof magic, deadline);
     if (!io.ok())
         return failed(io);
-    if (std::memcmp(hello, kServerMagic, 8) != 0)
+    if (std::memcmp(magic, kServerMagic, 8) != 0)
         return {Handshake::bad_magic, {}};
     Nonce a{};
-    std::memcpy(a.data(), hello + 8, a.size());
+    io = read_full(fd, a.data(), a.size(), deadline);
+    if (!io.ok())
+        return failed(io);
     Nonce c = Auth::random_nonce();
     Mac proof = auth.client_proof(kStorePurpose, a, c);
 
@@ -82,11 +85,8 @@ HandshakeResult server_handshake(int fd, const Auth &auth, const Deadline &deadl
     std::memcpy(c.data(), answer, c.size());
     std::memcpy(proof.data(), answer + 32, proof.size());
     Mac expected = auth.client_proof(kStorePurpose, a, c);
-    if (CRYPTO_memcmp(expected.data(), proof.data(), proof.size()) != 0) {
-        // Best effort: the client learns why; the connection is closed either way.
-        write_full(fd, &kRefused, 1, deadline, wake_fd);
+    if (CRYPTO_memcmp(expected.data(), proof.data(), proof.size()) != 0)
         return {Handshake::refused, {}};
-    }
     unsigned char verdict[1 + 32];
     verdict[0] = static_cast<unsigned char>(kAccepted);
     Mac server = auth.server_proof(kStorePurpose, a, c);
@@ -95,6 +95,12 @@ HandshakeResult server_handshake(int fd, const Auth &auth, const Deadline &deadl
     if (!io.ok())
         return failed(io);
     return {};
+}
+
+void send_refusal(int fd, const Deadline &deadline, int wake_fd)
+{
+    // Best effort: the client learns why; the connection is closed either way.
+    (void)write_full(fd, &kRefused, 1, deadline, wake_fd);
 }
 
 } // namespace dt::bootstrap

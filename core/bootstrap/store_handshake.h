@@ -29,7 +29,10 @@ struct HandshakeResult {
 inline constexpr const char *kStorePurpose = "store";
 
 HandshakeResult client_handshake(int fd, const Auth &auth, const Deadline &deadline);
+// On Handshake::refused the caller records the refusal and then calls send_refusal, so
+// a client that has seen its refusal can rely on the server having counted it.
 HandshakeResult server_handshake(int fd, const Auth &auth, const Deadline &deadline,
                                  int wake_fd);
+void send_refusal(int fd, const Deadline &deadline, int wake_fd);
 
 } // namespace dt::bootstrap

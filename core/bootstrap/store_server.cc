@@ -171,8 +171,8 @@ void StoreServer::Impl::accept_loop()
 
 bool StoreServer::Impl::authenticate(int fd, const std::string &peer)
 {
-    HandshakeResult hs =
-        server_handshake(fd, auth, Deadline::after(kHandshakeTimeout), wake.get());
+    const Deadline deadline = Deadline::after(kHandshakeTimeout);
+    HandshakeResult hs = server_handshake(fd, auth, deadline, wake.get());
     switch (hs.outcome) {
     case Handshake::ok:
         return true;
@@ -180,6 +180,7 @@ bool StoreServer::Impl::authenticate(int fd, const std::string &peer)
         ++refused;
         DT_LOG(warn, "store", "refused connection from ", peer,
                ": wrong job token; every rank must have the same DISTTRAIN_JOB_TOKEN");
+        send_refusal(fd, deadline, wake.get());
         return false;
     case Handshake::bad_magic:
     case Handshake::bad_server_proof:

@@ -34,6 +34,13 @@ void MemFabric::fail_next_post(int rank, int32_t status, std::string message)
     ranks_[rank]->post_fault_message = std::move(message);
 }
 
+void MemFabric::fail_next_progress(int rank, int32_t status, std::string message)
+{
+    std::lock_guard lock(mutex_);
+    ranks_[rank]->progress_fault = status;
+    ranks_[rank]->progress_fault_message = std::move(message);
+}
+
 const dt_transport_v2_t &MemFabric::ops()
 {
     static const dt_transport_v2_t table = [] {
@@ -177,6 +184,12 @@ int32_t MemFabric::op_progress(void *instance, int32_t timeout_ms)
     MemFabric &f = *ep->fabric;
     std::unique_lock lock(f.mutex_);
     RankState &me = *f.ranks_[ep->rank];
+    if (me.progress_fault != 0) {
+        int32_t status = me.progress_fault;
+        me.progress_fault = 0;
+        set_last_error(me.progress_fault_message);
+        return status;
+    }
     if (me.done.empty() && timeout_ms > 0)
         me.cv.wait_for(lock, std::chrono::milliseconds(timeout_ms),
                        [&] { return !me.done.empty(); });

@@ -7,7 +7,7 @@
 //
 // Faults for error-path tests: a receive that fails asynchronously, a post that fails at
 // once with a plugin message, and abort (the rank leaves; its peers' receives from it
-// fail with DTP_ERR_PEER_LOST).
+// fail with DTP_ERR_PEER_LOST), and a progress call that fails as a whole.
 #pragma once
 
 #include "plugin/transport.h"
@@ -42,6 +42,9 @@ public:
     // dt::set_last_error as the host's set_error would.
     void fail_next_post(int rank, int32_t status, std::string message);
 
+    // The next progress call of rank fails as a whole, with message.
+    void fail_next_progress(int rank, int32_t status, std::string message);
+
     static const dt_transport_v2_t &ops();
 
 private:
@@ -74,6 +77,8 @@ private:
         std::vector<Injected> recv_faults;
         int32_t post_fault = 0;
         std::string post_fault_message;
+        int32_t progress_fault = 0;
+        std::string progress_fault_message;
         bool gone = false;
         std::condition_variable cv;
     };

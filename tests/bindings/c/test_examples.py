@@ -65,3 +65,16 @@ def test_c_example_builds_out_of_tree_with_pkg_config(tmp_path):
     r = run([exe], env={"DISTTRAIN_PLUGIN_PATH": plugindir}, timeout=60)
     assert r.returncode == 0, r.stderr
     assert "allreduce_example: OK" in r.stdout
+
+
+@pytest.mark.parametrize("transport", ["fixture_v1", "fixture_v2", "fixture_decline,fixture_v1"])
+def test_c_example_on_fixture_transports(transport):
+    """A v1-only plugin runs behind the core's adapter; a declining one is skipped."""
+    r = run([build_path("bindings", "c", "allreduce_example")],
+            env={"DISTTRAIN_PLUGIN_PATH": str(build_path("tests", "plugins", "fixtures")),
+                 "DISTTRAIN_TRANSPORT": transport}, timeout=60)
+    assert r.returncode == 0, r.stderr
+    chosen = transport.split(",")[-1]
+    assert f"rank 0 of 1 (transport {chosen})" in r.stdout, r.stdout
+    if "fixture_decline" in transport:
+        assert "no device found on this machine" in r.stderr, r.stderr

@@ -53,13 +53,17 @@ public:
     // Connects and authenticates, retrying refused connections until timeout (the server
     // may start after the client). Errors: DT_ERR_TIMEOUT naming the address when nothing
     // answers in time, DT_ERR_AUTH when the server refuses the token (or proves a
-    // different one), DT_ERR_CONNECT for a bad address.
+    // different one), DT_ERR_CONNECT for a bad address, DT_ERR_PROTOCOL when the process at
+    // addr is not a store. timeout <= 0 means no limit. The same timeout bounds each later
+    // round trip on top of any wait the call asks for.
     StoreClient(const std::string &addr, Auth auth, Millis timeout);
     ~StoreClient();
     StoreClient(const StoreClient &) = delete;
     StoreClient &operator=(const StoreClient &) = delete;
 
-    // Thread safe: each call holds the connection for one round trip.
+    // Thread safe: each call holds the connection for one round trip. A call that loses
+    // the connection throws DT_ERR_STORE (it is not retried); the next call reconnects.
+    // For get and wait, a negative timeout waits without limit and 0 checks once.
     void set(const std::string &key, const std::string &value);
     // Waits for key up to timeout; DT_ERR_TIMEOUT names the key and the wait.
     std::string get(const std::string &key, Millis timeout);

@@ -20,7 +20,7 @@ std::string rank_text(int rank) { return "rank " + std::to_string(rank); }
 
 Context::Context(const dt_transport_init_args_t &args)
     : host_(args.host, args.services), config_(Config::from_env()), rank_(args.rank),
-      size_(args.size), self_(args.rank) {
+      size_(args.size), self_(host_, args.rank) {
     // Checked even for one rank, so a typo fails in a small test as it would at scale.
     SockAddr bind_addr = choose_bind_address(config_, args.size, args.local_size);
     epoll_ = Fd(::epoll_create1(EPOLL_CLOEXEC));

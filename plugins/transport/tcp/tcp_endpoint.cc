@@ -108,7 +108,7 @@ int32_t Endpoint::irecv(uint64_t tag, void *buf, size_t cap, dt_transport_reques
         std::vector<uint8_t> data = std::move(u->second.front());
         u->second.pop_front();
         if (u->second.empty()) unexpected_.erase(u);
-        buffered_bytes_ -= data.size();
+        buffered_bytes_ -= data.size() + kFrameCost;
         if (data.size() > cap) {
             oversized(req, data.size(), cap, tag);
             return req->status;
@@ -229,9 +229,10 @@ void Endpoint::on_header() {
         start_direct(op);
         return;
     }
-    if (header_.length <= kSmallFrame && buffered_bytes_ + header_.length <= kBufferCap) {
+    if (header_.length <= kSmallFrame &&
+        buffered_bytes_ + header_.length + kFrameCost <= kBufferCap) {
         current_buf_.assign(header_.length, 0);
-        buffered_bytes_ += header_.length;
+        buffered_bytes_ += header_.length + kFrameCost;
         rstate_ = RecvState::buffered;
         return;
     }

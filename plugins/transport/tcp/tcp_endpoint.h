@@ -34,6 +34,8 @@ class Endpoint {
 public:
     static constexpr size_t kSmallFrame = 64 * 1024;
     static constexpr size_t kBufferCap = 64 * 1024 * 1024;
+    // Bookkeeping charged per buffered frame, so a flood of empty frames is bounded too.
+    static constexpr size_t kFrameCost = 64;
 
     Endpoint(const Host &host, const Config &config, int rank, int peer, Fd fd,
              std::string addr);

@@ -3,11 +3,15 @@
 #include "tcp_request.h"
 
 #include <cstring>
+#include <string>
 
 namespace dt::tcp {
 
 int32_t SelfChannel::deliver(const void *data, size_t len, const Posted &to) {
     if (len > to.cap) {
+        host_.set_error("rank " + std::to_string(rank_) + " sent itself " + std::to_string(len) +
+                        " bytes, but the receive posted " + std::to_string(to.cap) +
+                        " bytes; do all ranks pass the same count?");
         complete_request(to.req, DTP_ERR_PROTOCOL, 0);
         return DTP_ERR_PROTOCOL;
     }

@@ -3,6 +3,8 @@
 // matched with receives by tag in FIFO order.
 #pragma once
 
+#include "tcp_host.h"
+
 #include <disttrain/plugin/transport.h>
 
 #include <cstdint>
@@ -14,7 +16,7 @@ namespace dt::tcp {
 
 class SelfChannel {
 public:
-    explicit SelfChannel(int rank) : rank_(rank) {}
+    SelfChannel(const Host &host, int rank) : host_(host), rank_(rank) {}
 
     // Return the request's status, as Endpoint does.
     int32_t isend(uint64_t tag, const void *buf, size_t len, dt_transport_request_t *req);
@@ -31,6 +33,7 @@ private:
     };
     int32_t deliver(const void *data, size_t len, const Posted &to);
 
+    Host host_;
     int rank_;
     int32_t fail_status_ = 0;
     std::unordered_map<uint64_t, std::deque<Posted>> posted_;

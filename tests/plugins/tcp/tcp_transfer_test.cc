@@ -230,6 +230,28 @@ TEST(TcpTransfer, SendToSelf) {
         EXPECT_EQ(inst.isend(inst.rank, 5, nullptr, 0, &s0), DTP_OK);
         EXPECT_EQ(r0.status, DTP_OK);
         EXPECT_EQ(r0.peer, inst.rank);
+        dt_transport_request_t big{}, small{};
+        EXPECT_EQ(inst.irecv(inst.rank, 6, b.data(), 10, &small), DTP_INPROGRESS);
+        EXPECT_EQ(inst.isend(inst.rank, 6, a.data(), 100, &big), DTP_OK);
+        EXPECT_EQ(small.status, DTP_ERR_PROTOCOL);
+        EXPECT_NE(inst.host.last_error().find("posted 10 bytes"), std::string::npos);
+    });
+}
+
+TEST(TcpTransfer, LargeMessagesBothWaysAtOnce) {
+    // Each rank sends before it receives: neither may wait for the other to read first.
+    const size_t size = size_t{16} << 20;
+    run_ranks(3, [&](Instance &inst) {
+        int right = (inst.rank + 1) % 3, left = (inst.rank + 2) % 3;
+        std::vector<uint8_t> out(size), in(size);
+        fill(out, static_cast<uint32_t>(inst.rank));
+        dt_transport_request_t s{}, r{};
+        ASSERT_GE(inst.isend(right, 3, out.data(), size, &s), 0);
+        inst.spin(10);
+        ASSERT_GE(inst.irecv(left, 3, in.data(), size, &r), 0);
+        EXPECT_EQ(inst.wait(&s), DTP_OK) << inst.host.last_error();
+        EXPECT_EQ(inst.wait(&r), DTP_OK) << inst.host.last_error();
+        EXPECT_TRUE(check(in, size, static_cast<uint32_t>(left)));
     });
 }
 

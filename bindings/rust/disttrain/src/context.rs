@@ -1,0 +1,179 @@
+//! Context: one member of a job (dt_context_h). Dropping it destroys the context.
+use std::ffi::{CStr, CString};
+use std::os::raw::{c_char, c_int};
+use std::ptr::NonNull;
+use std::time::Duration;
+
+use disttrain_sys as sys;
+
+use crate::error::{check, Error, Result};
+
+/// What to set explicitly when creating a context; every None field comes from the
+/// environment (DISTTRAIN_RANK, DISTTRAIN_SIZE, ... as set by disttrainrun, then Open
+/// MPI and Slurm) or its default. `Params::default()` is "all from the environment".
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Params {
+    pub rank: Option<usize>,
+    pub size: Option<usize>,
+    pub local_rank: Option<usize>,
+    pub local_size: Option<usize>,
+    /// "host:port" of the rendezvous store.
+    pub store_addr: Option<String>,
+    /// Secret shared by all ranks of the job.
+    pub job_token: Option<String>,
+    /// Ordered list of transports, e.g. "ucx,tcp" or "auto".
+    pub transport: Option<String>,
+    /// Deadline of every blocking step; Duration::ZERO means no limit.
+    pub timeout: Option<Duration>,
+}
+
+fn c_string(field: &str, value: &str) -> Result<CString> {
+    CString::new(value).map_err(|_| Error::usage(format!("Params::{field} contains a NUL byte")))
+}
+
+fn c_int_of(field: &str, value: usize) -> Result<c_int> {
+    c_int::try_from(value)
+        .map_err(|_| Error::usage(format!("Params::{field}={value} does not fit a C int")))
+}
+
+/// A member of a job: its rank, the transport to its peers and the background engine.
+/// Thread safe: collectives may be called from several threads (they run in the order
+/// the calls enter the library).
+pub struct Context {
+    raw: NonNull<sys::dt_context>,
+    rank: usize,
+    size: usize,
+    local_rank: usize,
+    local_size: usize,
+    transport: String,
+}
+
+// The C API documents every context function as thread safe.
+unsafe impl Send for Context {}
+unsafe impl Sync for Context {}
+
+impl Context {
+    /// Creates a context from the environment (collective: every rank calls it). With no
+    /// variable at all it is a single process of rank 0.
+    pub fn new() -> Result<Context> {
+        Context::with_params(&Params::default())
+    }
+
+    /// Creates a context with the fields of `params` that are Some.
+    pub fn with_params(params: &Params) -> Result<Context> {
+        let mut p = sys::dt_context_params_t::default();
+        let ints = [
+            ("rank", params.rank, sys::DT_CONTEXT_PARAM_FIELD_RANK),
+            ("size", params.size, sys::DT_CONTEXT_PARAM_FIELD_SIZE),
+            ("local_rank", params.local_rank, sys::DT_CONTEXT_PARAM_FIELD_LOCAL_RANK),
+            ("local_size", params.local_size, sys::DT_CONTEXT_PARAM_FIELD_LOCAL_SIZE),
+        ];
+        for (field, value, bit) in ints {
+            if let Some(v) = value {
+                let v = c_int_of(field, v)?;
+                match field {
+                    "rank" => p.rank = v,
+                    "size" => p.size = v,
+                    "local_rank" => p.local_rank = v,
+                    _ => p.local_size = v,
+                }
+                p.field_mask |= bit;
+            }
+        }
+        // Kept alive until dt_context_create returns (the library copies them).
+        let store = params.store_addr.as_deref().map(|s| c_string("store_addr", s)).transpose()?;
+        let token = params.job_token.as_deref().map(|s| c_string("job_token", s)).transpose()?;
+        let transport = params.transport.as_deref().map(|s| c_string("transport", s)).transpose()?;
+        if let Some(s) = &store {
+            p.store_addr = s.as_ptr();
+            p.field_mask |= sys::DT_CONTEXT_PARAM_FIELD_STORE_ADDR;
+        }
+        if let Some(s) = &token {
+            p.job_token = s.as_ptr();
+            p.field_mask |= sys::DT_CONTEXT_PARAM_FIELD_JOB_TOKEN;
+        }
+        if let Some(s) = &transport {
+            p.transport = s.as_ptr();
+            p.field_mask |= sys::DT_CONTEXT_PARAM_FIELD_TRANSPORT;
+        }
+        if let Some(t) = params.timeout {
+            p.timeout_ms = c_int::try_from(t.as_millis()).unwrap_or(c_int::MAX);
+            p.field_mask |= sys::DT_CONTEXT_PARAM_FIELD_TIMEOUT_MS;
+        }
+        let mut raw: sys::dt_context_h = std::ptr::null_mut();
+        check(unsafe { sys::dt_context_create(&p, &mut raw) })?;
+        let raw = NonNull::new(raw).ok_or_else(|| {
+            Error::with_message(sys::DT_ERR_INTERNAL, "dt_context_create gave NULL".into())
+        })?;
+        // From here on, Drop destroys the context whatever fails below.
+        let mut ctx = Context { raw, rank: 0, size: 0, local_rank: 0, local_size: 0,
+                                transport: String::new() };
+        ctx.rank = ctx.query(sys::dt_context_rank)?;
+        ctx.size = ctx.query(sys::dt_context_size)?;
+        ctx.local_rank = ctx.query(sys::dt_context_local_rank)?;
+        ctx.local_size = ctx.query(sys::dt_context_local_size)?;
+        let mut name: *const c_char = std::ptr::null();
+        check(unsafe { sys::dt_context_transport(ctx.as_raw(), &mut name) })?;
+        if !name.is_null() {
+            ctx.transport = unsafe { CStr::from_ptr(name) }.to_string_lossy().into_owned();
+        }
+        Ok(ctx)
+    }
+
+    fn query(&self, f: unsafe extern "C" fn(sys::dt_context_h, *mut c_int) -> sys::dt_status_t)
+        -> Result<usize> {
+        let mut v: c_int = 0;
+        check(unsafe { f(self.as_raw(), &mut v) })?;
+        Ok(v.max(0) as usize)
+    }
+
+    /// The raw handle, for calls this crate does not wrap. Valid while self lives.
+    pub fn as_raw(&self) -> sys::dt_context_h {
+        self.raw.as_ptr()
+    }
+
+    /// This process's rank, 0 <= rank < size.
+    pub fn rank(&self) -> usize {
+        self.rank
+    }
+
+    /// Number of ranks in the job.
+    pub fn size(&self) -> usize {
+        self.size
+    }
+
+    /// Rank among the processes on this host.
+    pub fn local_rank(&self) -> usize {
+        self.local_rank
+    }
+
+    /// Number of ranks on this host.
+    pub fn local_size(&self) -> usize {
+        self.local_size
+    }
+
+    /// Name of the transport in use ("tcp").
+    pub fn transport(&self) -> &str {
+        &self.transport
+    }
+
+    /// Fails every pending and later operation with DT_ERR_ABORTED; peers see this rank
+    /// leave. The context is still destroyed on drop.
+    pub fn abort(&self) -> Result<()> {
+        check(unsafe { sys::dt_context_abort(self.as_raw()) })
+    }
+}
+
+impl Drop for Context {
+    fn drop(&mut self) {
+        // Requests borrow the context (see Scope), so none is left in flight here.
+        unsafe { sys::dt_context_destroy(self.as_raw()) };
+    }
+}
+
+impl std::fmt::Debug for Context {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Context {{ rank: {}, size: {}, transport: {:?} }}", self.rank, self.size,
+               self.transport)
+    }
+}

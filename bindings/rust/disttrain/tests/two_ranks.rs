@@ -1,0 +1,43 @@
+//! Runs examples/allreduce under `disttrainrun -np 2` and checks both ranks agree with the
+//! expected results. Needs the build tree's launcher (found by build.rs); without one the
+//! test says so and does nothing (scripts/rust-tests.sh always has one).
+mod common;
+
+use std::path::PathBuf;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+fn example() -> PathBuf {
+    // target/<profile>/deps/two_ranks-<hash> -> target/<profile>/examples/allreduce
+    let exe = std::env::current_exe().unwrap();
+    exe.parent().unwrap().parent().unwrap().join("examples").join("allreduce")
+}
+
+#[test]
+fn allreduce_example_on_two_ranks() {
+    let launcher = env!("DISTTRAIN_BUILD_LAUNCHER");
+    if launcher.is_empty() {
+        eprintln!("no disttrainrun in the build tree: 2-rank test not run");
+        return;
+    }
+    let example = example();
+    assert!(example.exists(), "{} missing: cargo test builds examples", example.display());
+    common::setup_env();
+    let mut cmd = Command::new(launcher);
+    cmd.args(["-np", "2", "--timeout", "60", "--"]).arg(&example);
+    for (k, _) in std::env::vars() {
+        if k.starts_with("DISTTRAIN_") && k != "DISTTRAIN_PLUGIN_PATH" {
+            cmd.env_remove(k);
+        }
+    }
+    let start = Instant::now();
+    let out = cmd.output().expect("run disttrainrun");
+    assert!(start.elapsed() < Duration::from_secs(90));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "job failed:\n{stdout}\n{stderr}");
+    for r in 0..2 {
+        assert!(stdout.contains(&format!("rank {r}/2: allreduce example OK")),
+                "rank {r} did not report OK:\n{stdout}\n{stderr}");
+    }
+}

@@ -4,6 +4,9 @@
 //
 // Algorithms post sends and receives, then wait. wait() drives the transport's progress
 // and throws dt::Error when a request fails (naming the peer) or the deadline passes.
+// Before it throws, it aborts the transport (Transport::abort): that fails every request
+// the plugin still holds while their structs and buffers are alive, and tells the peers
+// this rank left so they fail fast. A failed collective therefore ends the transport.
 #pragma once
 
 #include "plugin/transport.h"
@@ -17,6 +20,7 @@
 #include <string>
 #include <cstdint>
 #include <memory>
+#include <vector>
 
 namespace dt::algo {
 
@@ -54,6 +58,10 @@ public:
     // True when req has completed (throws if it failed). Polls the transport once.
     bool test(Request &req);
 
+    // For a group of ranks: members[r] is the transport rank of group rank r (rank and
+    // size given to the constructor are the group's). The vector must outlive the Comm.
+    void set_members(const std::vector<int> *members) { members_ = members; }
+
     // Called with the error just before a failure aborts the transport: the last moment
     // the transport can still carry a word to the peers (the engine tells them why).
     using FailureHook = std::function<void(dt_status_t, const std::string &)>;
@@ -80,6 +88,9 @@ private:
     const char *collective_;
     const std::atomic<bool> *cancel_ = nullptr;
     FailureHook on_failure_;
+    const std::vector<int> *members_ = nullptr;
+
+    int global(int peer) const { return members_ != nullptr ? (*members_)[peer] : peer; }
 };
 
 } // namespace dt::algo

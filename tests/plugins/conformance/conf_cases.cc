@@ -36,6 +36,8 @@ Case::Case(Kind kind, dt_dtype_t dtype, dt_reduce_op_t op, size_t count, bool in
     what_ += " count=" + std::to_string(count);
     if (kind == Kind::broadcast)
         what_ += " root=" + std::to_string(root);
+    if (kind == Kind::barrier) // several barriers are in flight at once: names must differ
+        what_ += " #" + std::to_string(root);
     what_ += inplace ? " in-place" : "";
     what_ += async ? " async" : " blocking";
     // Buffers are never empty, so a count of 0 still passes valid pointers.

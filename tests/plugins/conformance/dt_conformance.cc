@@ -75,7 +75,7 @@ public:
             break;
         case Kind::barrier:
             for (int i = 0; i < 3; ++i)
-                add(DT_SUM, false, 0);
+                add(DT_SUM, false, i); // the root field numbers them
             break;
         }
         return async ? run_async(cases) : run_blocking(cases);

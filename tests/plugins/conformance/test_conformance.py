@@ -1,0 +1,61 @@
+"""Conformance of the collectives on every transport plugin that was built.
+
+Runs dt_conformance (every collective x dtype x op x size, blocking and async, checked
+against a local reference on every rank) with 1, 2, 3 and 4 ranks. Transports that were
+not built are skipped with the reason. Every job has a hard timeout.
+"""
+import pytest
+
+from conftest import BUILD, build_path, run
+
+# Every transport the project knows; the ones whose plugin is missing from the build
+# directory are skipped, so adding a plugin only means adding its name here.
+TRANSPORTS = ["tcp", "ucx", "mpi"]
+RANK_COUNTS = [1, 2, 3, 4]
+# The whole plan runs in a few seconds per job; the limit only turns a hang into a failure.
+TIMEOUT_S = 120
+
+
+def plugin_dir(transport):
+    return BUILD / "plugins" / "transport" / transport
+
+
+def plugin_built(transport):
+    return (plugin_dir(transport) / f"libdt-transport-{transport}.so").exists()
+
+
+def launch_command(transport, ranks):
+    program = build_path("tests", "plugins", "conformance", "dt_conformance")
+    if transport == "mpi":
+        # The MPI transport finds its peers through Open MPI, so mpirun starts the ranks.
+        return ["mpirun", "--allow-run-as-root", "--oversubscribe", "-np", ranks, program]
+    launcher = build_path("core", "launch", "disttrainrun")
+    return [launcher, "-np", ranks, "--timeout", TIMEOUT_S - 10, "--", program]
+
+
+@pytest.mark.parametrize("ranks", RANK_COUNTS)
+@pytest.mark.parametrize("transport", TRANSPORTS)
+def test_conformance(transport, ranks):
+    if not plugin_built(transport):
+        pytest.skip(f"transport '{transport}' was not built "
+                    f"(no {plugin_dir(transport)}/libdt-transport-{transport}.so)")
+    env = {"DISTTRAIN_TRANSPORT": transport,
+           "DISTTRAIN_PLUGIN_PATH": str(plugin_dir(transport)),
+           "DISTTRAIN_TIMEOUT": "60"}
+    result = run(launch_command(transport, ranks), env=env, timeout=TIMEOUT_S)
+    output = result.stdout + result.stderr
+    assert result.returncode == 0, (
+        f"dt_conformance failed on {transport} with {ranks} ranks "
+        f"(exit {result.returncode}):\n{output[-8000:]}")
+    summary = [line for line in result.stdout.splitlines() if "dt_conformance:" in line]
+    assert summary, f"no summary line in the output:\n{output[-4000:]}"
+    assert f"PASS ranks={ranks} transport={transport}" in summary[-1], summary[-1]
+    assert "failed=0" in summary[-1], summary[-1]
+
+
+def test_conformance_rejects_unknown_flags():
+    """A typo in the suite's own flags is an error, not a silently shorter run."""
+    program = build_path("tests", "plugins", "conformance", "dt_conformance")
+    result = run([program, "--no-such-flag"], timeout=30)
+    assert result.returncode == 2
+    assert "--no-such-flag" in result.stderr

@@ -1,0 +1,53 @@
+"""Helpers of the Python binding suites: import the package from the source tree, use the
+build tree's library and plugins, and run Python jobs under disttrainrun."""
+import os
+import pathlib
+import sys
+
+from conftest import BUILD, REPO, build_path, run
+
+PACKAGE_DIR = REPO / "bindings" / "python"
+JOBS = pathlib.Path(__file__).resolve().parent / "jobs"
+PYTHON = "/usr/bin/python3"
+
+if str(PACKAGE_DIR) not in sys.path:
+    sys.path.insert(0, str(PACKAGE_DIR))
+
+
+def library():
+    return build_path("core", "libdisttrain.so")
+
+
+def use_build_tree():
+    """Points this process at the build tree (library, transport plugin); in-process
+    contexts are single-process, so no DISTTRAIN_RANK/SIZE may leak in."""
+    os.environ["DISTTRAIN_LIBRARY"] = str(library())
+    os.environ["DISTTRAIN_PLUGIN_PATH"] = str(BUILD / "plugins" / "transport" / "tcp")
+    for var in ("DISTTRAIN_RANK", "DISTTRAIN_SIZE", "DISTTRAIN_STORE_ADDR"):
+        os.environ.pop(var, None)
+
+
+def job_env(extra=None):
+    env = {"PYTHONPATH": str(PACKAGE_DIR), "DISTTRAIN_LIBRARY": str(library()),
+           "OMP_NUM_THREADS": "1", "PYTHONDONTWRITEBYTECODE": "1"}
+    env.update(extra or {})
+    return env
+
+
+def run_python(script, *args, env=None, timeout=120):
+    """Runs a job script as one plain process (size 1)."""
+    return run([PYTHON, JOBS / script, *args], env=job_env(env), timeout=timeout)
+
+
+def run_job(script, *args, np=2, env=None, timeout=120):
+    """Runs a job script on np ranks through disttrainrun."""
+    launcher = build_path("core", "launch", "disttrainrun")
+    return run([launcher, "-np", np, "--timeout", timeout - 10, "--", PYTHON,
+                JOBS / script, *args], env=job_env(env), timeout=timeout)
+
+
+def assert_ranks_ok(result, np=2, marker="OK"):
+    out = result.stdout + result.stderr
+    assert result.returncode == 0, f"job failed ({result.returncode}):\n{out}"
+    for r in range(np):
+        assert f"[{r}] {marker}" in result.stdout, f"rank {r} did not print {marker}:\n{out}"

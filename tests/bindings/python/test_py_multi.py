@@ -1,0 +1,22 @@
+"""disttrain (numpy) on 2 ranks through disttrainrun, results checked with numpy."""
+import dtpy
+
+
+def test_numpy_collectives_on_two_ranks():
+    dtpy.assert_ranks_ok(dtpy.run_job("numpy_job.py", np=2, timeout=90), np=2)
+
+
+def test_numpy_collectives_on_three_ranks():
+    dtpy.assert_ranks_ok(dtpy.run_job("numpy_job.py", np=3, timeout=90), np=3)
+
+
+def test_same_job_as_a_single_process_without_launcher():
+    r = dtpy.run_python("numpy_job.py", timeout=60)
+    assert r.returncode == 0 and "OK" in r.stdout, r.stdout + r.stderr
+
+
+def test_a_failing_rank_fails_the_job_not_hangs():
+    # Rank 1 raises before the collective; rank 0 must not wait forever.
+    r = dtpy.run_job("failing_job.py", np=2, timeout=90)
+    assert r.returncode != 0
+    assert "rank 1 gives up" in r.stdout + r.stderr

@@ -219,6 +219,35 @@ DT_API dt_status_t dt_context_destroy(dt_context_h ctx);
  */
 DT_API dt_status_t dt_context_abort(dt_context_h ctx);
 
+/**
+ * DT_OK while the context works; otherwise the error that broke it (a lost peer, a
+ * time-out, an abort), with its message in dt_last_error(). Once broken, every pending
+ * and later operation fails with that error; destroy the context. Thread safe.
+ */
+DT_API dt_status_t dt_context_status(dt_context_h ctx);
+
+/**
+ * Creates a group (process set): a context over some ranks of parent, sharing its
+ * connections. Collective over parent: every rank of parent calls it, in the same order
+ * relative to other group creations, with the same list of nranks parent ranks. On a
+ * member, *out is the group's context, whose rank is the position in `ranks`; on other
+ * ranks *out is NULL. Blocks until every rank of parent has called it. The parent must
+ * outlive the group; destroy the group with dt_context_destroy. Errors:
+ * DT_ERR_INVALID_ARGUMENT (bad or repeated rank), DT_ERR_MISMATCH (ranks passed
+ * different lists).
+ */
+DT_API dt_status_t dt_group_create(dt_context_h parent, const int *ranks, int nranks,
+                                   dt_context_h *out);
+
+/**
+ * For uneven inputs: this rank has no more data. Blocks until every rank has joined.
+ * Meanwhile the other ranks' allreduces go on, this rank contributing the identity of
+ * the operator (0 for sum; DT_AVG divides by the ranks that have not joined); other
+ * collectives fail with DT_ERR_INVALID_STATE while a rank is joined. Writes the rank
+ * that joined last to *last_joined_rank (may be NULL). Whole-job contexts only.
+ */
+DT_API dt_status_t dt_join(dt_context_h ctx, int *last_joined_rank);
+
 /** Rank of this process in the context. Thread safe. */
 DT_API dt_status_t dt_context_rank(dt_context_h ctx, int *rank);
 /** Number of ranks in the context. Thread safe. */

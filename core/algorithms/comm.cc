@@ -48,11 +48,11 @@ Comm::Comm(Transport &transport, int rank, int size, uint64_t tag, Clock::time_p
 Request Comm::isend(int peer, const void *buf, size_t len)
 {
     auto req = std::make_unique<PendingTransfer>();
-    req->peer = peer;
+    req->peer = global(peer);
     req->len = len;
     req->raw.status = DTP_INPROGRESS;
     set_last_error("");
-    int32_t rc = transport_.ops().isend(transport_.instance(), peer, tag_, buf, len,
+    int32_t rc = transport_.ops().isend(transport_.instance(), req->peer, tag_, buf, len,
                                         &req->raw);
     if (rc < 0) {
         req->raw.status = rc;
@@ -64,12 +64,12 @@ Request Comm::isend(int peer, const void *buf, size_t len)
 Request Comm::irecv(int peer, void *buf, size_t len)
 {
     auto req = std::make_unique<PendingTransfer>();
-    req->peer = peer;
+    req->peer = global(peer);
     req->is_recv = true;
     req->len = len;
     req->raw.status = DTP_INPROGRESS;
     set_last_error("");
-    int32_t rc = transport_.ops().irecv(transport_.instance(), peer, tag_, buf, len,
+    int32_t rc = transport_.ops().irecv(transport_.instance(), req->peer, tag_, buf, len,
                                         &req->raw);
     if (rc < 0) {
         req->raw.status = rc;

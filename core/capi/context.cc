@@ -6,17 +6,17 @@ using dt::capi::require;
 
 namespace {
 
-dt::Context &impl(dt_context_h ctx, const char *function)
+dt::ContextView &impl(dt_context_h ctx, const char *function)
 {
     require(ctx, function, "ctx");
     return *ctx->impl;
 }
 
 template <typename T>
-dt_status_t query(dt_context_h ctx, T *out, const char *function, T (*get)(dt::Context &))
+dt_status_t query(dt_context_h ctx, T *out, const char *function, T (*get)(dt::ContextView &))
 {
     return guard([&] {
-        dt::Context &c = impl(ctx, function);
+        dt::ContextView &c = impl(ctx, function);
         require(out, function, "output pointer");
         *out = get(c);
         return DT_OK;
@@ -40,7 +40,8 @@ DT_API dt_status_t dt_context_create_versioned(int api_major, int api_minor,
                             "minor version at least ", api_minor);
         require(out, "dt_context_create", "out");
         auto handle = std::make_unique<dt_context>();
-        handle->impl = std::make_unique<dt::Context>(params);
+        handle->impl =
+            std::make_unique<dt::ContextView>(std::make_shared<dt::Context>(params));
         *out = handle.release();
         return DT_OK;
     });
@@ -57,37 +58,87 @@ DT_API dt_status_t dt_context_destroy(dt_context_h ctx)
 DT_API dt_status_t dt_context_abort(dt_context_h ctx)
 {
     return guard([&] {
-        impl(ctx, "dt_context_abort").abort();
+        impl(ctx, "dt_context_abort").world().abort();
         return DT_OK;
     });
 }
 
 DT_API dt_status_t dt_context_rank(dt_context_h ctx, int *rank)
 {
-    return query<int>(ctx, rank, "dt_context_rank", [](dt::Context &c) { return c.rank(); });
+    return query<int>(ctx, rank, "dt_context_rank", [](dt::ContextView &c) { return c.rank(); });
 }
 
 DT_API dt_status_t dt_context_size(dt_context_h ctx, int *size)
 {
-    return query<int>(ctx, size, "dt_context_size", [](dt::Context &c) { return c.size(); });
+    return query<int>(ctx, size, "dt_context_size", [](dt::ContextView &c) { return c.size(); });
 }
 
 DT_API dt_status_t dt_context_local_rank(dt_context_h ctx, int *local_rank)
 {
     return query<int>(ctx, local_rank, "dt_context_local_rank",
-                      [](dt::Context &c) { return c.local_rank(); });
+                      [](dt::ContextView &c) { return c.local_rank(); });
 }
 
 DT_API dt_status_t dt_context_local_size(dt_context_h ctx, int *local_size)
 {
     return query<int>(ctx, local_size, "dt_context_local_size",
-                      [](dt::Context &c) { return c.local_size(); });
+                      [](dt::ContextView &c) { return c.local_size(); });
 }
 
 DT_API dt_status_t dt_context_transport(dt_context_h ctx, const char **name)
 {
     return query<const char *>(ctx, name, "dt_context_transport",
-                               [](dt::Context &c) { return c.transport_name().c_str(); });
+                               [](dt::ContextView &c) { return c.world().transport_name().c_str(); });
+}
+
+DT_API dt_status_t dt_context_status(dt_context_h ctx)
+{
+    return guard([&] {
+        auto err = impl(ctx, "dt_context_status").world().error();
+        if (!err)
+            return DT_OK;
+        dt::set_last_error(err->second);
+        return err->first;
+    });
+}
+
+DT_API dt_status_t dt_group_create(dt_context_h parent, const int *ranks, int nranks,
+                                   dt_context_h *out)
+{
+    return guard([&] {
+        dt::ContextView &p = impl(parent, "dt_group_create");
+        require(ranks, "dt_group_create", "ranks");
+        require(out, "dt_group_create", "out");
+        auto view = dt::ContextView::create_group(p, ranks, nranks);
+        if (!view) {
+            *out = nullptr;
+            return DT_OK;
+        }
+        auto handle = std::make_unique<dt_context>();
+        handle->impl = std::move(view);
+        *out = handle.release();
+        return DT_OK;
+    });
+}
+
+DT_API dt_status_t dt_join(dt_context_h ctx, int *last_joined_rank)
+{
+    return guard([&] {
+        dt::ContextView &c = impl(ctx, "dt_join");
+        if (c.group() != 0)
+            dt::throw_error(DT_ERR_UNSUPPORTED, "dt_join: join works on the whole job's "
+                            "context, not on a group");
+        dt::OpDesc desc;
+        desc.kind = dt::OpKind::join;
+        desc.name = "join";
+        auto op = c.submit(desc);
+        op->wait(std::chrono::milliseconds(-1));
+        if (op->status() != DT_OK)
+            dt::throw_error(op->status(), op->message());
+        if (last_joined_rank != nullptr)
+            *last_joined_rank = static_cast<int>(op->result());
+        return DT_OK;
+    });
 }
 
 } // extern "C"

@@ -40,10 +40,10 @@ inline void require(const void *p, const char *function, const char *what)
 } // namespace dt::capi
 
 // Definitions behind the opaque handles of disttrain.h.
-#include "runtime/context.h"
+#include "runtime/context_view.h"
 
 struct dt_context {
-    std::unique_ptr<dt::Context> impl;
+    std::unique_ptr<dt::ContextView> impl;
 };
 
 struct dt_request {

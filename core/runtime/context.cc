@@ -131,6 +131,11 @@ void Context::abort()
     engine_->abort();
 }
 
+void Context::register_group(uint32_t id, std::vector<int> members)
+{
+    engine_->register_group(id, std::move(members));
+}
+
 std::optional<std::pair<dt_status_t, std::string>> Context::error() const
 {
     return engine_->error();

@@ -36,6 +36,10 @@ public:
     // The error that broke the context (a lost peer, a time-out, an abort), if any.
     std::optional<std::pair<dt_status_t, std::string>> error() const;
 
+    // Groups: ids are handed out in call order, the same on every rank.
+    uint32_t next_group_id() { return ++last_group_id_; }
+    void register_group(uint32_t id, std::vector<int> members);
+
 private:
     void open_store();
     void open_transport();
@@ -49,6 +53,7 @@ private:
     std::unique_ptr<Transport> transport_;
     std::unique_ptr<Engine> engine_;
     std::atomic<uint64_t> unnamed_ops_{0};
+    std::atomic<uint32_t> last_group_id_{0};
 };
 
 } // namespace dt

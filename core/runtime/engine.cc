@@ -34,11 +34,10 @@ Engine::Engine(Transport &transport, const ContextConfig &config)
       stall_warn_(stall_warn_from_env())
 {
     timeline_ = Timeline::open_from_env(rank_);
-    if (rank_ == 0) {
-        int size = size_;
+    groups_[0] = all_ranks(size_);
+    if (rank_ == 0)
         coordinator_ = std::make_unique<Coordinator>(
-            size_, timeout_, stall_warn_, [size](uint32_t) { return all_ranks(size); });
-    }
+            size_, timeout_, stall_warn_, [this](uint32_t group) { return members(group); });
     thread_ = std::thread([this] { loop(); });
 }
 
@@ -90,10 +89,47 @@ std::optional<std::pair<dt_status_t, std::string>> Engine::error() const
     return error_;
 }
 
-algo::Comm Engine::comm(uint64_t tag, const char *what)
+void Engine::register_group(uint32_t id, std::vector<int> ranks)
+{
+    std::lock_guard lock(groups_mutex_);
+    groups_[id] = std::move(ranks);
+}
+
+std::vector<int> Engine::members(uint32_t group) const
+{
+    std::lock_guard lock(groups_mutex_);
+    auto it = groups_.find(group);
+    if (it == groups_.end())
+        throw_error(DT_ERR_INTERNAL, "group ", group, " is not known on rank ", rank_);
+    return it->second;
+}
+
+bool Engine::is_member(uint32_t group) const { return group_rank(group) >= 0; }
+
+int Engine::group_rank(uint32_t group) const
+{
+    if (group == 0)
+        return rank_;
+    auto m = members(group);
+    for (size_t i = 0; i < m.size(); ++i)
+        if (m[i] == rank_)
+            return static_cast<int>(i);
+    return -1;
+}
+
+algo::Comm Engine::comm(uint64_t tag, const char *what, const std::vector<int> *members)
 {
     auto deadline = timeout_.count() > 0 ? Clock::now() + timeout_ : Clock::time_point::max();
-    algo::Comm c(transport_, rank_, size_, tag, deadline, what);
+    int rank = rank_, size = size_;
+    if (members != nullptr) {
+        size = static_cast<int>(members->size());
+        for (int i = 0; i < size; ++i)
+            if ((*members)[i] == rank_)
+                rank = i;
+    }
+    algo::Comm c(transport_, rank, size, tag, deadline, what);
+    if (members != nullptr)
+        c.set_members(members);
     c.set_cancel(&cancel_);
     c.set_failure_hook([this](dt_status_t status, const std::string &message) {
         // The transport still works: tell the peers why this rank is leaving.
@@ -150,7 +186,7 @@ void Engine::admit(std::deque<std::shared_ptr<Operation>> &incoming)
                              rank_, "; names must be unique among operations in flight"));
             continue;
         }
-        pending_.emplace(d.name, Pending{op, signature_of(d, 0), now, false});
+        pending_.emplace(d.name, Pending{op, signature_of(d, d.group), now, false});
     }
 }
 

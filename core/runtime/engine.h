@@ -51,6 +51,9 @@ public:
     // Fails every pending and later operation with DT_ERR_ABORTED and tells peers.
     void abort();
 
+    // Makes a group's members known (world ranks); before any of its operations.
+    void register_group(uint32_t id, std::vector<int> members);
+
     // The error that broke the context, if any.
     std::optional<std::pair<dt_status_t, std::string>> error() const;
 
@@ -69,6 +72,7 @@ private:
         std::shared_ptr<Operation> op;
         Clock::time_point submitted;
         Clock::time_point ready_at;
+        bool member = true; // false: not in the group; the rank only keeps step
     };
     struct ControlRecv {
         dt_transport_request_t raw{};
@@ -87,9 +91,14 @@ private:
     void run_one(Ready &r);
     void complete(Ready &r, dt_status_t status, const std::string &message);
 
-    algo::Comm comm(uint64_t tag, const char *what);
+    // A Comm for one exchange; with members, among those world ranks only.
+    algo::Comm comm(uint64_t tag, const char *what, const std::vector<int> *members = nullptr);
     uint64_t next_op_tag() { return kOpTagBase + op_seq_++; }
     bool joined_mode() const { return !joined_.empty(); }
+    // Members (world ranks) of a group; group 0 is every rank.
+    std::vector<int> members(uint32_t group) const;
+    bool is_member(uint32_t group) const;
+    int group_rank(uint32_t group) const;
     int active_ranks() const { return size_ - static_cast<int>(joined_.size()); }
 
     void post_control_receives();
@@ -122,6 +131,8 @@ private:
     bool stopping_ = false;
     std::optional<std::pair<dt_status_t, std::string>> error_;
     std::atomic<bool> cancel_{false};
+    mutable std::mutex groups_mutex_;
+    std::unordered_map<uint32_t, std::vector<int>> groups_;
 
     // Engine thread only.
     std::unordered_map<std::string, Pending> pending_;

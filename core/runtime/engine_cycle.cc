@@ -22,8 +22,11 @@ std::vector<uint8_t> Engine::cache_state(Clock::time_point now)
 {
     std::vector<uint8_t> state(1 + cache_.slot_count(), ResponseCache::kAbsent);
     bool news = join_op_ && !join_reported_;
+    // Free slots and slots of groups this rank is not in are neutral.
     for (size_t slot = 0; slot < cache_.slot_count(); ++slot)
-        state[1 + slot] = cache_.occupied(slot) ? ResponseCache::kAbsent : ResponseCache::kReady;
+        state[1 + slot] = cache_.occupied(slot) && is_member(cache_.at(slot).sig.group)
+                              ? ResponseCache::kAbsent
+                              : ResponseCache::kReady;
     for (auto &[name, p] : pending_) {
         int slot = cache_.find(name);
         if (slot < 0 || joined_mode()) {
@@ -64,8 +67,11 @@ void Engine::cycle()
         } else if (s == ResponseCache::kReady) {
             const auto &entry = cache_.at(slot);
             auto it = pending_.find(entry.name);
-            if (it == pending_.end())
-                ready.push_back({entry.name, entry.sig, nullptr, now, now});
+            if (it == pending_.end() && !is_member(entry.sig.group))
+                ready.push_back({entry.name, entry.sig, nullptr, now, now, false});
+            else if (it == pending_.end())
+                throw_error(DT_ERR_INTERNAL, "cached ", op_kind_name(entry.sig.kind), " '",
+                            entry.name, "' is ready but rank ", rank_, " has not submitted it");
             else
                 ready.push_back({entry.name, entry.sig, it->second.op, it->second.submitted, now});
         }
@@ -140,13 +146,14 @@ void Engine::apply(const ResponseList &list, std::vector<Ready> &ready, Clock::t
             auto it = pending_.find(resp.name);
             std::shared_ptr<Operation> op = it != pending_.end() ? it->second.op : nullptr;
             auto submitted = it != pending_.end() ? it->second.submitted : now;
-            if (!op && !me_joined)
+            bool member = is_member(resp.sig.group);
+            if (!op && member && !me_joined)
                 throw_error(DT_ERR_INTERNAL, "the coordinator says ", op_kind_name(resp.sig.kind),
                             " '", resp.name, "' is ready, but rank ", rank_,
                             " has not submitted it");
             if (!joined_mode())
                 cache_.insert(resp.name, resp.sig);
-            ready.push_back({resp.name, resp.sig, op, submitted, now});
+            ready.push_back({resp.name, resp.sig, op, submitted, now, member});
             break;
         }
         case Response::Type::error: {

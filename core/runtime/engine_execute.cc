@@ -40,6 +40,10 @@ void Engine::execute(std::vector<Ready> &ready)
 
 void Engine::run_one(Ready &r)
 {
+    if (!r.member) {
+        next_op_tag(); // keep the tag sequence in step with the members
+        return;
+    }
     auto start = Clock::now();
     if (timeline_)
         timeline_->phase(r.name, "NEGOTIATE", r.submitted, r.ready_at);
@@ -58,8 +62,9 @@ void Engine::run_one(Ready &r)
         fill_identity(scratch.data(), desc.count, desc.dtype, desc.op);
         desc.sendbuf = desc.recvbuf = scratch.data();
     }
-    algo::Comm c = comm(next_op_tag(), op_kind_name(desc.kind));
-    run_collective(c, desc, active_ranks());
+    std::vector<int> ranks = members(r.sig.group);
+    algo::Comm c = comm(next_op_tag(), op_kind_name(desc.kind), &ranks);
+    run_collective(c, desc, r.sig.group == 0 ? active_ranks() : static_cast<int>(ranks.size()));
     auto end = Clock::now();
     if (timeline_)
         timeline_->phase(r.name, op_kind_name(desc.kind), start, end,
@@ -79,6 +84,10 @@ size_t Engine::run_fused(std::vector<Ready> &ready, size_t first)
     if (last - first == 1 || total > fusion_threshold_) {
         run_one(ready[first]);
         return first + 1;
+    }
+    if (!ready[first].member) {
+        next_op_tag(); // the members run this batch as one operation
+        return last;
     }
 
     const Signature &sig = ready[first].sig;
@@ -107,8 +116,10 @@ size_t Engine::run_fused(std::vector<Ready> &ready, size_t first)
     fused.dtype = sig.dtype;
     fused.op = sig.op;
     {
-        algo::Comm c = comm(next_op_tag(), "allreduce");
-        run_collective(c, fused, active_ranks());
+        std::vector<int> ranks = members(sig.group);
+        algo::Comm c = comm(next_op_tag(), "allreduce", &ranks);
+        run_collective(c, fused,
+                       sig.group == 0 ? active_ranks() : static_cast<int>(ranks.size()));
     }
     auto reduced = Clock::now();
 

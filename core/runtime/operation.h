@@ -24,6 +24,7 @@ struct OpDesc {
     dt_dtype_t dtype = DT_UINT8;
     dt_reduce_op_t op = DT_SUM;
     int root = 0;
+    uint32_t group = 0; // 0: the whole job; else a group made by dt_group_create
 };
 
 class Operation {

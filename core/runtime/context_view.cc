@@ -1,0 +1,126 @@
+#include "runtime/context_view.h"
+
+#include "runtime/error.h"
+#include "runtime/signature.h"
+
+#include <algorithm>
+#include <set>
+
+namespace dt {
+
+namespace {
+
+std::vector<int> iota(int n)
+{
+    std::vector<int> out(n);
+    for (int i = 0; i < n; ++i)
+        out[i] = i;
+    return out;
+}
+
+// FNV-1a over the group id and its members: equal on every rank that got the same list.
+uint64_t fingerprint(uint32_t id, const std::vector<int> &members)
+{
+    uint64_t h = 1469598103934665603ull;
+    auto mix = [&](uint64_t v) {
+        for (int i = 0; i < 8; ++i) {
+            h ^= (v >> (8 * i)) & 0xff;
+            h *= 1099511628211ull;
+        }
+    };
+    mix(id);
+    mix(members.size());
+    for (int m : members)
+        mix(static_cast<uint64_t>(m));
+    return h;
+}
+
+void wait_ok(const std::shared_ptr<Operation> &op)
+{
+    op->wait(std::chrono::milliseconds(-1));
+    if (op->status() != DT_OK)
+        throw Error(op->status(), op->message());
+}
+
+} // namespace
+
+ContextView::ContextView(std::shared_ptr<Context> world)
+    : world_(std::move(world)), members_(iota(world_->size())), rank_(world_->rank())
+{
+}
+
+ContextView::ContextView(std::shared_ptr<Context> world, uint32_t group,
+                         std::vector<int> members, int rank)
+    : world_(std::move(world)), group_(group), members_(std::move(members)), rank_(rank)
+{
+}
+
+int ContextView::local_rank() const
+{
+    return group_ == 0 ? world_->local_rank() : rank_;
+}
+
+int ContextView::local_size() const
+{
+    return group_ == 0 ? world_->local_size() : size();
+}
+
+std::shared_ptr<Operation> ContextView::submit(OpDesc desc)
+{
+    desc.group = group_;
+    return world_->submit(std::move(desc));
+}
+
+std::unique_ptr<ContextView> ContextView::create_group(ContextView &parent, const int *ranks,
+                                                       int nranks)
+{
+    if (nranks < 1 || nranks > parent.size())
+        throw_error(DT_ERR_INVALID_ARGUMENT, "dt_group_create: nranks is ", nranks,
+                    "; a group has 1 to ", parent.size(), " ranks of its parent");
+    std::vector<int> members;
+    std::set<int> seen;
+    for (int i = 0; i < nranks; ++i) {
+        int r = ranks[i];
+        if (r < 0 || r >= parent.size())
+            throw_error(DT_ERR_INVALID_ARGUMENT, "dt_group_create: ranks[", i, "] is ", r,
+                        ", not a rank of the parent (0 to ", parent.size() - 1, ")");
+        if (!seen.insert(r).second)
+            throw_error(DT_ERR_INVALID_ARGUMENT, "dt_group_create: rank ", r,
+                        " is listed twice");
+        members.push_back(parent.members_[r]);
+    }
+
+    // Every rank of the parent registers the group before it agrees on it, so no rank
+    // can see an operation of the group before its own engine knows the members.
+    Context &world = parent.world();
+    uint32_t id = world.next_group_id();
+    world.register_group(id, members);
+
+    uint64_t mine = fingerprint(id, members);
+    std::vector<uint64_t> all(parent.size());
+    OpDesc check;
+    check.kind = OpKind::allgather;
+    check.name = cat("dt_group_create.", id);
+    check.sendbuf = &mine;
+    check.recvbuf = all.data();
+    check.count = 1;
+    check.dtype = DT_INT64;
+    wait_ok(parent.submit(check));
+    std::vector<int> differ;
+    for (int r = 0; r < parent.size(); ++r)
+        if (all[r] != all[0])
+            differ.push_back(r);
+    if (!differ.empty())
+        throw_error(DT_ERR_MISMATCH, "dt_group_create: ranks ", rank_list(differ),
+                    " of the parent passed a different list of ranks than rank 0; every "
+                    "rank of the parent must pass the same list in the same order");
+
+    auto it = std::find(members.begin(), members.end(), world.rank());
+    if (it == members.end())
+        return nullptr;
+    int rank = static_cast<int>(it - members.begin());
+    return std::unique_ptr<ContextView>(
+        new ContextView(parent.world_, id, std::move(members), rank));
+}
+
+} // namespace dt

@@ -1,0 +1,108 @@
+"""A 2-rank disttrain.torch job: tensor collectives, broadcast helpers, metrics and
+DistributedOptimizer options, each checked; prints "OK" on success."""
+import torch
+
+import disttrain.torch as dt
+
+torch.set_num_threads(1)
+dt.init()
+r, n = dt.rank(), dt.size()
+
+
+def same(a, b, tol=0.0):
+    assert torch.allclose(a.double(), torch.as_tensor(b).double(), atol=tol, rtol=0), (a, b)
+
+
+# -- collectives on tensors (average by default, as in horovod.torch) -----------------
+for dtype in (torch.float32, torch.float64, torch.float16, torch.bfloat16):
+    t = torch.full((4, 3), float(r + 1), dtype=dtype)
+    same(dt.allreduce(t), torch.full((4, 3), (n + 1) / 2))
+    ptr = t.data_ptr()
+    dt.allreduce_(t, op=dt.Sum)
+    assert t.data_ptr() == ptr and t.dtype == dtype
+    same(t, torch.full((4, 3), n * (n + 1) / 2))
+b = torch.full((5,), float(r))
+dt.broadcast_(b, root_rank=1)
+same(b, torch.ones(5))
+same(dt.allgather(torch.tensor([[r, r]], dtype=torch.int64)),
+     torch.tensor([[i, i] for i in range(n)]))
+h1 = dt.allreduce_async(torch.full((1000,), float(r)), name="async.a")
+h2 = dt.allreduce_async_(torch.full((10,), r, dtype=torch.int32), op=dt.Max)
+h3 = dt.broadcast_async_(torch.full((3,), float(r)), root_rank=0)
+same(dt.synchronize(h1), torch.full((1000,), (n - 1) / 2))
+same(h2.wait(), torch.full((10,), n - 1))
+same(h3.wait(), torch.zeros(3))
+
+# -- broadcast_parameters / broadcast_optimizer_state ----------------------------------
+torch.manual_seed(100 + r)  # deliberately different initial weights on each rank
+model = torch.nn.Sequential(torch.nn.Linear(6, 4), torch.nn.BatchNorm1d(4),
+                            torch.nn.Linear(4, 2))
+dt.broadcast_parameters(model.state_dict(), root_rank=0)
+torch.manual_seed(100)
+ref = torch.nn.Sequential(torch.nn.Linear(6, 4), torch.nn.BatchNorm1d(4),
+                          torch.nn.Linear(4, 2))
+for (k, v), (_, w) in zip(model.state_dict().items(), ref.state_dict().items()):
+    assert torch.equal(v, w), k
+
+opt = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+if r == 0:  # only rank 0 has momentum state and a changed learning rate
+    model(torch.randn(8, 6)).sum().backward()
+    opt.step()
+    opt.param_groups[0]["lr"] = 0.05
+dt.broadcast_optimizer_state(opt, root_rank=0)
+assert opt.param_groups[0]["lr"] == 0.05
+bufs = [opt.state[p]["momentum_buffer"] for p in model.parameters()]
+for buf in bufs:
+    gathered = dt.allgather(buf.unsqueeze(0))
+    assert torch.equal(gathered[0], gathered[-1])
+dt.broadcast_parameters(model.named_parameters(), root_rank=0)
+
+# -- metrics ---------------------------------------------------------------------------
+assert abs(dt.allreduce_metric(float(r), "rank") - (n - 1) / 2) < 1e-12
+same(dt.allreduce_metric(torch.tensor([r, 2.0 * r]), "pair"), [(n - 1) / 2, n - 1])
+avg = dt.MetricAverager("loss")
+for _ in range(r + 1):  # rank r saw r + 1 batches of loss r
+    avg.update(torch.tensor(float(r)))
+want = sum(i * (i + 1) for i in range(n)) / sum(i + 1 for i in range(n))
+assert abs(avg.compute() - want) < 1e-12
+
+
+# -- DistributedOptimizer: options --------------------------------------------------------
+def train(compression, passes, steps=3):
+    torch.manual_seed(0)
+    net = torch.nn.Linear(5, 3)
+    opt = dt.DistributedOptimizer(torch.optim.SGD(net.parameters(), lr=0.5),
+                                  named_parameters=net.named_parameters(),
+                                  compression=compression, backward_passes_per_step=passes)
+    torch.manual_seed(1)
+    data = torch.randn(steps, passes, n, 2, 5)
+    for s in range(steps):
+        opt.zero_grad()
+        for k in range(passes):  # rank r's half of each batch
+            net(data[s, k, r]).pow(2).sum().backward()
+        opt.step()
+    # The same in one process: gradients summed over passes, averaged over ranks.
+    torch.manual_seed(0)
+    ref = torch.nn.Linear(5, 3)
+    ref_opt = torch.optim.SGD(ref.parameters(), lr=0.5)
+    for s in range(steps):
+        ref_opt.zero_grad()
+        for k in range(passes):
+            for q in range(n):
+                (ref(data[s, k, q]).pow(2).sum() / n).backward()
+        ref_opt.step()
+    return net, ref
+
+
+for compression, passes, tol in ((dt.Compression.none, 1, 1e-5),
+                                 (dt.Compression.none, 2, 1e-5),
+                                 (dt.Compression.fp16, 1, 2e-2),
+                                 (dt.Compression.bf16, 2, 1e-1)):
+    net, ref = train(compression, passes)
+    for p, q in zip(net.parameters(), ref.parameters()):
+        g = dt.allgather(p.detach().unsqueeze(0))
+        assert torch.equal(g[0], g[-1]), f"ranks disagree ({compression.__name__})"
+        assert torch.allclose(p, q, atol=tol, rtol=tol), (compression.__name__, passes, p, q)
+
+dt.shutdown()
+print("OK", flush=True)

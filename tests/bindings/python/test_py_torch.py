@@ -1,0 +1,190 @@
+"""disttrain.torch: tensor collectives and bad input in one process, a 2-rank job of
+every helper, and DistributedOptimizer against single-process training."""
+import pytest
+
+torch = pytest.importorskip(
+    "torch", reason="PyTorch is not installed (Debian: apt-get install python3-torch)")
+
+import pathlib  # noqa: E402
+
+import dtpy  # noqa: E402
+
+dtpy.use_build_tree()
+import disttrain  # noqa: E402
+import disttrain.torch as dt  # noqa: E402
+
+torch.set_num_threads(1)
+FASHION_MNIST = pathlib.Path("/usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz")
+
+
+@pytest.fixture(scope="module")
+def ctx():
+    c = dt.init()
+    yield c
+    dt.shutdown()
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.float16,
+                                   torch.bfloat16, torch.int8, torch.uint8, torch.int32,
+                                   torch.int64])
+def test_collectives_share_the_tensor_memory(ctx, dtype):
+    t = torch.arange(12).reshape(3, 4).to(dtype)
+    ptr = t.data_ptr()
+    assert dt.allreduce_(t, op=dt.Sum) is t and t.data_ptr() == ptr
+    assert dt.broadcast_(t, root_rank=0) is t and t.data_ptr() == ptr
+    out = dt.allreduce(t, op=dt.Max)
+    assert out.data_ptr() != ptr and out.dtype == dtype and torch.equal(out, t)
+    assert torch.equal(dt.allgather(t), t)
+    assert torch.equal(dt.allreduce_async(t, op=dt.Min).wait(), t)
+
+
+def test_average_is_the_default_op_and_out_works(ctx):
+    t = torch.tensor([1.0, 3.0])
+    assert torch.equal(dt.allreduce(t), t)
+    out = torch.empty(2)
+    assert dt.allreduce(t, out=out) is out and torch.equal(out, t)
+    assert torch.equal(dt.reduce_scatter(t.reshape(2, 1)), t.reshape(2, 1))
+    assert torch.equal(dt.alltoall(t), t)
+
+
+def test_requires_grad_parameters_are_written_in_place(ctx):
+    p = torch.nn.Parameter(torch.ones(3))
+    dt.broadcast_(p.data, 0)
+    dt.broadcast_parameters([("p", p)], root_rank=0)
+    assert torch.equal(p.detach(), torch.ones(3))
+
+
+def test_non_contiguous_tensor_in_place_is_refused(ctx):
+    t = torch.zeros(4, 4).t()
+    with pytest.raises(disttrain.UsageError, match="not contiguous"):
+        dt.allreduce_(t)
+    with pytest.raises(disttrain.UsageError, match="not contiguous"):
+        dt.broadcast_(t, 0)
+    # Out of place copies it (documented) and gives a contiguous result.
+    r = dt.allreduce(torch.arange(16.0).reshape(4, 4).t())
+    assert r.is_contiguous() and torch.equal(r, torch.arange(16.0).reshape(4, 4).t())
+
+
+@pytest.mark.parametrize("dtype", [torch.bool, torch.complex64, torch.int16])
+def test_unsupported_dtype_names_it(ctx, dtype):
+    with pytest.raises(disttrain.UsageError) as e:
+        dt.allreduce(torch.zeros(3, dtype=dtype))
+    assert str(dtype).replace("torch.", "") in str(e.value)
+    assert "bfloat16" in str(e.value)  # lists the supported ones
+
+
+def test_unsupported_device_and_layout(ctx):
+    with pytest.raises(disttrain.UsageError, match="device 'meta'.*CPU tensors only"):
+        dt.allreduce(torch.zeros(3, device="meta"))
+    with pytest.raises(disttrain.UsageError, match="device 'meta'"):
+        dt.allreduce_(torch.zeros(3, device="meta"))
+    with pytest.raises(disttrain.UsageError, match="to_dense"):
+        dt.allreduce(torch.zeros(3, 3).to_sparse())
+    with pytest.raises(disttrain.UsageError, match="torch.Tensor"):
+        dt.allreduce_([1.0])
+
+
+def test_before_init_is_a_clear_error():
+    r = dtpy.run([dtpy.PYTHON, "-c",
+                  "import torch, disttrain.torch as dt\n"
+                  "try:\n    dt.allreduce(torch.ones(2))\n"
+                  "except dt.UsageError as e:\n    print('ERR', e)\n"],
+                 env=dtpy.job_env(), timeout=60)
+    assert "call disttrain.init() first" in r.stdout, r.stdout + r.stderr
+
+
+def _net(seed=0):
+    torch.manual_seed(seed)
+    return torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.Tanh(), torch.nn.Linear(8, 2))
+
+
+def test_distributed_optimizer_in_one_process_equals_plain_sgd(ctx):
+    net, ref = _net(), _net()
+    opt = dt.DistributedOptimizer(torch.optim.SGD(net.parameters(), lr=0.1),
+                                  named_parameters=net.named_parameters())
+    assert isinstance(opt, torch.optim.SGD)
+    ref_opt = torch.optim.SGD(ref.parameters(), lr=0.1)
+    torch.manual_seed(5)
+    for _ in range(5):
+        x = torch.randn(16, 4)
+        for m, o in ((net, opt), (ref, ref_opt)):
+            o.zero_grad()
+            m(x).square().mean().backward()
+            o.step()
+    for p, q in zip(net.parameters(), ref.parameters()):
+        assert torch.equal(p, q)
+    torch.optim.lr_scheduler.StepLR(opt, step_size=1)  # schedulers accept the wrapper
+
+
+def test_distributed_optimizer_misuse_is_reported(ctx):
+    net = _net()
+    with pytest.raises(disttrain.UsageError, match="does not cover"):
+        dt.DistributedOptimizer(torch.optim.SGD(net.parameters(), lr=0.1),
+                                named_parameters=list(net.named_parameters())[:1])
+    with pytest.raises(disttrain.UsageError, match="appears twice"):
+        p = list(net.named_parameters())
+        dt.DistributedOptimizer(torch.optim.SGD(net.parameters(), lr=0.1),
+                                named_parameters=p + p[:1])
+    with pytest.raises(disttrain.UsageError, match="backward_passes_per_step"):
+        dt.DistributedOptimizer(torch.optim.SGD(net.parameters(), lr=0.1),
+                                backward_passes_per_step=0)
+    opt = dt.DistributedOptimizer(torch.optim.SGD(net.parameters(), lr=0.1),
+                                  named_parameters=net.named_parameters())
+    net(torch.ones(1, 4)).sum().backward()
+    with pytest.raises(AssertionError, match="zero_grad"):
+        opt.zero_grad()
+    with pytest.raises(AssertionError, match="backward_passes_per_step"):
+        net(torch.ones(1, 4)).sum().backward()
+    opt.step()
+    opt.zero_grad()
+
+
+def test_synchronize_then_step_with_clipping(ctx):
+    net = _net()
+    opt = dt.DistributedOptimizer(torch.optim.SGD(net.parameters(), lr=0.1),
+                                  named_parameters=net.named_parameters(),
+                                  compression=dt.Compression.bf16)
+    net(torch.ones(2, 4)).sum().backward()
+    opt.synchronize()
+    torch.nn.utils.clip_grad_norm_(net.parameters(), 0.5)
+    with opt.skip_synchronize():
+        opt.step()
+
+
+def test_metrics_and_objects_in_one_process(ctx):
+    assert dt.allreduce_metric(2.5, "m") == 2.5
+    avg = dt.MetricAverager("acc")
+    assert avg.compute() != avg.compute()  # nan without samples
+    avg.update(1.0, n=3)
+    avg.update(torch.tensor(5.0))
+    assert avg.compute() == 2.0
+    assert dt.broadcast_object({"a": [1, 2]}, 0) == {"a": [1, 2]}
+    opt = torch.optim.SGD(_net().parameters(), lr=0.3)
+    dt.broadcast_optimizer_state(opt, 0)
+    assert opt.param_groups[0]["lr"] == 0.3
+
+
+def test_torch_helpers_on_two_ranks():
+    dtpy.assert_ranks_ok(dtpy.run_job("torch_job.py", np=2, timeout=120), np=2)
+
+
+def test_fashion_mnist_two_ranks_match_single_process(tmp_path):
+    if not FASHION_MNIST.exists():
+        pytest.skip("Fashion-MNIST is not installed (apt-get install dataset-fashion-mnist)")
+    job = dtpy.run_job("train_fmnist.py", "dist", tmp_path, np=2, timeout=150)
+    dtpy.assert_ranks_ok(job, np=2)
+    ref = dtpy.run_python("train_fmnist.py", "reference", tmp_path, timeout=120)
+    assert ref.returncode == 0, ref.stdout + ref.stderr
+    r0, r1, single = (torch.load(tmp_path / f"params-{m}.pt")
+                      for m in ("dist-0", "dist-1", "reference-0"))
+    torch.manual_seed(0)  # the initial weights, as train_fmnist.model(seed=0) makes them
+    init = dict(torch.nn.Sequential(torch.nn.Linear(784, 64), torch.nn.ReLU(),
+                                    torch.nn.Linear(64, 10)).state_dict())
+    for name, want in single["params"].items():
+        a, b = r0["params"][name], r1["params"][name]
+        assert torch.equal(a, b), f"{name} differs between the two ranks"
+        assert torch.allclose(a, want, rtol=1e-4, atol=1e-5), \
+            f"{name}: max |dist - single| = {(a - want).abs().max().item()}"
+        assert not torch.allclose(a, init[name]), f"{name} did not train"
+    assert single["last_loss"] < single["first_loss"] * 0.5
+    assert abs(r0["last_loss"] - single["last_loss"]) < 1e-4

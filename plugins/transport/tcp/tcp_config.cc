@@ -2,8 +2,10 @@
 
 #include "tcp_error.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
+#include <fstream>
 
 namespace dt::tcp {
 namespace {
@@ -30,6 +32,19 @@ uint64_t env_number(const char *name, uint64_t fallback, uint64_t min, uint64_t 
     return v;
 }
 
+// The largest SO_SNDBUF/SO_RCVBUF an unprivileged socket may ask for.
+uint64_t sysctl_value(const char *path) {
+    std::ifstream in(path);
+    uint64_t v = 0;
+    return (in >> v) ? v : 0;
+}
+
+int default_sockbuf() {
+    uint64_t limit = std::min(sysctl_value("/proc/sys/net/core/wmem_max"),
+                              sysctl_value("/proc/sys/net/core/rmem_max"));
+    return limit >= static_cast<uint64_t>(Config::kDefaultSockbuf) ? Config::kDefaultSockbuf : 0;
+}
+
 } // namespace
 
 Config Config::from_env() {
@@ -45,7 +60,9 @@ Config Config::from_env() {
                                uint64_t{1} << 62);
     c.handshake_timeout_ms = static_cast<int>(
         env_number("DISTTRAIN_TCP_HANDSHAKE_TIMEOUT_MS", c.handshake_timeout_ms, 1, 3600000));
-    c.sockbuf = static_cast<int>(env_number("DISTTRAIN_TCP_SOCKBUF", c.sockbuf, 0, 1 << 30));
+    c.sockbuf = env("DISTTRAIN_TCP_SOCKBUF").empty()
+                    ? default_sockbuf()
+                    : static_cast<int>(env_number("DISTTRAIN_TCP_SOCKBUF", 0, 0, 1 << 30));
     return c;
 }
 

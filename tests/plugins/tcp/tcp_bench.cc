@@ -3,7 +3,7 @@
 // message when all have arrived; throughput = bytes / time to that answer.
 // Prints a table; never asserts a time. DISTTRAIN_TCP_SOCKBUF etc. apply as usual.
 //
-//   tcp_bench [max_mib]        (default 64)
+//   tcp_bench [max_mib [min_kib]]        (defaults 64, 4)
 #include "tcp_test_host.h"
 
 #include <sys/wait.h>
@@ -20,7 +20,7 @@ using namespace tcptest;
 
 namespace {
 
-int run_rank(int rank, const std::string &dir, size_t max_bytes) {
+int run_rank(int rank, const std::string &dir, size_t min_bytes, size_t max_bytes) {
     auto store = std::make_shared<DirStore>(dir);
     Instance inst(store, "bench-token");
     if (inst.init(rank, 2, 30000) != DTP_OK) {
@@ -30,7 +30,7 @@ int run_rank(int rank, const std::string &dir, size_t max_bytes) {
     std::vector<uint8_t> buf(max_bytes, static_cast<uint8_t>(rank));
     if (rank == 0) std::printf("%12s %8s %12s\n", "bytes", "iters", "GB/s");
     uint64_t tag = 1;
-    for (size_t size = 4096; size <= max_bytes; size *= 4) {
+    for (size_t size = min_bytes; size <= max_bytes; size *= 4) {
         // About 1 GiB per size (at least 8 messages), after 2 warm-up messages.
         int iters = static_cast<int>(std::max<size_t>(8, (size_t{1} << 30) / size));
         for (int round = 0; round < 2; ++round) {
@@ -74,6 +74,11 @@ int run_rank(int rank, const std::string &dir, size_t max_bytes) {
 
 int main(int argc, char **argv) {
     size_t max_mib = argc > 1 ? std::strtoul(argv[1], nullptr, 10) : 64;
+    size_t min_kib = argc > 2 ? std::strtoul(argv[2], nullptr, 10) : 4;
+    if (max_mib == 0 || min_kib == 0 || min_kib > max_mib * 1024) {
+        std::fprintf(stderr, "usage: tcp_bench [max_mib [min_kib]]\n");
+        return 2;
+    }
     char tmpl[] = "/tmp/tcp_bench.XXXXXX";
     if (mkdtemp(tmpl) == nullptr) return 1;
     std::string dir = tmpl;
@@ -82,8 +87,8 @@ int main(int argc, char **argv) {
                                                      : "default");
     std::fflush(stdout);
     pid_t child = fork();
-    if (child == 0) _exit(run_rank(1, dir, max_mib << 20));
-    int rc = run_rank(0, dir, max_mib << 20);
+    if (child == 0) _exit(run_rank(1, dir, min_kib << 10, max_mib << 20));
+    int rc = run_rank(0, dir, min_kib << 10, max_mib << 20);
     int status = 0;
     waitpid(child, &status, 0);
     std::filesystem::remove_all(dir);

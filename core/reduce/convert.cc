@@ -133,18 +133,13 @@ void narrow_f16(const float *src, uint16_t *dst, size_t n)
 DT_REDUCE_CLONES void widen_bf16(const uint16_t *src, float *dst, size_t n)
 {
     for (size_t i = 0; i < n; ++i)
-        dst[i] = std::bit_cast<float>(static_cast<uint32_t>(src[i]) << 16);
+        dst[i] = bf16_widen(src[i]);
 }
 
 DT_REDUCE_CLONES void narrow_bf16(const float *src, uint16_t *dst, size_t n)
 {
-    for (size_t i = 0; i < n; ++i) {
-        uint32_t bits = std::bit_cast<uint32_t>(src[i]);
-        uint32_t rounded = (bits + 0x7fffu + ((bits >> 16) & 1u)) >> 16;
-        uint32_t quiet_nan = (bits >> 16) | 0x40u;
-        dst[i] = static_cast<uint16_t>((bits & 0x7fffffffu) > 0x7f800000u ? quiet_nan
-                                                                          : rounded);
-    }
+    for (size_t i = 0; i < n; ++i)
+        dst[i] = bf16_narrow(src[i]);
 }
 
 } // namespace detail

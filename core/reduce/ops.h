@@ -112,6 +112,28 @@ DT_ALWAYS_INLINE void dispatch_op(T *dst, const T *a, const T *b, size_t n,
     }
 }
 
+// bfloat16 <-> float32: widening is a shift; narrowing rounds to nearest even and keeps
+// NaN a (quiet) NaN, which plain rounding could carry into infinity.
+DT_ALWAYS_INLINE float bf16_widen(uint16_t b)
+{
+    return __builtin_bit_cast(float, static_cast<uint32_t>(b) << 16);
+}
+DT_ALWAYS_INLINE uint16_t bf16_narrow(float f)
+{
+    uint32_t bits = __builtin_bit_cast(uint32_t, f);
+    uint32_t rounded = (bits + 0x7fffu + ((bits >> 16) & 1u)) >> 16;
+    uint32_t quiet_nan = (bits >> 16) | 0x40u;
+    return static_cast<uint16_t>((bits & 0x7fffffffu) > 0x7f800000u ? quiet_nan : rounded);
+}
+
+// One pass over bfloat16 inputs: widen, combine in float32, round back.
+template <typename Op>
+DT_ALWAYS_INLINE void bf16_loop(uint16_t *dst, const uint16_t *a, const uint16_t *b, size_t n)
+{
+    for (size_t i = 0; i < n; ++i)
+        dst[i] = bf16_narrow(Op::template apply<float>(bf16_widen(a[i]), bf16_widen(b[i])));
+}
+
 // Float kernel used by the float16/bfloat16 paths on widened blocks.
 void float_op(float *dst, const float *a, const float *b, size_t n, dt_reduce_op_t op);
 

@@ -253,11 +253,28 @@ void Endpoint::finish_payload() {
     if (rstate_ == RecvState::direct) {
         complete_request(current_.req, DTP_OK, header_.length);
         current_ = RecvOp{};
-    } else {
-        unexpected_[header_.tag].push_back(std::move(current_buf_));
-        current_buf_ = {};
+        rstate_ = RecvState::header;
+        return;
     }
     rstate_ = RecvState::header;
+    std::vector<uint8_t> data = std::move(current_buf_);
+    current_buf_ = {};
+    auto p = posted_.find(header_.tag);
+    if (p == posted_.end()) {
+        unexpected_[header_.tag].push_back(std::move(data));
+        return;
+    }
+    // A receive was posted while this frame was arriving: it is the frame's match.
+    RecvOp op = p->second.front();
+    p->second.pop_front();
+    if (p->second.empty()) posted_.erase(p);
+    buffered_bytes_ -= data.size() + kFrameCost;
+    if (data.size() > op.cap) {
+        oversized(op.req, data.size(), op.cap, header_.tag);
+        return;
+    }
+    if (!data.empty()) std::memcpy(op.buf, data.data(), data.size());
+    complete_request(op.req, DTP_OK, data.size());
 }
 
 void Endpoint::oversized(dt_transport_request_t *req, uint64_t sent, size_t cap,

@@ -108,20 +108,36 @@ private:
     int fd_ = -1;
 };
 
-// Rank 0 is a real instance of a 2-rank job; the test plays rank 1 over a raw socket,
-// passes the handshake, then sends `header` while rank 0 waits for a message.
+// Rank 0 is a real instance of a 2-rank job; the test plays rank 1 over a raw socket
+// that has passed the handshake.
+struct RawRank1 {
+    std::shared_ptr<MemStore> store = std::make_shared<MemStore>();
+    Instance rank0{store, "tok"};
+    std::unique_ptr<RawSocket> peer;
+
+    // False (with a gtest failure) when the pair could not be set up.
+    bool start() {
+        int32_t rc0 = -1;
+        std::thread t([&] { rc0 = rank0.init(0, 2, 20000); });
+        std::string addr;
+        bool ok = store->get("addr/0", &addr, 20000);
+        if (ok) {
+            peer = std::make_unique<RawSocket>(addr);
+            ok = peer->ok() && peer->handshake("tok", 1, 0);
+        }
+        t.join();
+        EXPECT_TRUE(ok) << "the test's own handshake failed";
+        EXPECT_EQ(rc0, DTP_OK) << rank0.host.last_error();
+        return ok && rc0 == DTP_OK;
+    }
+};
+
+// The raw rank 1 sends `header` while rank 0 waits for two messages.
 void garbage_frame(const dt::tcp::FrameHeader &header, const std::string &expect) {
-    auto store = std::make_shared<MemStore>();
-    Instance rank0(store, "tok");
-    int32_t rc0 = -1;
-    std::thread t([&] { rc0 = rank0.init(0, 2, 20000); });
-    std::string addr;
-    ASSERT_TRUE(store->get("addr/0", &addr, 20000));
-    RawSocket peer(addr);
-    ASSERT_TRUE(peer.ok());
-    ASSERT_TRUE(peer.handshake("tok", 1, 0));
-    t.join();
-    ASSERT_EQ(rc0, DTP_OK) << rank0.host.last_error();
+    RawRank1 pair;
+    ASSERT_TRUE(pair.start());
+    Instance &rank0 = pair.rank0;
+    RawSocket &peer = *pair.peer;
 
     std::vector<uint8_t> buf(4096);
     dt_transport_request_t r1{}, r2{};
@@ -258,4 +274,32 @@ TEST(TcpFaults, SendToAPeerThatDiedFailsWithPeerLost) {
     EXPECT_EQ(status, DTP_ERR_PEER_LOST);
     EXPECT_NE(r1.host.last_error().find("lost connection to rank 0"), std::string::npos)
         << r1.host.last_error();
+}
+
+TEST(TcpFaults, ReceivePostedWhileAnUnexpectedFrameArrivesGetsThatFrame) {
+    // Rank 0 starts buffering a small frame nobody asked for; a receive posted before
+    // its last byte arrives must still get it, and the next frame with the tag after it.
+    RawRank1 pair;
+    ASSERT_TRUE(pair.start());
+    std::vector<uint8_t> first(60000), second(100);
+    fill(first, 1);
+    fill(second, 2);
+    auto h1 = dt::tcp::make_frame(8, first.size());
+    auto h2 = dt::tcp::make_frame(8, second.size());
+    ASSERT_TRUE(pair.peer->send_all(&h1, sizeof(h1)));
+    ASSERT_TRUE(pair.peer->send_all(first.data(), 30000));
+    pair.rank0.spin(30);
+    std::vector<uint8_t> in1(first.size()), in2(second.size());
+    dt_transport_request_t r1{}, r2{};
+    ASSERT_EQ(pair.rank0.irecv(1, 8, in1.data(), in1.size(), &r1), DTP_INPROGRESS);
+    ASSERT_EQ(pair.rank0.irecv(1, 8, in2.data(), in2.size(), &r2), DTP_INPROGRESS);
+    ASSERT_TRUE(pair.peer->send_all(first.data() + 30000, first.size() - 30000));
+    ASSERT_TRUE(pair.peer->send_all(&h2, sizeof(h2)));
+    ASSERT_TRUE(pair.peer->send_all(second.data(), second.size()));
+    EXPECT_EQ(pair.rank0.wait(&r1, 10000), DTP_OK) << pair.rank0.host.last_error();
+    EXPECT_EQ(pair.rank0.wait(&r2, 10000), DTP_OK) << pair.rank0.host.last_error();
+    EXPECT_EQ(r1.bytes, first.size());
+    EXPECT_TRUE(check(in1, in1.size(), 1));
+    EXPECT_EQ(r2.bytes, second.size());
+    EXPECT_TRUE(check(in2, in2.size(), 2));
 }

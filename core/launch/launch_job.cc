@@ -8,6 +8,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cmath>
@@ -193,14 +194,21 @@ private:
     void reap()
     {
         bool was_running = running_count() > 0;
+        std::vector<std::pair<Rank *, int>> ended;
         for (Rank &r : ranks_) {
             if (!r.running)
                 continue;
             int status = 0;
             pid_t got = waitpid(r.pid, &status, WNOHANG);
             if (got == r.pid)
-                on_exit(r, status);
+                ended.emplace_back(&r, status);
         }
+        // Ranks that ended together: a rank killed by a signal is the likely cause and the
+        // others' errors its consequence (they report the lost peer), so report it first.
+        std::stable_partition(ended.begin(), ended.end(),
+                              [](const auto &e) { return WIFSIGNALED(e.second); });
+        for (auto &[r, status] : ended)
+            on_exit(*r, status);
         if (was_running && running_count() == 0)
             drain_until_ = Clock::now() + drain_limit;
     }
@@ -212,8 +220,28 @@ private:
         bool ok = WIFEXITED(status) && WEXITSTATUS(status) == 0;
         DT_LOG(debug, "launch", "rank ", r.place.rank, " (pid ", r.pid, ") ended, status ",
                status);
-        if (ok || stopping_)
-            return; // a rank we stopped, or a clean exit: nothing to report
+        if (ok)
+            return;
+        if (stopping_) {
+            // A rank that died by a signal we did not send, soon after the failure we
+            // recorded was a non-zero exit: it is the cause, the exit its consequence
+            // (that rank saw its peer vanish before the launcher reaped the peer).
+            bool ours = r.signalled && (!WIFSIGNALED(status) || WTERMSIG(status) == stop_signal_ ||
+                                        (killed_ && WTERMSIG(status) == SIGKILL));
+            if (!WIFSIGNALED(status) || ours || !outcome_from_exit_ ||
+                Clock::now() - failed_at_ > std::chrono::seconds(2))
+                return;
+            stopping_ = false; // let fail() record this one instead
+            outcome_from_exit_ = false;
+            std::string who = "rank " + std::to_string(r.place.rank) + " (host " +
+                              r.place.host + ", pid " + std::to_string(r.pid) + ")";
+            int sig = WTERMSIG(status);
+            outcome_ = Outcome{who + " was killed by signal " + signal_text(sig) +
+                                   "; stopped the other ranks",
+                               128 + sig};
+            stopping_ = true;
+            return;
+        }
         std::string who = "rank " + std::to_string(r.place.rank) + " (host " + r.place.host +
                           (r.place.local ? ", pid " : ", ssh pid ") + std::to_string(r.pid) +
                           ")";
@@ -228,6 +256,7 @@ private:
                                    : "";
             fail({who + " exited with code " + std::to_string(code) + hint + others_suffix(r),
                   code});
+            outcome_from_exit_ = true;
         }
     }
 
@@ -263,6 +292,9 @@ private:
         if (stopping_)
             return;
         outcome_ = std::move(outcome);
+        outcome_from_exit_ = false;
+        failed_at_ = Clock::now();
+        stop_signal_ = sig;
         stopping_ = true;
         kill_at_ = Clock::now() + seconds(settings_.grace_s);
         for (Rank &r : ranks_) {
@@ -315,6 +347,9 @@ private:
     JobSettings settings_;
     std::vector<Rank> ranks_;
     std::optional<Outcome> outcome_;
+    bool outcome_from_exit_ = false; // the recorded failure is a rank's non-zero exit
+    Clock::time_point failed_at_{};
+    int stop_signal_ = SIGTERM;
     bool stopping_ = false;
     bool killed_ = false;
     Clock::time_point kill_at_{}, deadline_{}, drain_until_{};

@@ -179,14 +179,16 @@ void Engine::admit(std::deque<std::shared_ptr<Operation>> &incoming)
             join_reported_ = false;
             continue;
         }
-        if (pending_.count(d.name)) {
+        // Names are per group: the same name in two groups is two operations.
+        std::string key = d.group == 0 ? d.name : cat(d.name, "@group", d.group);
+        if (pending_.count(key)) {
             op->complete(DT_ERR_MISMATCH,
-                         cat(op_kind_name(d.kind), " '", d.name,
+                         cat(op_kind_name(d.kind), " '", key,
                              "': an operation with this name is already in flight on rank ",
                              rank_, "; names must be unique among operations in flight"));
             continue;
         }
-        pending_.emplace(d.name, Pending{op, signature_of(d, d.group), now, false});
+        pending_.emplace(key, Pending{op, signature_of(d, d.group), now, false});
     }
 }
 

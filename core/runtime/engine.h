@@ -135,7 +135,7 @@ private:
     std::unordered_map<uint32_t, std::vector<int>> groups_;
 
     // Engine thread only.
-    std::unordered_map<std::string, Pending> pending_;
+    std::unordered_map<std::string, Pending> pending_; // by key: name, or name@groupN
     ResponseCache cache_;
     std::unique_ptr<Coordinator> coordinator_; // rank 0
     std::vector<int> joined_;                  // as the coordinator last said

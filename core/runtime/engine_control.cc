@@ -6,6 +6,7 @@
 #include "algorithms/comm.h"
 #include "runtime/engine.h"
 #include "runtime/error.h"
+#include "runtime/signature.h"
 #include "telemetry/log.h"
 
 #include <cstring>
@@ -43,7 +44,7 @@ std::string notice_text(const char *buf, size_t len)
 
 void Engine::check_control()
 {
-    std::string lost;
+    std::vector<int> lost;
     for (int peer = 0; peer < size_; ++peer) {
         if (!control_[peer] || control_[peer]->raw.status == DTP_INPROGRESS)
             continue;
@@ -52,11 +53,11 @@ void Engine::check_control()
             throw_error(DT_ERR_PEER_LOST, "rank ", peer, " left the job: ",
                         notice_text(c.buf, c.raw.bytes));
         if (c.raw.status != DTP_ERR_ABORTED)
-            lost += cat(lost.empty() ? "" : ", ", peer);
+            lost.push_back(peer);
     }
     if (!lost.empty())
-        throw_error(DT_ERR_PEER_LOST, "lost the connection to rank ", lost,
-                    " (the process died or its network failed)");
+        throw_error(DT_ERR_PEER_LOST, "lost the connection to rank", lost.size() > 1 ? "s " : " ",
+                    rank_list(lost), " (the process died or its network failed)");
 }
 
 std::pair<dt_status_t, std::string> Engine::root_cause(dt_status_t status,

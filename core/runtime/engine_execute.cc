@@ -45,8 +45,10 @@ void Engine::run_one(Ready &r)
         return;
     }
     auto start = Clock::now();
-    if (timeline_)
+    if (timeline_) {
         timeline_->phase(r.name, "NEGOTIATE", r.submitted, r.ready_at);
+        timeline_->phase(r.name, "QUEUE", r.ready_at, start);
+    }
     OpDesc desc;
     std::vector<uint8_t> scratch;
     if (r.op) {
@@ -98,8 +100,10 @@ size_t Engine::run_fused(std::vector<Ready> &ready, size_t first)
     for (size_t i = first; i < last; ++i) {
         Ready &r = ready[i];
         size_t bytes = bytes_of(r.sig);
-        if (timeline_)
+        if (timeline_) {
             timeline_->phase(r.name, "NEGOTIATE", r.submitted, r.ready_at);
+            timeline_->phase(r.name, "QUEUE", r.ready_at, start);
+        }
         if (r.op && bytes > 0)
             std::memcpy(fusion_buffer_.data() + offset, r.op->desc().sendbuf, bytes);
         else if (!r.op)

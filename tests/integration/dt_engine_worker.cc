@@ -1,0 +1,309 @@
+// A rank program for the engine's multi-process tests (test_engine.py). Each subcommand
+// exercises one behaviour through the public C API and prints what the test checks:
+//   order N          N allreduces submitted in a rank-dependent order
+//   fusion STEPS     1,000 mixed-size allreduces per step, checked
+//   mismatch FIELD   ranks disagree on FIELD (count, dtype, op, root)
+//   twice            the same name submitted twice while in flight
+//   partial          a name only rank 0 submits
+//   fault VICTIM K   allreduce loop; rank VICTIM SIGKILLs itself at iteration K
+//   leak STEPS       mixed collectives; prints resident memory growth
+//   join             rank 1 runs out of data early and joins
+//   groups           process sets {0,2} and {1,3} (4 ranks)
+//   abort            rank 1 aborts while rank 0 waits
+// Failures print "error: <status>: <message>" and exit 1.
+#include <disttrain/disttrain.h>
+
+#include <algorithm>
+#include <chrono>
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <numeric>
+#include <random>
+#include <string>
+#include <thread>
+#include <unistd.h>
+#include <vector>
+
+namespace {
+
+dt_context_h ctx;
+int rank, size;
+
+[[noreturn]] void die(const char *what, dt_status_t s)
+{
+    std::fprintf(stderr, "error: %s: %s: %s\n", what, dt_status_string(s), dt_last_error());
+    std::fflush(stderr);
+    std::exit(1);
+}
+
+void check(dt_status_t s, const char *what)
+{
+    if (s != DT_OK)
+        die(what, s);
+}
+
+[[noreturn]] void wrong(const std::string &what)
+{
+    std::fprintf(stderr, "error: wrong result: %s\n", what.c_str());
+    std::exit(1);
+}
+
+int cmd_order(int n)
+{
+    std::vector<std::vector<float>> bufs(n, std::vector<float>(100));
+    std::vector<int> order(n);
+    std::iota(order.begin(), order.end(), 0);
+    std::shuffle(order.begin(), order.end(), std::mt19937(1234 + rank));
+    std::vector<dt_request_h> reqs(n);
+    for (int i : order) {
+        std::fill(bufs[i].begin(), bufs[i].end(), float(i * (rank + 1)));
+        std::string name = "tensor." + std::to_string(i);
+        check(dt_allreduce_async(ctx, name.c_str(), bufs[i].data(), bufs[i].data(), 100,
+                                 DT_FLOAT32, DT_SUM, &reqs[i]),
+              "dt_allreduce_async");
+    }
+    for (int i = 0; i < n; ++i) {
+        check(dt_request_wait(reqs[i], -1), "dt_request_wait");
+        dt_request_free(reqs[i]);
+        float expect = float(i) * size * (size + 1) / 2;
+        if (bufs[i][99] != expect)
+            wrong("tensor." + std::to_string(i));
+    }
+    std::printf("order ok\n");
+    return 0;
+}
+
+int cmd_fusion(int steps)
+{
+    const int n = 1000;
+    std::vector<std::vector<float>> bufs(n);
+    std::mt19937 sizes(42); // the same sizes on every rank
+    for (auto &b : bufs)
+        b.resize(1 + sizes() % 300);
+    std::vector<dt_request_h> reqs(n);
+    for (int step = 0; step < steps; ++step) {
+        for (int i = 0; i < n; ++i) {
+            for (size_t k = 0; k < bufs[i].size(); ++k)
+                bufs[i][k] = float((rank + 1) * (i % 7 + k % 5 + step));
+            std::string name = "grad." + std::to_string(i);
+            check(dt_allreduce_async(ctx, name.c_str(), bufs[i].data(), bufs[i].data(),
+                                     bufs[i].size(), DT_FLOAT32, DT_SUM, &reqs[i]),
+                  "dt_allreduce_async");
+        }
+        for (int i = 0; i < n; ++i) {
+            check(dt_request_wait(reqs[i], -1), "dt_request_wait");
+            dt_request_free(reqs[i]);
+            for (size_t k = 0; k < bufs[i].size(); ++k) {
+                float expect = float(i % 7 + k % 5 + step) * size * (size + 1) / 2;
+                if (bufs[i][k] != expect)
+                    wrong("grad." + std::to_string(i) + "[" + std::to_string(k) + "]");
+            }
+        }
+    }
+    std::printf("fusion ok steps=%d\n", steps);
+    return 0;
+}
+
+int cmd_mismatch(const std::string &field)
+{
+    std::vector<double> buf(64, 1.0);
+    dt_status_t s;
+    if (field == "count")
+        s = dt_allreduce(ctx, "weights", buf.data(), buf.data(), 16 + 16 * rank, DT_FLOAT32,
+                         DT_SUM);
+    else if (field == "dtype")
+        s = dt_allreduce(ctx, "weights", buf.data(), buf.data(), 8,
+                         rank == 0 ? DT_FLOAT32 : DT_FLOAT64, DT_SUM);
+    else if (field == "op")
+        s = dt_allreduce(ctx, "weights", buf.data(), buf.data(), 8, DT_FLOAT32,
+                         rank == 0 ? DT_SUM : DT_MAX);
+    else if (field == "root")
+        s = dt_broadcast(ctx, "weights", buf.data(), 8, DT_FLOAT32, rank % 2);
+    else
+        return 2;
+    if (s == DT_OK)
+        wrong("the mismatched operation succeeded");
+    std::printf("%s: %s\n", dt_status_string(s), dt_last_error());
+    // The context still works after a refused operation.
+    check(dt_allreduce(ctx, "after", buf.data(), buf.data(), 8, DT_FLOAT64, DT_SUM), "after");
+    std::printf("after ok\n");
+    return 0;
+}
+
+int cmd_twice()
+{
+    std::vector<float> a(1000), b(1000);
+    dt_request_h r1, r2;
+    check(dt_allreduce_async(ctx, "dup", a.data(), a.data(), a.size(), DT_FLOAT32, DT_SUM, &r1),
+          "first");
+    check(dt_allreduce_async(ctx, "dup", b.data(), b.data(), b.size(), DT_FLOAT32, DT_SUM, &r2),
+          "second");
+    dt_status_t s2 = dt_request_wait(r2, -1);
+    std::printf("second: %s: %s\n", dt_status_string(s2), dt_last_error());
+    check(dt_request_wait(r1, -1), "first wait");
+    dt_request_free(r1);
+    dt_request_free(r2);
+    return s2 == DT_ERR_MISMATCH ? 0 : 1;
+}
+
+int cmd_partial()
+{
+    std::vector<float> a(10, 1.0f);
+    if (rank == 0) {
+        dt_status_t s = dt_allreduce(ctx, "only.rank0", a.data(), a.data(), 10, DT_FLOAT32,
+                                     DT_SUM);
+        std::printf("%s: %s\n", dt_status_string(s), dt_last_error());
+        return s == DT_ERR_TIMEOUT ? 0 : 1;
+    }
+    // The other ranks stay alive, busy with nothing, past rank 0's deadline.
+    std::this_thread::sleep_for(std::chrono::seconds(std::atoi(std::getenv("PARTIAL_SLEEP_S"))));
+    return 0;
+}
+
+int cmd_fault(int victim, int kill_at)
+{
+    std::signal(SIGTERM, SIG_IGN); // report the failure ourselves, not die by the launcher
+    std::vector<float> buf(1 << 16, 1.0f);
+    auto start = std::chrono::steady_clock::now();
+    for (int it = 0;; ++it) {
+        if (rank == victim && it == kill_at)
+            raise(SIGKILL);
+        dt_status_t s = dt_allreduce(ctx, "loop", buf.data(), buf.data(), buf.size(),
+                                     DT_FLOAT32, DT_SUM);
+        if (s != DT_OK) {
+            double since = std::chrono::duration<double>(std::chrono::steady_clock::now() -
+                                                         start).count();
+            std::printf("failed after %d iterations (%.2f s): %s: %s\n", it, since,
+                        dt_status_string(s), dt_last_error());
+            std::fflush(stdout);
+            return s == DT_ERR_PEER_LOST ? 3 : 1;
+        }
+        std::fill(buf.begin(), buf.end(), 1.0f);
+    }
+}
+
+long rss_kib()
+{
+    std::ifstream status("/proc/self/status");
+    std::string line;
+    while (std::getline(status, line))
+        if (line.rfind("VmRSS:", 0) == 0)
+            return std::atol(line.c_str() + 6);
+    return -1;
+}
+
+int cmd_leak(int steps)
+{
+    std::vector<float> a(4096), b(4096 * 8), c(4096 * 8);
+    long warm = 0;
+    for (int step = 0; step < steps; ++step) {
+        dt_request_h r[4];
+        std::string tag = std::to_string(step % 50); // names recur, as in training
+        check(dt_allreduce_async(ctx, ("ar." + tag).c_str(), a.data(), a.data(), a.size(),
+                                 DT_FLOAT32, DT_AVG, &r[0]), "allreduce");
+        check(dt_broadcast_async(ctx, ("bc." + tag).c_str(), b.data(), 1024, DT_FLOAT32, 0,
+                                 &r[1]), "broadcast");
+        check(dt_allgather_async(ctx, ("ag." + tag).c_str(), a.data(), c.data(), 512,
+                                 DT_FLOAT32, &r[2]), "allgather");
+        check(dt_allreduce_async(ctx, ("ar2." + tag).c_str(), b.data(), b.data(), 100,
+                                 DT_FLOAT32, DT_MAX, &r[3]), "allreduce");
+        for (auto &req : r) {
+            check(dt_request_wait(req, -1), "wait");
+            dt_request_free(req);
+        }
+        if (step == steps / 10)
+            warm = rss_kib();
+    }
+    std::printf("leak rss_warm_kib=%ld rss_end_kib=%ld steps=%d\n", warm, rss_kib(), steps);
+    return 0;
+}
+
+int cmd_join()
+{
+    // Rank r has 3 + 2r batches; each rank sums its own value.
+    int batches = 3 + 2 * rank;
+    for (int i = 0; i < batches; ++i) {
+        float v[4] = {1, 1, 1, 1}, avg[4] = {float(rank + 1), 0, 0, 0};
+        check(dt_allreduce(ctx, "count", v, v, 4, DT_FLOAT32, DT_SUM), "sum");
+        check(dt_allreduce(ctx, "mean", avg, avg, 4, DT_FLOAT32, DT_AVG), "avg");
+        std::printf("batch %d sum=%g avg=%g\n", i, v[0], avg[0]);
+    }
+    int last = -1;
+    check(dt_join(ctx, &last), "dt_join");
+    std::printf("joined last=%d\n", last);
+    return 0;
+}
+
+int cmd_groups()
+{
+    int even[] = {0, 2}, odd[] = {1, 3};
+    dt_context_h g_even = nullptr, g_odd = nullptr;
+    check(dt_group_create(ctx, even, 2, &g_even), "group even");
+    check(dt_group_create(ctx, odd, 2, &g_odd), "group odd");
+    dt_context_h mine = rank % 2 == 0 ? g_even : g_odd;
+    if (mine == nullptr || (rank % 2 == 0 ? g_odd : g_even) != nullptr)
+        wrong("group membership");
+    int grank = -1, gsize = -1;
+    dt_context_rank(mine, &grank);
+    dt_context_size(mine, &gsize);
+    int64_t v = rank, world = rank;
+    check(dt_allreduce(mine, "gsum", &v, &v, 1, DT_INT64, DT_SUM), "group allreduce");
+    check(dt_allreduce(ctx, "wsum", &world, &world, 1, DT_INT64, DT_SUM), "world allreduce");
+    std::printf("group rank=%d size=%d sum=%lld world=%lld\n", grank, gsize, (long long)v,
+                (long long)world);
+    int bad[] = {rank == 0 ? 0 : 1, 2};
+    dt_context_h g_bad = nullptr;
+    dt_status_t s = dt_group_create(ctx, bad, 2, &g_bad);
+    std::printf("mismatched lists: %s: %s\n", dt_status_string(s), dt_last_error());
+    dt_context_destroy(g_bad);
+    dt_context_destroy(g_even);
+    dt_context_destroy(g_odd);
+    return 0;
+}
+
+int cmd_abort()
+{
+    std::vector<float> a(10, 1.0f);
+    if (rank == 1) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(300));
+        check(dt_context_abort(ctx), "dt_context_abort");
+        dt_status_t s = dt_allreduce(ctx, "late", a.data(), a.data(), 10, DT_FLOAT32, DT_SUM);
+        std::printf("after abort: %s: %s\n", dt_status_string(s), dt_last_error());
+        return s == DT_ERR_ABORTED ? 0 : 1;
+    }
+    dt_status_t s = dt_allreduce(ctx, "waits", a.data(), a.data(), 10, DT_FLOAT32, DT_SUM);
+    std::printf("waiting rank: %s: %s\n", dt_status_string(s), dt_last_error());
+    dt_status_t st = dt_context_status(ctx);
+    std::printf("context status: %s\n", dt_status_string(st));
+    return s == DT_ERR_PEER_LOST ? 0 : 1;
+}
+
+} // namespace
+
+int main(int argc, char **argv)
+{
+    if (argc < 2)
+        return 2;
+    std::setvbuf(stdout, nullptr, _IOLBF, 0);
+    check(dt_context_create(nullptr, &ctx), "dt_context_create");
+    dt_context_rank(ctx, &rank);
+    dt_context_size(ctx, &size);
+    std::string cmd = argv[1];
+    auto arg = [&](int i) { return argc > i ? std::atoi(argv[i]) : 0; };
+    int rc = 2;
+    if (cmd == "order") rc = cmd_order(arg(2));
+    else if (cmd == "fusion") rc = cmd_fusion(arg(2));
+    else if (cmd == "mismatch" && argc > 2) rc = cmd_mismatch(argv[2]);
+    else if (cmd == "twice") rc = cmd_twice();
+    else if (cmd == "partial") rc = cmd_partial();
+    else if (cmd == "fault") rc = cmd_fault(arg(2), arg(3));
+    else if (cmd == "leak") rc = cmd_leak(arg(2));
+    else if (cmd == "join") rc = cmd_join();
+    else if (cmd == "groups") rc = cmd_groups();
+    else if (cmd == "abort") rc = cmd_abort();
+    dt_context_destroy(ctx);
+    return rc;
+}

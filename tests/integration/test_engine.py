@@ -1,0 +1,168 @@
+"""The collective engine across processes: negotiation, fusion, mismatches, stalls,
+failures, join, groups, the timeline and memory. Each job has a hard timeout."""
+import json
+import re
+import time
+
+import pytest
+
+from conftest import build_path, run
+
+
+@pytest.fixture(scope="module")
+def worker():
+    return build_path("tests", "integration", "dt_engine_worker")
+
+
+def job(disttrainrun, worker, np, *args, env=None, timeout=120, launcher_args=()):
+    return run([disttrainrun, "-np", str(np), *launcher_args, worker, *args],
+               env=env, timeout=timeout)
+
+
+def rank_lines(output, pattern):
+    """{rank: line} for lines "[r] ..." that match pattern."""
+    found = {}
+    for line in output.splitlines():
+        m = re.match(r"\[(\d+)\] (.*)", line)
+        if m and re.search(pattern, m.group(2)):
+            found[int(m.group(1))] = m.group(2)
+    return found
+
+
+@pytest.mark.parametrize("np", [2, 3, 4])
+def test_submission_order_may_differ_between_ranks(disttrainrun, worker, np):
+    r = job(disttrainrun, worker, np, "order", "100")
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert len(rank_lines(r.stdout, "order ok")) == np
+
+
+@pytest.mark.parametrize("threshold", [None, "0", "16"],
+                         ids=["fused", "unfused", "threshold-below-one-tensor"])
+def test_fusion_gives_the_same_results(disttrainrun, worker, threshold):
+    env = {} if threshold is None else {"DISTTRAIN_FUSION_THRESHOLD": threshold}
+    r = job(disttrainrun, worker, 2, "fusion", "3", env=env)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert len(rank_lines(r.stdout, "fusion ok steps=3")) == 2
+
+
+@pytest.mark.parametrize("field,expect", [
+    ("count", "ranks disagree on element count: rank 0 16, rank 1 32"),
+    ("dtype", "ranks disagree on dtype: rank 0 float32, rank 1 float64"),
+    ("op", "ranks disagree on reduce op: rank 0 sum, rank 1 max"),
+    ("root", "ranks disagree on root: rank 0 0, rank 1 1"),
+])
+def test_mismatch_fails_on_every_rank_naming_field_and_values(disttrainrun, worker, field,
+                                                              expect):
+    r = job(disttrainrun, worker, 2, "mismatch", field)
+    assert r.returncode == 0, r.stdout + r.stderr
+    lines = rank_lines(r.stdout, "DT_ERR_MISMATCH")
+    assert set(lines) == {0, 1}
+    for line in lines.values():
+        assert "'weights'" in line and expect in line
+    assert len(rank_lines(r.stdout, "after ok")) == 2
+
+
+def test_same_name_twice_in_flight(disttrainrun, worker):
+    r = job(disttrainrun, worker, 2, "twice")
+    assert r.returncode == 0, r.stdout + r.stderr
+    for line in rank_lines(r.stdout, "second:").values():
+        assert "'dup'" in line and "already in flight" in line
+
+
+def test_name_only_some_ranks_submit_warns_then_times_out(disttrainrun, worker):
+    start = time.monotonic()
+    r = job(disttrainrun, worker, 3, "partial",
+            env={"DISTTRAIN_TIMEOUT": "3", "DISTTRAIN_STALL_WARN_S": "1",
+                 "PARTIAL_SLEEP_S": "5"})
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert time.monotonic() - start < 30
+    warn = rank_lines(r.stderr, "warn stall")
+    assert 0 in warn and "'only.rank0' submitted by ranks 0" in warn[0]
+    assert "ranks 1, 2" in warn[0]
+    err = rank_lines(r.stdout, "DT_ERR_TIMEOUT")
+    assert "ranks 1, 2 did not submit it" in err[0]
+
+
+def test_join_keeps_reducing_with_identity(disttrainrun, worker):
+    r = job(disttrainrun, worker, 2, "join")
+    assert r.returncode == 0, r.stdout + r.stderr
+    # Rank 1 has 5 batches, rank 0 has 3: the last two sum only rank 1's 1 and average
+    # over the one rank still reducing.
+    assert "[1] batch 2 sum=2 avg=1.5" in r.stdout
+    assert "[1] batch 3 sum=1 avg=2" in r.stdout
+    assert "[1] batch 4 sum=1 avg=2" in r.stdout
+    assert "[0] joined last=1" in r.stdout and "[1] joined last=1" in r.stdout
+
+
+def test_groups_reduce_among_members_only(disttrainrun, worker):
+    r = job(disttrainrun, worker, 4, "groups")
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "[0] group rank=0 size=2 sum=2 world=6" in r.stdout
+    assert "[2] group rank=1 size=2 sum=2 world=6" in r.stdout
+    assert "[1] group rank=0 size=2 sum=4 world=6" in r.stdout
+    assert "[3] group rank=1 size=2 sum=4 world=6" in r.stdout
+    assert len(rank_lines(r.stdout, "mismatched lists: DT_ERR_MISMATCH")) == 4
+
+
+def test_abort_fails_peers_promptly(disttrainrun, worker):
+    r = job(disttrainrun, worker, 2, "abort", timeout=60)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "[1] after abort: DT_ERR_ABORTED" in r.stdout
+    assert "rank 1 aborted its context" in rank_lines(r.stdout, "waiting rank")[0]
+    assert "[0] context status: DT_ERR_PEER_LOST" in r.stdout
+
+
+def test_sigkill_of_a_rank_fails_every_survivor_promptly(disttrainrun, worker):
+    """20 trials, 4 ranks: a rank SIGKILLs itself mid-loop; no trial may hang."""
+    for trial in range(20):
+        victim = trial % 4
+        kill_at = 5 + (trial * 7) % 30
+        start = time.monotonic()
+        r = job(disttrainrun, worker, 4, "fault", str(victim), str(kill_at),
+                launcher_args=("--grace", "10"), timeout=60)
+        elapsed = time.monotonic() - start
+        out = r.stdout + r.stderr
+        assert r.returncode != 0, out
+        assert f"disttrainrun: rank {victim} " in r.stderr and "signal 9" in r.stderr, out
+        failed = rank_lines(r.stdout, "failed after")
+        survivors = {0, 1, 2, 3} - {victim}
+        assert set(failed) == survivors, f"trial {trial}:\n{out}"
+        for rank, line in failed.items():
+            assert "DT_ERR_PEER_LOST" in line, line
+            assert re.search(rf"ranks? ([0-9, ]*\b)?{victim}\b", line.split("DT_ERR_PEER_LOST")[1]), line
+        assert elapsed < 20, f"trial {trial} took {elapsed:.1f} s"
+
+
+def test_timeline_is_valid_json_with_every_phase(disttrainrun, worker, tmp_path):
+    path = tmp_path / "timeline.json"
+    r = job(disttrainrun, worker, 2, "fusion", "1", env={"DISTTRAIN_TIMELINE": str(path)})
+    assert r.returncode == 0, r.stdout + r.stderr
+    events = json.loads(path.read_text())
+    rows = {e["tid"]: e["args"]["name"] for e in events
+            if e.get("ph") == "M" and e["name"] == "thread_name"}
+    assert "grad.0" in rows.values() and "grad.999" in rows.values()
+    tid = next(t for t, n in rows.items() if n == "grad.0")
+    phases = {e["name"] for e in events if e.get("tid") == tid and e.get("ph") == "X"}
+    assert {"NEGOTIATE", "QUEUE", "MEMCPY_IN_FUSION_BUFFER", "allreduce",
+            "MEMCPY_OUT_FUSION_BUFFER"} <= phases
+    fusions = [e for e in events if e.get("name") == "FUSION"]
+    assert fusions and max(f["args"]["tensors"] for f in fusions) > 1
+
+
+def test_timeline_survives_a_killed_rank(disttrainrun, worker, tmp_path):
+    path = tmp_path / "killed.json"
+    r = job(disttrainrun, worker, 2, "fault", "0", "40",
+            env={"DISTTRAIN_TIMELINE": str(path)}, launcher_args=("--grace", "10"))
+    assert r.returncode != 0
+    events = json.loads(path.read_text())  # rank 0 was SIGKILLed while writing
+    assert any(e.get("name") == "allreduce" for e in events)
+
+
+def test_no_memory_growth_over_10000_steps(disttrainrun, worker):
+    r = job(disttrainrun, worker, 2, "leak", "10000", timeout=300)
+    assert r.returncode == 0, r.stdout + r.stderr
+    for line in rank_lines(r.stdout, "leak rss").values():
+        warm = int(re.search(r"rss_warm_kib=(\d+)", line).group(1))
+        end = int(re.search(r"rss_end_kib=(\d+)", line).group(1))
+        print(f"resident memory: {warm} KiB after 1,000 steps, {end} KiB after 10,000")
+        assert end - warm < 2048, line

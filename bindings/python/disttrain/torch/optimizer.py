@@ -47,8 +47,10 @@ class _DistributedOptimizer(torch.optim.Optimizer):
     def _register_hooks(self):
         for p in self._order:
             # The AccumulateGrad node of p: its hook runs right after p.grad is written.
-            # (torch 1.13 has no register_post_accumulate_grad_hook.)
-            p_tmp = p.expand_as(p)
+            # (torch 1.13 has no register_post_accumulate_grad_hook.) enable_grad: the
+            # wrapper may be built under torch.no_grad(), where expand_as has no grad_fn.
+            with torch.enable_grad():
+                p_tmp = p.expand_as(p)
             grad_acc = p_tmp.grad_fn.next_functions[0][0]
             grad_acc.register_hook(self._make_hook(p))
             self._grad_accs.append(grad_acc)  # the node must outlive this loop

@@ -49,6 +49,19 @@ for i in range(16):
 eq(results[16], np.full(10, n - 1))
 eq(results[17], np.arange(n))
 
+# wait(timeout) that runs out leaves the handle valid: rank 0 waits while rank 1 is late
+import time  # noqa: E402
+if r == 1:
+    time.sleep(1.0)
+h = disttrain.allreduce_async(np.ones(3, np.float32), name="late")
+if r == 0 and n > 1:
+    try:
+        h.wait(timeout=0.1)
+        raise AssertionError("wait(timeout=0.1) returned before rank 1 joined")
+    except disttrain.TimeoutError as e:
+        assert e.status_name == "DT_ERR_TIMEOUT" and "late" in str(e), e
+eq(h.wait(timeout=60), np.full(3, n, np.float32))
+
 disttrain.barrier()
 disttrain.shutdown()
 print("OK", flush=True)

@@ -3,9 +3,8 @@
 //! C enums are `c_int` aliases with constants, because a C enum is an `int` in the ABI
 //! and the library may return values this crate does not know yet.
 #![allow(non_camel_case_types, non_snake_case)]
-#![no_std]
 
-use core::ffi::{c_char, c_int};
+use std::os::raw::{c_char, c_int};
 
 pub const DT_API_MAJOR: c_int = 1;
 pub const DT_API_MINOR: c_int = 0;
@@ -123,9 +122,9 @@ impl Default for dt_context_params_t {
             size: 0,
             local_rank: 0,
             local_size: 0,
-            store_addr: core::ptr::null(),
-            job_token: core::ptr::null(),
-            transport: core::ptr::null(),
+            store_addr: std::ptr::null(),
+            job_token: std::ptr::null(),
+            transport: std::ptr::null(),
             timeout_ms: 0,
         }
     }
@@ -167,8 +166,8 @@ extern "C" {
     pub fn dt_allreduce(
         ctx: dt_context_h,
         name: *const c_char,
-        sendbuf: *const core::ffi::c_void,
-        recvbuf: *mut core::ffi::c_void,
+        sendbuf: *const std::ffi::c_void,
+        recvbuf: *mut std::ffi::c_void,
         count: usize,
         dtype: dt_dtype_t,
         op: dt_reduce_op_t,
@@ -176,8 +175,8 @@ extern "C" {
     pub fn dt_allreduce_async(
         ctx: dt_context_h,
         name: *const c_char,
-        sendbuf: *const core::ffi::c_void,
-        recvbuf: *mut core::ffi::c_void,
+        sendbuf: *const std::ffi::c_void,
+        recvbuf: *mut std::ffi::c_void,
         count: usize,
         dtype: dt_dtype_t,
         op: dt_reduce_op_t,
@@ -187,7 +186,7 @@ extern "C" {
     pub fn dt_broadcast(
         ctx: dt_context_h,
         name: *const c_char,
-        buf: *mut core::ffi::c_void,
+        buf: *mut std::ffi::c_void,
         count: usize,
         dtype: dt_dtype_t,
         root: c_int,
@@ -195,7 +194,7 @@ extern "C" {
     pub fn dt_broadcast_async(
         ctx: dt_context_h,
         name: *const c_char,
-        buf: *mut core::ffi::c_void,
+        buf: *mut std::ffi::c_void,
         count: usize,
         dtype: dt_dtype_t,
         root: c_int,
@@ -205,16 +204,16 @@ extern "C" {
     pub fn dt_allgather(
         ctx: dt_context_h,
         name: *const c_char,
-        sendbuf: *const core::ffi::c_void,
-        recvbuf: *mut core::ffi::c_void,
+        sendbuf: *const std::ffi::c_void,
+        recvbuf: *mut std::ffi::c_void,
         sendcount: usize,
         dtype: dt_dtype_t,
     ) -> dt_status_t;
     pub fn dt_allgather_async(
         ctx: dt_context_h,
         name: *const c_char,
-        sendbuf: *const core::ffi::c_void,
-        recvbuf: *mut core::ffi::c_void,
+        sendbuf: *const std::ffi::c_void,
+        recvbuf: *mut std::ffi::c_void,
         sendcount: usize,
         dtype: dt_dtype_t,
         req: *mut dt_request_h,
@@ -223,8 +222,8 @@ extern "C" {
     pub fn dt_reduce_scatter(
         ctx: dt_context_h,
         name: *const c_char,
-        sendbuf: *const core::ffi::c_void,
-        recvbuf: *mut core::ffi::c_void,
+        sendbuf: *const std::ffi::c_void,
+        recvbuf: *mut std::ffi::c_void,
         recvcount: usize,
         dtype: dt_dtype_t,
         op: dt_reduce_op_t,
@@ -232,8 +231,8 @@ extern "C" {
     pub fn dt_reduce_scatter_async(
         ctx: dt_context_h,
         name: *const c_char,
-        sendbuf: *const core::ffi::c_void,
-        recvbuf: *mut core::ffi::c_void,
+        sendbuf: *const std::ffi::c_void,
+        recvbuf: *mut std::ffi::c_void,
         recvcount: usize,
         dtype: dt_dtype_t,
         op: dt_reduce_op_t,
@@ -243,16 +242,16 @@ extern "C" {
     pub fn dt_alltoall(
         ctx: dt_context_h,
         name: *const c_char,
-        sendbuf: *const core::ffi::c_void,
-        recvbuf: *mut core::ffi::c_void,
+        sendbuf: *const std::ffi::c_void,
+        recvbuf: *mut std::ffi::c_void,
         count: usize,
         dtype: dt_dtype_t,
     ) -> dt_status_t;
     pub fn dt_alltoall_async(
         ctx: dt_context_h,
         name: *const c_char,
-        sendbuf: *const core::ffi::c_void,
-        recvbuf: *mut core::ffi::c_void,
+        sendbuf: *const std::ffi::c_void,
+        recvbuf: *mut std::ffi::c_void,
         count: usize,
         dtype: dt_dtype_t,
         req: *mut dt_request_h,
@@ -280,15 +279,14 @@ pub unsafe fn dt_context_create(
 
 #[cfg(test)]
 mod tests {
-    extern crate std;
     use super::*;
-    use core::ffi::CStr;
+    use std::ffi::CStr;
 
     #[test]
     fn params_layout_matches_the_header() {
         // uint64 + 4 ints + 3 pointers + int, padded to 8 on LP64.
-        assert_eq!(core::mem::size_of::<dt_context_params_t>(), 56);
-        assert_eq!(core::mem::size_of::<dt_version_t>(), 24);
+        assert_eq!(std::mem::size_of::<dt_context_params_t>(), 56);
+        assert_eq!(std::mem::size_of::<dt_version_t>(), 24);
     }
 
     #[test]
@@ -302,7 +300,7 @@ mod tests {
 
     #[test]
     fn version_is_compatible() {
-        let mut v = dt_version_t { api_major: 0, api_minor: 0, patch: 0, string: core::ptr::null() };
+        let mut v = dt_version_t { api_major: 0, api_minor: 0, patch: 0, string: std::ptr::null() };
         assert_eq!(unsafe { dt_get_version(&mut v) }, DT_OK);
         assert_eq!(v.api_major, DT_API_MAJOR);
         assert!(v.api_minor >= DT_API_MINOR);
@@ -319,7 +317,7 @@ mod tests {
 
     #[test]
     fn null_out_is_an_invalid_argument() {
-        assert_eq!(unsafe { dt_get_version(core::ptr::null_mut()) }, DT_ERR_INVALID_ARGUMENT);
+        assert_eq!(unsafe { dt_get_version(std::ptr::null_mut()) }, DT_ERR_INVALID_ARGUMENT);
         let msg = unsafe { CStr::from_ptr(dt_last_error()) };
         assert!(!msg.to_bytes().is_empty());
     }

@@ -266,7 +266,10 @@ impl<'scope> Request<'scope> {
     /// Waits up to `timeout`: Ok(true) once done, Ok(false) if still in flight (the
     /// request stays valid), Err if the operation failed.
     pub fn wait_timeout(&mut self, timeout: Duration) -> Result<bool> {
-        let Some(r) = self.raw else { return Ok(true) };
+        let r = match self.raw {
+            Some(r) => r,
+            None => return Ok(true),
+        };
         let ms = i32::try_from(timeout.as_millis()).unwrap_or(i32::MAX);
         let status = unsafe { sys::dt_request_wait(r.0, ms) };
         if status == sys::DT_ERR_TIMEOUT && !self.is_done(r) {
@@ -280,7 +283,10 @@ impl<'scope> Request<'scope> {
 
     /// Ok(true) once the operation has completed (without blocking), Err if it failed.
     pub fn test(&mut self) -> Result<bool> {
-        let Some(r) = self.raw else { return Ok(true) };
+        let r = match self.raw {
+            Some(r) => r,
+            None => return Ok(true),
+        };
         let mut done = 0;
         let status = unsafe { sys::dt_request_test(r.0, &mut done) };
         if done == 0 {

@@ -8,6 +8,8 @@
 #include "runtime/error.h"
 #include "telemetry/log.h"
 
+#include <disttrain/plugin/compute.h>
+
 #include <dlfcn.h>
 
 #include <utility>
@@ -26,6 +28,7 @@ struct KindInfo {
 
 constexpr KindInfo kKinds[] = {
     {"transport", DT_PLUGIN_KIND_TRANSPORT, DT_TRANSPORT_VERSION_1, DT_TRANSPORT_VERSION},
+    {"compute", DT_PLUGIN_KIND_COMPUTE, DT_COMPUTE_VERSION_1, DT_COMPUTE_VERSION},
 };
 
 const KindInfo &kind_info(const std::string &kind)
@@ -34,7 +37,7 @@ const KindInfo &kind_info(const std::string &kind)
         if (kind == info.name)
             return info;
     throw_error(DT_ERR_INVALID_ARGUMENT, "unknown plugin kind '", kind,
-                "'; this libdisttrain loads transport plugins");
+                "'; this libdisttrain loads transport and compute plugins");
 }
 
 std::string kind_name(uint32_t kind)

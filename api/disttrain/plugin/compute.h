@@ -93,7 +93,8 @@ typedef struct dtp_adam {
 typedef struct dt_compute_init_args {
     uint32_t struct_size;
     uint32_t abi_version;   /**< DT_COMPUTE_VERSION of the core */
-    int32_t device;         /**< GPU ordinal; < 0: the plugin's default; CPU ignores it */
+    int32_t device;         /**< >= 0: GPU ordinal; < 0: -1 - local rank, and the plugin
+                                 picks local rank modulo its device count. CPU ignores it */
     int32_t threads;        /**< >= 1 */
     int32_t compute_dtype;  /**< DTP_FLOAT32 or DTP_BFLOAT16 (requested) */
     int32_t cache_capacity; /**< >= 1 primitives kept */

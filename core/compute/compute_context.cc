@@ -1,0 +1,128 @@
+// Opening a compute plugin: load and negotiate (core/plugin), copy its ops table, check
+// the members the core cannot do without, init an instance on the device.
+#include "compute/compute_context.h"
+
+#include "compute/services.h"
+#include "runtime/error.h"
+#include "telemetry/log.h"
+
+#include <algorithm>
+#include <cstddef>
+#include <cstring>
+
+namespace dt::compute {
+
+namespace {
+
+// The table copied min(struct_size, sizeof) so a shorter future-compatible table reads
+// as NULL members, as CONVENTIONS.md asks of every struct crossing the ABI.
+dt_compute_v1_t copy_ops(const plugin::LoadedPlugin &plugin)
+{
+    const auto *table = static_cast<const dt_compute_v1_t *>(plugin.ops());
+    const std::string who = cat("compute plugin '", plugin.name(), "' (", plugin.path(), ")");
+    if (table->struct_size < offsetof(dt_compute_v1_t, synchronize))
+        throw_error(DT_ERR_PLUGIN_ABI, who, " answered an ops table of ", table->struct_size,
+                    " bytes, too short for compute version 1; the plugin is broken");
+    dt_compute_v1_t ops{};
+    std::memcpy(&ops, table, std::min<size_t>(table->struct_size, sizeof(ops)));
+    if (ops.init == nullptr || ops.finalize == nullptr || ops.info == nullptr ||
+        ops.alloc == nullptr || ops.free == nullptr || ops.memcpy == nullptr)
+        throw_error(DT_ERR_PLUGIN_ABI, who, " lacks one of init, finalize, info, alloc, "
+                    "free, memcpy; the plugin is broken");
+    return ops;
+}
+
+const char *dtype_label(int32_t dtype)
+{
+    return dtype == DTP_BFLOAT16 ? "bf16" : dtype == DTP_FLOAT16 ? "f16" : "f32";
+}
+
+} // namespace
+
+ComputeContext::ComputeContext(std::unique_ptr<plugin::LoadedPlugin> plugin,
+                               const dt_compute_v1_t &ops)
+    : plugin_(std::move(plugin)), ops_(ops)
+{
+}
+
+ComputeContext::~ComputeContext()
+{
+    if (instance_ != nullptr) {
+        error_.clear();
+        int32_t rc = ops_.finalize(instance_);
+        if (rc != DTP_OK)
+            DT_LOG(warn, "compute", name(), " finalize failed: ",
+                   error_.empty() ? dt_status_string(static_cast<dt_status_t>(rc))
+                                  : error_.c_str());
+    }
+}
+
+std::unique_ptr<ComputeContext> ComputeContext::open(const Settings &settings)
+{
+    std::string failures;
+    for (const auto &name : settings.plugins) {
+        try {
+            auto loaded = plugin::load("compute", name, services());
+            dt_compute_v1_t ops = copy_ops(*loaded);
+            std::unique_ptr<ComputeContext> ctx(new ComputeContext(std::move(loaded), ops));
+
+            dt_compute_init_args_t args{};
+            args.struct_size = sizeof(args);
+            args.abi_version = DT_COMPUTE_VERSION;
+            args.device = settings.device;
+            args.threads = settings.threads;
+            args.compute_dtype = settings.compute_dtype;
+            args.cache_capacity = settings.cache_capacity;
+            args.host = ctx.get();
+            args.services = services();
+            ctx->error_.clear();
+            void *instance = nullptr;
+            int32_t rc = ops.init(&args, &instance);
+            if (rc != DTP_OK)
+                throw_error(static_cast<dt_status_t>(rc), "compute plugin '", name,
+                            "' could not start: ",
+                            ctx->error_.empty() ? "(no reason given)" : ctx->error_);
+            ctx->instance_ = instance;
+
+            ctx->info_.struct_size = sizeof(ctx->info_);
+            ctx->info_.abi_version = DT_COMPUTE_VERSION;
+            ctx->check("dt_compute_create", ops.info(instance, &ctx->info_));
+            if (settings.compute_dtype == DT_BFLOAT16 && ctx->info_.compute_dtype != DTP_BFLOAT16)
+                DT_LOG(warn, "compute", name, ": bf16 compute was requested but ",
+                       ctx->info_.device_name != nullptr ? ctx->info_.device_name : "the device",
+                       " has no bfloat16 hardware; computing in f32");
+            DT_LOG(info, "compute", "plugin ", name, " on ",
+                   ctx->info_.device_name != nullptr ? ctx->info_.device_name : "?", ", ",
+                   ctx->info_.threads, " thread(s), compute dtype ",
+                   dtype_label(ctx->info_.compute_dtype), ", bf16 hardware ",
+                   ctx->info_.bf16_native ? "yes" : "no");
+            return ctx;
+        } catch (const Error &e) {
+            if (settings.plugins.size() == 1)
+                throw;
+            DT_LOG(info, "compute", "compute plugin '", name, "' skipped: ", e.what());
+            failures += cat("\n  ", name, ": ", e.what());
+        }
+    }
+    throw_error(DT_ERR_PLUGIN_NOT_FOUND, "no compute plugin could be opened; tried:", failures,
+                "\nset DISTTRAIN_COMPUTE to one that is installed (onednn, cudnn) or "
+                "DISTTRAIN_PLUGIN_PATH to the folder that holds it");
+}
+
+void ComputeContext::check(const char *function, int32_t rc)
+{
+    if (rc == DTP_OK)
+        return;
+    std::string why = error_.empty() ? dt_status_string(static_cast<dt_status_t>(rc)) : error_;
+    error_.clear();
+    throw_error(static_cast<dt_status_t>(rc), function, ": ", name(), " plugin: ", why);
+}
+
+void ComputeContext::unsupported(const char *function) const
+{
+    throw_error(DT_ERR_UNSUPPORTED, function, ": the ", name(),
+                " compute plugin does not implement this operation; use another plugin "
+                "(DISTTRAIN_COMPUTE)");
+}
+
+} // namespace dt::compute

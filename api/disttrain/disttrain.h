@@ -163,7 +163,8 @@ enum dt_context_param_field {
     DT_CONTEXT_PARAM_FIELD_STORE_ADDR = 1u << 4,
     DT_CONTEXT_PARAM_FIELD_JOB_TOKEN = 1u << 5,
     DT_CONTEXT_PARAM_FIELD_TRANSPORT = 1u << 6,
-    DT_CONTEXT_PARAM_FIELD_TIMEOUT_MS = 1u << 7
+    DT_CONTEXT_PARAM_FIELD_TIMEOUT_MS = 1u << 7,
+    DT_CONTEXT_PARAM_FIELD_ORDERED = 1u << 8
 };
 
 /**
@@ -182,6 +183,11 @@ typedef struct dt_context_params {
     const char *job_token;  /**< secret shared by all ranks of the job */
     const char *transport;  /**< ordered list of transports, e.g. "ucx,tcp" or "auto" */
     int timeout_ms;         /**< deadline of every blocking step; <= 0 means no limit */
+    /** 1: every rank submits the same operations in the same order (as MPI and NCCL
+     *  require). The engine then skips negotiation and runs each operation as soon as it
+     *  is submitted (a blocking call on the caller's thread when nothing is queued): the
+     *  lowest latency, but no mismatch detection and no fusion. Env DISTTRAIN_ORDERED. */
+    int ordered;
 } dt_context_params_t;
 
 /** The exported constructor; call dt_context_create, which passes the header version. */

@@ -76,6 +76,10 @@ ContextConfig read_config(const dt_context_params_t *params)
     cfg.fusion_threshold =
         env::get_int("DISTTRAIN_FUSION_THRESHOLD", cfg.fusion_threshold, 0, int64_t(1) << 40);
     cfg.cycle_time_ms = env::get_int("DISTTRAIN_CYCLE_TIME_MS", cfg.cycle_time_ms, 0, 60000);
+    if (has(params, DT_CONTEXT_PARAM_FIELD_ORDERED))
+        cfg.ordered = params->ordered != 0;
+    else
+        cfg.ordered = env::get_int("DISTTRAIN_ORDERED", 0, 0, 1) == 1;
 
     if (cfg.ranks.size > 1 && cfg.store_addr.empty())
         throw_error(DT_ERR_INVALID_CONFIG, "this is rank ", cfg.ranks.rank, " of ",

@@ -22,6 +22,7 @@ struct ContextConfig {
     std::chrono::milliseconds timeout{0}; // 0: no limit
     int64_t fusion_threshold = 64 << 20;  // bytes (used by the engine)
     int64_t cycle_time_ms = 1;
+    bool ordered = false; // DISTTRAIN_ORDERED: no negotiation, run in submission order
 };
 
 // Throws DT_ERR_INVALID_CONFIG naming the variable or param, the value and what is

@@ -47,12 +47,17 @@ Context::Context(const dt_context_params_t *params)
            "), local rank ", local_rank(), " of ", local_size());
     open_store();
     open_transport();
+    shm_ = shm::Attachment::open(*store_, *transport_,
+                                 {rank(), size(), local_rank(), local_size(),
+                                  cfg_.ranks.local_known, cat("ctx", id_, "/shm/"),
+                                  cfg_.timeout});
     engine_ = std::make_unique<Engine>(*transport_, cfg_);
 }
 
 Context::~Context()
 {
     engine_.reset();
+    shm_.reset(); // after the engine's last collective, before its transport goes
     transport_.reset();
     host_.reset();
     store_.reset();

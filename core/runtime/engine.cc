@@ -31,7 +31,7 @@ Engine::Engine(Transport &transport, const ContextConfig &config)
     : transport_(transport), rank_(config.ranks.rank), size_(config.ranks.size),
       timeout_(config.timeout), cycle_time_(config.cycle_time_ms),
       fusion_threshold_(static_cast<size_t>(config.fusion_threshold)),
-      stall_warn_(stall_warn_from_env())
+      stall_warn_(stall_warn_from_env()), ordered_(config.ordered)
 {
     timeline_ = Timeline::open_from_env(rank_);
     groups_[0] = all_ranks(size_);
@@ -62,14 +62,23 @@ void Engine::submit(std::shared_ptr<Operation> op)
         return;
     }
     const OpDesc &d = op->desc();
+    if (ordered_ && d.blocking && intake_.empty() && !transport_busy_) {
+        // Nothing is queued ahead of it: run it here, without a thread handoff.
+        transport_busy_ = true;
+        lock.unlock();
+        run_ordered(*op);
+        release_transport();
+        return;
+    }
     intake_bytes_ += d.count * dt_dtype_size(d.dtype);
     intake_.push_back(std::move(op));
-    // Wake at once when a fusion buffer's worth is queued; otherwise the cycle timer
-    // gathers more operations into one negotiation and one fused transfer.
-    bool full = intake_bytes_ >= fusion_threshold_ || cycle_time_.count() == 0;
+    // Wake at once for a blocking call or a fusion buffer's worth; otherwise the cycle
+    // timer gathers more operations into one negotiation and one fused transfer.
+    bool now = d.blocking || ordered_ || intake_bytes_ >= fusion_threshold_ ||
+               cycle_time_.count() == 0;
     lock.unlock();
-    if (full)
-        cv_.notify_one();
+    if (now)
+        cv_.notify_all();
 }
 
 void Engine::abort()
@@ -148,7 +157,8 @@ bool Engine::wait_for_work()
     std::unique_lock lock(mutex_);
     auto wake = [&] {
         return stopping_ || cancel_.load() || intake_bytes_ >= fusion_threshold_ ||
-               (cycle_time_.count() == 0 && !intake_.empty());
+               (cycle_time_.count() == 0 && !intake_.empty()) ||
+               (!intake_.empty() && intake_.back()->desc().blocking);
     };
     if (cycle_time_.count() > 0)
         cv_.wait_for(lock, cycle_time_, wake);
@@ -197,9 +207,14 @@ void Engine::loop()
     log::set_rank(size_ > 1 ? rank_ : -1);
     try {
         post_control_receives();
-        while (wait_for_work()) {
-            cycle();
-            check_control();
+        if (ordered_) {
+            release_transport();
+            ordered_loop();
+        } else {
+            while (wait_for_work()) {
+                cycle();
+                check_control();
+            }
         }
     } catch (const Error &e) {
         auto [status, message] = root_cause(e.status(), e.what());

@@ -45,7 +45,8 @@ public:
     Engine(const Engine &) = delete;
     Engine &operator=(const Engine &) = delete;
 
-    // Thread safe. A broken or aborted context completes op at once with its error.
+    // Thread safe. A broken or aborted context completes op at once with its error. In
+    // ordered mode a blocking operation with nothing queued ahead runs on this thread.
     void submit(std::shared_ptr<Operation> op);
 
     // Fails every pending and later operation with DT_ERR_ABORTED and tells peers.
@@ -81,6 +82,11 @@ private:
 
     void loop();
     bool wait_for_work();
+    // Ordered mode (engine_ordered.cc): no negotiation, submission order.
+    void ordered_loop();
+    void run_ordered(Operation &op);
+    bool claim_transport(std::unique_lock<std::mutex> &lock);
+    void release_transport();
     void admit(std::deque<std::shared_ptr<Operation>> &incoming);
     void cycle();
     std::vector<uint8_t> cache_state(Clock::time_point now);
@@ -122,6 +128,7 @@ private:
     const std::chrono::milliseconds cycle_time_;
     const size_t fusion_threshold_;
     const std::chrono::milliseconds stall_warn_;
+    const bool ordered_;
 
     // Shared with callers.
     mutable std::mutex mutex_;
@@ -129,6 +136,9 @@ private:
     std::deque<std::shared_ptr<Operation>> intake_;
     size_t intake_bytes_ = 0;
     bool stopping_ = false;
+    // Whoever drives the transport holds this (the engine thread, or in ordered mode a
+    // caller running its blocking operation); true until the control receives are up.
+    bool transport_busy_ = true;
     std::optional<std::pair<dt_status_t, std::string>> error_;
     std::atomic<bool> cancel_{false};
     mutable std::mutex groups_mutex_;

@@ -60,6 +60,7 @@ void Engine::run_one(Ready &r)
         desc.count = r.sig.count;
         desc.dtype = r.sig.dtype;
         desc.op = r.sig.op;
+        desc.group = r.sig.group;
         scratch.resize(bytes_of(r.sig));
         fill_identity(scratch.data(), desc.count, desc.dtype, desc.op);
         desc.sendbuf = desc.recvbuf = scratch.data();
@@ -119,6 +120,7 @@ size_t Engine::run_fused(std::vector<Ready> &ready, size_t first)
     fused.count = total / dt_dtype_size(sig.dtype);
     fused.dtype = sig.dtype;
     fused.op = sig.op;
+    fused.group = sig.group;
     {
         std::vector<int> ranks = members(sig.group);
         algo::Comm c = comm(next_op_tag(), "allreduce", &ranks);

@@ -3,14 +3,55 @@
 #include "algorithms/algorithms.h"
 #include "reduce/reduce.h"
 #include "runtime/error.h"
+#include "runtime/native.h"
+#include "shm/attach.h"
+#include "shm/route.h"
 
 #include <cstring>
 #include <limits>
 
 namespace dt {
 
+namespace {
+
+// Ranks on one host meet in shared memory when the context has a domain (core/shm);
+// false when it has none or the members span hosts in a way shm does not serve.
+bool run_shared_memory(algo::Comm &comm, const OpDesc &op, int avg_divisor)
+{
+    shm::Domain *domain = shm::domain_of(comm.transport());
+    if (domain == nullptr)
+        return false;
+    static_assert(static_cast<int>(OpKind::barrier) == 5, "kKinds follows OpKind");
+    static constexpr shm::Kind kKinds[] = {shm::Kind::allreduce, shm::Kind::broadcast,
+                                           shm::Kind::allgather, shm::Kind::reduce_scatter,
+                                           shm::Kind::alltoall, shm::Kind::barrier};
+    shm::Call call;
+    call.kind = kKinds[static_cast<int>(op.kind)];
+    call.sendbuf = op.sendbuf;
+    call.recvbuf = op.recvbuf;
+    call.count = op.count;
+    call.dtype = op.dtype;
+    call.op = op.op == DT_AVG ? DT_SUM : op.op;
+    call.root = op.root;
+    call.name = op_kind_name(op.kind);
+    if (!shm::run(*domain, comm, call))
+        return false;
+    bool reduces = op.kind == OpKind::allreduce || op.kind == OpKind::reduce_scatter;
+    if (reduces && op.op == DT_AVG)
+        reduce::finish_average(op.recvbuf, op.count, op.dtype, avg_divisor);
+    return true;
+}
+
+} // namespace
+
 void run_collective(algo::Comm &comm, const OpDesc &op, int avg_divisor)
 {
+    // A transport with native collectives (MPI) runs them itself; the algorithms below
+    // serve the others, and the calls a native transport declines.
+    if (op.kind != OpKind::join && run_native(comm, op, avg_divisor))
+        return;
+    if (op.kind != OpKind::join && run_shared_memory(comm, op, avg_divisor))
+        return;
     const size_t esize = dt_dtype_size(op.dtype);
     switch (op.kind) {
     case OpKind::allreduce: {

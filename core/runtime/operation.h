@@ -25,6 +25,7 @@ struct OpDesc {
     dt_reduce_op_t op = DT_SUM;
     int root = 0;
     uint32_t group = 0; // 0: the whole job; else a group made by dt_group_create
+    bool blocking = false; // the caller waits for it at once (nothing else will follow)
 };
 
 class Operation {

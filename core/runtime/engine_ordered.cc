@@ -1,0 +1,77 @@
+// Ordered mode (DISTTRAIN_ORDERED=1): the user promises that every rank submits the same
+// operations in the same order, as MPI and NCCL require. There is then nothing to
+// negotiate: operations run in submission order, a blocking one on the caller's own
+// thread when nothing is queued ahead of it. Whoever runs an operation holds the
+// transport (transport_busy_), so the plugin still sees one caller at a time.
+#include "algorithms/comm.h"
+#include "runtime/engine.h"
+#include "runtime/error.h"
+#include "runtime/execute.h"
+#include "runtime/signature.h"
+
+namespace dt {
+
+void Engine::release_transport()
+{
+    {
+        std::lock_guard lock(mutex_);
+        transport_busy_ = false;
+    }
+    cv_.notify_all();
+}
+
+void Engine::ordered_loop()
+{
+    for (;;) {
+        std::shared_ptr<Operation> op;
+        {
+            std::unique_lock lock(mutex_);
+            cv_.wait(lock, [&] {
+                return !transport_busy_ &&
+                       (stopping_ || cancel_.load() || !intake_.empty());
+            });
+            if (cancel_.load() || (stopping_ && intake_.empty())) {
+                transport_busy_ = true; // ours until the engine is gone
+                return;
+            }
+            op = std::move(intake_.front());
+            intake_.pop_front();
+            intake_bytes_ -= std::min(intake_bytes_,
+                                      op->desc().count * dt_dtype_size(op->desc().dtype));
+            transport_busy_ = true;
+        }
+        run_ordered(*op);
+        release_transport();
+    }
+}
+
+void Engine::run_ordered(Operation &op)
+{
+    const OpDesc &d = op.desc();
+    if (auto err = error()) {
+        op.complete(err->first, cat(op_kind_name(d.kind), " '", d.name, "' cannot run: ",
+                                    err->second));
+        return;
+    }
+    if (d.kind == OpKind::join) {
+        op.complete(DT_ERR_UNSUPPORTED, "join needs the engine's negotiation; it is not "
+                                        "available with DISTTRAIN_ORDERED=1");
+        return;
+    }
+    try {
+        std::vector<int> ranks = members(d.group);
+        if (d.group != 0 && !is_member(d.group))
+            throw_error(DT_ERR_INTERNAL, "rank ", rank_, " is not in group ", d.group);
+        algo::Comm c = comm(next_op_tag(), op_kind_name(d.kind), &ranks);
+        run_collective(c, d, static_cast<int>(ranks.size()));
+        check_control();
+        op.complete(DT_OK, {});
+    } catch (const Error &e) {
+        auto [status, message] = root_cause(e.status(), e.what());
+        break_context(status, message);
+        op.complete(status, cat(op_kind_name(d.kind), " '", d.name, "' failed: ", message));
+        fail_all(status, message);
+    }
+}
+
+} // namespace dt

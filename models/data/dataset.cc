@@ -1,0 +1,91 @@
+#include "data/dataset.h"
+
+#include "common/error.h"
+#include "common/random.h"
+#include "data/idx.h"
+
+#include <algorithm>
+#include <cstring>
+#include <filesystem>
+
+namespace dt::models {
+namespace {
+
+// Fashion-MNIST training set pixel statistics (on the [0, 1] scale).
+constexpr float kMean = 0.2860f;
+constexpr float kStd = 0.3530f;
+
+// The .gz name if it exists, else the uncompressed one; the .gz name when neither does,
+// so the error message names the file the Debian package installs.
+std::string find_file(const std::string &dir, const std::string &stem)
+{
+    namespace fs = std::filesystem;
+    const fs::path gz = fs::path(dir) / (stem + ".gz");
+    const fs::path plain = fs::path(dir) / stem;
+    if (!fs::exists(gz) && fs::exists(plain))
+        return plain.string();
+    return gz.string();
+}
+
+} // namespace
+
+void Dataset::gather(std::span<const uint32_t> indices, float *images_out,
+                     int32_t *labels_out) const
+{
+    const size_t n = sample_size();
+    for (size_t i = 0; i < indices.size(); ++i) {
+        std::memcpy(images_out + i * n, images.data() + size_t(indices[i]) * n,
+                    n * sizeof(float));
+        labels_out[i] = labels[indices[i]];
+    }
+}
+
+Dataset load_fashion_mnist(const std::string &dir, Split split, size_t limit)
+{
+    const std::string prefix = split == Split::train ? "train" : "t10k";
+    const std::string image_path = find_file(dir, prefix + "-images-idx3-ubyte");
+    const std::string label_path = find_file(dir, prefix + "-labels-idx1-ubyte");
+    const IdxArray images = read_idx(image_path, limit);
+    const IdxArray labels = read_idx(label_path, limit);
+    if (images.dims.size() != 3)
+        throw_input_error(image_path, ": expected 3 dimensions (N, 28, 28), found ",
+                          images.dims.size());
+    if (labels.dims.size() != 1)
+        throw_input_error(label_path, ": expected 1 dimension (N), found ",
+                          labels.dims.size());
+    if (images.dims[0] != labels.dims[0])
+        throw_input_error(image_path, " holds ", images.dims[0], " images but ", label_path,
+                          " holds ", labels.dims[0], " labels");
+
+    Dataset out;
+    out.height = static_cast<int>(images.dims[1]);
+    out.width = static_cast<int>(images.dims[2]);
+    out.images.resize(images.data.size());
+    std::transform(images.data.begin(), images.data.end(), out.images.begin(),
+                   [](uint8_t p) { return (float(p) / 255.0f - kMean) / kStd; });
+    out.labels.assign(labels.data.begin(), labels.data.end());
+    for (int32_t l : out.labels)
+        if (l < 0 || l >= out.classes)
+            throw_input_error(label_path, ": label ", l, " is outside 0..", out.classes - 1);
+    return out;
+}
+
+Dataset synthetic_dataset(size_t n, int channels, int height, int width, int classes,
+                          uint64_t seed)
+{
+    Dataset out;
+    out.channels = channels;
+    out.height = height;
+    out.width = width;
+    out.classes = classes;
+    Random rng(seed);
+    out.images.resize(n * out.sample_size());
+    for (float &x : out.images)
+        x = static_cast<float>(rng.uniform() * 2.0 - 1.0);
+    out.labels.resize(n);
+    for (int32_t &l : out.labels)
+        l = static_cast<int32_t>(rng.below(uint64_t(classes)));
+    return out;
+}
+
+} // namespace dt::models

@@ -1,0 +1,44 @@
+// An image classification data set held in memory as normalised float32 NCHW images and
+// int32 labels: Fashion-MNIST read from IDX files, or synthetic data for benchmarks.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+namespace dt::models {
+
+struct Dataset {
+    int channels = 1;
+    int height = 28;
+    int width = 28;
+    int classes = 10;
+    std::vector<float> images; // size() * sample_size() floats, NCHW
+    std::vector<int32_t> labels;
+
+    size_t size() const { return labels.size(); }
+    size_t sample_size() const { return size_t(channels) * height * width; }
+
+    // Copies the samples at `indices` into a batch (images NCHW, then labels).
+    void gather(std::span<const uint32_t> indices, float *images_out,
+                int32_t *labels_out) const;
+};
+
+enum class Split { train, test };
+
+// Where Debian's dataset-fashion-mnist package installs the files.
+inline constexpr const char *kFashionMnistDir = "/usr/share/datasets/fashion-mnist";
+
+// Loads Fashion-MNIST's train or test split from dir (files named like
+// train-images-idx3-ubyte.gz; the uncompressed names work too). limit > 0 keeps only the
+// first `limit` samples. Pixels are scaled to [0, 1] and standardised with the training
+// set's mean and standard deviation. Throws InputError for missing or malformed files.
+Dataset load_fashion_mnist(const std::string &dir, Split split, size_t limit = 0);
+
+// n random samples of the given shape with random labels, for throughput benchmarks.
+Dataset synthetic_dataset(size_t n, int channels, int height, int width, int classes,
+                          uint64_t seed);
+
+} // namespace dt::models

@@ -1,0 +1,93 @@
+#include "data/idx.h"
+
+#include "common/error.h"
+
+#include <zlib.h>
+
+#include <cerrno>
+#include <cstring>
+#include <memory>
+#include <sys/stat.h>
+
+namespace dt::models {
+namespace {
+
+constexpr uint8_t kTypeUnsignedByte = 0x08;
+constexpr uint32_t kMaxDims = 4;
+
+struct GzCloser {
+    void operator()(gzFile_s *f) const { gzclose(f); }
+};
+using GzFile = std::unique_ptr<gzFile_s, GzCloser>;
+
+// Reads exactly n bytes, or throws: a short read means the file is truncated or its
+// compressed stream is damaged.
+void read_exact(gzFile f, const std::string &path, void *out, size_t n, const char *what)
+{
+    auto *dst = static_cast<uint8_t *>(out);
+    size_t got = 0;
+    while (got < n) {
+        const size_t chunk = std::min<size_t>(n - got, size_t{1} << 30);
+        const int r = gzread(f, dst + got, static_cast<unsigned>(chunk));
+        if (r < 0) {
+            int errnum = 0;
+            const char *msg = gzerror(f, &errnum);
+            // zlib reports a gzip stream cut short as Z_BUF_ERROR.
+            throw_input_error(path, errnum == Z_BUF_ERROR ? ": truncated" : ": damaged",
+                              " gzip stream while reading the ", what, " (", msg,
+                              "); download the file again or reinstall the package");
+        }
+        if (r == 0)
+            throw_input_error(path, ": truncated: the ", what, " needs ", n,
+                              " bytes but the file ends after ", got,
+                              "; download the file again or reinstall the package");
+        got += static_cast<size_t>(r);
+    }
+}
+
+uint32_t big_endian(const uint8_t *p)
+{
+    return (uint32_t{p[0]} << 24) | (uint32_t{p[1]} << 16) | (uint32_t{p[2]} << 8) | p[3];
+}
+
+} // namespace
+
+IdxArray read_idx(const std::string &path, size_t max_items)
+{
+    struct stat st {};
+    if (::stat(path.c_str(), &st) != 0)
+        throw_input_error(path, ": ", std::strerror(errno),
+                          "; install the Debian package dataset-fashion-mnist "
+                          "(apt-get install dataset-fashion-mnist) or pass --data-dir");
+    GzFile f(gzopen(path.c_str(), "rb"));
+    if (!f)
+        throw_input_error(path, ": cannot open: ", std::strerror(errno));
+    gzbuffer(f.get(), 1 << 20);
+
+    uint8_t magic[4];
+    read_exact(f.get(), path, magic, sizeof magic, "IDX magic");
+    if (magic[0] != 0 || magic[1] != 0 || magic[3] == 0 || magic[3] > kMaxDims)
+        throw_input_error(path, ": not an IDX file: magic bytes are ", int{magic[0]}, " ",
+                          int{magic[1]}, " ", int{magic[2]}, " ", int{magic[3]},
+                          ", expected 0 0 <type> <1..", kMaxDims, " dimensions>");
+    if (magic[2] != kTypeUnsignedByte)
+        throw_input_error(path, ": IDX element type 0x", std::hex, int{magic[2]},
+                          " is not supported; only unsigned bytes (0x08) are");
+
+    IdxArray out;
+    size_t count = 1;
+    for (int i = 0; i < magic[3]; ++i) {
+        uint8_t dim[4];
+        read_exact(f.get(), path, dim, sizeof dim, "IDX dimensions");
+        out.dims.push_back(big_endian(dim));
+    }
+    if (max_items > 0 && out.dims[0] > max_items)
+        out.dims[0] = static_cast<uint32_t>(max_items);
+    for (uint32_t d : out.dims)
+        count *= d;
+    out.data.resize(count);
+    read_exact(f.get(), path, out.data.data(), count, "data");
+    return out;
+}
+
+} // namespace dt::models

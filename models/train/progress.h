@@ -1,0 +1,36 @@
+// A one-line progress bar on a terminal, redrawn in place with '\r' (ChainerMN's
+// ProgressBar, condensed): epoch, bar, iterations, images/sec and time left. It draws
+// only when the stream is a terminal, so logs and pipes get the table alone, and at
+// most every 100 ms so it never slows training.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+
+namespace dt::models {
+
+class ProgressBar {
+public:
+    // enabled: the caller's choice (rank 0 and not --no-progress); the bar draws only if
+    // `out` is also a terminal.
+    ProgressBar(FILE *out, bool enabled, uint64_t epochs, uint64_t steps_per_epoch,
+                uint64_t images_per_step);
+
+    // After step `step` (1-based within the epoch) of epoch `epoch` (1-based).
+    void update(uint64_t epoch, uint64_t step);
+    // Erases the bar so the next line (a table row) starts clean.
+    void clear();
+
+private:
+    using Clock = std::chrono::steady_clock;
+    FILE *out_;
+    bool on_;
+    uint64_t epochs_, steps_, images_per_step_;
+    Clock::time_point start_, last_draw_;
+    uint64_t start_step_ = 0; // global step at the first update (after a resume)
+    bool started_ = false;
+    bool drawn_ = false;
+};
+
+} // namespace dt::models

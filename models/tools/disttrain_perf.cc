@@ -170,7 +170,10 @@ std::vector<size_t> sizes(const Options &o)
 int run(const Options &opts)
 {
     dt_context_h raw = nullptr;
-    must(dt_context_create(nullptr, &raw), "dt_context_create");
+    dt_context_params_t params = {};
+    params.field_mask = DT_CONTEXT_PARAM_FIELD_ORDERED;
+    params.ordered = opts.ordered ? 1 : 0;
+    must(dt_context_create(&params, &raw), "dt_context_create");
     Context ctx(raw);
     int rank = 0, ranks = 0;
     const char *transport = "";

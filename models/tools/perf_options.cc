@@ -126,7 +126,7 @@ ParseResult parse_options(int argc, char **argv)
     Options opts;
     std::string min_bytes = "8", max_bytes = "64M", op = "sum", dtype = "float";
     std::string collective = "allreduce", rotate = "64M";
-    int inplace = 0, async = 0, check = 1;
+    int inplace = 0, async = 0, check = 1, ordered = 1;
     bool csv = false, json = false;
 
     CLI::App app{"disttrain-perf: bandwidth and latency of libdisttrain collectives.\n"
@@ -157,6 +157,10 @@ ParseResult parse_options(int argc, char **argv)
         ->capture_default_str();
     app.add_option("--check", check, "1: verify results after the timed loop")
         ->capture_default_str();
+    app.add_option("-O,--ordered", ordered,
+                   "1: ranks call in the same order, as nccl-tests and MPI do, so the "
+                   "engine skips negotiation (DISTTRAIN_ORDERED); 0: negotiate every call")
+        ->capture_default_str();
     app.add_option("--rotate", rotate, "smallest working set of the rotating buffers")
         ->capture_default_str();
     auto *csv_flag = app.add_flag("--csv", csv, "print comma-separated values");
@@ -177,6 +181,7 @@ ParseResult parse_options(int argc, char **argv)
         opts.inplace = parse_bool("--inplace", inplace);
         opts.async = parse_bool("--async", async);
         opts.check = parse_bool("--check", check);
+        opts.ordered = parse_bool("--ordered", ordered);
         if (opts.min_bytes > opts.max_bytes)
             throw CLI::ValidationError("--minbytes", "is larger than --maxbytes (" +
                                        min_bytes + " > " + max_bytes + ")");

@@ -25,6 +25,7 @@ struct Options {
     bool inplace = false;
     bool async = false;
     bool check = true;
+    bool ordered = true; // every rank the same order: no negotiation (as MPI, NCCL)
     Format format = Format::table;
     // Smallest working set the rotating buffers span, so data is not served from cache.
     size_t rotate_bytes = size_t{64} << 20;

@@ -27,11 +27,12 @@ void Report::header()
     switch (o.format) {
     case Format::table:
         std::printf("# disttrain-perf: %s, %d ranks, transport %s, libdisttrain %s\n"
-                    "# %s, %s, %d iterations (%d warm-up), %s, %s\n",
+                    "# %s, %s, %d iterations (%d warm-up), %s, %s, %s\n",
                     collective_name(o.collective), info_.ranks, info_.transport.c_str(),
                     info_.version.c_str(), dt_dtype_name(o.dtype), dt_reduce_op_name(o.op),
                     o.iters, o.warmup, o.inplace ? "in place" : "out of place",
-                    o.async ? "async" : "blocking");
+                    o.async ? "async" : "blocking",
+                    o.ordered ? "ordered (no negotiation)" : "negotiated");
         std::printf("#%11s %12s %9s %6s %5s %11s %12s %12s %7s\n", "size", "count", "type",
                     "redop", "root", "time(us)", "algbw(GB/s)", "busbw(GB/s)", "#wrong");
         break;

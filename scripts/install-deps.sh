@@ -10,6 +10,8 @@ packages=(
   python3 python3-pytest python3-numpy
   openmpi-bin libopenmpi-dev
   iproute2 openssh-client
+  cargo python3-torch dataset-fashion-mnist
+  libdnnl-dev libucx-dev
 )
 
 missing=()

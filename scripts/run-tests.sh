@@ -26,4 +26,7 @@ rc=$?
 # pytest exits 5 when it collected nothing; the summary below counts that as zero.
 [ $rc -eq 5 ] && echo "pytest: no Python tests collected"
 
+echo "== Rust suites (cargo test --offline)"
+"$repo/scripts/rust-tests.sh" "$reports"
+
 /usr/bin/python3 "$repo/scripts/summarize_tests.py" "$reports"

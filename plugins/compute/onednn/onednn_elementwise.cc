@@ -1,0 +1,138 @@
+// Element-wise operations as OpenMP loops over the element type: add, axpby, scale,
+// bias and its gradient, ReLU and its gradient. They are memory bound, so a loop the
+// compiler vectorises is as fast as a primitive and needs no cache entry.
+#include "onednn_context.h"
+#include "onednn_elem.h"
+#include "onednn_ops.h"
+
+namespace dtp::onednn {
+
+int32_t add(void *c, const dtp_tensor_t *desc, const void *a, const void *b, void *out)
+{
+    return guarded(c, [&] {
+        const int64_t n = count_of(*desc);
+        by_dtype(desc->dtype, [&](auto tag) {
+            using T = decltype(tag);
+            const auto *pa = static_cast<const T *>(a);
+            const auto *pb = static_cast<const T *>(b);
+            auto *po = static_cast<T *>(out);
+#pragma omp parallel for simd schedule(static)
+            for (int64_t i = 0; i < n; ++i)
+                po[i] = from_float<T>(to_float(pa[i]) + to_float(pb[i]));
+        });
+    });
+}
+
+int32_t axpby(void *c, const dtp_tensor_t *desc, float alpha, const void *x, float beta,
+              void *y)
+{
+    return guarded(c, [&] {
+        const int64_t n = count_of(*desc);
+        by_dtype(desc->dtype, [&](auto tag) {
+            using T = decltype(tag);
+            const auto *px = static_cast<const T *>(x);
+            auto *py = static_cast<T *>(y);
+            if (beta == 0.0f) {
+#pragma omp parallel for simd schedule(static)
+                for (int64_t i = 0; i < n; ++i)
+                    py[i] = from_float<T>(alpha * to_float(px[i]));
+            } else {
+#pragma omp parallel for simd schedule(static)
+                for (int64_t i = 0; i < n; ++i)
+                    py[i] = from_float<T>(alpha * to_float(px[i]) + beta * to_float(py[i]));
+            }
+        });
+    });
+}
+
+int32_t scale(void *c, const dtp_tensor_t *desc, float alpha, void *x)
+{
+    return guarded(c, [&] {
+        const int64_t n = count_of(*desc);
+        by_dtype(desc->dtype, [&](auto tag) {
+            using T = decltype(tag);
+            auto *px = static_cast<T *>(x);
+#pragma omp parallel for simd schedule(static)
+            for (int64_t i = 0; i < n; ++i)
+                px[i] = from_float<T>(alpha * to_float(px[i]));
+        });
+    });
+}
+
+int32_t bias_add(void *c, const dtp_tensor_t *y_desc, void *y, const float *bias)
+{
+    return guarded(c, [&] {
+        const int64_t rows = y_desc->dims[0], ch = y_desc->dims[1], sp = spatial_of(*y_desc);
+        by_dtype(y_desc->dtype, [&](auto tag) {
+            using T = decltype(tag);
+            auto *py = static_cast<T *>(y);
+#pragma omp parallel for collapse(2) schedule(static)
+            for (int64_t r = 0; r < rows; ++r)
+                for (int64_t k = 0; k < ch; ++k) {
+                    T *p = py + (r * ch + k) * sp;
+                    const float b = bias[k];
+                    for (int64_t i = 0; i < sp; ++i)
+                        p[i] = from_float<T>(to_float(p[i]) + b);
+                }
+        });
+    });
+}
+
+int32_t bias_backward(void *c, const dtp_tensor_t *dy_desc, const void *dy, float *dbias)
+{
+    return guarded(c, [&] {
+        const int64_t rows = dy_desc->dims[0], ch = dy_desc->dims[1], sp = spatial_of(*dy_desc);
+        by_dtype(dy_desc->dtype, [&](auto tag) {
+            using T = decltype(tag);
+            const auto *p = static_cast<const T *>(dy);
+            // One thread per channel, summing in a fixed order, so the result does not
+            // depend on the thread count.
+#pragma omp parallel for schedule(static)
+            for (int64_t k = 0; k < ch; ++k) {
+                float sum = 0.0f;
+                for (int64_t r = 0; r < rows; ++r) {
+                    const T *q = p + (r * ch + k) * sp;
+                    for (int64_t i = 0; i < sp; ++i)
+                        sum += to_float(q[i]);
+                }
+                dbias[k] = sum;
+            }
+        });
+    });
+}
+
+int32_t relu_forward(void *c, const dtp_tensor_t *desc, const void *x, void *y)
+{
+    return guarded(c, [&] {
+        const int64_t n = count_of(*desc);
+        by_dtype(desc->dtype, [&](auto tag) {
+            using T = decltype(tag);
+            const auto *px = static_cast<const T *>(x);
+            auto *py = static_cast<T *>(y);
+#pragma omp parallel for simd schedule(static)
+            for (int64_t i = 0; i < n; ++i) {
+                const float v = to_float(px[i]);
+                py[i] = v > 0.0f ? px[i] : from_float<T>(0.0f);
+            }
+        });
+    });
+}
+
+int32_t relu_backward(void *c, const dtp_tensor_t *desc, const void *x, const void *dy,
+                      void *dx)
+{
+    return guarded(c, [&] {
+        const int64_t n = count_of(*desc);
+        by_dtype(desc->dtype, [&](auto tag) {
+            using T = decltype(tag);
+            const auto *px = static_cast<const T *>(x);
+            const auto *pdy = static_cast<const T *>(dy);
+            auto *pdx = static_cast<T *>(dx);
+#pragma omp parallel for simd schedule(static)
+            for (int64_t i = 0; i < n; ++i)
+                pdx[i] = to_float(px[i]) > 0.0f ? pdy[i] : from_float<T>(0.0f);
+        });
+    });
+}
+
+} // namespace dtp::onednn

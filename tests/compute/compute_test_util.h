@@ -1,0 +1,73 @@
+// Helpers of the compute gtest suites: a context on the oneDNN plugin, random tensors,
+// and a central finite-difference gradient of a scalar function.
+#pragma once
+
+#include <disttrain/compute.h>
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <functional>
+#include <random>
+#include <vector>
+
+namespace dt::test {
+
+// A compute context on the onednn plugin with 1 thread, destroyed at scope exit.
+class ComputeFixture : public ::testing::Test {
+protected:
+    void SetUp() override
+    {
+        dt_compute_params_t p{};
+        p.field_mask = DT_COMPUTE_PARAM_FIELD_PLUGIN | DT_COMPUTE_PARAM_FIELD_THREADS;
+        p.plugin = "onednn";
+        p.threads = 1;
+        ASSERT_EQ(dt_compute_create(&p, &c), DT_OK) << dt_last_error();
+    }
+    void TearDown() override { EXPECT_EQ(dt_compute_destroy(c), DT_OK); }
+
+    dt_compute_h c = nullptr;
+};
+
+inline std::vector<float> random_vector(size_t n, unsigned seed, float lo = -1.0f,
+                                        float hi = 1.0f)
+{
+    std::mt19937 gen(seed);
+    std::uniform_real_distribution<float> dist(lo, hi);
+    std::vector<float> v(n);
+    for (auto &x : v)
+        x = dist(gen);
+    return v;
+}
+
+inline double dot(const std::vector<float> &a, const std::vector<float> &b)
+{
+    double s = 0;
+    for (size_t i = 0; i < a.size(); ++i)
+        s += double(a[i]) * double(b[i]);
+    return s;
+}
+
+// Checks analytic[i] against (f(x + eps e_i) - f(x - eps e_i)) / 2 eps for every i
+// (or a stride of them for large x), where f reads x.
+inline void expect_gradient(std::vector<float> &x, const std::function<double()> &f,
+                            const std::vector<float> &analytic, const char *what,
+                            float eps = 1e-2f, double tol = 2e-2)
+{
+    ASSERT_EQ(x.size(), analytic.size()) << what;
+    const size_t step = x.size() > 200 ? x.size() / 97 : 1;
+    for (size_t i = 0; i < x.size(); i += step) {
+        const float saved = x[i];
+        x[i] = saved + eps;
+        const double up = f();
+        x[i] = saved - eps;
+        const double down = f();
+        x[i] = saved;
+        const double numeric = (up - down) / (2.0 * eps);
+        EXPECT_NEAR(analytic[i], numeric, tol * std::max(1.0, std::fabs(numeric)))
+            << what << "[" << i << "]";
+    }
+}
+
+} // namespace dt::test

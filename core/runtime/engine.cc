@@ -231,6 +231,11 @@ void Engine::loop()
     } else {
         notify_peers(DT_ERR_PEER_LOST, cat("rank ", rank_, " has destroyed its context"));
     }
+    if (empty_cycles_ > 0)
+        DT_LOG(info, "engine", empty_cycles_, " empty negotiation cycles took ",
+               std::chrono::duration<double, std::micro>(empty_cycle_time_).count() /
+                   static_cast<double>(empty_cycles_),
+               " us each on average");
     // The plugin must forget the control receives before their memory goes with the
     // engine; aborting fails and drops them (and closes the connections: we are leaving).
     transport_.abort();

@@ -152,6 +152,9 @@ private:
     std::shared_ptr<Operation> join_op_;       // this rank's join in flight
     bool join_reported_ = false;
     uint64_t cycle_seq_ = 0;
+    // Cost of negotiation with nothing to do (a warm cache, no news), logged at exit.
+    uint64_t empty_cycles_ = 0;
+    std::chrono::nanoseconds empty_cycle_time_{0};
     uint64_t op_seq_ = 0;
     Clock::time_point last_coordination_{};
     std::vector<uint8_t> fusion_buffer_;

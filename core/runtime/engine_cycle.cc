@@ -85,8 +85,12 @@ void Engine::cycle()
     }
     if (state[0] == 0)
         slow_path(ready, now);
-    if (!ready.empty())
+    if (!ready.empty()) {
         execute(ready);
+    } else if (state[0] == 1 && pending_.empty()) {
+        ++empty_cycles_;
+        empty_cycle_time_ += Clock::now() - now;
+    }
 }
 
 void Engine::slow_path(std::vector<Ready> &ready, Clock::time_point now)

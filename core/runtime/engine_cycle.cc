@@ -34,7 +34,12 @@ std::vector<uint8_t> Engine::cache_state(Clock::time_point now)
             continue;
         }
         uint8_t &s = state[1 + slot];
-        bool stalled = stall_warn_.count() > 0 && now - p.submitted >= stall_warn_;
+        // A cached operation some rank never submits would wait here unseen: past the
+        // stall warning (or half the timeout) it goes to the coordinator, which knows
+        // who is missing, warns, and times it out.
+        auto age = now - p.submitted;
+        bool stalled = (stall_warn_.count() > 0 && age >= stall_warn_) ||
+                       (timeout_.count() > 0 && age >= timeout_ / 2);
         if (p.reported || !(cache_.at(slot).sig == p.sig) || stalled)
             s = ResponseCache::kInvalid; // resolve through the coordinator instead
         else

@@ -1,0 +1,312 @@
+// The operations cuDNN and cuBLAS run: matmul (cublasGemmEx), convolution with algorithms
+// chosen once per shape by cuDNN's heuristics, pooling and batch normalisation.
+#include "cudnn_context.h"
+#include "cudnn_kernels.h"
+#include "cudnn_ops.h"
+
+namespace dtp::cudnn {
+
+namespace {
+
+Instance &self(void *c) { return *static_cast<Instance *>(c); }
+
+cudaDataType_t blas_type(int32_t dtype)
+{
+    switch (dtype) {
+    case DTP_FLOAT32: return CUDA_R_32F;
+    case DTP_FLOAT16: return CUDA_R_16F;
+    case DTP_BFLOAT16: return CUDA_R_16BF;
+    default: throw Failure(DTP_ERR_UNSUPPORTED, "dtype has no cuBLAS type");
+    }
+}
+
+// Descriptors of one convolution and the algorithms cuDNN picked for it.
+struct ConvEntry : CacheEntry {
+    TensorDesc x, y, bias;
+    cudnnFilterDescriptor_t w = nullptr;
+    cudnnConvolutionDescriptor_t conv = nullptr;
+    cudnnConvolutionFwdAlgo_t fwd{};
+    cudnnConvolutionBwdDataAlgo_t bwd_data{};
+    cudnnConvolutionBwdFilterAlgo_t bwd_filter{};
+    size_t fwd_bytes = 0, data_bytes = 0, filter_bytes = 0;
+    ~ConvEntry() override
+    {
+        if (w != nullptr)
+            cudnnDestroyFilterDescriptor(w);
+        if (conv != nullptr)
+            cudnnDestroyConvolutionDescriptor(conv);
+    }
+};
+
+ConvEntry &conv_entry(Instance &in, const dtp_conv_t &p, const dtp_tensor_t &x,
+                      const dtp_tensor_t &w, const dtp_tensor_t &y)
+{
+    const std::string key = "conv|" + key_of(x) + "|" + key_of(w) + "|" +
+                            std::to_string(p.stride[0]) + "," + std::to_string(p.stride[1]) +
+                            "," + std::to_string(p.padding[0]) + "," +
+                            std::to_string(p.padding[1]) + "," + std::to_string(p.dilation[0]) +
+                            "," + std::to_string(p.dilation[1]) + "," + std::to_string(p.groups);
+    return in.cache.get<ConvEntry>(key, [&] {
+        auto e = std::make_unique<ConvEntry>();
+        const cudnnDataType_t type = cudnn_type(x.dtype);
+        e->x = TensorDesc(x);
+        e->y = TensorDesc(y);
+        e->bias = TensorDesc(1, w.dims[0], 1, 1, CUDNN_DATA_FLOAT);
+        check_cudnn(cudnnCreateFilterDescriptor(&e->w), "cudnnCreateFilterDescriptor");
+        check_cudnn(cudnnSetFilter4dDescriptor(e->w, type, CUDNN_TENSOR_NCHW, int(w.dims[0]),
+                                               int(w.dims[1]), int(w.dims[2]), int(w.dims[3])),
+                    "cudnnSetFilter4dDescriptor");
+        check_cudnn(cudnnCreateConvolutionDescriptor(&e->conv), "cudnnCreateConvolutionDescriptor");
+        check_cudnn(cudnnSetConvolution2dDescriptor(e->conv, p.padding[0], p.padding[1],
+                                                    p.stride[0], p.stride[1], p.dilation[0],
+                                                    p.dilation[1], CUDNN_CROSS_CORRELATION,
+                                                    CUDNN_DATA_FLOAT),
+                    "cudnnSetConvolution2dDescriptor");
+        check_cudnn(cudnnSetConvolutionGroupCount(e->conv, p.groups),
+                    "cudnnSetConvolutionGroupCount");
+        // f32 stays f32 (no TF32) unless bf16 compute was asked for.
+        const bool fast = x.dtype != DTP_FLOAT32 || in.bf16_compute;
+        check_cudnn(cudnnSetConvolutionMathType(e->conv, fast ? CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION
+                                                              : CUDNN_FMA_MATH),
+                    "cudnnSetConvolutionMathType");
+        int found = 0;
+        cudnnConvolutionFwdAlgoPerf_t fwd[8];
+        check_cudnn(cudnnGetConvolutionForwardAlgorithm_v7(in.dnn, e->x.d, e->w, e->conv, e->y.d,
+                                                           8, &found, fwd),
+                    "cudnnGetConvolutionForwardAlgorithm_v7");
+        e->fwd = fwd[0].algo;
+        check_cudnn(cudnnGetConvolutionForwardWorkspaceSize(in.dnn, e->x.d, e->w, e->conv, e->y.d,
+                                                            e->fwd, &e->fwd_bytes),
+                    "cudnnGetConvolutionForwardWorkspaceSize");
+        cudnnConvolutionBwdDataAlgoPerf_t bd[8];
+        check_cudnn(cudnnGetConvolutionBackwardDataAlgorithm_v7(in.dnn, e->w, e->y.d, e->conv,
+                                                                e->x.d, 8, &found, bd),
+                    "cudnnGetConvolutionBackwardDataAlgorithm_v7");
+        e->bwd_data = bd[0].algo;
+        check_cudnn(cudnnGetConvolutionBackwardDataWorkspaceSize(in.dnn, e->w, e->y.d, e->conv,
+                                                                 e->x.d, e->bwd_data,
+                                                                 &e->data_bytes),
+                    "cudnnGetConvolutionBackwardDataWorkspaceSize");
+        cudnnConvolutionBwdFilterAlgoPerf_t bf[8];
+        check_cudnn(cudnnGetConvolutionBackwardFilterAlgorithm_v7(in.dnn, e->x.d, e->y.d, e->conv,
+                                                                  e->w, 8, &found, bf),
+                    "cudnnGetConvolutionBackwardFilterAlgorithm_v7");
+        e->bwd_filter = bf[0].algo;
+        check_cudnn(cudnnGetConvolutionBackwardFilterWorkspaceSize(in.dnn, e->x.d, e->y.d,
+                                                                   e->conv, e->w, e->bwd_filter,
+                                                                   &e->filter_bytes),
+                    "cudnnGetConvolutionBackwardFilterWorkspaceSize");
+        return e;
+    });
+}
+
+struct PoolEntry : CacheEntry {
+    TensorDesc x, y;
+    cudnnPoolingDescriptor_t pool = nullptr;
+    ~PoolEntry() override
+    {
+        if (pool != nullptr)
+            cudnnDestroyPoolingDescriptor(pool);
+    }
+};
+
+PoolEntry &pool_entry(Instance &in, const dtp_pool_t &p, const dtp_tensor_t &x,
+                      const dtp_tensor_t &y)
+{
+    const std::string key = "pool|" + key_of(x) + "|" + std::to_string(p.kind) + "|" +
+                            std::to_string(p.kernel[0]) + "," + std::to_string(p.kernel[1]) +
+                            "," + std::to_string(p.stride[0]) + "," +
+                            std::to_string(p.stride[1]) + "," + std::to_string(p.padding[0]) +
+                            "," + std::to_string(p.padding[1]);
+    return in.cache.get<PoolEntry>(key, [&] {
+        auto e = std::make_unique<PoolEntry>();
+        e->x = TensorDesc(x);
+        e->y = TensorDesc(y);
+        const cudnnPoolingMode_t mode =
+            p.kind == DTP_POOL_MAX ? CUDNN_POOLING_MAX
+            : p.kind == DTP_POOL_AVG_INCLUDE_PADDING ? CUDNN_POOLING_AVERAGE_COUNT_INCLUDE_PADDING
+                                                     : CUDNN_POOLING_AVERAGE_COUNT_EXCLUDE_PADDING;
+        check_cudnn(cudnnCreatePoolingDescriptor(&e->pool), "cudnnCreatePoolingDescriptor");
+        check_cudnn(cudnnSetPooling2dDescriptor(e->pool, mode, CUDNN_NOT_PROPAGATE_NAN,
+                                                p.kernel[0], p.kernel[1], p.padding[0],
+                                                p.padding[1], p.stride[0], p.stride[1]),
+                    "cudnnSetPooling2dDescriptor");
+        return e;
+    });
+}
+
+// (N, C[, H, W]) data and its per-channel (1, C, 1, 1) float32 parameters.
+struct NormDescs {
+    TensorDesc x, param;
+    explicit NormDescs(const dtp_tensor_t &t) : x(t), param(1, t.dims[1], 1, 1, CUDNN_DATA_FLOAT) {}
+};
+
+const float kOne = 1.0f, kZero = 0.0f;
+
+} // namespace
+
+int32_t matmul(void *c, int32_t dtype, int32_t c_dtype, int32_t trans_a, int32_t trans_b,
+               int64_t m, int64_t n, int64_t k, float alpha, const void *a, const void *b,
+               float beta, void *out)
+{
+    return guarded(c, [&] {
+        auto &in = self(c);
+        // Row-major C = op(A) op(B) is column-major C^T = op(B)^T op(A)^T.
+        const cublasOperation_t ob = trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;
+        const cublasOperation_t oa = trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;
+        const int64_t ldb = trans_b ? k : n, lda = trans_a ? m : k;
+        const cublasComputeType_t compute =
+            dtype == DTP_FLOAT32 ? (in.bf16_compute ? CUBLAS_COMPUTE_32F_FAST_16BF
+                                                    : CUBLAS_COMPUTE_32F_PEDANTIC)
+                                 : CUBLAS_COMPUTE_32F;
+        check_cublas(cublasGemmEx(in.blas, ob, oa, int(n), int(m), int(k), &alpha, b,
+                                  blas_type(dtype), int(ldb), a, blas_type(dtype), int(lda),
+                                  &beta, out, blas_type(c_dtype), int(n), compute,
+                                  CUBLAS_GEMM_DEFAULT),
+                     "cublasGemmEx");
+    });
+}
+
+int32_t bias_backward(void *c, const dtp_tensor_t *dy_desc, const void *dy, float *dbias)
+{
+    return guarded(c, [&] {
+        auto &in = self(c);
+        TensorDesc y(*dy_desc), b(1, dy_desc->dims[1], 1, 1, CUDNN_DATA_FLOAT);
+        check_cudnn(cudnnConvolutionBackwardBias(in.dnn, &kOne, y.d, dy, &kZero, b.d, dbias),
+                    "cudnnConvolutionBackwardBias");
+    });
+}
+
+int32_t conv_forward(void *c, const dtp_conv_t *p, const dtp_tensor_t *x_desc, const void *x,
+                     const dtp_tensor_t *w_desc, const void *w, const float *bias,
+                     const dtp_tensor_t *y_desc, void *y)
+{
+    return guarded(c, [&] {
+        auto &in = self(c);
+        auto &e = conv_entry(in, *p, *x_desc, *w_desc, *y_desc);
+        void *ws = e.fwd_bytes ? in.scratch(e.fwd_bytes) : nullptr;
+        check_cudnn(cudnnConvolutionForward(in.dnn, &kOne, e.x.d, x, e.w, w, e.conv, e.fwd, ws,
+                                            e.fwd_bytes, &kZero, e.y.d, y),
+                    "cudnnConvolutionForward");
+        if (bias != nullptr)
+            check_cuda(static_cast<cudaError_t>(launch_bias_add(
+                           in.stream, y_desc->dtype, y_desc->dims[0], y_desc->dims[1],
+                           y_desc->dims[2] * y_desc->dims[3], y, bias)),
+                       "bias kernel");
+    });
+}
+
+int32_t conv_backward_data(void *c, const dtp_conv_t *p, const dtp_tensor_t *w_desc,
+                           const void *w, const dtp_tensor_t *dy_desc, const void *dy,
+                           const dtp_tensor_t *dx_desc, void *dx)
+{
+    return guarded(c, [&] {
+        auto &in = self(c);
+        auto &e = conv_entry(in, *p, *dx_desc, *w_desc, *dy_desc);
+        void *ws = e.data_bytes ? in.scratch(e.data_bytes) : nullptr;
+        check_cudnn(cudnnConvolutionBackwardData(in.dnn, &kOne, e.w, w, e.y.d, dy, e.conv,
+                                                 e.bwd_data, ws, e.data_bytes, &kZero, e.x.d, dx),
+                    "cudnnConvolutionBackwardData");
+    });
+}
+
+int32_t conv_backward_weights(void *c, const dtp_conv_t *p, const dtp_tensor_t *x_desc,
+                              const void *x, const dtp_tensor_t *dy_desc, const void *dy,
+                              const dtp_tensor_t *dw_desc, void *dw, float *dbias)
+{
+    return guarded(c, [&] {
+        auto &in = self(c);
+        auto &e = conv_entry(in, *p, *x_desc, *dw_desc, *dy_desc);
+        void *ws = e.filter_bytes ? in.scratch(e.filter_bytes) : nullptr;
+        check_cudnn(cudnnConvolutionBackwardFilter(in.dnn, &kOne, e.x.d, x, e.y.d, dy, e.conv,
+                                                   e.bwd_filter, ws, e.filter_bytes, &kZero, e.w,
+                                                   dw),
+                    "cudnnConvolutionBackwardFilter");
+        if (dbias != nullptr)
+            check_cudnn(cudnnConvolutionBackwardBias(in.dnn, &kOne, e.y.d, dy, &kZero, e.bias.d,
+                                                     dbias),
+                        "cudnnConvolutionBackwardBias");
+    });
+}
+
+int32_t pool_workspace_size(void *, const dtp_pool_t *, const dtp_tensor_t *,
+                            const dtp_tensor_t *, size_t *bytes)
+{
+    *bytes = 0; // cuDNN's max pooling backward recomputes the argmax from x and y
+    return DTP_OK;
+}
+
+int32_t pool_forward(void *c, const dtp_pool_t *p, const dtp_tensor_t *x_desc, const void *x,
+                     const dtp_tensor_t *y_desc, void *y, void *)
+{
+    return guarded(c, [&] {
+        auto &in = self(c);
+        auto &e = pool_entry(in, *p, *x_desc, *y_desc);
+        check_cudnn(cudnnPoolingForward(in.dnn, e.pool, &kOne, e.x.d, x, &kZero, e.y.d, y),
+                    "cudnnPoolingForward");
+    });
+}
+
+int32_t pool_backward(void *c, const dtp_pool_t *p, const dtp_tensor_t *x_desc, const void *x,
+                      const dtp_tensor_t *y_desc, const void *y, const void *dy, void *dx,
+                      const void *)
+{
+    return guarded(c, [&] {
+        auto &in = self(c);
+        if (p->kind == DTP_POOL_MAX && (x == nullptr || y == nullptr))
+            throw Failure(DTP_ERR_INVALID_ARGUMENT,
+                          "max pooling backward on cuDNN needs the forward's x and y");
+        auto &e = pool_entry(in, *p, *x_desc, *y_desc);
+        check_cudnn(cudnnPoolingBackward(in.dnn, e.pool, &kOne, e.y.d, y, e.y.d, dy, e.x.d, x,
+                                         &kZero, e.x.d, dx),
+                    "cudnnPoolingBackward");
+    });
+}
+
+int32_t batchnorm_forward_training(void *c, const dtp_tensor_t *x_desc, const void *x,
+                                   const float *scale, const float *shift, float epsilon,
+                                   float momentum, void *y, float *save_mean, float *save_invstd,
+                                   float *running_mean, float *running_var)
+{
+    return guarded(c, [&] {
+        auto &in = self(c);
+        NormDescs d(*x_desc);
+        check_cudnn(cudnnBatchNormalizationForwardTraining(
+                        in.dnn, CUDNN_BATCHNORM_SPATIAL, &kOne, &kZero, d.x.d, x, d.x.d, y,
+                        d.param.d, scale, shift, momentum, running_mean, running_var, epsilon,
+                        save_mean, save_invstd),
+                    "cudnnBatchNormalizationForwardTraining");
+    });
+}
+
+int32_t batchnorm_forward_inference(void *c, const dtp_tensor_t *x_desc, const void *x,
+                                    const float *scale, const float *shift,
+                                    const float *running_mean, const float *running_var,
+                                    float epsilon, void *y)
+{
+    return guarded(c, [&] {
+        auto &in = self(c);
+        NormDescs d(*x_desc);
+        check_cudnn(cudnnBatchNormalizationForwardInference(
+                        in.dnn, CUDNN_BATCHNORM_SPATIAL, &kOne, &kZero, d.x.d, x, d.x.d, y,
+                        d.param.d, scale, shift, running_mean, running_var, epsilon),
+                    "cudnnBatchNormalizationForwardInference");
+    });
+}
+
+int32_t batchnorm_backward(void *c, const dtp_tensor_t *x_desc, const void *x, const void *dy,
+                           const float *scale, const float *save_mean, const float *save_invstd,
+                           float epsilon, void *dx, float *dscale, float *dshift)
+{
+    return guarded(c, [&] {
+        auto &in = self(c);
+        NormDescs d(*x_desc);
+        check_cudnn(cudnnBatchNormalizationBackward(
+                        in.dnn, CUDNN_BATCHNORM_SPATIAL, &kOne, &kZero, &kOne, &kZero, d.x.d, x,
+                        d.x.d, dy, d.x.d, dx, d.param.d, scale, dscale, dshift, epsilon,
+                        save_mean, save_invstd),
+                    "cudnnBatchNormalizationBackward");
+    });
+}
+
+} // namespace dtp::cudnn

@@ -1,0 +1,261 @@
+// Element-wise CUDA kernels of the cuDNN plugin. Grid-stride loops; every float type is
+// read and written through float, so one template serves f32, f16 and bf16.
+#include "cudnn_kernels.h"
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+
+namespace dtp::cudnn {
+
+namespace {
+
+constexpr int kDtypeF32 = 0, kDtypeF16 = 2, kDtypeBF16 = 3, kDtypeI32 = 6;
+
+__device__ inline float load(const float *p, int64_t i) { return p[i]; }
+__device__ inline float load(const __half *p, int64_t i) { return __half2float(p[i]); }
+__device__ inline float load(const __nv_bfloat16 *p, int64_t i) { return __bfloat162float(p[i]); }
+__device__ inline void store(float *p, int64_t i, float v) { p[i] = v; }
+__device__ inline void store(__half *p, int64_t i, float v) { p[i] = __float2half_rn(v); }
+__device__ inline void store(__nv_bfloat16 *p, int64_t i, float v) { p[i] = __float2bfloat16_rn(v); }
+
+#define GRID_LOOP(i, n)                                                                  \
+    for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < (n);          \
+         i += int64_t(blockDim.x) * gridDim.x)
+
+dim3 grid(int64_t n)
+{
+    int64_t blocks = (n + 255) / 256;
+    return dim3(static_cast<unsigned>(blocks < 4096 ? (blocks > 0 ? blocks : 1) : 4096));
+}
+
+template <typename F>
+int by_dtype(int dtype, F &&f)
+{
+    switch (dtype) {
+    case kDtypeF32: return f(static_cast<float *>(nullptr));
+    case kDtypeF16: return f(static_cast<__half *>(nullptr));
+    case kDtypeBF16: return f(static_cast<__nv_bfloat16 *>(nullptr));
+    default: return static_cast<int>(cudaErrorInvalidValue);
+    }
+}
+
+int last() { return static_cast<int>(cudaGetLastError()); }
+
+template <typename T>
+__global__ void fill_kernel(int64_t n, T *x, float v) { GRID_LOOP(i, n) store(x, i, v); }
+
+__global__ void fill_int_kernel(int64_t n, int32_t *x, int32_t v) { GRID_LOOP(i, n) x[i] = v; }
+
+template <typename S, typename D>
+__global__ void cast_kernel(int64_t n, const S *s, D *d) { GRID_LOOP(i, n) store(d, i, load(s, i)); }
+
+template <typename T>
+__global__ void add_kernel(int64_t n, const T *a, const T *b, T *c)
+{
+    GRID_LOOP(i, n) store(c, i, load(a, i) + load(b, i));
+}
+
+template <typename T>
+__global__ void axpby_kernel(int64_t n, float alpha, const T *x, float beta, T *y)
+{
+    GRID_LOOP(i, n) store(y, i, beta == 0.0f ? alpha * load(x, i) : alpha * load(x, i) + beta * load(y, i));
+}
+
+template <typename T>
+__global__ void bias_kernel(int64_t n, int64_t ch, int64_t sp, T *y, const float *b)
+{
+    GRID_LOOP(i, n) store(y, i, load(y, i) + b[(i / sp) % ch]);
+}
+
+template <typename T>
+__global__ void relu_kernel(int64_t n, const T *x, T *y)
+{
+    GRID_LOOP(i, n) store(y, i, fmaxf(load(x, i), 0.0f));
+}
+
+template <typename T>
+__global__ void relu_bwd_kernel(int64_t n, const T *x, const T *dy, T *dx)
+{
+    GRID_LOOP(i, n) store(dx, i, load(x, i) > 0.0f ? load(dy, i) : 0.0f);
+}
+
+// One thread per row: batches are small (hundreds of rows of tens of classes).
+__global__ void xent_kernel(int64_t rows, int64_t k, const float *x, const int32_t *labels,
+                            float *p, float *row_loss, int32_t *row_hit, int32_t *bad)
+{
+    GRID_LOOP(r, rows) {
+        const float *xr = x + r * k;
+        float *pr = p + r * k;
+        int64_t best = 0;
+        for (int64_t j = 1; j < k; ++j)
+            if (xr[j] > xr[best])
+                best = j;
+        const float mx = xr[best];
+        double sum = 0;
+        for (int64_t j = 0; j < k; ++j)
+            sum += exp(double(xr[j] - mx));
+        const double ls = log(sum);
+        for (int64_t j = 0; j < k; ++j)
+            pr[j] = float(exp(double(xr[j] - mx) - ls));
+        const int32_t label = labels[r];
+        if (label < 0 || label >= k) {
+            *bad = 1;
+            row_loss[r] = 0;
+            row_hit[r] = 0;
+        } else {
+            row_loss[r] = float(ls - double(xr[label] - mx));
+            row_hit[r] = best == label;
+        }
+    }
+}
+
+__global__ void xent_bwd_kernel(int64_t rows, int64_t k, const float *p, const int32_t *labels,
+                                float scale, float *d)
+{
+    GRID_LOOP(i, rows * k) {
+        const int64_t r = i / k, j = i % k;
+        d[i] = (p[i] - (j == labels[r] ? 1.0f : 0.0f)) * scale;
+    }
+}
+
+__global__ void sgd_kernel(int64_t n, float lr, float mu, float wd, int nesterov, float *w,
+                           const float *g, float *buf)
+{
+    GRID_LOOP(i, n) {
+        float d = g[i] + wd * w[i];
+        if (mu != 0.0f) {
+            const float b = mu * buf[i] + d;
+            buf[i] = b;
+            d = nesterov ? d + mu * b : b;
+        }
+        w[i] -= lr * d;
+    }
+}
+
+__global__ void adam_kernel(int64_t n, float lr, float b1, float b2, float eps, float wd,
+                            int decoupled, float c1, float root_c2, float *w, const float *g,
+                            float *m, float *v)
+{
+    GRID_LOOP(i, n) {
+        float gi = g[i];
+        if (decoupled)
+            w[i] *= 1.0f - lr * wd;
+        else
+            gi += wd * w[i];
+        const float mi = b1 * m[i] + (1.0f - b1) * gi;
+        const float vi = b2 * v[i] + (1.0f - b2) * gi * gi;
+        m[i] = mi;
+        v[i] = vi;
+        w[i] -= (lr / c1) * mi / (sqrtf(vi) / root_c2 + eps);
+    }
+}
+
+} // namespace
+
+int launch_fill(stream_t s, int dtype, int64_t n, void *x, float value)
+{
+    if (dtype == kDtypeI32) {
+        fill_int_kernel<<<grid(n), 256, 0, s>>>(n, static_cast<int32_t *>(x), int32_t(value));
+        return last();
+    }
+    return by_dtype(dtype, [&](auto tag) {
+        using T = std::remove_pointer_t<decltype(tag)>;
+        fill_kernel<<<grid(n), 256, 0, s>>>(n, static_cast<T *>(x), value);
+        return last();
+    });
+}
+
+int launch_cast(stream_t s, int src_dtype, int dst_dtype, int64_t n, const void *src, void *dst)
+{
+    return by_dtype(src_dtype, [&](auto stag) {
+        using S = std::remove_pointer_t<decltype(stag)>;
+        return by_dtype(dst_dtype, [&](auto dtag) {
+            using D = std::remove_pointer_t<decltype(dtag)>;
+            cast_kernel<<<grid(n), 256, 0, s>>>(n, static_cast<const S *>(src), static_cast<D *>(dst));
+            return last();
+        });
+    });
+}
+
+int launch_add(stream_t s, int dtype, int64_t n, const void *a, const void *b, void *c)
+{
+    return by_dtype(dtype, [&](auto tag) {
+        using T = std::remove_pointer_t<decltype(tag)>;
+        add_kernel<<<grid(n), 256, 0, s>>>(n, static_cast<const T *>(a), static_cast<const T *>(b),
+                                           static_cast<T *>(c));
+        return last();
+    });
+}
+
+int launch_axpby(stream_t s, int dtype, int64_t n, float alpha, const void *x, float beta, void *y)
+{
+    return by_dtype(dtype, [&](auto tag) {
+        using T = std::remove_pointer_t<decltype(tag)>;
+        axpby_kernel<<<grid(n), 256, 0, s>>>(n, alpha, static_cast<const T *>(x), beta,
+                                             static_cast<T *>(y));
+        return last();
+    });
+}
+
+int launch_bias_add(stream_t s, int dtype, int64_t rows, int64_t ch, int64_t spatial, void *y,
+                    const float *bias)
+{
+    const int64_t n = rows * ch * spatial;
+    return by_dtype(dtype, [&](auto tag) {
+        using T = std::remove_pointer_t<decltype(tag)>;
+        bias_kernel<<<grid(n), 256, 0, s>>>(n, ch, spatial, static_cast<T *>(y), bias);
+        return last();
+    });
+}
+
+int launch_relu(stream_t s, int dtype, int64_t n, const void *x, void *y)
+{
+    return by_dtype(dtype, [&](auto tag) {
+        using T = std::remove_pointer_t<decltype(tag)>;
+        relu_kernel<<<grid(n), 256, 0, s>>>(n, static_cast<const T *>(x), static_cast<T *>(y));
+        return last();
+    });
+}
+
+int launch_relu_backward(stream_t s, int dtype, int64_t n, const void *x, const void *dy, void *dx)
+{
+    return by_dtype(dtype, [&](auto tag) {
+        using T = std::remove_pointer_t<decltype(tag)>;
+        relu_bwd_kernel<<<grid(n), 256, 0, s>>>(n, static_cast<const T *>(x),
+                                                static_cast<const T *>(dy), static_cast<T *>(dx));
+        return last();
+    });
+}
+
+int launch_softmax_xent(stream_t s, int64_t rows, int64_t k, const float *logits,
+                        const int32_t *labels, float *probs, float *row_loss, int32_t *row_hit,
+                        int32_t *bad_label)
+{
+    xent_kernel<<<grid(rows), 256, 0, s>>>(rows, k, logits, labels, probs, row_loss, row_hit,
+                                           bad_label);
+    return last();
+}
+
+int launch_softmax_xent_backward(stream_t s, int64_t rows, int64_t k, const float *probs,
+                                 const int32_t *labels, float scale, float *dlogits)
+{
+    xent_bwd_kernel<<<grid(rows * k), 256, 0, s>>>(rows, k, probs, labels, scale, dlogits);
+    return last();
+}
+
+int launch_sgd(stream_t s, int64_t n, float lr, float momentum, float wd, int nesterov, float *w,
+               const float *g, float *buf)
+{
+    sgd_kernel<<<grid(n), 256, 0, s>>>(n, lr, momentum, wd, nesterov, w, g, buf);
+    return last();
+}
+
+int launch_adam(stream_t s, int64_t n, float lr, float b1, float b2, float eps, float wd,
+                int decoupled, float c1, float root_c2, float *w, const float *g, float *m, float *v)
+{
+    adam_kernel<<<grid(n), 256, 0, s>>>(n, lr, b1, b2, eps, wd, decoupled, c1, root_c2, w, g, m, v);
+    return last();
+}
+
+} // namespace dtp::cudnn

@@ -1,0 +1,39 @@
+// The CUDA kernels of the cuDNN plugin (cudnn_kernels.cu): the element-wise work that
+// cuDNN and cuBLAS have no single call for. Each launches on `stream` and returns the
+// launch's cudaError_t as an int (0: queued).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+struct CUstream_st;
+
+namespace dtp::cudnn {
+
+using stream_t = CUstream_st *;
+
+// dtype values are DTP_FLOAT32, DTP_FLOAT16, DTP_BFLOAT16 (and DTP_INT32 for fill).
+int launch_fill(stream_t s, int dtype, int64_t n, void *x, float value);
+int launch_cast(stream_t s, int src_dtype, int dst_dtype, int64_t n, const void *src, void *dst);
+int launch_add(stream_t s, int dtype, int64_t n, const void *a, const void *b, void *c);
+int launch_axpby(stream_t s, int dtype, int64_t n, float alpha, const void *x, float beta,
+                 void *y);
+int launch_bias_add(stream_t s, int dtype, int64_t rows, int64_t ch, int64_t spatial, void *y,
+                    const float *bias);
+int launch_relu(stream_t s, int dtype, int64_t n, const void *x, void *y);
+int launch_relu_backward(stream_t s, int dtype, int64_t n, const void *x, const void *dy,
+                         void *dx);
+// probs = softmax(logits) per row; row_loss[r] = -log p[label]; row_hit[r] = argmax == label;
+// bad_label[0] is set to 1 when a label is out of range.
+int launch_softmax_xent(stream_t s, int64_t rows, int64_t k, const float *logits,
+                        const int32_t *labels, float *probs, float *row_loss, int32_t *row_hit,
+                        int32_t *bad_label);
+int launch_softmax_xent_backward(stream_t s, int64_t rows, int64_t k, const float *probs,
+                                 const int32_t *labels, float scale, float *dlogits);
+int launch_sgd(stream_t s, int64_t n, float lr, float momentum, float wd, int nesterov, float *w,
+               const float *g, float *buf);
+int launch_adam(stream_t s, int64_t n, float lr, float b1, float b2, float eps, float wd,
+                int decoupled, float c1, float root_c2, float *w, const float *g, float *m,
+                float *v);
+
+} // namespace dtp::cudnn

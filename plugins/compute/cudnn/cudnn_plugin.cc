@@ -1,0 +1,400 @@
+// libdt-compute-cudnn.so: the entry point, the instance on one GPU, memory, and the
+// element-wise, loss and optimizer ops that run as this plugin's own kernels.
+#include "cudnn_context.h"
+#include "cudnn_kernels.h"
+#include "cudnn_ops.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <memory>
+#include <vector>
+
+namespace dtp::cudnn {
+
+void check_cuda(cudaError_t rc, const char *what)
+{
+    if (rc != cudaSuccess)
+        throw Failure(rc == cudaErrorMemoryAllocation ? DTP_ERR_NO_MEMORY : DTP_ERR_INTERNAL,
+                      std::string(what) + ": " + cudaGetErrorString(rc));
+}
+
+void check_cudnn(cudnnStatus_t rc, const char *what)
+{
+    if (rc == CUDNN_STATUS_SUCCESS)
+        return;
+    const int32_t status = rc == CUDNN_STATUS_NOT_SUPPORTED ? DTP_ERR_UNSUPPORTED
+                           : rc == CUDNN_STATUS_BAD_PARAM   ? DTP_ERR_INVALID_ARGUMENT
+                           : rc == CUDNN_STATUS_ALLOC_FAILED ? DTP_ERR_NO_MEMORY
+                                                              : DTP_ERR_INTERNAL;
+    throw Failure(status, std::string(what) + ": " + cudnnGetErrorString(rc));
+}
+
+void check_cublas(cublasStatus_t rc, const char *what)
+{
+    if (rc == CUBLAS_STATUS_SUCCESS)
+        return;
+    const int32_t status = rc == CUBLAS_STATUS_NOT_SUPPORTED ? DTP_ERR_UNSUPPORTED
+                           : rc == CUBLAS_STATUS_INVALID_VALUE ? DTP_ERR_INVALID_ARGUMENT
+                           : rc == CUBLAS_STATUS_ALLOC_FAILED ? DTP_ERR_NO_MEMORY
+                                                               : DTP_ERR_INTERNAL;
+    throw Failure(status, std::string(what) + ": cuBLAS status " + std::to_string(rc));
+}
+
+void report(void *c, const char *message)
+{
+    const auto *in = static_cast<const Instance *>(c);
+    if (in != nullptr && in->services != nullptr && in->services->set_error != nullptr)
+        in->services->set_error(in->host, message);
+}
+
+Instance::~Instance()
+{
+    if (stream != nullptr)
+        cudaStreamSynchronize(stream);
+    cache = PrimitiveCache(1); // descriptors go before the handles
+    if (workspace != nullptr)
+        cudaFree(workspace);
+    if (blas != nullptr)
+        cublasDestroy(blas);
+    if (dnn != nullptr)
+        cudnnDestroy(dnn);
+    if (stream != nullptr)
+        cudaStreamDestroy(stream);
+}
+
+void *Instance::scratch(size_t bytes)
+{
+    if (bytes > workspace_bytes) {
+        check_cuda(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
+        if (workspace != nullptr)
+            check_cuda(cudaFree(workspace), "cudaFree");
+        workspace = nullptr;
+        workspace_bytes = 0;
+        check_cuda(cudaMalloc(&workspace, bytes), "cudaMalloc (workspace)");
+        workspace_bytes = bytes;
+    }
+    return workspace;
+}
+
+cudnnDataType_t cudnn_type(int32_t dtype)
+{
+    switch (dtype) {
+    case DTP_FLOAT32: return CUDNN_DATA_FLOAT;
+    case DTP_FLOAT16: return CUDNN_DATA_HALF;
+    case DTP_BFLOAT16: return CUDNN_DATA_BFLOAT16;
+    default: throw Failure(DTP_ERR_UNSUPPORTED, "dtype " + std::to_string(dtype) +
+                                                    " has no cuDNN type");
+    }
+}
+
+TensorDesc::TensorDesc(int64_t n, int64_t c, int64_t h, int64_t w, cudnnDataType_t type)
+{
+    check_cudnn(cudnnCreateTensorDescriptor(&d), "cudnnCreateTensorDescriptor");
+    check_cudnn(cudnnSetTensor4dDescriptor(d, CUDNN_TENSOR_NCHW, type, int(n), int(c), int(h),
+                                           int(w)),
+                "cudnnSetTensor4dDescriptor");
+}
+
+TensorDesc::TensorDesc(const dtp_tensor_t &t)
+    : TensorDesc(t.dims[0], t.ndims > 1 ? t.dims[1] : 1, t.ndims > 2 ? t.dims[2] : 1,
+                 t.ndims > 3 ? t.dims[3] : 1, cudnn_type(t.dtype))
+{
+}
+
+TensorDesc::~TensorDesc()
+{
+    if (d != nullptr)
+        cudnnDestroyTensorDescriptor(d);
+}
+
+TensorDesc &TensorDesc::operator=(TensorDesc &&o) noexcept
+{
+    std::swap(d, o.d);
+    return *this;
+}
+
+std::string key_of(const dtp_tensor_t &t)
+{
+    std::string out = std::to_string(t.dtype) + ":";
+    for (int i = 0; i < t.ndims; ++i)
+        out += std::to_string(t.dims[i]) + (i + 1 < t.ndims ? "x" : "");
+    return out;
+}
+
+namespace {
+
+Instance &self(void *c) { return *static_cast<Instance *>(c); }
+
+void launched(int rc, const char *what) { check_cuda(static_cast<cudaError_t>(rc), what); }
+
+int32_t init(const dt_compute_init_args_t *args, void **c)
+{
+    if (args == nullptr || c == nullptr || args->services == nullptr)
+        return DTP_ERR_INVALID_ARGUMENT;
+    auto fail = [&](int32_t status, const std::string &message) {
+        if (args->services->set_error != nullptr)
+            args->services->set_error(args->host, message.c_str());
+        return status;
+    };
+    int count = 0;
+    cudaError_t rc = cudaGetDeviceCount(&count);
+    if (rc != cudaSuccess || count == 0)
+        return fail(DTP_ERR_UNSUPPORTED,
+                    std::string("no GPU: ") +
+                        (rc != cudaSuccess ? cudaGetErrorString(rc) : "no CUDA device found") +
+                        "; use DISTTRAIN_COMPUTE=onednn on this machine");
+    const int device = args->device >= 0 ? args->device : (-args->device - 1) % count;
+    if (device >= count)
+        return fail(DTP_ERR_INVALID_ARGUMENT, "GPU " + std::to_string(device) +
+                                                  " does not exist; this machine has " +
+                                                  std::to_string(count));
+    try {
+        auto in = std::make_unique<Instance>(static_cast<size_t>(args->cache_capacity));
+        in->host = args->host;
+        in->services = args->services;
+        in->device = device;
+        in->enter();
+        cudaDeviceProp prop{};
+        check_cuda(cudaGetDeviceProperties(&prop, device), "cudaGetDeviceProperties");
+        in->device_name = std::string(prop.name) + " (GPU " + std::to_string(device) + ")";
+        in->bf16_native = prop.major >= 8;
+        in->bf16_compute = args->compute_dtype == DTP_BFLOAT16 && in->bf16_native;
+        check_cuda(cudaStreamCreateWithFlags(&in->stream, cudaStreamNonBlocking),
+                   "cudaStreamCreate");
+        check_cudnn(cudnnCreate(&in->dnn), "cudnnCreate");
+        check_cudnn(cudnnSetStream(in->dnn, in->stream), "cudnnSetStream");
+        check_cublas(cublasCreate(&in->blas), "cublasCreate");
+        check_cublas(cublasSetStream(in->blas, in->stream), "cublasSetStream");
+        *c = in.release();
+        return DTP_OK;
+    } catch (const Failure &e) {
+        return fail(e.status, e.what());
+    } catch (const std::exception &e) {
+        return fail(DTP_ERR_INTERNAL, e.what());
+    }
+}
+
+int32_t finalize(void *c)
+{
+    std::unique_ptr<Instance> owned(static_cast<Instance *>(c));
+    if (owned != nullptr)
+        cudaSetDevice(owned->device);
+    return DTP_OK;
+}
+
+int32_t info(void *c, dt_compute_info_t *out)
+{
+    const auto &in = self(c);
+    dt_compute_info_t mine{};
+    mine.struct_size = out->struct_size;
+    mine.abi_version = out->abi_version;
+    mine.device_kind = DTP_DEVICE_GPU;
+    mine.threads = 1;
+    mine.compute_dtype = in.bf16_compute ? DTP_BFLOAT16 : DTP_FLOAT32;
+    mine.bf16_native = in.bf16_native ? 1 : 0;
+    mine.device_name = in.device_name.c_str();
+    std::memcpy(out, &mine, std::min<size_t>(out->struct_size, sizeof(mine)));
+    return DTP_OK;
+}
+
+int32_t synchronize(void *c)
+{
+    return guarded(c, [&] {
+        check_cuda(cudaStreamSynchronize(self(c).stream), "cudaStreamSynchronize");
+    });
+}
+
+int32_t alloc(void *c, size_t bytes, void **out)
+{
+    return guarded(c, [&] { check_cuda(cudaMalloc(out, bytes), "cudaMalloc"); });
+}
+
+int32_t free_memory(void *c, void *ptr)
+{
+    return guarded(c, [&] {
+        check_cuda(cudaStreamSynchronize(self(c).stream), "cudaStreamSynchronize");
+        check_cuda(cudaFree(ptr), "cudaFree");
+    });
+}
+
+int32_t copy(void *c, void *dst, const void *src, size_t bytes, int32_t kind)
+{
+    return guarded(c, [&] {
+        auto &in = self(c);
+        check_cuda(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, in.stream),
+                   "cudaMemcpyAsync");
+        if (kind != DTP_COPY_DEVICE_TO_DEVICE)
+            check_cuda(cudaStreamSynchronize(in.stream), "cudaStreamSynchronize");
+    });
+}
+
+int32_t fill(void *c, const dtp_tensor_t *d, void *x, float value)
+{
+    return guarded(c, [&] {
+        launched(launch_fill(self(c).stream, d->dtype, count_of(*d), x, value), "fill kernel");
+    });
+}
+
+int32_t cast(void *c, const dtp_tensor_t *d, const void *src, int32_t dst_dtype, void *dst)
+{
+    return guarded(c, [&] {
+        launched(launch_cast(self(c).stream, d->dtype, dst_dtype, count_of(*d), src, dst),
+                 "cast kernel");
+    });
+}
+
+int32_t add(void *c, const dtp_tensor_t *d, const void *a, const void *b, void *out)
+{
+    return guarded(c, [&] {
+        launched(launch_add(self(c).stream, d->dtype, count_of(*d), a, b, out), "add kernel");
+    });
+}
+
+int32_t axpby(void *c, const dtp_tensor_t *d, float alpha, const void *x, float beta, void *y)
+{
+    return guarded(c, [&] {
+        launched(launch_axpby(self(c).stream, d->dtype, count_of(*d), alpha, x, beta, y),
+                 "axpby kernel");
+    });
+}
+
+int32_t scale(void *c, const dtp_tensor_t *d, float alpha, void *x)
+{
+    return guarded(c, [&] {
+        launched(launch_axpby(self(c).stream, d->dtype, count_of(*d), alpha, x, 0.0f, x),
+                 "scale kernel");
+    });
+}
+
+int32_t bias_add(void *c, const dtp_tensor_t *d, void *y, const float *bias)
+{
+    return guarded(c, [&] {
+        const int64_t sp = d->ndims == 4 ? d->dims[2] * d->dims[3] : 1;
+        launched(launch_bias_add(self(c).stream, d->dtype, d->dims[0], d->dims[1], sp, y, bias),
+                 "bias kernel");
+    });
+}
+
+int32_t relu_forward(void *c, const dtp_tensor_t *d, const void *x, void *y)
+{
+    return guarded(c, [&] {
+        launched(launch_relu(self(c).stream, d->dtype, count_of(*d), x, y), "relu kernel");
+    });
+}
+
+int32_t relu_backward(void *c, const dtp_tensor_t *d, const void *x, const void *dy, void *dx)
+{
+    return guarded(c, [&] {
+        launched(launch_relu_backward(self(c).stream, d->dtype, count_of(*d), x, dy, dx),
+                 "relu backward kernel");
+    });
+}
+
+int32_t softmax_xent_forward(void *c, const dtp_tensor_t *d, const void *logits,
+                             const int32_t *labels, void *probs, float *loss, int64_t *correct)
+{
+    return guarded(c, [&] {
+        auto &in = self(c);
+        const int64_t rows = d->dims[0], k = d->dims[1];
+        // Scratch: per-row loss, per-row hit, one flag for a bad label.
+        auto *base = static_cast<char *>(in.scratch(size_t(rows) * 8 + 16));
+        auto *row_loss = reinterpret_cast<float *>(base);
+        auto *row_hit = reinterpret_cast<int32_t *>(base + rows * 4);
+        auto *bad = reinterpret_cast<int32_t *>(base + rows * 8);
+        check_cuda(cudaMemsetAsync(bad, 0, 4, in.stream), "cudaMemsetAsync");
+        launched(launch_softmax_xent(in.stream, rows, k, static_cast<const float *>(logits),
+                                     labels, static_cast<float *>(probs), row_loss, row_hit, bad),
+                 "softmax cross-entropy kernel");
+        std::vector<char> host(size_t(rows) * 8 + 4);
+        check_cuda(cudaMemcpyAsync(host.data(), base, host.size(), cudaMemcpyDeviceToHost,
+                                   in.stream),
+                   "cudaMemcpyAsync");
+        check_cuda(cudaStreamSynchronize(in.stream), "cudaStreamSynchronize");
+        int32_t bad_label;
+        std::memcpy(&bad_label, host.data() + rows * 8, 4);
+        if (bad_label)
+            throw Failure(DTP_ERR_INVALID_ARGUMENT, "a label is not a class in [0, " +
+                                                        std::to_string(k) + ")");
+        double total = 0;
+        int64_t hits = 0;
+        for (int64_t r = 0; r < rows; ++r) {
+            float l;
+            int32_t h;
+            std::memcpy(&l, host.data() + r * 4, 4);
+            std::memcpy(&h, host.data() + rows * 4 + r * 4, 4);
+            total += l;
+            hits += h;
+        }
+        *loss = static_cast<float>(total / double(rows));
+        if (correct != nullptr)
+            *correct = hits;
+    });
+}
+
+int32_t softmax_xent_backward(void *c, const dtp_tensor_t *d, const void *probs,
+                              const int32_t *labels, float scale_, void *dlogits)
+{
+    return guarded(c, [&] {
+        launched(launch_softmax_xent_backward(self(c).stream, d->dims[0], d->dims[1],
+                                              static_cast<const float *>(probs), labels, scale_,
+                                              static_cast<float *>(dlogits)),
+                 "softmax cross-entropy backward kernel");
+    });
+}
+
+int32_t sgd_update(void *c, const dtp_sgd_t *p, size_t count, float *w, const float *g,
+                   float *buf)
+{
+    return guarded(c, [&] {
+        launched(launch_sgd(self(c).stream, int64_t(count), p->lr, p->momentum, p->weight_decay,
+                            p->nesterov, w, g, buf),
+                 "sgd kernel");
+    });
+}
+
+int32_t adam_update(void *c, const dtp_adam_t *p, size_t count, float *w, const float *g,
+                    float *m, float *v)
+{
+    return guarded(c, [&] {
+        const double t = double(p->step);
+        const float c1 = float(1.0 - std::pow(double(p->beta1), t));
+        const float root_c2 = std::sqrt(float(1.0 - std::pow(double(p->beta2), t)));
+        launched(launch_adam(self(c).stream, int64_t(count), p->lr, p->beta1, p->beta2,
+                             p->epsilon, p->weight_decay, p->decoupled, c1, root_c2, w, g, m, v),
+                 "adam kernel");
+    });
+}
+
+const dt_compute_v1_t kOps = {
+    sizeof(dt_compute_v1_t), DT_COMPUTE_VERSION_1, "cudnn",
+    init, finalize, info, synchronize,
+    alloc, free_memory, copy, fill, cast,
+    matmul, add, axpby, scale, bias_add, bias_backward, relu_forward, relu_backward,
+    conv_forward, conv_backward_data, conv_backward_weights,
+    pool_workspace_size, pool_forward, pool_backward,
+    batchnorm_forward_training, batchnorm_forward_inference, batchnorm_backward,
+    softmax_xent_forward, softmax_xent_backward,
+    sgd_update, adam_update,
+};
+
+} // namespace
+
+} // namespace dtp::cudnn
+
+extern "C" DT_PLUGIN_EXPORT int32_t DT_PLUGIN_ENTRY(const dt_plugin_offer_t *offer,
+                                                    dt_plugin_answer_t *answer)
+{
+    if (offer == nullptr || answer == nullptr)
+        return DTP_ERR_INVALID_ARGUMENT;
+    if (offer->min_ops_version > DT_COMPUTE_VERSION_1 ||
+        offer->max_ops_version < DT_COMPUTE_VERSION_1) {
+        answer->decline_reason = "this plugin speaks compute ops version 1 only";
+        return DTP_ERR_UNSUPPORTED;
+    }
+    answer->kind = DT_PLUGIN_KIND_COMPUTE;
+    answer->ops_version = DT_COMPUTE_VERSION_1;
+    answer->name = "cudnn";
+    answer->ops = &dtp::cudnn::kOps;
+    return DTP_OK;
+}

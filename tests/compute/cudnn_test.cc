@@ -1,0 +1,215 @@
+// The cuDNN plugin against the oneDNN plugin (itself checked against PyTorch) on the same
+// inputs: every operation runs on the GPU from device memory and is compared on the host.
+// Without a GPU the plugin declines with "no GPU" and every test here is skipped.
+#include "compute_test_util.h"
+
+#include <cstring>
+#include <string>
+
+namespace dt::test {
+namespace {
+
+class Cudnn : public ::testing::Test {
+protected:
+    void SetUp() override
+    {
+        dt_compute_params_t p{};
+        p.field_mask = DT_COMPUTE_PARAM_FIELD_PLUGIN;
+        p.plugin = "cudnn";
+        dt_status_t s = dt_compute_create(&p, &gpu);
+        if (s != DT_OK && std::string(dt_last_error()).find("no GPU") != std::string::npos)
+            GTEST_SKIP() << "no GPU: " << dt_last_error();
+        ASSERT_EQ(s, DT_OK) << dt_last_error();
+        p.plugin = "onednn";
+        ASSERT_EQ(dt_compute_create(&p, &cpu), DT_OK) << dt_last_error();
+    }
+    void TearDown() override
+    {
+        for (void *b : buffers)
+            dt_compute_free(gpu, b);
+        dt_compute_destroy(gpu);
+        dt_compute_destroy(cpu);
+    }
+
+    // A device copy of host data, freed at tear-down.
+    template <typename T>
+    void *up(const std::vector<T> &host)
+    {
+        void *d = nullptr;
+        EXPECT_EQ(dt_compute_alloc(gpu, host.size() * sizeof(T), &d), DT_OK) << dt_last_error();
+        EXPECT_EQ(dt_compute_memcpy(gpu, d, host.data(), host.size() * sizeof(T),
+                                    DT_COPY_HOST_TO_DEVICE), DT_OK);
+        buffers.push_back(d);
+        return d;
+    }
+    std::vector<float> down(const void *d, size_t n)
+    {
+        std::vector<float> h(n);
+        EXPECT_EQ(dt_compute_memcpy(gpu, h.data(), d, n * sizeof(float), DT_COPY_DEVICE_TO_HOST),
+                  DT_OK) << dt_last_error();
+        return h;
+    }
+    static void expect_close(const std::vector<float> &a, const std::vector<float> &b,
+                             const char *what, double tol = 1e-4)
+    {
+        ASSERT_EQ(a.size(), b.size());
+        for (size_t i = 0; i < a.size(); ++i)
+            ASSERT_NEAR(a[i], b[i], tol * std::max(1.0, std::fabs(double(b[i])))) << what << i;
+    }
+
+    dt_compute_h gpu = nullptr, cpu = nullptr;
+    std::vector<void *> buffers;
+};
+
+TEST_F(Cudnn, MatmulAllTransposes)
+{
+    const int m = 33, n = 17, k = 65;
+    auto a = random_vector(m * k, 1), b = random_vector(k * n, 2), c0 = random_vector(m * n, 3);
+    for (int ta = 0; ta < 2; ++ta)
+        for (int tb = 0; tb < 2; ++tb) {
+            std::vector<float> ref = c0;
+            ASSERT_EQ(dt_compute_matmul(cpu, DT_FLOAT32, DT_FLOAT32, ta, tb, m, n, k, 0.5f,
+                                        a.data(), b.data(), 1.5f, ref.data()), DT_OK);
+            void *dc = up(c0);
+            ASSERT_EQ(dt_compute_matmul(gpu, DT_FLOAT32, DT_FLOAT32, ta, tb, m, n, k, 0.5f, up(a),
+                                        up(b), 1.5f, dc), DT_OK) << dt_last_error();
+            expect_close(down(dc, ref.size()), ref, "matmul");
+        }
+}
+
+TEST_F(Cudnn, ConvolutionPoolingBatchNorm)
+{
+    dt_conv_params_t p{};
+    p.field_mask = DT_CONV_PARAM_FIELD_STRIDE | DT_CONV_PARAM_FIELD_PADDING;
+    p.stride[0] = p.stride[1] = 2;
+    p.padding[0] = p.padding[1] = 1;
+    dt_tensor_desc_t xd = dt_tensor_desc_4d(DT_FLOAT32, 2, 3, 9, 9);
+    dt_tensor_desc_t wd = dt_tensor_desc_4d(DT_FLOAT32, 4, 3, 3, 3);
+    dt_tensor_desc_t yd = dt_tensor_desc_4d(DT_FLOAT32, 2, 4, 5, 5);
+    dt_tensor_desc_t bd = dt_tensor_desc_1d(DT_FLOAT32, 4);
+    auto x = random_vector(2 * 3 * 81, 4), w = random_vector(4 * 27, 5), b = random_vector(4, 6);
+    auto dy = random_vector(2 * 4 * 25, 7);
+    std::vector<float> y(dy.size()), dx(x.size()), dw(w.size()), db(4);
+    ASSERT_EQ(dt_compute_conv_forward(cpu, &p, &xd, x.data(), &wd, w.data(), &bd, b.data(), &yd,
+                                      y.data()), DT_OK);
+    ASSERT_EQ(dt_compute_conv_backward_data(cpu, &p, &wd, w.data(), &yd, dy.data(), &xd,
+                                            dx.data()), DT_OK);
+    ASSERT_EQ(dt_compute_conv_backward_weights(cpu, &p, &xd, x.data(), &yd, dy.data(), &wd,
+                                               dw.data(), &bd, db.data()), DT_OK);
+    void *gx = up(x), *gw = up(w), *gb = up(b), *gdy = up(dy), *gy = up(y), *gdx = up(dx),
+         *gdw = up(dw), *gdb = up(db);
+    ASSERT_EQ(dt_compute_conv_forward(gpu, &p, &xd, gx, &wd, gw, &bd, gb, &yd, gy), DT_OK)
+        << dt_last_error();
+    ASSERT_EQ(dt_compute_conv_backward_data(gpu, &p, &wd, gw, &yd, gdy, &xd, gdx), DT_OK)
+        << dt_last_error();
+    ASSERT_EQ(dt_compute_conv_backward_weights(gpu, &p, &xd, gx, &yd, gdy, &wd, gdw, &bd, gdb),
+              DT_OK) << dt_last_error();
+    expect_close(down(gy, y.size()), y, "conv y");
+    expect_close(down(gdx, dx.size()), dx, "conv dx");
+    expect_close(down(gdw, dw.size()), dw, "conv dw", 1e-3);
+    expect_close(down(gdb, db.size()), db, "conv db", 1e-3);
+
+    dt_pool_params_t pp{};
+    pp.field_mask = DT_POOL_PARAM_FIELD_KIND | DT_POOL_PARAM_FIELD_KERNEL;
+    pp.kind = DT_POOL_MAX;
+    pp.kernel[0] = pp.kernel[1] = 3;
+    dt_tensor_desc_t pd = dt_tensor_desc_4d(DT_FLOAT32, 2, 3, 3, 3);
+    std::vector<float> py(54), pdy = random_vector(54, 8), pdx(x.size());
+    size_t ws = 0;
+    ASSERT_EQ(dt_compute_pool_workspace_size(cpu, &pp, &xd, &pd, &ws), DT_OK);
+    std::vector<unsigned char> wsb(ws + 1);
+    ASSERT_EQ(dt_compute_pool_forward(cpu, &pp, &xd, x.data(), &pd, py.data(), wsb.data()), DT_OK);
+    ASSERT_EQ(dt_compute_pool_backward(cpu, &pp, &xd, x.data(), &pd, py.data(), pdy.data(),
+                                       pdx.data(), wsb.data()), DT_OK);
+    void *gpy = up(py), *gpdx = up(pdx);
+    ASSERT_EQ(dt_compute_pool_forward(gpu, &pp, &xd, gx, &pd, gpy, nullptr), DT_OK);
+    ASSERT_EQ(dt_compute_pool_backward(gpu, &pp, &xd, gx, &pd, gpy, up(pdy), gpdx, nullptr),
+              DT_OK) << dt_last_error();
+    expect_close(down(gpy, py.size()), py, "pool y");
+    expect_close(down(gpdx, pdx.size()), pdx, "pool dx");
+
+    auto scale = random_vector(3, 9), shift = random_vector(3, 10);
+    std::vector<float> ny(x.size()), mean(3), inv(3), rm(3, 0.0f), rv(3, 1.0f), ndx(x.size()),
+        ds(3), dsh(3);
+    auto ndy = random_vector(x.size(), 11);
+    ASSERT_EQ(dt_compute_batchnorm_forward_training(cpu, &xd, x.data(), scale.data(), shift.data(),
+                                                    1e-5f, 0.1f, ny.data(), mean.data(),
+                                                    inv.data(), rm.data(), rv.data()), DT_OK);
+    ASSERT_EQ(dt_compute_batchnorm_backward(cpu, &xd, x.data(), ndy.data(), scale.data(),
+                                            mean.data(), inv.data(), 1e-5f, ndx.data(), ds.data(),
+                                            dsh.data()), DT_OK);
+    auto *gs = static_cast<float *>(up(scale)), *gsh = static_cast<float *>(up(shift));
+    auto *gm = static_cast<float *>(up(mean)), *gi = static_cast<float *>(up(inv));
+    auto *grm = static_cast<float *>(up(std::vector<float>(3, 0.0f)));
+    auto *grv = static_cast<float *>(up(std::vector<float>(3, 1.0f)));
+    auto *gds = static_cast<float *>(up(ds)), *gdsh = static_cast<float *>(up(dsh));
+    void *gny = up(ny), *gndx = up(ndx);
+    ASSERT_EQ(dt_compute_batchnorm_forward_training(gpu, &xd, gx, gs, gsh, 1e-5f, 0.1f, gny, gm,
+                                                    gi, grm, grv), DT_OK) << dt_last_error();
+    ASSERT_EQ(dt_compute_batchnorm_backward(gpu, &xd, gx, up(ndy), gs, gm, gi, 1e-5f, gndx, gds,
+                                            gdsh), DT_OK) << dt_last_error();
+    expect_close(down(gny, ny.size()), ny, "bn y", 1e-3);
+    expect_close(down(gi, 3), inv, "bn invstd", 1e-3);
+    expect_close(down(grv, 3), rv, "bn running var", 1e-3);
+    expect_close(down(gndx, ndx.size()), ndx, "bn dx", 1e-3);
+    expect_close(down(gds, 3), ds, "bn dscale", 1e-3);
+}
+
+TEST_F(Cudnn, LossOptimizersAndCasts)
+{
+    dt_tensor_desc_t ld = dt_tensor_desc_2d(DT_FLOAT32, 8, 10);
+    auto logits = random_vector(80, 12, -3.0f, 3.0f);
+    std::vector<int32_t> labels{0, 1, 2, 3, 4, 5, 6, 9};
+    std::vector<float> probs(80), dl(80);
+    float loss = 0;
+    int64_t hits = 0;
+    ASSERT_EQ(dt_compute_softmax_cross_entropy_forward(cpu, &ld, logits.data(), labels.data(),
+                                                       probs.data(), &loss, &hits), DT_OK);
+    ASSERT_EQ(dt_compute_softmax_cross_entropy_backward(cpu, &ld, probs.data(), labels.data(),
+                                                        0.125f, dl.data()), DT_OK);
+    void *gp = up(probs), *gdl = up(dl);
+    auto *glabels = static_cast<int32_t *>(up(labels));
+    float gloss = 0;
+    int64_t ghits = 0;
+    ASSERT_EQ(dt_compute_softmax_cross_entropy_forward(gpu, &ld, up(logits), glabels, gp, &gloss,
+                                                       &ghits), DT_OK) << dt_last_error();
+    EXPECT_NEAR(gloss, loss, 1e-5);
+    EXPECT_EQ(ghits, hits);
+    ASSERT_EQ(dt_compute_softmax_cross_entropy_backward(gpu, &ld, gp, glabels, 0.125f, gdl), DT_OK);
+    expect_close(down(gdl, 80), dl, "dlogits");
+
+    auto w = random_vector(1000, 13), g = random_vector(1000, 14);
+    std::vector<float> buf(1000, 0.0f), m(1000, 0.0f), v(1000, 0.0f);
+    void *gw = up(w), *gg = up(g), *gbuf = up(buf), *gm = up(m), *gv = up(v);
+    dt_sgd_params_t s{0.1f, 0.9f, 1e-4f, 1};
+    dt_adam_params_t a{1e-3f, 0.9f, 0.999f, 1e-8f, 1e-2f, 1, 1};
+    for (int step = 0; step < 2; ++step) {
+        ASSERT_EQ(dt_compute_sgd_update(cpu, &s, 1000, w.data(), g.data(), buf.data()), DT_OK);
+        ASSERT_EQ(dt_compute_sgd_update(gpu, &s, 1000, static_cast<float *>(gw),
+                                        static_cast<float *>(gg), static_cast<float *>(gbuf)),
+                  DT_OK);
+        a.step = step + 1;
+        ASSERT_EQ(dt_compute_adam_update(cpu, &a, 1000, w.data(), g.data(), m.data(), v.data()),
+                  DT_OK);
+        ASSERT_EQ(dt_compute_adam_update(gpu, &a, 1000, static_cast<float *>(gw),
+                                         static_cast<float *>(gg), static_cast<float *>(gm),
+                                         static_cast<float *>(gv)), DT_OK);
+    }
+    expect_close(down(gw, 1000), w, "weights after sgd and adam", 1e-5);
+
+    dt_tensor_desc_t cd = dt_tensor_desc_1d(DT_FLOAT32, 1000);
+    std::vector<uint16_t> bf(1000), hf(1000);
+    ASSERT_EQ(dt_compute_cast(cpu, &cd, g.data(), DT_BFLOAT16, bf.data()), DT_OK);
+    ASSERT_EQ(dt_compute_cast(cpu, &cd, g.data(), DT_FLOAT16, hf.data()), DT_OK);
+    void *gbf = up(std::vector<uint16_t>(1000)), *ghf = up(std::vector<uint16_t>(1000));
+    ASSERT_EQ(dt_compute_cast(gpu, &cd, gg, DT_BFLOAT16, gbf), DT_OK);
+    ASSERT_EQ(dt_compute_cast(gpu, &cd, gg, DT_FLOAT16, ghf), DT_OK);
+    std::vector<uint16_t> hb(1000), hh(1000);
+    ASSERT_EQ(dt_compute_memcpy(gpu, hb.data(), gbf, 2000, DT_COPY_DEVICE_TO_HOST), DT_OK);
+    ASSERT_EQ(dt_compute_memcpy(gpu, hh.data(), ghf, 2000, DT_COPY_DEVICE_TO_HOST), DT_OK);
+    EXPECT_EQ(hb, bf);
+    EXPECT_EQ(hh, hf);
+}
+
+} // namespace
+} // namespace dt::test

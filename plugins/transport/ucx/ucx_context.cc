@@ -1,0 +1,371 @@
+#include "ucx_context.h"
+
+#include "ucx_error.h"
+#include "ucx_request.h"
+#include "ucx_tag.h"
+
+#include <sched.h>
+
+#include <algorithm>
+#include <chrono>
+
+namespace dt::ucx {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+std::string rank_text(int rank) { return "rank " + std::to_string(rank); }
+
+Clock::time_point deadline_after(int32_t timeout_ms) {
+    return timeout_ms > 0 ? Clock::now() + std::chrono::milliseconds(timeout_ms)
+                          : Clock::time_point::max();
+}
+
+ucp_request_param_t request_param(void *user_data) {
+    ucp_request_param_t prm{};
+    prm.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA |
+                       UCP_OP_ATTR_FIELD_DATATYPE;
+    prm.user_data = user_data;
+    prm.datatype = ucp_dt_make_contig(1);
+    return prm;
+}
+
+} // namespace
+
+Context::Context(const dt_transport_init_args_t &args)
+    : host_(args.host, args.services), rank_(args.rank), size_(args.size) {
+    if (size_ > kMaxRanks) {
+        throw UcxError(DTP_ERR_INVALID_ARGUMENT,
+                       "ucx: " + std::to_string(size_) + " ranks; this plugin encodes the "
+                       "source rank in 20 tag bits, so at most " + std::to_string(kMaxRanks));
+    }
+    eps_.assign(static_cast<size_t>(size_), nullptr);
+    lost_.resize(static_cast<size_t>(size_));
+    try {
+        connect(args.timeout_ms);
+        exchange_hello(args.timeout_ms);
+    } catch (...) {
+        abort();
+        throw;
+    }
+    for (int peer = 0; peer < size_; ++peer) {
+        if (peer == rank_) continue;
+        host_.log(DT_LOG_DEBUG, "endpoint to " + rank_text(peer) + ":\n" +
+                                    Worker::info(eps_[static_cast<size_t>(peer)]));
+    }
+}
+
+Context::~Context() {
+    abort();
+    // Let UCX finish what abort cancelled, briefly: callbacks still refer to Pending.
+    auto until = Clock::now() + std::chrono::milliseconds(200);
+    while (!pending_.empty() && Clock::now() < until) ucp_worker_progress(worker_.get());
+    // Whatever UCX still holds might call back during ucp_worker_destroy: leave those few
+    // records allocated rather than let a callback touch freed memory.
+    for (auto &entry : pending_) entry.second.release();
+    pending_.clear();
+}
+
+void Context::connect(int32_t timeout_ms) {
+    const std::string &addr = worker_.address();
+    int32_t rc = host_.store_set("addr/" + std::to_string(rank_), addr.data(), addr.size());
+    if (rc != DTP_OK) {
+        throw UcxError(rc, "ucx: could not publish this worker's address in the store");
+    }
+    auto deadline = deadline_after(timeout_ms);
+    for (int peer = 0; peer < size_; ++peer) {
+        std::string remote = addr;
+        if (peer != rank_) {
+            int32_t left = -1;
+            if (timeout_ms > 0) {
+                left = static_cast<int32_t>(std::max<int64_t>(
+                    1, std::chrono::duration_cast<std::chrono::milliseconds>(deadline -
+                                                                             Clock::now())
+                           .count()));
+            }
+            rc = host_.store_get("addr/" + std::to_string(peer), &remote, left);
+            if (rc != DTP_OK) {
+                throw UcxError(rc == DTP_ERR_TIMEOUT ? DTP_ERR_TIMEOUT : rc,
+                               "ucx: " + rank_text(rank_) + " did not find the UCX address of " +
+                                   rank_text(peer) + " in the store" +
+                                   (rc == DTP_ERR_TIMEOUT ? " in time: did that rank start, "
+                                                            "and does it use ucx too?"
+                                                          : ""));
+            }
+        }
+        ucp_ep_params_t ep{};
+        ep.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS | UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE |
+                        UCP_EP_PARAM_FIELD_ERR_HANDLER;
+        ep.address = reinterpret_cast<const ucp_address_t *>(remote.data());
+        // Peer failure must fail requests, never hang: UCX then watches the connection.
+        ep.err_mode = UCP_ERR_HANDLING_MODE_PEER;
+        ep.err_handler.cb = on_peer_error;
+        ep.err_handler.arg = this;
+        ucs_status_t s = ucp_ep_create(worker_.get(), &ep, &eps_[static_cast<size_t>(peer)]);
+        if (s != UCS_OK) {
+            eps_[static_cast<size_t>(peer)] = nullptr;
+            throw UcxError(DTP_ERR_CONNECT,
+                           "ucx: no endpoint from " + rank_text(rank_) + " to " +
+                               rank_text(peer) + ": " + ucs_status_string(s) +
+                               "; UCX found no transport that reaches that rank (" +
+                               ucx_selection() + "). Check UCX_TLS and UCX_NET_DEVICES, or "
+                               "choose DISTTRAIN_TRANSPORT=tcp");
+        }
+    }
+}
+
+void Context::exchange_hello(int32_t timeout_ms) {
+    if (size_ == 1) return;
+    const size_t n = static_cast<size_t>(size_);
+    // Heap arrays: the plugin may keep pointers to them until they complete or abort.
+    std::vector<dt_transport_request_t> sends(n), recvs(n);
+    std::vector<int32_t> in(n, -1);
+    const int32_t out = rank_;
+    auto post = [&](int peer) {
+        int32_t rc = irecv_tagged(peer, hello_tag(peer), &in[static_cast<size_t>(peer)],
+                                  sizeof(int32_t), &recvs[static_cast<size_t>(peer)]);
+        if (rc < 0) throw UcxError(rc, lost_[static_cast<size_t>(peer)]);
+        rc = isend_tagged(peer, hello_tag(rank_), &out, sizeof(out),
+                          &sends[static_cast<size_t>(peer)]);
+        if (rc < 0) throw UcxError(rc, lost_[static_cast<size_t>(peer)]);
+    };
+    for (int peer = 0; peer < size_; ++peer) {
+        if (peer != rank_) post(peer);
+    }
+    auto deadline = deadline_after(timeout_ms);
+    auto missing = [&] {
+        std::string list;
+        for (int peer = 0; peer < size_; ++peer) {
+            if (peer == rank_) continue;
+            auto i = static_cast<size_t>(peer);
+            if (recvs[i].status == DTP_INPROGRESS || sends[i].status == DTP_INPROGRESS ||
+                recvs[i].status < 0 || sends[i].status < 0) {
+                list += (list.empty() ? "" : ", ") + std::to_string(peer);
+            }
+        }
+        return list;
+    };
+    for (;;) {
+        std::string m = missing();
+        if (m.empty()) return;
+        bool failed = false;
+        for (size_t i = 0; i < n; ++i) failed |= recvs[i].status < 0 || sends[i].status < 0;
+        if (failed || Clock::now() >= deadline) {
+            std::string why = failed ? "lost the connection to" : "timed out after " +
+                                                                       std::to_string(timeout_ms) +
+                                                                       " ms waiting for";
+            throw UcxError(failed ? DTP_ERR_CONNECT : DTP_ERR_TIMEOUT,
+                           "ucx: " + rank_text(rank_) + " " + why + " ranks [" + m +
+                               "] while connecting (" + ucx_selection() +
+                               "); check that every rank started and that the devices UCX "
+                               "uses (UCX_NET_DEVICES) reach each other");
+        }
+        progress(10);
+    }
+}
+
+void Context::check_args(int32_t peer, const void *buf, size_t len,
+                         const dt_transport_request_t *req) const {
+    if (req == nullptr) throw UcxError(DTP_ERR_INVALID_ARGUMENT, "ucx: request is NULL");
+    if (peer < 0 || peer >= size_) {
+        throw UcxError(DTP_ERR_INVALID_ARGUMENT,
+                       "ucx: peer " + std::to_string(peer) + " is not a rank of this job "
+                       "(size " + std::to_string(size_) + ")");
+    }
+    if (buf == nullptr && len > 0) {
+        throw UcxError(DTP_ERR_INVALID_ARGUMENT,
+                       "ucx: buffer is NULL but length is " + std::to_string(len));
+    }
+}
+
+int32_t Context::fail_now(dt_transport_request_t *req, int32_t status, const std::string &why) {
+    complete_request(req, status, 0);
+    host_.set_error(why);
+    return status;
+}
+
+int32_t Context::isend(int32_t peer, uint64_t tag, const void *buf, size_t len,
+                       dt_transport_request_t *req) {
+    check_args(peer, buf, len, req);
+    return isend_tagged(peer, encode_tag(tag, rank_), buf, len, req);
+}
+
+int32_t Context::irecv(int32_t peer, uint64_t tag, void *buf, size_t len,
+                       dt_transport_request_t *req) {
+    check_args(peer, buf, len, req);
+    return irecv_tagged(peer, encode_tag(tag, peer), buf, len, req);
+}
+
+int32_t Context::isend_tagged(int peer, uint64_t ucp_tag, const void *buf, size_t len,
+                              dt_transport_request_t *req) {
+    start_request(req, peer);
+    if (aborted_) return fail_now(req, DTP_ERR_ABORTED, "ucx: the transport was aborted");
+    const auto i = static_cast<size_t>(peer);
+    if (!lost_[i].empty()) return fail_now(req, DTP_ERR_PEER_LOST, lost_[i]);
+    auto p = std::make_unique<Pending>(Pending{this, req, peer, false, len});
+    ucp_request_param_t prm = request_param(p.get());
+    prm.cb.send = on_send;
+    ucs_status_ptr_t r = ucp_tag_send_nbx(eps_[i], buf, len, ucp_tag, &prm);
+    if (r == nullptr) {
+        complete_request(req, DTP_OK, len);
+        return DTP_OK;
+    }
+    if (UCS_PTR_IS_ERR(r)) {
+        ucs_status_t s = UCS_PTR_STATUS(r);
+        return fail_now(req, status_of(s), "ucx: send to " + rank_text(peer) + " failed: " +
+                                               ucs_status_string(s));
+    }
+    p->ucx_req = r;
+    Pending *key = p.get();
+    pending_.emplace(key, std::move(p));
+    return DTP_INPROGRESS;
+}
+
+int32_t Context::irecv_tagged(int peer, uint64_t ucp_tag, void *buf, size_t len,
+                              dt_transport_request_t *req) {
+    start_request(req, peer);
+    if (aborted_) return fail_now(req, DTP_ERR_ABORTED, "ucx: the transport was aborted");
+    const auto i = static_cast<size_t>(peer);
+    if (!lost_[i].empty()) return fail_now(req, DTP_ERR_PEER_LOST, lost_[i]);
+    auto p = std::make_unique<Pending>(Pending{this, req, peer, true, len});
+    ucp_tag_recv_info_t info{};
+    ucp_request_param_t prm = request_param(p.get());
+    prm.op_attr_mask |= UCP_OP_ATTR_FIELD_RECV_INFO;
+    prm.cb.recv = on_recv;
+    prm.recv_info.tag_info = &info;
+    ucs_status_ptr_t r = ucp_tag_recv_nbx(worker_.get(), buf, len, ucp_tag, kFullMask, &prm);
+    if (r == nullptr) {
+        complete_request(req, DTP_OK, info.length);
+        return DTP_OK;
+    }
+    if (UCS_PTR_IS_ERR(r)) {
+        ucs_status_t s = UCS_PTR_STATUS(r);
+        return fail_now(req, status_of(s), truncation_or(s, peer, len));
+    }
+    p->ucx_req = r;
+    Pending *key = p.get();
+    pending_.emplace(key, std::move(p));
+    return DTP_INPROGRESS;
+}
+
+std::string Context::truncation_or(ucs_status_t s, int peer, size_t cap) const {
+    if (s == UCS_ERR_MESSAGE_TRUNCATED) {
+        return "ucx: the message from " + rank_text(peer) + " is larger than the " +
+               std::to_string(cap) + "-byte receive posted for it; do all ranks pass the same "
+               "count?";
+    }
+    return "ucx: receive from " + rank_text(peer) + " failed: " + ucs_status_string(s);
+}
+
+void Context::finish(Pending *p, int32_t status, size_t bytes) {
+    if (p->req != nullptr) {
+        complete_request(p->req, status, status == DTP_OK ? bytes : 0);
+        ++completions_;
+    }
+    pending_.erase(p);
+}
+
+void Context::on_send(void *request, ucs_status_t status, void *user_data) {
+    auto *p = static_cast<Pending *>(user_data);
+    Context *c = p->self;
+    if (status != UCS_OK && p->req != nullptr) {
+        c->host_.log(DT_LOG_DEBUG, "send to " + rank_text(p->peer) + " failed: " +
+                                       ucs_status_string(status));
+    }
+    c->finish(p, status_of(status), p->len);
+    ucp_request_free(request);
+}
+
+void Context::on_recv(void *request, ucs_status_t status, const ucp_tag_recv_info_t *info,
+                      void *user_data) {
+    auto *p = static_cast<Pending *>(user_data);
+    Context *c = p->self;
+    if (status != UCS_OK && status != UCS_ERR_CANCELED && p->req != nullptr) {
+        c->host_.log(DT_LOG_ERROR, c->truncation_or(status, p->peer, p->len));
+    }
+    c->finish(p, status_of(status), info != nullptr ? info->length : 0);
+    ucp_request_free(request);
+}
+
+void Context::on_peer_error(void *arg, ucp_ep_h ep, ucs_status_t status) {
+    auto *c = static_cast<Context *>(arg);
+    auto it = std::find(c->eps_.begin(), c->eps_.end(), ep);
+    if (it == c->eps_.end()) return;
+    c->peer_lost(static_cast<int>(it - c->eps_.begin()), status);
+}
+
+void Context::peer_lost(int peer, ucs_status_t status) {
+    const auto i = static_cast<size_t>(peer);
+    if (!lost_[i].empty()) return;
+    lost_[i] = "ucx: lost " + rank_text(peer) + ": " + ucs_status_string(status);
+    host_.log(DT_LOG_INFO, lost_[i]);
+    // Its receives would wait forever: fail them now and cancel them in UCX. Its sends
+    // UCX fails itself; the core's requests are completed here all the same.
+    std::vector<void *> cancel;
+    for (auto &[key, p] : pending_) {
+        if (p->peer != peer || p->req == nullptr) continue;
+        complete_request(p->req, DTP_ERR_PEER_LOST, 0);
+        ++completions_;
+        p->req = nullptr;
+        if (p->is_recv) cancel.push_back(p->ucx_req);
+    }
+    for (void *r : cancel) ucp_request_cancel(worker_.get(), r);
+    // A failed endpoint must be closed; not from inside UCX's callback, so later.
+    dead_.push_back(eps_[i]);
+    eps_[i] = nullptr;
+}
+
+void Context::close_dead() {
+    while (!dead_.empty()) {
+        ucp_ep_h ep = dead_.back();
+        dead_.pop_back();
+        close_endpoint(ep);
+    }
+}
+
+void Context::close_endpoint(ucp_ep_h ep) {
+    ucp_request_param_t prm{};
+    prm.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
+    prm.flags = UCP_EP_CLOSE_FLAG_FORCE;
+    ucs_status_ptr_t r = ucp_ep_close_nbx(ep, &prm);
+    // The close goes on inside UCX; we need nothing more from it.
+    if (r != nullptr && !UCS_PTR_IS_ERR(r)) ucp_request_free(r);
+}
+
+int32_t Context::progress(int32_t timeout_ms) {
+    const uint64_t before = completions_;
+    const auto deadline = deadline_after(std::max(0, timeout_ms));
+    for (;;) {
+        while (ucp_worker_progress(worker_.get()) != 0) {
+        }
+        close_dead();
+        if (completions_ != before || timeout_ms == 0 || pending_.empty()) return DTP_OK;
+        if (timeout_ms > 0 && Clock::now() >= deadline) return DTP_OK;
+        // Spin, yielding the CPU: oversubscribed ranks on few cores must get to run.
+        sched_yield();
+    }
+}
+
+void Context::abort() {
+    if (aborted_) return;
+    aborted_ = true;
+    std::vector<void *> cancel;
+    for (auto &[key, p] : pending_) {
+        if (p->req != nullptr) {
+            complete_request(p->req, DTP_ERR_ABORTED, 0);
+            ++completions_;
+            p->req = nullptr;
+        }
+        if (p->is_recv) cancel.push_back(p->ucx_req);
+    }
+    for (void *r : cancel) ucp_request_cancel(worker_.get(), r);
+    close_dead();
+    // Closing tells UCX to drop the connections: peers see them fail and give up on us.
+    for (ucp_ep_h &ep : eps_) {
+        if (ep != nullptr) close_endpoint(ep);
+        ep = nullptr;
+    }
+    ucp_worker_progress(worker_.get());
+}
+
+} // namespace dt::ucx

@@ -1,0 +1,39 @@
+// UCP's context and this rank's one worker, owned together: the context reads UCX's own
+// variables (UCX_TLS, UCX_NET_DEVICES, ...) through ucp_config_read, so users steer UCX
+// exactly as they do for Open MPI or any other UCX program.
+#pragma once
+
+#include <ucp/api/ucp.h>
+
+#include <string>
+
+namespace dt::ucx {
+
+class Worker {
+public:
+    // Throws UcxError with a message naming UCX_TLS / UCX_NET_DEVICES when UCX finds no
+    // device it can use.
+    Worker();
+    ~Worker();
+    Worker(const Worker &) = delete;
+    Worker &operator=(const Worker &) = delete;
+
+    ucp_worker_h get() const { return worker_; }
+    // This worker's address, to publish in the store.
+    const std::string &address() const { return address_; }
+
+    // What ucp_worker_print_info / ucp_ep_print_info write, for the debug log.
+    std::string info() const;
+    static std::string info(ucp_ep_h ep);
+
+private:
+    ucp_context_h context_ = nullptr;
+    ucp_worker_h worker_ = nullptr;
+    std::string address_;
+};
+
+// "UCX_TLS=..., UCX_NET_DEVICES=..." as set, or "(UCX_TLS and UCX_NET_DEVICES unset)":
+// what an error about devices should show the user.
+std::string ucx_selection();
+
+} // namespace dt::ucx

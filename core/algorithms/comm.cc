@@ -154,6 +154,10 @@ void Comm::sendrecv(int send_peer, const void *sendbuf, size_t send_len, int rec
 
 void Comm::cancelled(const PendingTransfer &t)
 {
+    if (t.peer < 0)
+        abort_and_throw(DT_ERR_ABORTED, cat(collective_, ": aborted on this rank while "
+                                            "waiting for the native ", collective_,
+                                            " (the context was aborted)"));
     abort_and_throw(DT_ERR_ABORTED, cat(collective_, ": aborted on this rank while waiting to ",
                                         t.is_recv ? "receive from" : "send to", " rank ",
                                         t.peer, " (the context was aborted)"));
@@ -161,6 +165,8 @@ void Comm::cancelled(const PendingTransfer &t)
 
 void Comm::fail(const PendingTransfer &t)
 {
+    if (t.peer < 0)
+        fail_native(t);
     const char *what = t.is_recv ? "receive from" : "send to";
     int32_t status = t.raw.status;
     dt_status_t code;
@@ -186,6 +192,21 @@ void Comm::fail(const PendingTransfer &t)
         message = cat(collective_, ": ", what, " rank ", t.peer, " failed: ", detail);
     }
     abort_and_throw(code, std::move(message));
+}
+
+void Comm::fail_native(const PendingTransfer &t)
+{
+    const std::string what = cat("the native ", collective_, " of transport '",
+                                 transport_.name(), "'");
+    if (t.raw.status == DTP_INPROGRESS)
+        abort_and_throw(DT_ERR_TIMEOUT,
+                        cat(collective_, ": timed out waiting for ", what,
+                            " (DISTTRAIN_TIMEOUT passed); a rank may be stuck, dead or not "
+                            "calling this collective: check the logs, or raise "
+                            "DISTTRAIN_TIMEOUT if the job is only slow"));
+    std::string detail = *last_error() != '\0' ? std::string(last_error())
+                                               : status_text(t.raw.status);
+    abort_and_throw(as_error(t.raw.status), cat(collective_, ": ", what, " failed: ", detail));
 }
 
 void Comm::abort_and_throw(dt_status_t code, std::string message)

@@ -27,6 +27,7 @@ namespace dt::algo {
 using Clock = std::chrono::steady_clock;
 
 // A posted send or receive. Heap-allocated so the plugin's view of it never moves.
+// peer -1: a native collective of the transport over the whole job (runtime/native.h).
 struct PendingTransfer {
     dt_transport_request_t raw{};
     int peer = -1;
@@ -48,6 +49,8 @@ public:
     int rank() const { return rank_; }
     int size() const { return size_; }
     uint64_t tag() const { return tag_; }
+    // The transport this call runs on (runtime/native.cc offers it native collectives).
+    Transport &transport() const { return transport_; }
 
     Request isend(int peer, const void *buf, size_t len);
     Request irecv(int peer, void *buf, size_t len);
@@ -77,6 +80,7 @@ public:
 private:
     void progress_once(int32_t timeout_ms);
     [[noreturn]] void fail(const PendingTransfer &t);
+    [[noreturn]] void fail_native(const PendingTransfer &t);
     [[noreturn]] void abort_and_throw(dt_status_t code, std::string message);
     [[noreturn]] void cancelled(const PendingTransfer &t);
 

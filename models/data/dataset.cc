@@ -5,7 +5,6 @@
 #include "data/idx.h"
 
 #include <algorithm>
-#include <cstring>
 #include <filesystem>
 
 namespace dt::models {
@@ -33,9 +32,13 @@ void Dataset::gather(std::span<const uint32_t> indices, float *images_out,
                      int32_t *labels_out) const
 {
     const size_t n = sample_size();
+    // One multiply-add per pixel: x / 255 / std - mean / std.
+    const float scale = 1.0f / (255.0f * stddev), offset = -mean / stddev;
     for (size_t i = 0; i < indices.size(); ++i) {
-        std::memcpy(images_out + i * n, images.data() + size_t(indices[i]) * n,
-                    n * sizeof(float));
+        const uint8_t *src = pixels.data() + size_t(indices[i]) * n;
+        float *dst = images_out + i * n;
+        for (size_t j = 0; j < n; ++j)
+            dst[j] = float(src[j]) * scale + offset;
         labels_out[i] = labels[indices[i]];
     }
 }
@@ -45,7 +48,7 @@ Dataset load_fashion_mnist(const std::string &dir, Split split, size_t limit)
     const std::string prefix = split == Split::train ? "train" : "t10k";
     const std::string image_path = find_file(dir, prefix + "-images-idx3-ubyte");
     const std::string label_path = find_file(dir, prefix + "-labels-idx1-ubyte");
-    const IdxArray images = read_idx(image_path, limit);
+    IdxArray images = read_idx(image_path, limit);
     const IdxArray labels = read_idx(label_path, limit);
     if (images.dims.size() != 3)
         throw_input_error(image_path, ": expected 3 dimensions (N, 28, 28), found ",
@@ -60,9 +63,9 @@ Dataset load_fashion_mnist(const std::string &dir, Split split, size_t limit)
     Dataset out;
     out.height = static_cast<int>(images.dims[1]);
     out.width = static_cast<int>(images.dims[2]);
-    out.images.resize(images.data.size());
-    std::transform(images.data.begin(), images.data.end(), out.images.begin(),
-                   [](uint8_t p) { return (float(p) / 255.0f - kMean) / kStd; });
+    out.pixels = std::move(images.data);
+    out.mean = kMean;
+    out.stddev = kStd;
     out.labels.assign(labels.data.begin(), labels.data.end());
     for (int32_t l : out.labels)
         if (l < 0 || l >= out.classes)
@@ -79,9 +82,11 @@ Dataset synthetic_dataset(size_t n, int channels, int height, int width, int cla
     out.width = width;
     out.classes = classes;
     Random rng(seed);
-    out.images.resize(n * out.sample_size());
-    for (float &x : out.images)
-        x = static_cast<float>(rng.uniform() * 2.0 - 1.0);
+    out.pixels.resize(n * out.sample_size());
+    for (uint8_t &p : out.pixels)
+        p = static_cast<uint8_t>(rng.next() >> 56);
+    out.mean = 0.5f;
+    out.stddev = 0.29f; // of a uniform distribution on [0, 1]
     out.labels.resize(n);
     for (int32_t &l : out.labels)
         l = static_cast<int32_t>(rng.below(uint64_t(classes)));

@@ -1,5 +1,8 @@
-// An image classification data set held in memory as normalised float32 NCHW images and
-// int32 labels: Fashion-MNIST read from IDX files, or synthetic data for benchmarks.
+// An image classification data set held in memory as 8-bit NCHW pixels and int32
+// labels (a quarter of the memory of floats: every rank holds the whole training set,
+// since each epoch's shuffle hands it different samples); batches are converted to
+// standardised float32 as they are gathered. Fashion-MNIST read from IDX files, or
+// synthetic data for benchmarks.
 #pragma once
 
 #include <cstddef>
@@ -15,13 +18,15 @@ struct Dataset {
     int height = 28;
     int width = 28;
     int classes = 10;
-    std::vector<float> images; // size() * sample_size() floats, NCHW
+    std::vector<uint8_t> pixels; // size() * sample_size() bytes, NCHW
     std::vector<int32_t> labels;
+    float mean = 0.0f, stddev = 1.0f; // of pixel / 255; gather() standardises with them
 
     size_t size() const { return labels.size(); }
     size_t sample_size() const { return size_t(channels) * height * width; }
 
-    // Copies the samples at `indices` into a batch (images NCHW, then labels).
+    // Writes the samples at `indices` as a batch: (pixel / 255 - mean) / stddev, NCHW,
+    // and their labels.
     void gather(std::span<const uint32_t> indices, float *images_out,
                 int32_t *labels_out) const;
 };
@@ -33,8 +38,8 @@ inline constexpr const char *kFashionMnistDir = "/usr/share/datasets/fashion-mni
 
 // Loads Fashion-MNIST's train or test split from dir (files named like
 // train-images-idx3-ubyte.gz; the uncompressed names work too). limit > 0 keeps only the
-// first `limit` samples. Pixels are scaled to [0, 1] and standardised with the training
-// set's mean and standard deviation. Throws InputError for missing or malformed files.
+// first `limit` samples. Batches are standardised with the training set's pixel mean and
+// standard deviation. Throws InputError for missing or malformed files.
 Dataset load_fashion_mnist(const std::string &dir, Split split, size_t limit = 0);
 
 // n random samples of the given shape with random labels, for throughput benchmarks.

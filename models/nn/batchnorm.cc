@@ -1,0 +1,72 @@
+#include "nn/batchnorm.h"
+
+#include "common/error.h"
+
+#include <stdexcept>
+
+namespace dt::models {
+
+BatchNorm::BatchNorm(const Compute &c, std::string name, int64_t channels, float init_scale)
+    : Layer(c, std::move(name)), channels_(channels)
+{
+    const auto d = desc_f32({channels});
+    scale_ = {name_ + ".weight", Tensor(c, d), Tensor(c, d)};
+    shift_ = {name_ + ".bias", Tensor(c, d), Tensor(c, d)};
+    running_mean_ = {name_ + ".running_mean", Tensor(c, d)};
+    running_var_ = {name_ + ".running_var", Tensor(c, d)};
+    save_mean_ = Tensor(c, d);
+    save_invstd_ = Tensor(c, d);
+    scale_.value.fill(c, init_scale);
+    shift_.value.fill(c, 0.0f);
+    running_mean_.value.fill(c, 0.0f);
+    running_var_.value.fill(c, 1.0f);
+}
+
+Tensor BatchNorm::forward(const Tensor &x, bool training)
+{
+    if ((x.desc().ndims != 2 && x.desc().ndims != 4) || x.dim(1) != channels_)
+        throw std::invalid_argument(cat(name_, ": expected ", channels_, " channels, got ",
+                                        x.dim(1)));
+    ensure(y_, c_, x.desc());
+    if (training) {
+        check(dt_compute_batchnorm_forward_training(
+                  c_.get(), &x.desc(), x.data(), scale_.value.f32(), shift_.value.f32(),
+                  kEpsilon, kMomentum, y_.data(), save_mean_.f32(), save_invstd_.f32(),
+                  running_mean_.value.f32(), running_var_.value.f32()),
+              "batchnorm forward");
+        x_ = x;
+    } else {
+        check(dt_compute_batchnorm_forward_inference(
+                  c_.get(), &x.desc(), x.data(), scale_.value.f32(), shift_.value.f32(),
+                  running_mean_.value.f32(), running_var_.value.f32(), kEpsilon, y_.data()),
+              "batchnorm inference");
+    }
+    return y_;
+}
+
+Tensor BatchNorm::backward(const Tensor &dy, const GradReady &ready)
+{
+    ensure(dx_, c_, x_.desc());
+    check(dt_compute_batchnorm_backward(c_.get(), &x_.desc(), x_.data(), dy.data(),
+                                        scale_.value.f32(), save_mean_.f32(),
+                                        save_invstd_.f32(), kEpsilon, dx_.data(),
+                                        scale_.grad.f32(), shift_.grad.f32()),
+          "batchnorm backward");
+    ready(scale_);
+    ready(shift_);
+    return input_grad_ ? dx_ : Tensor{};
+}
+
+void BatchNorm::parameters(std::vector<Parameter *> &out)
+{
+    out.push_back(&scale_);
+    out.push_back(&shift_);
+}
+
+void BatchNorm::buffers(std::vector<Buffer *> &out)
+{
+    out.push_back(&running_mean_);
+    out.push_back(&running_var_);
+}
+
+} // namespace dt::models

@@ -1,0 +1,29 @@
+// Batch normalisation over the channels of (N, C) or (N, C, H, W) activations, with
+// PyTorch's defaults (epsilon 1e-5, momentum 0.1, scale 1, shift 0). Training uses the
+// batch's statistics and updates the running ones; evaluation uses the running ones.
+#pragma once
+
+#include "nn/layer.h"
+
+namespace dt::models {
+
+class BatchNorm : public Layer {
+public:
+    BatchNorm(const Compute &c, std::string name, int64_t channels, float init_scale = 1.0f);
+
+    Tensor forward(const Tensor &x, bool training) override;
+    Tensor backward(const Tensor &dy, const GradReady &ready) override;
+    void parameters(std::vector<Parameter *> &out) override;
+    void buffers(std::vector<Buffer *> &out) override;
+
+private:
+    static constexpr float kEpsilon = 1e-5f;
+    static constexpr float kMomentum = 0.1f;
+    int64_t channels_;
+    Parameter scale_, shift_;
+    Buffer running_mean_, running_var_;
+    Tensor save_mean_, save_invstd_;
+    Tensor x_, y_, dx_;
+};
+
+} // namespace dt::models

@@ -1,0 +1,60 @@
+#include "nn/compute.h"
+
+#include "common/error.h"
+
+#include <stdexcept>
+
+namespace dt::models {
+
+void check(dt_status_t status, const char *what)
+{
+    if (status == DT_OK)
+        return;
+    throw std::runtime_error(cat(what, ": ", dt_status_string(status), ": ",
+                                 dt_last_error()));
+}
+
+Compute::Compute(const ComputeOptions &options)
+{
+    dt_compute_params_t params = {};
+    if (options.threads > 0) {
+        params.field_mask |= DT_COMPUTE_PARAM_FIELD_THREADS;
+        params.threads = options.threads;
+    }
+    if (options.bf16) {
+        params.field_mask |= DT_COMPUTE_PARAM_FIELD_COMPUTE_DTYPE;
+        params.compute_dtype = DT_BFLOAT16;
+    }
+    if (!options.plugin.empty()) {
+        params.field_mask |= DT_COMPUTE_PARAM_FIELD_PLUGIN;
+        params.plugin = options.plugin.c_str();
+    }
+    dt_compute_h h = nullptr;
+    check(dt_compute_create(&params, &h), "dt_compute_create");
+    handle_.reset(h);
+}
+
+namespace {
+dt_compute_attr_t query(dt_compute_h h)
+{
+    dt_compute_attr_t a = {};
+    a.field_mask = DT_COMPUTE_ATTR_FIELD_PLUGIN | DT_COMPUTE_ATTR_FIELD_DEVICE_NAME |
+                   DT_COMPUTE_ATTR_FIELD_THREADS | DT_COMPUTE_ATTR_FIELD_COMPUTE_DTYPE;
+    check(dt_compute_query(h, &a), "dt_compute_query");
+    return a;
+}
+} // namespace
+
+std::string Compute::describe() const
+{
+    const auto a = query(get());
+    return cat(a.plugin ? a.plugin : "?", " on ", a.device_name ? a.device_name : "?", ", ",
+               a.threads, a.threads == 1 ? " thread, " : " threads, ",
+               dt_dtype_name(a.compute_dtype), " compute");
+}
+
+int Compute::threads() const { return query(get()).threads; }
+
+bool Compute::bf16_active() const { return query(get()).compute_dtype == DT_BFLOAT16; }
+
+} // namespace dt::models

@@ -1,0 +1,38 @@
+// The compute context the layers run on (dt_compute_h from api/disttrain/compute.h)
+// behind RAII, plus check(), which turns a failed dt_compute_* call into an exception
+// carrying the library's message.
+#pragma once
+
+#include <disttrain/compute.h>
+
+#include <memory>
+#include <string>
+
+namespace dt::models {
+
+// Throws std::runtime_error "<what>: <status>: <dt_last_error()>" unless status is OK.
+void check(dt_status_t status, const char *what);
+
+struct ComputeOptions {
+    int threads = 0;       // 0: DISTTRAIN_THREADS or the affinity mask
+    bool bf16 = false;     // compute matmul/convolution in bfloat16 where supported
+    std::string plugin;    // "": DISTTRAIN_COMPUTE or auto
+};
+
+class Compute {
+public:
+    explicit Compute(const ComputeOptions &options = {});
+    dt_compute_h get() const { return handle_.get(); }
+    // "onednn on cpu (avx2), 2 threads, float32 compute".
+    std::string describe() const;
+    int threads() const;
+    bool bf16_active() const;
+
+private:
+    struct Deleter {
+        void operator()(dt_compute *c) const { dt_compute_destroy(c); }
+    };
+    std::unique_ptr<dt_compute, Deleter> handle_;
+};
+
+} // namespace dt::models

@@ -1,0 +1,69 @@
+// The layer interface: forward, backward, and the parameters a layer owns.
+//
+// backward() reports each parameter through a GradReady callback the moment its
+// gradient is final. The trainer starts that gradient's allreduce right there, so the
+// communication of the last layers overlaps the backward pass of the earlier ones (the
+// reason Horovod and PyTorch DDP hook gradients the same way).
+#pragma once
+
+#include "nn/tensor.h"
+
+#include <functional>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace dt::models {
+
+class Random;
+
+struct Parameter {
+    std::string name; // "conv1.weight": names the allreduce and the checkpoint entry
+    Tensor value;
+    Tensor grad;
+};
+
+using GradReady = std::function<void(Parameter &)>;
+
+// Non-trainable state saved in checkpoints (batch-norm running statistics).
+struct Buffer {
+    std::string name;
+    Tensor value;
+};
+
+class Layer {
+public:
+    Layer(const Compute &compute, std::string name) : c_(compute), name_(std::move(name)) {}
+    virtual ~Layer() = default;
+    Layer(const Layer &) = delete;
+    Layer &operator=(const Layer &) = delete;
+
+    const std::string &name() const { return name_; }
+
+    // The output for input x. With training set, the layer keeps what backward needs
+    // (the returned tensor stays valid until the next forward).
+    virtual Tensor forward(const Tensor &x, bool training) = 0;
+
+    // The gradient of the input, from the gradient of the output of the last training
+    // forward; an empty tensor when the input gradient is not needed (first layer).
+    // Calls ready(p) for each parameter p once p.grad holds its final value.
+    virtual Tensor backward(const Tensor &dy, const GradReady &ready) = 0;
+
+    virtual void parameters(std::vector<Parameter *> &) {}
+    virtual void buffers(std::vector<Buffer *> &) {}
+
+    // False for the first layer of a model: nobody needs the gradient of the data.
+    virtual void set_input_grad(bool needed) { input_grad_ = needed; }
+
+protected:
+    const Compute &c_;
+    std::string name_;
+    bool input_grad_ = true;
+};
+
+// Parameter initialisation from the portable generator, so that a seed gives the same
+// model everywhere (rank 0's copy is broadcast anyway).
+void init_uniform(const Compute &c, const Tensor &t, double bound, Random &rng);
+void init_normal(const Compute &c, const Tensor &t, double stddev, Random &rng);
+
+} // namespace dt::models

@@ -1,0 +1,23 @@
+// Fully connected layer y = x W^T + b with W (out, in) as in PyTorch, x (N, in).
+#pragma once
+
+#include "nn/layer.h"
+
+namespace dt::models {
+
+class Linear : public Layer {
+public:
+    // PyTorch's default initialisation: U(-1/sqrt(in), 1/sqrt(in)) for W and b.
+    Linear(const Compute &c, std::string name, int64_t in, int64_t out, Random &rng);
+
+    Tensor forward(const Tensor &x, bool training) override;
+    Tensor backward(const Tensor &dy, const GradReady &ready) override;
+    void parameters(std::vector<Parameter *> &out) override;
+
+private:
+    int64_t in_, out_;
+    Parameter w_, b_;
+    Tensor x_, y_, dx_;
+};
+
+} // namespace dt::models

@@ -1,0 +1,28 @@
+#include "nn/loss.h"
+
+namespace dt::models {
+
+LossResult SoftmaxCrossEntropy::forward(const Tensor &logits, const Tensor &labels)
+{
+    ensure(probs_, c_, logits.desc());
+    float loss = 0;
+    int64_t correct = 0;
+    check(dt_compute_softmax_cross_entropy_forward(c_.get(), &logits.desc(), logits.data(),
+                                                   labels.i32(), probs_.data(), &loss,
+                                                   &correct),
+          "softmax cross-entropy");
+    labels_ = labels;
+    return {loss, correct};
+}
+
+Tensor SoftmaxCrossEntropy::backward()
+{
+    ensure(dlogits_, c_, probs_.desc());
+    const float scale = 1.0f / float(probs_.dim(0));
+    check(dt_compute_softmax_cross_entropy_backward(c_.get(), &probs_.desc(), probs_.data(),
+                                                    labels_.i32(), scale, dlogits_.data()),
+          "softmax cross-entropy backward");
+    return dlogits_;
+}
+
+} // namespace dt::models

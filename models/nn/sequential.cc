@@ -1,0 +1,95 @@
+#include "nn/sequential.h"
+
+#include "common/error.h"
+
+namespace dt::models {
+
+Tensor Sequential::forward(const Tensor &x, bool training)
+{
+    Tensor h = x;
+    for (auto &layer : layers_)
+        h = layer->forward(h, training);
+    return h;
+}
+
+Tensor Sequential::backward(const Tensor &dy, const GradReady &ready)
+{
+    Tensor g = dy;
+    for (auto it = layers_.rbegin(); it != layers_.rend(); ++it)
+        g = (*it)->backward(g, ready);
+    return g;
+}
+
+void Sequential::parameters(std::vector<Parameter *> &out)
+{
+    for (auto &layer : layers_)
+        layer->parameters(out);
+}
+
+void Sequential::buffers(std::vector<Buffer *> &out)
+{
+    for (auto &layer : layers_)
+        layer->buffers(out);
+}
+
+void Sequential::set_input_grad(bool needed)
+{
+    input_grad_ = needed;
+    if (!layers_.empty())
+        layers_.front()->set_input_grad(needed);
+}
+
+Residual::Residual(const Compute &c, std::string name)
+    : Layer(c, name), body_(c, name + ".body"), shortcut_(c, name + ".shortcut")
+{
+}
+
+Tensor Residual::forward(const Tensor &x, bool training)
+{
+    const Tensor a = body_.forward(x, training);
+    const Tensor b = shortcut_.empty() ? x : shortcut_.forward(x, training);
+    ensure(sum_, c_, a.desc());
+    check(dt_compute_add(c_.get(), &a.desc(), a.data(), b.data(), sum_.data()),
+          "residual add");
+    check(dt_compute_relu_forward(c_.get(), &sum_.desc(), sum_.data(), sum_.data()),
+          "residual relu");
+    return sum_;
+}
+
+Tensor Residual::backward(const Tensor &dy, const GradReady &ready)
+{
+    ensure(dsum_, c_, dy.desc());
+    check(dt_compute_relu_backward(c_.get(), &dy.desc(), sum_.data(), dy.data(),
+                                   dsum_.data()),
+          "residual relu backward");
+    // The shortcut first: its projection is shallow, so its gradients are ready early.
+    const Tensor ds = shortcut_.empty() ? dsum_ : shortcut_.backward(dsum_, ready);
+    const Tensor db = body_.backward(dsum_, ready);
+    if (!input_grad_)
+        return {};
+    ensure(dx_, c_, db.desc());
+    check(dt_compute_add(c_.get(), &db.desc(), db.data(), ds.data(), dx_.data()),
+          "residual gradient add");
+    return dx_;
+}
+
+void Residual::parameters(std::vector<Parameter *> &out)
+{
+    body_.parameters(out);
+    shortcut_.parameters(out);
+}
+
+void Residual::buffers(std::vector<Buffer *> &out)
+{
+    body_.buffers(out);
+    shortcut_.buffers(out);
+}
+
+void Residual::set_input_grad(bool needed)
+{
+    input_grad_ = needed;
+    body_.set_input_grad(needed);
+    shortcut_.set_input_grad(needed);
+}
+
+} // namespace dt::models

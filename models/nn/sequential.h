@@ -1,0 +1,55 @@
+// Containers: a chain of layers, and the residual block y = relu(body(x) + shortcut(x))
+// of ResNets (identity shortcut, or a projection when the shape changes).
+#pragma once
+
+#include "nn/layer.h"
+
+#include <memory>
+
+namespace dt::models {
+
+class Sequential : public Layer {
+public:
+    using Layer::Layer;
+
+    template <typename L, typename... Args>
+    L &add(Args &&...args)
+    {
+        auto layer = std::make_unique<L>(c_, std::forward<Args>(args)...);
+        L &ref = *layer;
+        layers_.push_back(std::move(layer));
+        return ref;
+    }
+    void append(std::unique_ptr<Layer> layer) { layers_.push_back(std::move(layer)); }
+    bool empty() const { return layers_.empty(); }
+
+    Tensor forward(const Tensor &x, bool training) override;
+    Tensor backward(const Tensor &dy, const GradReady &ready) override;
+    void parameters(std::vector<Parameter *> &out) override;
+    void buffers(std::vector<Buffer *> &out) override;
+    // Only the first layer may skip its input gradient.
+    void set_input_grad(bool needed) override;
+
+private:
+    std::vector<std::unique_ptr<Layer>> layers_;
+};
+
+class Residual : public Layer {
+public:
+    // body and shortcut are filled by the caller; an empty shortcut is the identity.
+    Residual(const Compute &c, std::string name);
+    Sequential &body() { return body_; }
+    Sequential &shortcut() { return shortcut_; }
+
+    Tensor forward(const Tensor &x, bool training) override;
+    Tensor backward(const Tensor &dy, const GradReady &ready) override;
+    void parameters(std::vector<Parameter *> &out) override;
+    void buffers(std::vector<Buffer *> &out) override;
+    void set_input_grad(bool needed) override;
+
+private:
+    Sequential body_, shortcut_;
+    Tensor sum_, dsum_, dx_;
+};
+
+} // namespace dt::models

@@ -1,0 +1,85 @@
+#include "nn/tensor.h"
+
+#include "common/error.h"
+
+#include <stdexcept>
+
+namespace dt::models {
+
+size_t numel(const dt_tensor_desc_t &d)
+{
+    size_t n = 1;
+    for (int i = 0; i < d.ndims; ++i)
+        n *= static_cast<size_t>(d.dims[i]);
+    return n;
+}
+
+bool same_desc(const dt_tensor_desc_t &a, const dt_tensor_desc_t &b)
+{
+    if (a.dtype != b.dtype || a.ndims != b.ndims)
+        return false;
+    for (int i = 0; i < a.ndims; ++i)
+        if (a.dims[i] != b.dims[i])
+            return false;
+    return true;
+}
+
+dt_tensor_desc_t desc_f32(std::initializer_list<int64_t> dims)
+{
+    dt_tensor_desc_t d{};
+    d.dtype = DT_FLOAT32;
+    for (int64_t v : dims)
+        d.dims[d.ndims++] = v;
+    return d;
+}
+
+Tensor::Tensor(const Compute &compute, const dt_tensor_desc_t &desc) : desc_(desc)
+{
+    void *p = nullptr;
+    check(dt_compute_alloc(compute.get(), std::max<size_t>(bytes(), 1), &p),
+          "dt_compute_alloc");
+    dt_compute_h h = compute.get();
+    mem_ = std::shared_ptr<void>(p, [h](void *q) { dt_compute_free(h, q); });
+}
+
+Tensor Tensor::view(const dt_tensor_desc_t &desc) const
+{
+    if (models::numel(desc) != numel() || desc.dtype != desc_.dtype)
+        throw std::logic_error("Tensor::view: the new shape has another element count");
+    Tensor t = *this;
+    t.desc_ = desc;
+    return t;
+}
+
+void Tensor::fill(const Compute &c, float value) const
+{
+    check(dt_compute_fill(c.get(), &desc_, data(), value), "dt_compute_fill");
+}
+
+void Tensor::copy_from_host(const Compute &c, const void *src) const
+{
+    check(dt_compute_memcpy(c.get(), data(), src, bytes(), DT_COPY_HOST_TO_DEVICE),
+          "dt_compute_memcpy");
+}
+
+void Tensor::copy_to_host(const Compute &c, void *dst) const
+{
+    check(dt_compute_memcpy(c.get(), dst, data(), bytes(), DT_COPY_DEVICE_TO_HOST),
+          "dt_compute_memcpy");
+}
+
+std::vector<float> Tensor::to_vector(const Compute &c) const
+{
+    std::vector<float> out(numel());
+    copy_to_host(c, out.data());
+    return out;
+}
+
+Tensor &ensure(Tensor &t, const Compute &compute, const dt_tensor_desc_t &desc)
+{
+    if (t.empty() || !same_desc(t.desc(), desc))
+        t = Tensor(compute, desc);
+    return t;
+}
+
+} // namespace dt::models

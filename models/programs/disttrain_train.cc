@@ -1,0 +1,47 @@
+// disttrain-train: data-parallel training of a model of the zoo on Fashion-MNIST.
+//
+//   disttrainrun -np 2 disttrain-train --model mlp --epochs 20 --batch-size 100
+//
+// Exit status: 0 on success, 2 for bad input (flags, data files, checkpoints), 1 for
+// any other failure (a lost peer, a compute error).
+#include "common/error.h"
+#include "data/dataset.h"
+#include "nn/compute.h"
+#include "train/distributed.h"
+#include "train/options.h"
+#include "train/trainer.h"
+#include "zoo/zoo.h"
+
+#include <cstdio>
+#include <exception>
+
+int main(int argc, char **argv)
+{
+    using namespace dt::models;
+    const TrainParse parsed = parse_train_options(argc, argv);
+    if (!parsed.options)
+        return parsed.exit_code;
+    const TrainOptions &o = *parsed.options;
+    try {
+        // Everything that can be wrong with the input is checked before joining the job,
+        // so every rank fails the same way at once instead of waiting for the others.
+        const InputShape in = default_input(o.model);
+        if (in.channels != 1 || in.height != 28)
+            throw_input_error("model ", o.model, " takes ", in.channels, "x", in.height, "x",
+                              in.width, " images, not Fashion-MNIST's 1x28x28; use "
+                              "disttrain-bench --model ", o.model, " for a synthetic run");
+        const Dataset train = load_fashion_mnist(o.data_dir, Split::train, o.train_limit);
+        const Dataset test = load_fashion_mnist(o.data_dir, Split::test, o.test_limit);
+        Compute compute(ComputeOptions{o.threads, o.bf16, ""});
+        Distributed dist;
+        Trainer trainer(o, train, test, compute, dist);
+        trainer.run();
+        return 0;
+    } catch (const InputError &e) {
+        std::fprintf(stderr, "disttrain-train: %s\n", e.what());
+        return 2;
+    } catch (const std::exception &e) {
+        std::fprintf(stderr, "disttrain-train: error: %s\n", e.what());
+        return 1;
+    }
+}

@@ -1,0 +1,93 @@
+#include "train/distributed.h"
+
+#include "common/error.h"
+
+#include <stdexcept>
+
+namespace dt::models {
+Distributed::Distributed()
+{
+    dt_context_h ctx = nullptr;
+    check(dt_context_create(nullptr, &ctx), "dt_context_create");
+    ctx_.reset(ctx);
+    check(dt_context_rank(ctx, &rank_), "dt_context_rank");
+    check(dt_context_size(ctx, &size_), "dt_context_size");
+}
+
+std::string Distributed::transport() const
+{
+    const char *name = nullptr;
+    check(dt_context_transport(get(), &name), "dt_context_transport");
+    return name ? name : "?";
+}
+
+void Distributed::broadcast(const std::vector<Tensor> &tensors, const std::string &prefix)
+{
+    if (size_ == 1)
+        return;
+    std::vector<Request> reqs;
+    for (size_t i = 0; i < tensors.size(); ++i) {
+        dt_request_h r = nullptr;
+        const std::string name = prefix + std::to_string(i);
+        check(dt_broadcast_async(get(), name.c_str(), tensors[i].data(), tensors[i].numel(),
+                                 DT_FLOAT32, 0, &r),
+              "dt_broadcast_async");
+        reqs.emplace_back(r);
+    }
+    for (auto &r : reqs)
+        check(dt_request_wait(r.get(), -1), "broadcast of the initial state");
+}
+
+void Distributed::broadcast_raw(void *data, size_t count, dt_dtype_t dtype, const char *name)
+{
+    if (size_ > 1)
+        check(dt_broadcast(get(), name, data, count, dtype, 0), name);
+}
+
+void Distributed::sum(std::vector<double> &values, const char *name)
+{
+    if (size_ > 1)
+        check(dt_allreduce(get(), name, values.data(), values.data(), values.size(),
+                           DT_FLOAT64, DT_SUM),
+              name);
+}
+
+void Distributed::average(const std::vector<Tensor> &tensors, const std::string &prefix)
+{
+    if (size_ == 1)
+        return;
+    std::vector<Request> reqs;
+    for (size_t i = 0; i < tensors.size(); ++i) {
+        dt_request_h r = nullptr;
+        const std::string name = prefix + std::to_string(i);
+        check(dt_allreduce_async(get(), name.c_str(), tensors[i].data(), tensors[i].data(),
+                                 tensors[i].numel(), DT_FLOAT32, DT_AVG, &r),
+              "dt_allreduce_async");
+        reqs.emplace_back(r);
+    }
+    for (auto &r : reqs)
+        check(dt_request_wait(r.get(), -1), "average of the batch-norm statistics");
+}
+
+void GradientSync::start(Parameter &p)
+{
+    if (dist_.size() == 1)
+        return;
+    dt_request_h r = nullptr;
+    // The gradient's name identifies it across ranks, so the engine matches and fuses
+    // by name whatever order the ranks produced them in.
+    const std::string name = "grad/" + p.name;
+    check(dt_allreduce_async(dist_.get(), name.c_str(), p.grad.data(), p.grad.data(),
+                             p.grad.numel(), DT_FLOAT32, DT_AVG, &r),
+          "dt_allreduce_async of a gradient");
+    pending_.emplace_back(r);
+}
+
+void GradientSync::wait_all()
+{
+    for (auto &r : pending_)
+        check(dt_request_wait(r.get(), -1), "gradient allreduce");
+    pending_.clear();
+}
+
+} // namespace dt::models

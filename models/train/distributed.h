@@ -1,0 +1,63 @@
+// The trainer's side of data parallelism, on the public collectives of disttrain.h:
+// broadcasting rank 0's state, averaging gradients asynchronously as backward produces
+// them, and summing metrics.
+#pragma once
+
+#include "nn/layer.h"
+
+#include <disttrain/disttrain.h>
+
+#include <memory>
+#include <vector>
+
+namespace dt::models {
+
+struct RequestFree {
+    void operator()(dt_request *r) const { dt_request_free(r); }
+};
+using Request = std::unique_ptr<dt_request, RequestFree>;
+
+class Distributed {
+public:
+    Distributed(); // dt_context_create from the environment (disttrainrun sets it)
+    int rank() const { return rank_; }
+    int size() const { return size_; }
+    dt_context_h get() const { return ctx_.get(); }
+    std::string transport() const;
+
+    // Copies rank 0's tensors (float32) to every rank, all in flight at once.
+    void broadcast(const std::vector<Tensor> &tensors, const std::string &prefix);
+    void broadcast_raw(void *data, size_t count, dt_dtype_t dtype, const char *name);
+    // Sums doubles across ranks in place (blocking).
+    void sum(std::vector<double> &values, const char *name);
+    // Averages float32 tensors across ranks in place (blocking).
+    void average(const std::vector<Tensor> &tensors, const std::string &prefix);
+
+private:
+    struct Deleter {
+        void operator()(dt_context *c) const { dt_context_destroy(c); }
+    };
+    std::unique_ptr<dt_context, Deleter> ctx_;
+    int rank_ = 0, size_ = 1;
+};
+
+// Averages gradients across ranks as they become ready: start() launches one named
+// asynchronous allreduce (DT_AVG, in place) per gradient, so the engine can fuse
+// neighbours and overlap them with the rest of backward; wait_all() before the
+// optimizer step. With one rank it does nothing.
+class GradientSync {
+public:
+    explicit GradientSync(Distributed &dist) : dist_(dist) {}
+    void start(Parameter &p);
+    void wait_all();
+    GradReady callback()
+    {
+        return [this](Parameter &p) { start(p); };
+    }
+
+private:
+    Distributed &dist_;
+    std::vector<Request> pending_;
+};
+
+} // namespace dt::models

@@ -1,0 +1,74 @@
+#include "train/options.h"
+
+#include "data/dataset.h"
+
+#include <CLI/CLI.hpp>
+
+#include <cstdio>
+
+namespace dt::models {
+
+TrainParse parse_train_options(int argc, char **argv)
+{
+    TrainOptions o;
+    CLI::App app{"disttrain-train: data-parallel training of a model of the zoo on "
+                 "Fashion-MNIST. Start N ranks with disttrainrun -np N."};
+    app.add_option("--model", o.model, "mlp, convnet, resnet20 or resnet50")
+        ->check(CLI::IsMember({"mlp", "convnet", "resnet20", "resnet50"}));
+    app.add_option("--epochs", o.epochs, "passes over the training set")->capture_default_str();
+    app.add_option("--batch-size", o.batch_size, "images per rank per step")
+        ->capture_default_str()
+        ->check(CLI::PositiveNumber.description("at least 1"));
+    app.add_option("--lr", o.lr, "learning rate for --base-batch images")->capture_default_str();
+    app.add_option("--base-batch", o.base_batch,
+                   "linear scaling rule: lr x global batch / base batch (0: no scaling)");
+    app.add_option("--warmup-epochs", o.warmup_epochs,
+                   "linear warm-up from lr to the scaled lr (may be fractional)");
+    app.add_option("--decay", o.decay, "constant, step or cosine")
+        ->check(CLI::IsMember({"constant", "step", "cosine"}));
+    app.add_option("--milestones", o.milestones, "step decay: epochs, e.g. 10,15");
+    app.add_option("--gamma", o.gamma, "step decay factor")->capture_default_str();
+    app.add_option("--optimizer", o.optimizer, "sgd, momentum, nesterov, adam or adamw")
+        ->capture_default_str()
+        ->check(CLI::IsMember({"sgd", "momentum", "nesterov", "adam", "adamw"}));
+    app.add_option("--momentum", o.momentum)->capture_default_str();
+    app.add_option("--weight-decay", o.weight_decay)->capture_default_str();
+    app.add_option("--threads", o.threads,
+                   "compute threads per rank (default DISTTRAIN_THREADS or all CPUs allowed)")
+        ->check(CLI::NonNegativeNumber);
+    app.add_flag("--bf16", o.bf16, "matmul and convolution in bfloat16 where the CPU has it");
+    app.add_option("--checkpoint-dir", o.checkpoint_dir,
+                   "write checkpoint.dtck here at the end of every epoch");
+    app.add_option("--checkpoint-every", o.checkpoint_every,
+                   "also write a checkpoint every N steps");
+    app.add_flag("--resume", o.resume, "continue from the checkpoint in --checkpoint-dir");
+    app.add_option("--seed", o.seed, "weights and shuffling")->capture_default_str();
+    app.add_option("--data-dir", o.data_dir,
+                   std::string("Fashion-MNIST IDX files (default ") + kFashionMnistDir + ")");
+    app.add_option("--metrics-file", o.metrics_file, "one JSON object per epoch (rank 0)");
+    app.add_option("--train-limit", o.train_limit, "use the first N training images");
+    app.add_option("--test-limit", o.test_limit, "use the first N test images");
+    bool no_progress = false;
+    app.add_flag("--no-progress", no_progress, "no progress bar even on a terminal");
+    app.add_flag("--quiet", o.quiet, "no table on stdout");
+    try {
+        app.parse(argc, argv);
+    } catch (const CLI::CallForHelp &e) {
+        app.exit(e);
+        return {std::nullopt, 0};
+    } catch (const CLI::ParseError &e) {
+        std::fprintf(stderr, "disttrain-train: %s\nRun with --help for the options.\n",
+                     e.what());
+        return {std::nullopt, 2};
+    }
+    if (o.resume && o.checkpoint_dir.empty()) {
+        std::fprintf(stderr, "disttrain-train: --resume needs --checkpoint-dir\n");
+        return {std::nullopt, 2};
+    }
+    o.progress = !no_progress;
+    if (o.data_dir.empty())
+        o.data_dir = kFashionMnistDir;
+    return {o, 0};
+}
+
+} // namespace dt::models

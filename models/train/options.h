@@ -1,0 +1,44 @@
+// The command line of disttrain-train.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+namespace dt::models {
+
+struct TrainOptions {
+    std::string model = "mlp";
+    uint64_t epochs = 20;
+    uint64_t batch_size = 100; // per rank
+    double lr = 0.05;          // for base_batch images (linear scaling rule)
+    uint64_t base_batch = 0;   // 0: the global batch (no scaling)
+    double warmup_epochs = 0;
+    std::string decay = "constant";
+    std::string milestones;    // "10,15": epochs where step decay multiplies by gamma
+    double gamma = 0.1;
+    std::string optimizer = "momentum";
+    double momentum = 0.9;
+    double weight_decay = 0;
+    int threads = 0;           // 0: DISTTRAIN_THREADS or the affinity mask
+    bool bf16 = false;
+    std::string checkpoint_dir;
+    uint64_t checkpoint_every = 0; // steps; 0: only at the end of each epoch
+    bool resume = false;
+    uint64_t seed = 1;
+    std::string data_dir;      // "": /usr/share/datasets/fashion-mnist
+    std::string metrics_file;
+    uint64_t train_limit = 0;  // use only the first N training samples (0: all)
+    uint64_t test_limit = 0;
+    bool progress = true;
+    bool quiet = false;        // no table (tests read the metrics file)
+};
+
+struct TrainParse {
+    std::optional<TrainOptions> options;
+    int exit_code = 0; // when options is empty: 0 after --help, 2 after bad input
+};
+
+TrainParse parse_train_options(int argc, char **argv);
+
+} // namespace dt::models

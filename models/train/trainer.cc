@@ -1,0 +1,197 @@
+#include "train/trainer.h"
+
+#include "common/error.h"
+#include "train/fault.h"
+#include "train/model_state.h"
+
+#include <algorithm>
+#include <sstream>
+
+namespace dt::models {
+namespace {
+
+OptimizerConfig optimizer_config(const TrainOptions &o)
+{
+    OptimizerConfig c;
+    c.kind = parse_optimizer(o.optimizer);
+    c.momentum = o.momentum;
+    c.weight_decay = o.weight_decay;
+    return c;
+}
+
+std::vector<uint64_t> parse_milestones(const std::string &text, uint64_t steps_per_epoch)
+{
+    std::vector<uint64_t> out;
+    std::stringstream in(text);
+    for (std::string item; std::getline(in, item, ',');) {
+        char *end = nullptr;
+        const unsigned long long e = std::strtoull(item.c_str(), &end, 10);
+        if (item.empty() || *end != '\0')
+            throw_input_error("--milestones '", text, "' is not a list of epochs like 10,15");
+        out.push_back(e * steps_per_epoch);
+    }
+    return out;
+}
+
+LrScheduleConfig schedule_config(const TrainOptions &o, const ShardedSampler &s)
+{
+    LrScheduleConfig c;
+    c.base_lr = o.lr;
+    c.base_batch = o.base_batch;
+    c.global_batch = s.global_batch();
+    c.warmup_steps = uint64_t(o.warmup_epochs * double(s.steps_per_epoch()));
+    c.total_steps = o.epochs * s.steps_per_epoch();
+    c.decay = parse_decay(o.decay);
+    c.milestones = parse_milestones(o.milestones, s.steps_per_epoch());
+    c.gamma = o.gamma;
+    return c;
+}
+
+} // namespace
+
+Trainer::Trainer(const TrainOptions &options, const Dataset &train, const Dataset &test,
+                 Compute &compute, Distributed &dist)
+    : o_(options), train_(train), test_(test), c_(compute), dist_(dist),
+      model_(build_model(compute, options.model,
+                         InputShape{train.channels, train.height, train.width, train.classes},
+                         options.seed)),
+      optimizer_(compute, optimizer_config(options), model_.parameters()), loss_(compute),
+      sampler_(train.size(), dist.rank(), dist.size(), options.batch_size, options.seed),
+      schedule_(schedule_config(options, sampler_)), sync_(dist),
+      progress_(stdout, options.progress && dist.rank() == 0 && !options.quiet, options.epochs,
+                sampler_.steps_per_epoch(), sampler_.global_batch()),
+      table_(stdout), params_(model_.parameters())
+{
+}
+
+double Trainer::seconds_since_start() const
+{
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+}
+
+void Trainer::load_batch(const Dataset &data, std::span<const uint32_t> indices)
+{
+    const int64_t n = int64_t(indices.size());
+    batch_.images.resize(indices.size() * data.sample_size());
+    batch_.labels.resize(indices.size());
+    data.gather(indices, batch_.images.data(), batch_.labels.data());
+    ensure(batch_.x, c_, desc_f32({n, data.channels, data.height, data.width}));
+    ensure(batch_.y, c_, dt_tensor_desc_1d(DT_INT32, n));
+    batch_.x.copy_from_host(c_, batch_.images.data());
+    batch_.y.copy_from_host(c_, batch_.labels.data());
+}
+
+void Trainer::run()
+{
+    start_ = std::chrono::steady_clock::now();
+    restore_or_broadcast();
+    if (dist_.rank() == 0 && !o_.metrics_file.empty())
+        metrics_ = MetricsLog(o_.metrics_file, o_.resume, pos_.epoch);
+    if (dist_.rank() == 0)
+        std::fprintf(stderr,
+                     "disttrain-train: %s (%zu parameters), %d rank(s) over %s, %s; "
+                     "global batch %zu, %zu steps per epoch, peak lr %g\n",
+                     o_.model.c_str(), model_.parameter_count(), dist_.size(),
+                     dist_.transport().c_str(), c_.describe().c_str(),
+                     sampler_.global_batch(), sampler_.steps_per_epoch(), schedule_.peak());
+    while (pos_.epoch < o_.epochs)
+        train_epoch();
+}
+
+void Trainer::train_epoch()
+{
+    sampler_.set_epoch(pos_.epoch);
+    const GradReady ready = sync_.callback();
+    const size_t steps = sampler_.steps_per_epoch();
+    auto epoch_start = std::chrono::steady_clock::now();
+    const double epoch_time_before = pos_.epoch_time;
+    double loss_sum = 0, correct = 0, seen = 0; // this rank, since the last sum
+    for (; pos_.step < steps; ++pos_.step) {
+        fault_point(FaultPoint::step);
+        load_batch(train_, sampler_.batch(pos_.step));
+        const Tensor logits = model_.net->forward(batch_.x, true);
+        const LossResult r = loss_.forward(logits, batch_.y);
+        model_.net->backward(loss_.backward(), ready);
+        const double b = double(batch_.labels.size());
+        loss_sum += r.loss * b;
+        correct += double(r.correct);
+        seen += b;
+        sync_.wait_all();
+        optimizer_.step(schedule_.at(pos_.global_step));
+        ++pos_.global_step;
+        progress_.update(pos_.epoch + 1, pos_.step + 1);
+        if (o_.checkpoint_every > 0 && pos_.global_step % o_.checkpoint_every == 0 &&
+            pos_.step + 1 < steps && !o_.checkpoint_dir.empty()) {
+            // Fold this rank's sums into the global ones the checkpoint records.
+            std::vector<double> sums = {loss_sum, correct, seen};
+            dist_.sum(sums, "train/metrics");
+            pos_.loss_sum += sums[0];
+            pos_.correct += sums[1];
+            pos_.seen += sums[2];
+            loss_sum = correct = seen = 0;
+            pos_.epoch_time = epoch_time_before +
+                              std::chrono::duration<double>(std::chrono::steady_clock::now() -
+                                                            epoch_start)
+                                  .count();
+            ++pos_.step; // the checkpoint resumes after this step
+            save(false);
+            --pos_.step;
+        }
+    }
+    const double train_time =
+        epoch_time_before +
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - epoch_start).count();
+    std::vector<double> sums = {loss_sum, correct, seen};
+    dist_.sum(sums, "train/metrics");
+    pos_.loss_sum += sums[0];
+    pos_.correct += sums[1];
+    pos_.seen += sums[2];
+
+    dist_.average(buffer_tensors(model_), "bn/");
+    const auto [val_loss, val_acc] = evaluate();
+    EpochReport rep;
+    rep.epoch = pos_.epoch + 1;
+    rep.iteration = pos_.global_step;
+    rep.loss = pos_.loss_sum / pos_.seen;
+    rep.accuracy = pos_.correct / pos_.seen;
+    rep.val_loss = val_loss;
+    rep.val_accuracy = val_acc;
+    rep.elapsed_time = pos_.elapsed + seconds_since_start();
+    rep.images_per_sec = pos_.seen / std::max(train_time, 1e-9);
+    rep.lr = schedule_.at(pos_.global_step - 1);
+
+    // The report before the checkpoint: a crash between the two repeats the epoch, whose
+    // line the resumed run then drops and writes again (MetricsLog keeps lines up to the
+    // checkpoint's epoch), rather than losing it.
+    if (dist_.rank() == 0) {
+        progress_.clear();
+        if (!o_.quiet)
+            table_.print(rep);
+        metrics_.write(rep);
+    }
+    pos_ = Position{pos_.epoch + 1, 0, pos_.global_step, 0, 0, 0, pos_.elapsed, 0};
+    if (!o_.checkpoint_dir.empty())
+        save(true);
+}
+
+std::pair<double, double> Trainer::evaluate()
+{
+    const Range shard = shard_range(test_.size(), dist_.rank(), dist_.size());
+    std::vector<uint32_t> indices;
+    double loss_sum = 0, correct = 0;
+    for (size_t b = shard.begin; b < shard.end; b += o_.batch_size) {
+        const size_t e = std::min(shard.end, b + o_.batch_size);
+        indices.resize(e - b);
+        for (size_t i = b; i < e; ++i)
+            indices[i - b] = uint32_t(i);
+        load_batch(test_, indices);
+        const LossResult r = loss_.forward(model_.net->forward(batch_.x, false), batch_.y);
+        loss_sum += r.loss * double(e - b);
+        correct += double(r.correct);
+    }
+    std::vector<double> sums = {loss_sum, correct, double(shard.end - shard.begin)};
+    dist_.sum(sums, "validation/metrics");
+    return {sums[0] / std::max(sums[2], 1.0), sums[1] / std::max(sums[2], 1.0)};
+}
+
+} // namespace dt::models

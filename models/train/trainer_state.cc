@@ -1,0 +1,105 @@
+// Trainer: checkpoints and resume. Rank 0 writes and reads the checkpoint; on resume it
+// broadcasts the outcome, the position and every tensor, so the other ranks need no
+// access to its disk.
+#include "common/error.h"
+#include "train/model_state.h"
+#include "train/trainer.h"
+
+#include <cstdio>
+
+namespace dt::models {
+namespace {
+
+enum ResumeStatus : int32_t { kFresh = 0, kRestored = 1, kRefused = 2 };
+
+std::vector<double> pack(const Position &p)
+{
+    return {double(p.epoch), double(p.step), double(p.global_step), p.loss_sum,
+            p.correct,       p.seen,         p.elapsed,             p.epoch_time};
+}
+
+Position unpack(const std::vector<double> &v)
+{
+    return {uint64_t(v[0]), uint64_t(v[1]), uint64_t(v[2]), v[3], v[4], v[5], v[6], v[7]};
+}
+
+} // namespace
+
+void Trainer::save(bool end_of_epoch)
+{
+    // Running statistics differ per rank; their average is what the model means (and,
+    // the update being linear, averaging now or later gives the same numbers).
+    if (!end_of_epoch)
+        dist_.average(buffer_tensors(model_), "bn/");
+    if (dist_.rank() != 0)
+        return;
+    CheckpointState st;
+    save_model(c_, model_, st);
+    optimizer_.save(st);
+    Position p = pos_;
+    p.elapsed = pos_.elapsed + seconds_since_start();
+    const auto v = pack(p);
+    st.put<double>("train/position", v);
+    st.put_u64("config/global_batch", sampler_.global_batch());
+    st.put_u64("config/seed", o_.seed);
+    st.put_u64("config/train_size", train_.size());
+    write_checkpoint(o_.checkpoint_dir, st);
+}
+
+void Trainer::restore_or_broadcast()
+{
+    int32_t status = kFresh;
+    std::string refused;
+    std::vector<double> position = pack(pos_);
+    if (dist_.rank() == 0 && o_.resume) {
+        try {
+            CheckpointState st;
+            if (read_checkpoint(o_.checkpoint_dir, st)) {
+                auto expect = [&](const char *key, uint64_t mine, const char *how) {
+                    const uint64_t theirs = st.get_u64(key);
+                    if (theirs != mine)
+                        throw_input_error("the checkpoint in ", o_.checkpoint_dir, " has ",
+                                          key, " = ", theirs, " but this run has ", mine,
+                                          "; ", how);
+                };
+                expect("config/global_batch", sampler_.global_batch(),
+                       "resume with the same --batch-size x number of ranks");
+                expect("config/seed", o_.seed, "resume with the same --seed");
+                expect("config/train_size", train_.size(),
+                       "resume with the same data and --train-limit");
+                load_model(c_, model_, st);
+                optimizer_.load(st);
+                position.resize(8);
+                st.get_into("train/position", position.data(), position.size() * 8);
+                status = kRestored;
+            } else {
+                std::fprintf(stderr, "disttrain-train: no checkpoint in %s yet; starting "
+                                     "from the beginning\n",
+                             o_.checkpoint_dir.c_str());
+            }
+        } catch (const InputError &e) {
+            refused = e.what();
+            status = kRefused;
+        }
+    }
+    dist_.broadcast_raw(&status, 1, DT_INT32, "resume/status");
+    if (status == kRefused)
+        throw InputError(dist_.rank() == 0 ? refused
+                                           : "rank 0 refused the checkpoint (see its message)");
+    // Rank 0's tensors everywhere: a fresh model (same seed, but this makes it certain)
+    // or the restored one with its optimizer state.
+    dist_.broadcast(model_tensors(model_), "init/model/");
+    if (status == kRestored) {
+        dist_.broadcast(optimizer_.state(), "init/optimizer/");
+        dist_.broadcast_raw(position.data(), position.size(), DT_FLOAT64, "resume/position");
+        pos_ = unpack(position);
+        optimizer_.set_steps(int64_t(pos_.global_step));
+        if (dist_.rank() == 0)
+            std::fprintf(stderr, "disttrain-train: resumed from %s at epoch %llu, step %llu\n",
+                         checkpoint_path(o_.checkpoint_dir).c_str(),
+                         static_cast<unsigned long long>(pos_.epoch + 1),
+                         static_cast<unsigned long long>(pos_.step));
+    }
+}
+
+} // namespace dt::models

@@ -111,7 +111,7 @@ std::unique_ptr<ContextView> ContextView::create_group(ContextView &parent, cons
         if (all[r] != all[0])
             differ.push_back(r);
     if (!differ.empty())
-        throw_error(DT_ERR_MISMATCH, "dt_group_create: ranks ", rank_list(differ),
+        throw_error(DT_ERR_MISMATCH, "dt_group_create: ", ranks_phrase(differ),
                     " of the parent passed a different list of ranks than rank 0; every "
                     "rank of the parent must pass the same list in the same order");
 

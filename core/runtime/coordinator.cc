@@ -71,17 +71,17 @@ ResponseList Coordinator::decide(Clock::time_point now)
         } else if (sig.kind != OpKind::allreduce && !joined_.empty()) {
             resp.type = Response::Type::error;
             resp.status = DT_ERR_INVALID_STATE;
-            resp.message = cat(op_kind_name(sig.kind), " '", name, "' cannot run while ranks ",
-                               rank_list({joined_.begin(), joined_.end()}),
-                               " have joined; only allreduce continues after join");
+            resp.message = cat(op_kind_name(sig.kind), " '", name, "' cannot run while ",
+                               ranks_phrase({joined_.begin(), joined_.end()}),
+                               " joined; only allreduce continues after join");
         } else if (absent.empty()) {
             resp.type = Response::Type::ready;
             resp.sig = sig;
         } else if (timeout_.count() > 0 && now - entry.first_seen >= timeout_) {
             resp.type = Response::Type::error;
             resp.status = DT_ERR_TIMEOUT;
-            resp.message = cat(op_kind_name(sig.kind), " '", name, "' was submitted by ranks ",
-                               rank_list(submitted), " but ranks ", rank_list(absent),
+            resp.message = cat(op_kind_name(sig.kind), " '", name, "' was submitted by ",
+                               ranks_phrase(submitted), " but ", ranks_phrase(absent),
                                " did not submit it within DISTTRAIN_TIMEOUT (",
                                timeout_.count() / 1000.0,
                                " s); every rank must submit every named operation");
@@ -91,8 +91,8 @@ ResponseList Coordinator::decide(Clock::time_point now)
                 auto waited = std::chrono::duration_cast<std::chrono::seconds>(
                     now - entry.first_seen);
                 DT_LOG(warn, "stall", op_kind_name(sig.kind), " '", name,
-                       "' submitted by ranks ", rank_list(submitted), " has waited ",
-                       waited.count(), " s for ranks ", rank_list(absent),
+                       "' submitted by ", ranks_phrase(submitted), " has waited ",
+                       waited.count(), " s for ", ranks_phrase(absent),
                        ", which have not submitted it");
             }
             still_pending.push_back(name);

@@ -56,8 +56,8 @@ void Engine::check_control()
             lost.push_back(peer);
     }
     if (!lost.empty())
-        throw_error(DT_ERR_PEER_LOST, "lost the connection to rank", lost.size() > 1 ? "s " : " ",
-                    rank_list(lost), " (the process died or its network failed)");
+        throw_error(DT_ERR_PEER_LOST, "lost the connection to ", ranks_phrase(lost),
+                    " (the process died or its network failed)");
 }
 
 std::pair<dt_status_t, std::string> Engine::root_cause(dt_status_t status,

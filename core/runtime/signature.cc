@@ -33,6 +33,11 @@ std::string rank_list(const std::vector<int> &ranks)
     return out;
 }
 
+std::string ranks_phrase(const std::vector<int> &ranks)
+{
+    return (ranks.size() == 1 ? "rank " : "ranks ") + rank_list(ranks);
+}
+
 namespace {
 
 struct Field {

@@ -35,5 +35,7 @@ std::string describe_mismatch(const std::string &name,
 
 // "0, 2, 5" for messages.
 std::string rank_list(const std::vector<int> &ranks);
+// "rank 3" or "ranks 0, 2, 5".
+std::string ranks_phrase(const std::vector<int> &ranks);
 
 } // namespace dt

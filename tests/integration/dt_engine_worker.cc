@@ -4,7 +4,7 @@
 //   fusion STEPS     1,000 mixed-size allreduces per step, checked
 //   mismatch FIELD   ranks disagree on FIELD (count, dtype, op, root)
 //   twice            the same name submitted twice while in flight
-//   partial          a name only rank 0 submits
+//   partial          a name only rank 0 submits (partial_cached: after a first round)
 //   fault VICTIM K   allreduce loop; rank VICTIM SIGKILLs itself at iteration K
 //   leak STEPS       mixed collectives; prints resident memory growth
 //   join             rank 1 runs out of data early and joins
@@ -149,9 +149,14 @@ int cmd_twice()
     return s2 == DT_ERR_MISMATCH ? 0 : 1;
 }
 
-int cmd_partial()
+int cmd_partial(bool cached)
 {
     std::vector<float> a(10, 1.0f);
+    // With `cached`, every rank runs the operation once first, so rank 0's second
+    // submission waits in the response cache rather than at the coordinator.
+    if (cached)
+        check(dt_allreduce(ctx, "only.rank0", a.data(), a.data(), 10, DT_FLOAT32, DT_SUM),
+              "first round");
     if (rank == 0) {
         dt_status_t s = dt_allreduce(ctx, "only.rank0", a.data(), a.data(), 10, DT_FLOAT32,
                                      DT_SUM);
@@ -298,7 +303,8 @@ int main(int argc, char **argv)
     else if (cmd == "fusion") rc = cmd_fusion(arg(2));
     else if (cmd == "mismatch" && argc > 2) rc = cmd_mismatch(argv[2]);
     else if (cmd == "twice") rc = cmd_twice();
-    else if (cmd == "partial") rc = cmd_partial();
+    else if (cmd == "partial") rc = cmd_partial(false);
+    else if (cmd == "partial_cached") rc = cmd_partial(true);
     else if (cmd == "fault") rc = cmd_fault(arg(2), arg(3));
     else if (cmd == "leak") rc = cmd_leak(arg(2));
     else if (cmd == "join") rc = cmd_join();

@@ -77,10 +77,21 @@ def test_name_only_some_ranks_submit_warns_then_times_out(disttrainrun, worker):
     assert r.returncode == 0, r.stdout + r.stderr
     assert time.monotonic() - start < 30
     warn = rank_lines(r.stderr, "warn stall")
-    assert 0 in warn and "'only.rank0' submitted by ranks 0" in warn[0]
+    assert 0 in warn and "'only.rank0' submitted by rank 0" in warn[0]
     assert "ranks 1, 2" in warn[0]
     err = rank_lines(r.stdout, "DT_ERR_TIMEOUT")
     assert "ranks 1, 2 did not submit it" in err[0]
+
+
+def test_cached_name_only_some_ranks_submit_times_out(disttrainrun, worker):
+    start = time.monotonic()
+    r = job(disttrainrun, worker, 2, "partial_cached",
+            env={"DISTTRAIN_TIMEOUT": "2", "DISTTRAIN_STALL_WARN_S": "0",
+                 "PARTIAL_SLEEP_S": "6"})
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert time.monotonic() - start < 30
+    err = rank_lines(r.stdout, "DT_ERR_TIMEOUT")
+    assert "but rank 1 did not submit it" in err[0], err
 
 
 def test_join_keeps_reducing_with_identity(disttrainrun, worker):
@@ -159,7 +170,7 @@ def test_timeline_survives_a_killed_rank(disttrainrun, worker, tmp_path):
 
 
 def test_no_memory_growth_over_10000_steps(disttrainrun, worker):
-    r = job(disttrainrun, worker, 2, "leak", "10000", timeout=300)
+    r = job(disttrainrun, worker, 2, "leak", "10000", timeout=900)
     assert r.returncode == 0, r.stdout + r.stderr
     for line in rank_lines(r.stdout, "leak rss").values():
         warm = int(re.search(r"rss_warm_kib=(\d+)", line).group(1))

@@ -25,6 +25,8 @@ struct BackwardEntry : CacheEntry {
     dnnl::batch_normalization_backward prim;
     dnnl::memory::desc data, stat, scale;
     std::vector<float> variance;
+    // oneDNN 2.6 asks for the shift argument in backward too, though it never reads it.
+    std::vector<float> unused_shift;
 };
 
 dnnl::batch_normalization_forward::primitive_desc
@@ -132,6 +134,7 @@ int32_t batchnorm_backward(void *c, const dtp_tensor_t *x_desc, const void *x, c
             out->stat = pd.mean_desc();
             out->scale = pd.weights_desc();
             out->variance.resize(x_desc->dims[1]);
+            out->unused_shift.resize(x_desc->dims[1]);
             return out;
         });
         float *var = e.variance.data();
@@ -140,6 +143,7 @@ int32_t batchnorm_backward(void *c, const dtp_tensor_t *x_desc, const void *x, c
         e.prim.execute(in.stream, {{DNNL_ARG_SRC, mem(in, e.data, x)},
                                    {DNNL_ARG_DIFF_DST, mem(in, e.data, dy)},
                                    {DNNL_ARG_SCALE, mem(in, e.scale, scale)},
+                                   {DNNL_ARG_SHIFT, mem(in, e.scale, e.unused_shift.data())},
                                    {DNNL_ARG_MEAN, mem(in, e.stat, save_mean)},
                                    {DNNL_ARG_VARIANCE, mem(in, e.stat, var)},
                                    {DNNL_ARG_DIFF_SRC, mem(in, e.data, dx)},

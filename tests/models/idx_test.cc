@@ -1,0 +1,151 @@
+// IDX reading: plain and gzip files, and the errors for missing, malformed and
+// truncated files.
+#include "common/error.h"
+#include "data/dataset.h"
+#include "data/idx.h"
+
+#include <gtest/gtest.h>
+#include <zlib.h>
+
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+namespace dt::models {
+namespace {
+
+namespace fs = std::filesystem;
+
+// An IDX file of unsigned bytes whose element i is i * step (mod 256).
+std::vector<uint8_t> idx_bytes(std::vector<uint32_t> dims, uint8_t type = 0x08, int step = 7)
+{
+    std::vector<uint8_t> out = {0, 0, type, uint8_t(dims.size())};
+    size_t n = 1;
+    for (uint32_t d : dims) {
+        out.push_back(uint8_t(d >> 24));
+        out.push_back(uint8_t(d >> 16));
+        out.push_back(uint8_t(d >> 8));
+        out.push_back(uint8_t(d));
+        n *= d;
+    }
+    for (size_t i = 0; i < n; ++i)
+        out.push_back(uint8_t(i * size_t(step)));
+    return out;
+}
+
+class IdxTest : public ::testing::Test {
+protected:
+    void SetUp() override
+    {
+        dir_ = fs::temp_directory_path() /
+               ("dt-idx-" + std::to_string(::getpid()) + "-" +
+                ::testing::UnitTest::GetInstance()->current_test_info()->name());
+        fs::create_directories(dir_);
+    }
+    void TearDown() override { fs::remove_all(dir_); }
+
+    std::string write_plain(const std::string &name, const std::vector<uint8_t> &bytes)
+    {
+        const auto path = (dir_ / name).string();
+        std::ofstream(path, std::ios::binary)
+            .write(reinterpret_cast<const char *>(bytes.data()), std::streamsize(bytes.size()));
+        return path;
+    }
+    std::string write_gz(const std::string &name, const std::vector<uint8_t> &bytes)
+    {
+        const auto path = (dir_ / name).string();
+        gzFile f = gzopen(path.c_str(), "wb");
+        gzwrite(f, bytes.data(), unsigned(bytes.size()));
+        gzclose(f);
+        return path;
+    }
+    std::string error_of(const std::string &path)
+    {
+        try {
+            read_idx(path);
+        } catch (const InputError &e) {
+            return e.what();
+        }
+        return "";
+    }
+    fs::path dir_;
+};
+
+TEST_F(IdxTest, ReadsPlainAndGzip)
+{
+    const auto bytes = idx_bytes({3, 2, 2});
+    for (const auto &path : {write_plain("a", bytes), write_gz("b.gz", bytes)}) {
+        const IdxArray a = read_idx(path);
+        ASSERT_EQ(a.dims, (std::vector<uint32_t>{3, 2, 2}));
+        ASSERT_EQ(a.data.size(), 12u);
+        EXPECT_EQ(a.data[5], 35);
+    }
+}
+
+TEST_F(IdxTest, LimitReadsThePrefix)
+{
+    const IdxArray a = read_idx(write_gz("c.gz", idx_bytes({10, 3})), 4);
+    EXPECT_EQ(a.dims, (std::vector<uint32_t>{4, 3}));
+    EXPECT_EQ(a.data.size(), 12u);
+}
+
+TEST_F(IdxTest, MissingFileNamesPathAndPackage)
+{
+    const auto path = (dir_ / "nope.gz").string();
+    const std::string e = error_of(path);
+    EXPECT_NE(e.find(path), std::string::npos) << e;
+    EXPECT_NE(e.find("dataset-fashion-mnist"), std::string::npos) << e;
+}
+
+TEST_F(IdxTest, WrongMagicIsRefused)
+{
+    auto bytes = idx_bytes({2, 2});
+    bytes[0] = 0x1f;
+    const std::string e = error_of(write_plain("bad", bytes));
+    EXPECT_NE(e.find("not an IDX file"), std::string::npos) << e;
+}
+
+TEST_F(IdxTest, UnsupportedTypeIsRefused)
+{
+    const std::string e = error_of(write_plain("f32", idx_bytes({2}, 0x0d)));
+    EXPECT_NE(e.find("not supported"), std::string::npos) << e;
+}
+
+TEST_F(IdxTest, TruncatedFilesAreRefused)
+{
+    auto bytes = idx_bytes({10, 10});
+    bytes.resize(bytes.size() - 30);
+    EXPECT_NE(error_of(write_plain("short", bytes)).find("truncated"), std::string::npos);
+    EXPECT_NE(error_of(write_gz("short.gz", bytes)).find("truncated"), std::string::npos);
+    // A gzip stream cut in the middle.
+    const auto gz = write_gz("cut.gz", idx_bytes({100, 100}));
+    fs::resize_file(gz, fs::file_size(gz) / 2);
+    EXPECT_NE(error_of(gz).find("truncated"), std::string::npos) << error_of(gz);
+}
+
+TEST_F(IdxTest, FashionMnistFromAFolder)
+{
+    write_gz("train-images-idx3-ubyte.gz", idx_bytes({5, 28, 28}));
+    write_gz("train-labels-idx1-ubyte.gz", idx_bytes({5}, 0x08, 2)); // 0 2 4 6 8
+    const Dataset d = load_fashion_mnist(dir_.string(), Split::train);
+    EXPECT_EQ(d.size(), 5u);
+    EXPECT_EQ(d.sample_size(), 784u);
+    std::vector<float> x(2 * 784);
+    std::vector<int32_t> y(2);
+    const std::vector<uint32_t> idx = {4, 0};
+    d.gather(idx, x.data(), y.data());
+    EXPECT_EQ(y[0], 8);
+    EXPECT_EQ(y[1], 0);
+    EXPECT_FLOAT_EQ(x[784], (0.0f - d.mean) / d.stddev);
+}
+
+TEST_F(IdxTest, LabelOutOfRangeIsRefused)
+{
+    write_gz("t10k-images-idx3-ubyte.gz", idx_bytes({3, 28, 28}));
+    write_gz("t10k-labels-idx1-ubyte.gz", idx_bytes({3})); // labels 0, 7, 14
+    EXPECT_THROW(load_fashion_mnist(dir_.string(), Split::test), InputError);
+}
+
+} // namespace
+} // namespace dt::models

@@ -77,6 +77,33 @@ public:
     void sendrecv(int send_peer, const void *sendbuf, size_t send_len, int recv_peer,
                   void *recvbuf, size_t recv_len);
 
+    // What this call runs under, for paths that bypass the transport (core/shm).
+    Clock::time_point deadline() const { return deadline_; }
+    const std::atomic<bool> *cancel_flag() const { return cancel_; }
+    const std::vector<int> *members() const { return members_; }
+    // The transport rank of group rank peer.
+    int world_rank(int peer) const { return global(peer); }
+
+    // A Comm among some transport ranks (world_members, which must outlive it; this
+    // rank is world_members[rank]) with this call's tag, deadline, cancel flag and
+    // failure hook: the cross-host step of a hierarchical collective.
+    Comm subset(int rank, const std::vector<int> *world_members) const
+    {
+        Comm c(transport_, rank, static_cast<int>(world_members->size()), tag_, deadline_,
+               collective_);
+        c.cancel_ = cancel_;
+        c.on_failure_ = on_failure_;
+        c.members_ = world_members;
+        return c;
+    }
+
+    // Fails this call as a failed transfer does (failure hook, transport abort), then
+    // throws: for failures seen outside the transport (a peer dead in shared memory).
+    [[noreturn]] void fail_collective(dt_status_t code, std::string message)
+    {
+        abort_and_throw(code, std::move(message));
+    }
+
 private:
     void progress_once(int32_t timeout_ms);
     [[noreturn]] void fail(const PendingTransfer &t);

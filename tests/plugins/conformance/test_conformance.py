@@ -33,15 +33,28 @@ def launch_command(transport, ranks):
     return [launcher, "-np", ranks, "--timeout", TIMEOUT_S - 10, "--", program]
 
 
+# Shared memory between the ranks of this host (core/shm) on and off. "hier" makes 4
+# ranks look like 2 hosts x 2 (DISTTRAIN_SHM_LOCAL_SIZE), so allreduce runs hierarchically:
+# shm within each pretend host, the transport between their leaders.
+SHM_MODES = {"shm0": {"DISTTRAIN_SHM": "0"}, "shm1": {"DISTTRAIN_SHM": "1"},
+             "hier": {"DISTTRAIN_SHM": "1", "DISTTRAIN_SHM_LOCAL_SIZE": "2"}}
+
+
+@pytest.mark.parametrize("shm", sorted(SHM_MODES))
 @pytest.mark.parametrize("ranks", RANK_COUNTS)
 @pytest.mark.parametrize("transport", TRANSPORTS)
-def test_conformance(transport, ranks):
+def test_conformance(transport, ranks, shm):
     if not plugin_built(transport):
         pytest.skip(f"transport '{transport}' was not built "
                     f"(no {plugin_dir(transport)}/libdt-transport-{transport}.so)")
+    if shm != "shm1" and (ranks == 1 or transport == "mpi"):
+        pytest.skip("shared memory plays no part with one rank, or with MPI's own "
+                    "collectives; the shm1 case covers it")
+    if shm == "hier" and ranks != 4:
+        pytest.skip("the 2 hosts x 2 split needs 4 ranks")
     env = {"DISTTRAIN_TRANSPORT": transport,
            "DISTTRAIN_PLUGIN_PATH": str(plugin_dir(transport)),
-           "DISTTRAIN_TIMEOUT": "60"}
+           "DISTTRAIN_TIMEOUT": "60", **SHM_MODES[shm]}
     result = run(launch_command(transport, ranks), env=env, timeout=TIMEOUT_S)
     output = result.stdout + result.stderr
     assert result.returncode == 0, (

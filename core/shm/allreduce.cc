@@ -1,0 +1,152 @@
+// Shared-memory allreduce, three ways by size:
+//  - inline: the input rides in the tag's cache line; each rank reduces all of them;
+//  - one-shot: each rank stages its input, then reduces every staged input itself
+//    (one handoff; wins while reading n inputs costs less than a second handoff);
+//  - pipelined reduce-scatter + allgather: the message is cut in pieces of n slices;
+//    rank r stages the slices the others reduce, reduces slice r of every piece from
+//    the peers' staging slots, publishes it, and copies the peers' reduced slices out.
+//    Pieces cycle through the slots, so staging, reducing and copying out overlap
+//    across ranks and stay in cache.
+#include "reduce/reduce.h"
+#include "shm/collectives.h"
+#include "shm/pipeline.h"
+
+#include <algorithm>
+#include <cstring>
+#include <vector>
+
+namespace dt::shm {
+
+namespace {
+
+using detail::Slots;
+
+// dst = in[0] op in[1] op ... in member order; in[] may alias nothing in dst except
+// through the first input (reduce writes dst after reading both of its inputs).
+void reduce_all(void *dst, const void *const *in, int n, size_t count, dt_dtype_t dtype,
+                dt_reduce_op_t op)
+{
+    reduce::reduce(dst, in[0], in[1], count, dtype, op);
+    for (int m = 2; m < n; ++m)
+        reduce::reduce_into(dst, in[m], count, dtype, op);
+}
+
+constexpr int kMaxInputs = 256;
+
+void allreduce_inline(Team &team, const void *sendbuf, void *recvbuf, size_t count,
+                      dt_dtype_t dtype, dt_reduce_op_t op, size_t bytes)
+{
+    team.publish_inline(sendbuf, bytes);
+    const void *in[kMaxInputs];
+    for (int m = 0; m < team.size(); ++m)
+        in[m] = team.wait_published(m).payload;
+    reduce_all(recvbuf, in, team.size(), count, dtype, op);
+}
+
+void allreduce_oneshot(Team &team, const void *sendbuf, void *recvbuf, size_t count,
+                       dt_dtype_t dtype, dt_reduce_op_t op, size_t bytes)
+{
+    std::memcpy(team.my_data(), sendbuf, bytes);
+    team.publish();
+    const void *in[kMaxInputs];
+    for (int m = 0; m < team.size(); ++m) {
+        if (m != team.rank())
+            team.wait_published(m);
+        in[m] = team.data(m);
+    }
+    reduce_all(recvbuf, in, team.size(), count, dtype, op);
+}
+
+void allreduce_pipelined(Team &team, const void *sendbuf, void *recvbuf, size_t count,
+                         dt_dtype_t dtype, dt_reduce_op_t op, const Tuning &tune)
+{
+    const int n = team.size();
+    const int r = team.rank();
+    const size_t esize = dt_dtype_size(dtype);
+    const Slots slots(team, tune.slots);
+    // Slot: n input slices, then this rank's reduced slice.
+    const size_t fit = detail::align_down(slots.slot_bytes / static_cast<size_t>(n + 1));
+    const size_t even = detail::align_up((count * esize + n - 1) / n);
+    const size_t slice = std::min({tune.slice_bytes, fit, even}); // bytes
+    const size_t se = slice / esize;                               // elements
+    const uint64_t pieces = (count + se * n - 1) / (se * n);
+    const auto *send = static_cast<const std::byte *>(sendbuf);
+    auto *recv = static_cast<std::byte *>(recvbuf);
+    // Elements of slice j of piece k.
+    auto first = [&](uint64_t k, int j) { return std::min(count, (k * n + j) * se); };
+    auto length = [&](uint64_t k, int j) { return std::min(count, first(k, j) + se) - first(k, j); };
+
+    team.publish();
+    detail::wait_all_published(team);
+    const void *in[kMaxInputs];
+    for (uint64_t k = 0; k < pieces; ++k) {
+        std::byte *mine = slots.mine(team, k);
+        // Stage the slices the peers reduce, once they have left this slot's last piece.
+        if (k >= static_cast<uint64_t>(slots.count))
+            detail::wait_all(team, &Control::reduced, k - slots.count + 1);
+        for (int j = 0; j < n; ++j)
+            if (j != r && length(k, j) > 0)
+                std::memcpy(mine + j * slice, send + first(k, j) * esize,
+                            length(k, j) * esize);
+        team.post(&Control::posted, k + 1);
+
+        // Reduce slice r into the slot's result area, once the peers have copied out
+        // the result this slot held.
+        const size_t len = length(k, r);
+        std::byte *result = mine + n * slice;
+        if (k >= static_cast<uint64_t>(slots.count))
+            detail::wait_all(team, &Control::done, k - slots.count + 1);
+        for (int m = 0; m < n; ++m) {
+            if (m == r) {
+                in[m] = send + first(k, r) * esize;
+            } else {
+                team.wait_counter(m, &Control::posted, k + 1);
+                in[m] = slots.of(team, m, k) + r * slice;
+            }
+        }
+        if (len > 0) {
+            reduce_all(result, in, n, len, dtype, op);
+            std::memcpy(recv + first(k, r) * esize, result, len * esize);
+        }
+        team.post(&Control::reduced, k + 1);
+
+        // Copy the peers' reduced slices out.
+        for (int m = 0; m < n; ++m) {
+            if (m == r)
+                continue;
+            team.wait_counter(m, &Control::reduced, k + 1);
+            if (length(k, m) > 0)
+                std::memcpy(recv + first(k, m) * esize, slots.of(team, m, k) + n * slice,
+                            length(k, m) * esize);
+        }
+        team.post(&Control::done, k + 1);
+    }
+}
+
+} // namespace
+
+void allreduce(Team &team, const void *sendbuf, void *recvbuf, size_t count,
+               dt_dtype_t dtype, dt_reduce_op_t op)
+{
+    const size_t bytes = count * dt_dtype_size(dtype);
+    if (team.size() == 1) {
+        if (sendbuf != recvbuf && bytes > 0)
+            std::memmove(recvbuf, sendbuf, bytes);
+        return;
+    }
+    if (team.size() > kMaxInputs)
+        team.fail(DT_ERR_UNSUPPORTED, "shared memory: more than 256 ranks on one host");
+    if (count == 0)
+        return;
+    const Tuning tune = tuning(team.size());
+    team.begin();
+    if (bytes <= kInlineBytes)
+        allreduce_inline(team, sendbuf, recvbuf, count, dtype, op, bytes);
+    else if (bytes <= std::min(tune.oneshot_bytes, team.data_bytes()))
+        allreduce_oneshot(team, sendbuf, recvbuf, count, dtype, op, bytes);
+    else
+        allreduce_pipelined(team, sendbuf, recvbuf, count, dtype, op, tune);
+    team.end();
+}
+
+} // namespace dt::shm

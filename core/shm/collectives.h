@@ -1,0 +1,35 @@
+// Collectives among the ranks of one host through shared memory (see team.h for the
+// handoff). Each function runs the whole call for this rank and throws dt::Error (after
+// marking the domain failed) when a peer dies, fails, the deadline passes or the context
+// is aborted. Buffers follow disttrain.h: counts in elements, in place where documented.
+//
+// Reductions always combine contributions in member order 0, 1, ..., n-1, whichever path
+// runs, so every rank gets the same bits and a size threshold never changes a result.
+#pragma once
+
+#include "shm/team.h"
+
+#include <disttrain/disttrain.h>
+
+#include <cstddef>
+
+namespace dt::shm {
+
+// Measured on the development host (tests/bench/compare_allreduce.py); see tuning.cc.
+struct Tuning {
+    size_t oneshot_bytes; // up to this, allreduce reads every peer's whole input
+    size_t slice_bytes;   // pipelined paths: bytes per rank per piece
+    int slots;            // pieces in flight (the staging area is split in this many)
+};
+Tuning tuning(int members);
+
+void allreduce(Team &team, const void *sendbuf, void *recvbuf, size_t count,
+               dt_dtype_t dtype, dt_reduce_op_t op);
+void reduce_scatter(Team &team, const void *sendbuf, void *recvbuf, size_t recvcount,
+                    dt_dtype_t dtype, dt_reduce_op_t op);
+void allgather(Team &team, const void *sendbuf, void *recvbuf, size_t block_bytes);
+void broadcast(Team &team, void *buf, size_t bytes, int root);
+void alltoall(Team &team, const void *sendbuf, void *recvbuf, size_t block_bytes);
+void barrier(Team &team);
+
+} // namespace dt::shm

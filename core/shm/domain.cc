@@ -1,0 +1,183 @@
+#include "shm/domain.h"
+
+#include "runtime/error.h"
+#include "telemetry/log.h"
+
+#include <cerrno>
+#include <cstring>
+#include <random>
+
+#include <poll.h>
+#include <signal.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+namespace dt::shm {
+
+namespace {
+
+using Millis = std::chrono::milliseconds;
+
+std::string random_nonce()
+{
+    std::random_device rd;
+    uint64_t v = (uint64_t(rd()) << 32) ^ rd() ^ uint64_t(::getpid());
+    char buf[17];
+    std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(v));
+    return buf;
+}
+
+std::string host_name()
+{
+    char buf[256] = {};
+    ::gethostname(buf, sizeof buf - 1);
+    return buf;
+}
+
+// A descriptor that becomes readable when the process exits (also while it is an
+// unreaped zombie, and never for a later process that reuses the pid). -1 where the
+// kernel has no pidfd_open: then kill(pid, 0) is the fallback.
+int open_pidfd(int pid)
+{
+#ifdef SYS_pidfd_open
+    return static_cast<int>(::syscall(SYS_pidfd_open, pid, 0));
+#else
+    (void)pid;
+    return -1;
+#endif
+}
+
+} // namespace
+
+Domain::Domain(bootstrap::StoreClient &store, const DomainOptions &opts)
+    : world_rank_(opts.rank), world_size_(opts.size), local_rank_(opts.local_rank),
+      local_size_(opts.local_size), host_start_(opts.rank - opts.local_rank),
+      data_bytes_(opts.data_bytes != 0 ? opts.data_bytes : kDefaultDataBytes),
+      allreduce_choice_(opts.allreduce_choice)
+{
+    data_bytes_ = (data_bytes_ + 4095) & ~size_t(4095);
+    meet(store, opts);
+    learn_hosts(store, opts);
+}
+
+Domain::~Domain()
+{
+    if (!ctl_.empty() && ctl_[local_rank_] != nullptr)
+        mine().header.state.store(failed_ ? kStateFailed : kStateClosed,
+                                  std::memory_order_release);
+    for (int fd : pidfds_)
+        if (fd >= 0)
+            ::close(fd);
+}
+
+void Domain::meet(bootstrap::StoreClient &store, const DomainOptions &opts)
+{
+    const std::string host = cat(opts.key_prefix, "host", host_start_, "/");
+    const Millis timeout = opts.timeout.count() > 0 ? opts.timeout : Millis(-1);
+    std::string nonce;
+    if (local_rank_ == 0) {
+        nonce = random_nonce();
+        store.set(host + "nonce", nonce);
+    } else {
+        nonce = store.get(host + "nonce", timeout);
+    }
+    const std::string self_host = host_name();
+    const size_t bytes = control_bytes(local_size_) + data_bytes_;
+    names_.resize(local_size_);
+    for (int i = 0; i < local_size_; ++i)
+        names_[i] = cat("/disttrain-", nonce, "-", i);
+
+    // 1. Create and fill in our own segment, then say so.
+    segments_.resize(local_size_);
+    segments_[local_rank_] = Segment::create(names_[local_rank_], bytes);
+    auto *me = reinterpret_cast<Control *>(segments_[local_rank_].data());
+    me->header.magic = kMagic;
+    me->header.pid = static_cast<int32_t>(::getpid());
+    me->header.world_rank = world_rank_;
+    me->header.local_size = static_cast<uint32_t>(local_size_);
+    me->header.data_bytes = data_bytes_;
+    me->header.state.store(kStateLive, std::memory_order_release);
+    store.set(cat(host, "created/", local_rank_), self_host);
+
+    // 2. Map every peer's segment read-only; check it is the one we expect.
+    std::vector<std::string> created;
+    for (int i = 0; i < local_size_; ++i)
+        created.push_back(cat(host, "created/", i));
+    store.wait(created, timeout);
+    ctl_.resize(local_size_);
+    data_.resize(local_size_);
+    pids_.resize(local_size_);
+    pidfds_.assign(local_size_, -1);
+    owed_.assign(local_size_, 0);
+    for (int i = 0; i < local_size_; ++i) {
+        if (i != local_rank_) {
+            std::string peer_host = store.get(created[i], timeout);
+            if (peer_host != self_host)
+                throw_error(DT_ERR_INVALID_CONFIG, "shared memory: rank ", host_start_ + i,
+                            " runs on host '", peer_host, "' but rank ", world_rank_,
+                            " on '", self_host, "', yet DISTTRAIN_LOCAL_RANK/SIZE put them "
+                            "on one host; fix the launcher's placement or set "
+                            "DISTTRAIN_SHM=0");
+            segments_[i] = Segment::open(names_[i], bytes, false);
+        }
+        ctl_[i] = reinterpret_cast<Control *>(segments_[i].data());
+        data_[i] = segments_[i].data() + control_bytes(local_size_);
+        const Header &h = ctl_[i]->header;
+        if (h.magic != kMagic || h.world_rank != host_start_ + i ||
+            h.data_bytes != data_bytes_ || h.local_size != uint32_t(local_size_))
+            throw_error(DT_ERR_INVALID_CONFIG, "shared memory: segment '", names_[i],
+                        "' does not belong to rank ", host_start_ + i, " of this job with ",
+                        data_bytes_, " staging bytes; every rank must use the same "
+                        "DISTTRAIN_SHM_BYTES");
+        pids_[i] = h.pid;
+        if (i != local_rank_)
+            pidfds_[i] = open_pidfd(h.pid);
+    }
+
+    // 3. Once every rank has mapped every segment, the names can go: from here on a
+    // killed job leaves nothing in /dev/shm.
+    store.set(cat(host, "mapped/", local_rank_), "1");
+    std::vector<std::string> mapped;
+    for (int i = 0; i < local_size_; ++i)
+        mapped.push_back(cat(host, "mapped/", i));
+    store.wait(mapped, timeout);
+    segments_[local_rank_].unlink();
+    DT_LOG(debug, "shm", "rank ", world_rank_, ": mapped ", local_size_, " segments of ",
+           bytes, " bytes (", names_[0], "...)");
+}
+
+void Domain::learn_hosts(bootstrap::StoreClient &store, const DomainOptions &opts)
+{
+    host_start_of_.assign(world_size_, 0);
+    if (world_size_ == local_size_)
+        return; // one host
+    const Millis timeout = opts.timeout.count() > 0 ? opts.timeout : Millis(-1);
+    store.set(cat(opts.key_prefix, "hoststart/", world_rank_), std::to_string(host_start_));
+    std::vector<std::string> keys;
+    for (int r = 0; r < world_size_; ++r)
+        keys.push_back(cat(opts.key_prefix, "hoststart/", r));
+    store.wait(keys, timeout);
+    for (int r = 0; r < world_size_; ++r)
+        host_start_of_[r] = std::stoi(store.get(keys[r], timeout));
+}
+
+bool Domain::alive(int local) const
+{
+    if (local == local_rank_)
+        return true;
+    int fd = pidfds_[local];
+    if (fd >= 0) {
+        pollfd p{fd, POLLIN, 0};
+        return ::poll(&p, 1, 0) == 0;
+    }
+    return ::kill(pids_[local], 0) == 0 || errno == EPERM;
+}
+
+void Domain::mark_failed()
+{
+    failed_ = true;
+    if (!ctl_.empty())
+        mine().header.state.store(kStateFailed, std::memory_order_release);
+}
+
+} // namespace dt::shm

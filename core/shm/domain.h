@@ -1,0 +1,103 @@
+// The shared-memory domain of one context: this rank's segment and read-only mappings
+// of the segments of every other rank on the host, set up once through the rendezvous
+// store. Collectives (collectives.h) run over a Team: the domain's ranks that take part
+// in one call.
+#pragma once
+
+#include "algorithms/allreduce_select.h"
+#include "bootstrap/store.h"
+#include "shm/layout.h"
+#include "shm/segment.h"
+
+#include <chrono>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace dt::shm {
+
+struct DomainOptions {
+    int rank = 0;              // world rank
+    int size = 1;              // world size
+    int local_rank = 0;        // index on the host
+    int local_size = 1;        // ranks on the host: world ranks [rank-local_rank, +local_size)
+    size_t data_bytes = 0;     // staging area per rank; 0: kDefaultDataBytes
+    std::string key_prefix;    // store namespace of this context, e.g. "ctx0/shm/"
+    std::chrono::milliseconds timeout{0}; // store waits; 0: none
+    // DISTTRAIN_ALGORITHM as read at start-up: ring or halving_doubling keep allreduce
+    // on the transport.
+    algo::AllreduceChoice allreduce_choice = algo::AllreduceChoice::automatic;
+};
+
+// Staging area per rank. Measured (tests/bench): 4 MiB keeps the pieces in flight inside
+// L2 + L3 and costs 4 MiB of /dev/shm per rank.
+constexpr size_t kDefaultDataBytes = 4 << 20;
+
+class Domain {
+public:
+    // Every rank of the host calls this at the same time (it meets the others through
+    // the store). Segment names derive from a random nonce that the host's first rank
+    // puts in the store; each rank creates its own, maps the peers', and unlinks its own
+    // once every rank has mapped them all.
+    Domain(bootstrap::StoreClient &store, const DomainOptions &opts);
+    // Marks the segment closed, so a peer still waiting on this rank fails at once.
+    ~Domain();
+    Domain(const Domain &) = delete;
+    Domain &operator=(const Domain &) = delete;
+
+    int local_rank() const { return local_rank_; }
+    int local_size() const { return local_size_; }
+    int world_rank() const { return world_rank_; }
+    int world_size() const { return world_size_; }
+    // Index on this host of a world rank, or -1 when it runs on another host.
+    int local_index(int world_rank) const
+    {
+        int i = world_rank - host_start_;
+        return i >= 0 && i < local_size_ ? i : -1;
+    }
+    // Host (identified by its first world rank) of any world rank.
+    int host_of(int world_rank) const { return host_start_of_[world_rank]; }
+    size_t data_bytes() const { return data_bytes_; }
+
+    Control &mine() { return *ctl_[local_rank_]; }
+    const Control &control(int local) const { return *ctl_[local]; }
+    std::byte *my_data() { return data_[local_rank_]; }
+    const std::byte *data(int local) const { return data_[local]; }
+    int pid(int local) const { return pids_[local]; }
+    int world_rank_of(int local) const { return host_start_ + local; }
+
+    // False once peer `local` has exited (a killed process included; never a reused pid).
+    bool alive(int local) const;
+
+    // Tags peers must acknowledge before this rank overwrites its segment again.
+    uint64_t &owed(int local) { return owed_[local]; }
+
+    // After a failure the segments are out of step: every later call is refused, and
+    // peers waiting on this rank see it failed.
+    void mark_failed();
+    bool failed() const { return failed_; }
+    const std::string &segment_name(int local) const { return names_[local]; }
+    algo::AllreduceChoice allreduce_choice() const { return allreduce_choice_; }
+    // Reused between calls so that routing a call allocates nothing.
+    std::vector<int> &scratch() { return scratch_; }
+
+private:
+    void meet(bootstrap::StoreClient &store, const DomainOptions &opts);
+    void learn_hosts(bootstrap::StoreClient &store, const DomainOptions &opts);
+
+    int world_rank_, world_size_, local_rank_, local_size_, host_start_;
+    size_t data_bytes_;
+    std::vector<Segment> segments_;
+    std::vector<std::string> names_;
+    std::vector<Control *> ctl_;
+    std::vector<std::byte *> data_;
+    std::vector<int> pids_;
+    std::vector<int> pidfds_;
+    std::vector<uint64_t> owed_;
+    std::vector<int> host_start_of_;
+    algo::AllreduceChoice allreduce_choice_;
+    std::vector<int> scratch_;
+    bool failed_ = false;
+};
+
+} // namespace dt::shm

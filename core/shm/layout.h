@@ -1,0 +1,76 @@
+// What a rank's segment holds. The owner writes everything in it; peers only read it
+// (their mapping is read-only). Every flag sits in its own cache line, so a reader
+// polling one never steals the line its owner is writing next.
+//
+//   Header        pid, rank, failure state
+//   TagLine       the tag of the collective being published + a 56-byte inline payload
+//   posted        progress counters of the pipelined collectives (pieces done so far)
+//   reduced
+//   done
+//   acks[n]       acks[w] = tag: this rank has finished reading w's segment for that tag
+//   data          the staging area (DISTTRAIN_SHM_BYTES), split in slots
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+
+namespace dt::shm {
+
+constexpr size_t kLine = 64;
+
+struct alignas(kLine) Line {
+    std::atomic<uint64_t> value;
+};
+static_assert(sizeof(Line) == kLine);
+
+// A tag and a tiny message in one cache line: the reader that sees the tag has the
+// payload in the same transfer.
+constexpr size_t kInlineBytes = kLine - sizeof(uint64_t);
+struct alignas(kLine) TagLine {
+    std::atomic<uint64_t> tag;
+    std::byte payload[kInlineBytes];
+};
+static_assert(sizeof(TagLine) == kLine);
+
+constexpr uint64_t kMagic = 0x6d68732d74647464; // "ddtd-shm"
+
+// Owner states a waiting peer looks at (Header::state).
+enum : uint32_t { kStateLive = 1, kStateFailed = 2, kStateClosed = 3 };
+
+struct alignas(kLine) Header {
+    uint64_t magic;
+    int32_t pid;
+    int32_t world_rank;
+    std::atomic<uint32_t> state;
+    uint32_t local_size;
+    uint64_t data_bytes;
+};
+
+struct Control {
+    Header header;
+    TagLine tag;
+    Line posted;
+    Line reduced;
+    Line done;
+    Line acks[1]; // local_size of them
+};
+
+// acks[i] beyond the declared one: the lines follow Control in the segment.
+inline std::atomic<uint64_t> &ack(Control &c, int i)
+{
+    auto *base = reinterpret_cast<std::byte *>(&c) + offsetof(Control, acks);
+    return reinterpret_cast<Line *>(base + static_cast<size_t>(i) * kLine)->value;
+}
+inline const std::atomic<uint64_t> &ack(const Control &c, int i)
+{
+    return ack(const_cast<Control &>(c), i);
+}
+
+inline size_t control_bytes(int local_size)
+{
+    size_t raw = offsetof(Control, acks) + static_cast<size_t>(local_size) * kLine;
+    return (raw + 4095) & ~size_t(4095); // the data area starts on a page
+}
+
+} // namespace dt::shm

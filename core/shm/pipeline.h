@@ -1,0 +1,49 @@
+// Geometry shared by the pipelined collectives: the staging area split in slots, pieces
+// cycling through them, and the wait that lets a slot be reused.
+#pragma once
+
+#include "shm/collectives.h"
+
+#include <algorithm>
+
+namespace dt::shm::detail {
+
+struct Slots {
+    size_t slot_bytes;
+    int count;
+
+    Slots(const Team &team, int slots)
+        : slot_bytes((team.data_bytes() / static_cast<size_t>(slots)) & ~size_t(63)),
+          count(slots)
+    {
+    }
+    std::byte *mine(Team &team, uint64_t piece) const
+    {
+        return team.my_data() + (piece % count) * slot_bytes;
+    }
+    const std::byte *of(const Team &team, int member, uint64_t piece) const
+    {
+        return team.data(member) + (piece % count) * slot_bytes;
+    }
+};
+
+// Waits until every peer's counter has reached value.
+inline void wait_all(Team &team, Counter counter, uint64_t value)
+{
+    for (int m = 0; m < team.size(); ++m)
+        if (m != team.rank())
+            team.wait_counter(m, counter, value);
+}
+
+inline void wait_all_published(Team &team)
+{
+    for (int m = 0; m < team.size(); ++m)
+        if (m != team.rank())
+            team.wait_published(m);
+}
+
+// Largest multiple of 64 bytes (so of every element size) not above bytes, at least 64.
+inline size_t align_down(size_t bytes) { return std::max<size_t>(64, bytes & ~size_t(63)); }
+inline size_t align_up(size_t bytes) { return (bytes + 63) & ~size_t(63); }
+
+} // namespace dt::shm::detail

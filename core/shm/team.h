@@ -1,0 +1,99 @@
+// Team: the ranks of one shared-memory collective and the handoff between them. Each
+// participant publishes into its own segment and reads the others'; nothing is ever
+// written into a peer's memory, so a handoff is a release store of a flag by the owner
+// and acquire loads by the readers:
+//
+//   begin()         wait until every peer acknowledged reading this rank's segment in
+//                   the last call that involved it (acks live in the peer's segment;
+//                   tags grow from call to call, so an ack is "done up to this tag")
+//   publish(tag)    the tag line says "my data for call <tag> is in place"; tiny
+//                   messages ride in the same cache line (publish_inline)
+//   post(counter)   pipelined calls count pieces in posted / reduced / done
+//   end()           acknowledge every peer's segment, remember what the peers owe us
+//
+// Waiting spins briefly, then yields (the host may run more ranks than cores), then
+// sleeps; it checks the deadline, the context's cancel flag and whether the peer is
+// still alive, so a dead or failed rank turns into an error that names it.
+#pragma once
+
+#include "shm/domain.h"
+
+#include <disttrain/disttrain.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstring>
+#include <string>
+
+namespace dt::algo {
+class Comm;
+}
+
+namespace dt::shm {
+
+using Clock = std::chrono::steady_clock;
+using Counter = Line Control::*;
+
+struct TeamArgs {
+    const int *locals = nullptr; // local index of each participant, in group-rank order
+    int size = 0;                // participants
+    int rank = 0;                // this rank's place among them
+    uint64_t tag = 0;            // the call's tag: the same on every participant, > 0,
+                                 // larger than that of any earlier call
+    Clock::time_point deadline = Clock::time_point::max();
+    const std::atomic<bool> *cancel = nullptr;
+    algo::Comm *comm = nullptr;  // failures go through its failure hook; may be null
+    const char *what = "shm collective";
+};
+
+class Team {
+public:
+    Team(Domain &domain, const TeamArgs &args);
+
+    int size() const { return args_.size; }
+    int rank() const { return args_.rank; }
+    uint64_t tag() const { return args_.tag; }
+    Domain &domain() { return dom_; }
+    const char *what() const { return args_.what; }
+
+    std::byte *my_data() { return dom_.my_data(); }
+    const std::byte *data(int member) const { return dom_.data(args_.locals[member]); }
+    size_t data_bytes() const { return dom_.data_bytes(); }
+
+    // Waits for the acks the peers owe this rank, then resets the counters.
+    void begin();
+    void publish() { dom_.mine().tag.tag.store(args_.tag, std::memory_order_release); }
+    void publish_inline(const void *payload, size_t bytes)
+    {
+        std::memcpy(dom_.mine().tag.payload, payload, bytes);
+        publish();
+    }
+    // Waits until member has published this call; returns its tag line (inline payload).
+    const TagLine &wait_published(int member);
+
+    void post(Counter counter, uint64_t value)
+    {
+        (dom_.mine().*counter).value.store(value, std::memory_order_release);
+    }
+    void wait_counter(int member, Counter counter, uint64_t at_least);
+
+    // Acknowledges every peer's segment (this rank will not read them again for this
+    // call) and records that each peer owes this rank the same.
+    void end();
+
+    [[noreturn]] void fail(dt_status_t status, const std::string &message);
+
+private:
+    // Waits on something of the rank with local index `local` (named in errors).
+    template <typename Ready>
+    void wait_for(int local, Ready &&ready);
+    void idle(int local, uint32_t n, Clock::time_point &since, Clock::time_point &checked);
+    void check(int local, Clock::time_point now);
+    const Control &control(int member) const { return dom_.control(args_.locals[member]); }
+
+    Domain &dom_;
+    TeamArgs args_;
+    uint32_t spin_limit_;
+};
+
+} // namespace dt::shm

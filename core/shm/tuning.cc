@@ -1,0 +1,24 @@
+// Size thresholds of the shared-memory collectives, measured on the development host
+// (2-core AMD EPYC, 2 MiB L2 per core, 32 MiB L3) with tests/bench/compare_allreduce.py
+// and DISTTRAIN_SHM_SLICE / DISTTRAIN_SHM_ONESHOT overrides.
+#include "runtime/env.h"
+#include "shm/collectives.h"
+
+namespace dt::shm {
+
+Tuning tuning(int members)
+{
+    // One-shot reads (n-1) whole inputs per rank; the pipelined path two handoffs and
+    // 1/n of the reduction. The crossover moves down as n grows.
+    size_t oneshot = members <= 2 ? 32 * 1024 : 16 * 1024;
+    size_t slice = 64 * 1024;
+    static const int64_t slice_env = env::get_int("DISTTRAIN_SHM_SLICE", 0, 0, 1 << 30);
+    static const int64_t oneshot_env = env::get_int("DISTTRAIN_SHM_ONESHOT", -1, -1, 1 << 30);
+    if (slice_env > 0)
+        slice = static_cast<size_t>(slice_env);
+    if (oneshot_env >= 0)
+        oneshot = static_cast<size_t>(oneshot_env);
+    return {oneshot, slice, 4};
+}
+
+} // namespace dt::shm

@@ -215,6 +215,10 @@ int32_t Instance::wait(dt_transport_request_t *r, int timeout_ms) {
     return r->status;
 }
 
+int32_t Instance::progress(int timeout_ms) {
+    return plugin().ops->progress(transport, timeout_ms);
+}
+
 void Instance::spin(int ms) {
     auto deadline = Clock::now() + std::chrono::milliseconds(ms);
     while (Clock::now() < deadline) plugin().ops->progress(transport, 1);

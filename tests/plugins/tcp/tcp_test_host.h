@@ -100,6 +100,8 @@ public:
     int32_t wait(dt_transport_request_t *r, int timeout_ms = 60000);
     // Drives progress for about ms milliseconds.
     void spin(int ms);
+    // One progress call.
+    int32_t progress(int timeout_ms);
 
     FakeHost host;
     void *transport = nullptr;

@@ -3,6 +3,7 @@
 #include "common/error.h"
 #include "train/fault.h"
 #include "train/model_state.h"
+#include "train/step.h"
 
 #include <algorithm>
 #include <sstream>
@@ -101,7 +102,6 @@ void Trainer::run()
 void Trainer::train_epoch()
 {
     sampler_.set_epoch(pos_.epoch);
-    const GradReady ready = sync_.callback();
     const size_t steps = sampler_.steps_per_epoch();
     auto epoch_start = std::chrono::steady_clock::now();
     const double epoch_time_before = pos_.epoch_time;
@@ -109,15 +109,12 @@ void Trainer::train_epoch()
     for (; pos_.step < steps; ++pos_.step) {
         fault_point(FaultPoint::step);
         load_batch(train_, sampler_.batch(pos_.step));
-        const Tensor logits = model_.net->forward(batch_.x, true);
-        const LossResult r = loss_.forward(logits, batch_.y);
-        model_.net->backward(loss_.backward(), ready);
+        const LossResult r = train_step(model_, loss_, sync_, optimizer_, batch_.x, batch_.y,
+                                        schedule_.at(pos_.global_step));
         const double b = double(batch_.labels.size());
         loss_sum += r.loss * b;
         correct += double(r.correct);
         seen += b;
-        sync_.wait_all();
-        optimizer_.step(schedule_.at(pos_.global_step));
         ++pos_.global_step;
         progress_.update(pos_.epoch + 1, pos_.step + 1);
         if (o_.checkpoint_every > 0 && pos_.global_step % o_.checkpoint_every == 0 &&

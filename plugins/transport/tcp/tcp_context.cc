@@ -137,7 +137,7 @@ void Context::abort() {
     aborted_ = true;
     std::string why = "tcp transport of rank " + std::to_string(rank_) + " was aborted";
     for (auto &ep : peers_) {
-        if (ep) ep->fail(DTP_ERR_ABORTED, why, true);
+        if (ep) ep->fail(DTP_ERR_ABORTED, why, DT_LOG_DEBUG);
     }
     self_.fail_all(DTP_ERR_ABORTED);
     mesh_.reset(); // closes the listener and any connection still authenticating

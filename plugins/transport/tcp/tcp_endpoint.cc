@@ -293,19 +293,24 @@ void Endpoint::oversized(dt_transport_request_t *req, uint64_t sent, size_t cap,
 }
 
 void Endpoint::lost(const std::string &reason) {
-    bool idle = sendq_.empty() && posted_.empty() && rstate_ == RecvState::header &&
-                stage_begin_ == stage_end_;
-    // A peer that finalizes closes its connections: expected at the end of every job, so
-    // it is only worth a warning when something was still in flight.
-    fail(DTP_ERR_PEER_LOST, "lost connection to " + who() + ": " + reason, idle);
+    // Between frames: nothing of ours is on the wire and no frame is half in. Receives
+    // posted ahead (the core keeps some posted for the whole job) do not count.
+    bool between = sendq_.empty() && rstate_ == RecvState::header &&
+                   stage_begin_ == stage_end_;
+    // Peers finalize at slightly different times and close their connections: a clean
+    // close between frames is the end of every job, worth info, not a warning; the core
+    // reports a lost peer itself when a collective needed it. A close or reset in the
+    // middle of a frame, or with sends of ours still queued, stays a warning.
+    fail(DTP_ERR_PEER_LOST, "lost connection to " + who() + ": " + reason,
+         between ? DT_LOG_INFO : DT_LOG_WARN);
 }
 
-void Endpoint::fail(int32_t status, const std::string &message, bool quiet) {
+void Endpoint::fail(int32_t status, const std::string &message, int log_level) {
     if (closed()) return;
     fd_.reset();
     fail_status_ = status;
     fail_message_ = message;
-    host_.log(quiet ? DT_LOG_DEBUG : DT_LOG_WARN, message);
+    host_.log(log_level, message);
     bool any = false;
     for (SendOp &op : sendq_) {
         complete_request(op.req, status, 0);

@@ -56,8 +56,9 @@ public:
     void pump();
 
     // Closes the connection and fails every pending request with status; later
-    // requests fail the same way. The message is logged and passed to set_error.
-    void fail(int32_t status, const std::string &message, bool quiet = false);
+    // requests fail the same way. The message is logged at log_level (DT_LOG_*) and
+    // passed to set_error.
+    void fail(int32_t status, const std::string &message, int log_level = DT_LOG_WARN);
 
 private:
     struct SendOp {

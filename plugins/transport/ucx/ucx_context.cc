@@ -14,6 +14,9 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
+// How long progress spins before it sleeps on the worker's event fd.
+constexpr auto kSpin = std::chrono::microseconds(50);
+
 std::string rank_text(int rank) { return "rank " + std::to_string(rank); }
 
 Clock::time_point deadline_after(int32_t timeout_ms) {
@@ -60,10 +63,34 @@ Context::~Context() {
     // Let UCX finish what abort cancelled, briefly: callbacks still refer to Pending.
     auto until = Clock::now() + std::chrono::milliseconds(200);
     while (!pending_.empty() && Clock::now() < until) ucp_worker_progress(worker_.get());
+    drain_unexpected();
     // Whatever UCX still holds might call back during ucp_worker_destroy: leave those few
     // records allocated rather than let a callback touch freed memory.
     for (auto &entry : pending_) entry.second.release();
     pending_.clear();
+}
+
+void Context::drain_unexpected() {
+    // Messages nobody will receive (peers' last notices after our receives were
+    // cancelled) would make UCX warn about unmatched descriptors at ucp_worker_destroy.
+    for (int i = 0; i < 1024; ++i) {
+        ucp_worker_progress(worker_.get());
+        ucp_tag_recv_info_t info{};
+        ucp_tag_message_h msg = ucp_tag_probe_nb(worker_.get(), 0, 0, 1, &info);
+        if (msg == nullptr) return;
+        sinks_.emplace_back(info.length);
+        std::vector<char> &sink = sinks_.back();
+        ucp_request_param_t prm{};
+        prm.op_attr_mask = UCP_OP_ATTR_FIELD_DATATYPE;
+        prm.datatype = ucp_dt_make_contig(1);
+        ucs_status_ptr_t r =
+            ucp_tag_msg_recv_nbx(worker_.get(), sink.data(), sink.size(), msg, &prm);
+        if (r == nullptr || UCS_PTR_IS_ERR(r)) continue;
+        auto until = Clock::now() + std::chrono::milliseconds(50);
+        while (ucp_request_check_status(r) == UCS_INPROGRESS && Clock::now() < until)
+            ucp_worker_progress(worker_.get());
+        ucp_request_free(r);
+    }
 }
 
 void Context::connect(int32_t timeout_ms) {
@@ -202,23 +229,22 @@ int32_t Context::isend_tagged(int peer, uint64_t ucp_tag, const void *buf, size_
     if (aborted_) return fail_now(req, DTP_ERR_ABORTED, "ucx: the transport was aborted");
     const auto i = static_cast<size_t>(peer);
     if (!lost_[i].empty()) return fail_now(req, DTP_ERR_PEER_LOST, lost_[i]);
-    auto p = std::make_unique<Pending>(Pending{this, req, peer, false, len});
-    ucp_request_param_t prm = request_param(p.get());
+    Pending *p = track(Pending{this, req, peer, false, len});
+    ucp_request_param_t prm = request_param(p);
     prm.cb.send = on_send;
     ucs_status_ptr_t r = ucp_tag_send_nbx(eps_[i], buf, len, ucp_tag, &prm);
     if (r == nullptr) {
+        untrack(p);
         complete_request(req, DTP_OK, len);
         return DTP_OK;
     }
     if (UCS_PTR_IS_ERR(r)) {
+        untrack(p);
         ucs_status_t s = UCS_PTR_STATUS(r);
         return fail_now(req, status_of(s), "ucx: send to " + rank_text(peer) + " failed: " +
                                                ucs_status_string(s));
     }
-    p->ucx_req = r;
-    Pending *key = p.get();
-    pending_.emplace(key, std::move(p));
-    return DTP_INPROGRESS;
+    return started(p, r, req);
 }
 
 int32_t Context::irecv_tagged(int peer, uint64_t ucp_tag, void *buf, size_t len,
@@ -227,24 +253,39 @@ int32_t Context::irecv_tagged(int peer, uint64_t ucp_tag, void *buf, size_t len,
     if (aborted_) return fail_now(req, DTP_ERR_ABORTED, "ucx: the transport was aborted");
     const auto i = static_cast<size_t>(peer);
     if (!lost_[i].empty()) return fail_now(req, DTP_ERR_PEER_LOST, lost_[i]);
-    auto p = std::make_unique<Pending>(Pending{this, req, peer, true, len});
-    ucp_tag_recv_info_t info{};
-    ucp_request_param_t prm = request_param(p.get());
-    prm.op_attr_mask |= UCP_OP_ATTR_FIELD_RECV_INFO;
+    Pending *p = track(Pending{this, req, peer, true, len});
+    ucp_request_param_t prm = request_param(p);
+    // Always through the callback: UCX 1.13 leaves recv_info unset when a message that
+    // already arrived completes the receive in place, and the length is what we need.
+    prm.op_attr_mask |= UCP_OP_ATTR_FLAG_NO_IMM_CMPL;
     prm.cb.recv = on_recv;
-    prm.recv_info.tag_info = &info;
     ucs_status_ptr_t r = ucp_tag_recv_nbx(worker_.get(), buf, len, ucp_tag, kFullMask, &prm);
-    if (r == nullptr) {
-        complete_request(req, DTP_OK, info.length);
-        return DTP_OK;
-    }
     if (UCS_PTR_IS_ERR(r)) {
+        untrack(p);
         ucs_status_t s = UCS_PTR_STATUS(r);
         return fail_now(req, status_of(s), truncation_or(s, peer, len));
     }
-    p->ucx_req = r;
-    Pending *key = p.get();
-    pending_.emplace(key, std::move(p));
+    return started(p, r, req);
+}
+
+// The record goes in before UCX sees it: UCX may run the callback inside the call that
+// starts the operation (a receive matching a message that already arrived, a send to
+// this rank's own posted receive), and the callback finds and frees it there.
+Context::Pending *Context::track(Pending p) {
+    auto owned = std::make_unique<Pending>(p);
+    Pending *key = owned.get();
+    pending_.emplace(key, std::move(owned));
+    return key;
+}
+
+void Context::untrack(Pending *p) { pending_.erase(p); }
+
+int32_t Context::started(Pending *p, void *ucx_req, const dt_transport_request_t *req) {
+    // Still there: UCX did not complete it yet, so the request is live and ours to watch.
+    // Gone: the callback already completed the core's request (and freed the UCX one).
+    auto it = pending_.find(p);
+    if (it == pending_.end()) return req->status;
+    it->second->ucx_req = ucx_req;
     return DTP_INPROGRESS;
 }
 
@@ -334,15 +375,26 @@ void Context::close_endpoint(ucp_ep_h ep) {
 
 int32_t Context::progress(int32_t timeout_ms) {
     const uint64_t before = completions_;
-    const auto deadline = deadline_after(std::max(0, timeout_ms));
+    const auto start = Clock::now();
+    const auto deadline = timeout_ms < 0 ? Clock::time_point::max()
+                                         : start + std::chrono::milliseconds(timeout_ms);
     for (;;) {
         while (ucp_worker_progress(worker_.get()) != 0) {
         }
         close_dead();
-        if (completions_ != before || timeout_ms == 0 || pending_.empty()) return DTP_OK;
-        if (timeout_ms > 0 && Clock::now() >= deadline) return DTP_OK;
-        // Spin, yielding the CPU: oversubscribed ranks on few cores must get to run.
-        sched_yield();
+        auto now = Clock::now();
+        if (completions_ != before || timeout_ms == 0 || pending_.empty() || now >= deadline)
+            return DTP_OK;
+        // Spin briefly (a small message's round trip), then sleep on the worker's events:
+        // ranks that outnumber the cores must not burn each other's time.
+        if (now - start < kSpin) {
+            sched_yield();
+            continue;
+        }
+        int ms = deadline == Clock::time_point::max()
+                     ? -1
+                     : static_cast<int>(std::chrono::ceil<std::chrono::milliseconds>(deadline - now).count());
+        if (!worker_.wait(ms)) sched_yield();
     }
 }
 

@@ -68,6 +68,9 @@ private:
                          dt_transport_request_t *req);
     int32_t irecv_tagged(int peer, uint64_t ucp_tag, void *buf, size_t len,
                          dt_transport_request_t *req);
+    Pending *track(Pending p);
+    void untrack(Pending *p);
+    int32_t started(Pending *p, void *ucx_req, const dt_transport_request_t *req);
     std::string truncation_or(ucs_status_t s, int peer, size_t cap) const;
     void check_args(int32_t peer, const void *buf, size_t len,
                     const dt_transport_request_t *req) const;
@@ -75,11 +78,15 @@ private:
     void finish(Pending *p, int32_t status, size_t bytes);
     void peer_lost(int peer, ucs_status_t status);
     void close_dead();
+    void drain_unexpected();
     static void close_endpoint(ucp_ep_h ep);
 
     Host host_;
     int rank_;
     int size_;
+    // Buffers of drained messages (drain_unexpected); declared before worker_ so they
+    // outlive it, in case UCX is still writing one when the worker goes.
+    std::vector<std::vector<char>> sinks_;
     Worker worker_;
     std::vector<ucp_ep_h> eps_;
     std::vector<std::string> lost_;    // per peer: why it is gone; empty while alive

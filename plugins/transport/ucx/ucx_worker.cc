@@ -2,6 +2,8 @@
 
 #include "ucx_error.h"
 
+#include <poll.h>
+
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
@@ -52,7 +54,9 @@ Worker::Worker() {
     }
     ucp_params_t params{};
     params.field_mask = UCP_PARAM_FIELD_FEATURES | UCP_PARAM_FIELD_MT_WORKERS_SHARED;
-    params.features = UCP_FEATURE_TAG;
+    // WAKEUP: progress can sleep on the worker's event fd instead of spinning, which
+    // matters when ranks outnumber cores.
+    params.features = UCP_FEATURE_TAG | UCP_FEATURE_WAKEUP;
     params.mt_workers_shared = 0;
     s = ucp_init(&params, config, &context_);
     ucp_config_release(config);
@@ -81,6 +85,16 @@ Worker::Worker() {
     }
     address_.assign(reinterpret_cast<const char *>(addr), len);
     ucp_worker_release_address(worker_, addr);
+    if (ucp_worker_get_efd(worker_, &efd_) != UCS_OK) efd_ = -1; // spin instead
+}
+
+bool Worker::wait(int timeout_ms) const {
+    if (efd_ < 0) return false;
+    // Arm, then sleep unless events are already pending (UCS_ERR_BUSY: progress again).
+    if (ucp_worker_arm(worker_) != UCS_OK) return true;
+    pollfd p{efd_, POLLIN, 0};
+    ::poll(&p, 1, timeout_ms);
+    return true;
 }
 
 Worker::~Worker() {

@@ -19,6 +19,10 @@ public:
     Worker &operator=(const Worker &) = delete;
 
     ucp_worker_h get() const { return worker_; }
+    // Sleeps until the worker has events or timeout_ms passes (< 0: no limit). False when
+    // this worker has no event fd (the caller spins instead).
+    bool wait(int timeout_ms) const;
+
     // This worker's address, to publish in the store.
     const std::string &address() const { return address_; }
 
@@ -30,6 +34,7 @@ private:
     ucp_context_h context_ = nullptr;
     ucp_worker_h worker_ = nullptr;
     std::string address_;
+    int efd_ = -1;
 };
 
 // "UCX_TLS=..., UCX_NET_DEVICES=..." as set, or "(UCX_TLS and UCX_NET_DEVICES unset)":

@@ -93,22 +93,35 @@ bool Comm::test(Request &req)
 {
     if (!req)
         return true;
-    if (req->raw.status == DTP_INPROGRESS)
+    const bool polled = req->raw.status == DTP_INPROGRESS;
+    if (polled)
         progress_once(0);
     if (req->raw.status == DTP_INPROGRESS)
         return false;
+    finish(req, polled);
+    return true;
+}
+
+void Comm::finish(Request &req, bool completed_by_last_progress)
+{
     if (req->raw.status != DTP_OK || (req->is_recv && req->raw.bytes != req->len)) {
-        set_last_error(""); // failed asynchronously: the status is all there is
+        // A request that failed in the progress call just made comes with the plugin's
+        // message (set_error during that call: "lost connection to rank N ...", a size
+        // mismatch); one that failed earlier has only its status, since later calls
+        // cleared or replaced the message.
+        if (!completed_by_last_progress)
+            set_last_error("");
         fail(*req);
     }
     req.reset();
-    return true;
 }
 
 void Comm::wait(Request &req)
 {
     if (!req)
         return;
+    // The loops end right after the progress call that completed req.
+    const bool polled = req->raw.status == DTP_INPROGRESS;
     const auto spin_end = Clock::now() + kSpin;
     while (req->raw.status == DTP_INPROGRESS && Clock::now() < spin_end)
         progress_once(0);
@@ -126,7 +139,7 @@ void Comm::wait(Request &req)
         }
         progress_once(ms);
     }
-    test(req);
+    finish(req, polled);
 }
 
 void Comm::send(int peer, const void *buf, size_t len)

@@ -106,6 +106,9 @@ public:
 
 private:
     void progress_once(int32_t timeout_ms);
+    // Throws if the completed req failed; with completed_by_last_progress, keeping the
+    // plugin's message from that progress call. Then releases req.
+    void finish(Request &req, bool completed_by_last_progress);
     [[noreturn]] void fail(const PendingTransfer &t);
     [[noreturn]] void fail_native(const PendingTransfer &t);
     [[noreturn]] void abort_and_throw(dt_status_t code, std::string message);

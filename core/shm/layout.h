@@ -7,6 +7,8 @@
 //   posted        progress counters of the pipelined collectives (pieces done so far)
 //   reduced
 //   done
+//   wake          futex word the owner bumps after each update; sleepers wait on it
+//   sleeping      1 + local index of the peer this rank sleeps on (0: awake)
 //   acks[n]       acks[w] = tag: this rank has finished reading w's segment for that tag
 //   data          the staging area (DISTTRAIN_SHM_BYTES), split in slots
 #pragma once
@@ -33,6 +35,11 @@ struct alignas(kLine) TagLine {
 };
 static_assert(sizeof(TagLine) == kLine);
 
+struct alignas(kLine) WakeLine {
+    std::atomic<uint32_t> gen; // a futex word (32 bits)
+};
+static_assert(sizeof(WakeLine) == kLine);
+
 constexpr uint64_t kMagic = 0x6d68732d74647464; // "ddtd-shm"
 
 // Owner states a waiting peer looks at (Header::state).
@@ -53,6 +60,8 @@ struct Control {
     Line posted;
     Line reduced;
     Line done;
+    WakeLine wake;
+    Line sleeping;
     Line acks[1]; // local_size of them
 };
 

@@ -5,24 +5,24 @@
 
 #include <thread>
 
+#include <climits>
+
+#include <linux/futex.h>
 #include <sched.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 namespace dt::shm {
 
 namespace {
 
-// Spins before the first yield. On a host with a core per rank a peer a few hundred
-// nanoseconds behind is the common case; with more ranks than cores spinning only
-// delays the peer we wait for, so we yield almost at once.
-constexpr uint32_t kSpinDedicated = 4096;
-constexpr uint32_t kSpinOversubscribed = 8;
-// Yield for this long before sleeping; then sleep in steps of kSleep. A rank that waits
-// this long is waiting for a peer that is still computing, not for a handoff.
-constexpr auto kYieldFor = std::chrono::milliseconds(2);
-constexpr auto kSleep = std::chrono::microseconds(50);
-// How often a waiting rank asks the kernel whether the peer is still alive.
-constexpr auto kLivenessEvery = std::chrono::milliseconds(1);
+// Spinning before sleeping. With a core per rank, a peer a few microseconds behind is
+// the common case and a futex round trip (sleep + wake) costs more than that; with more
+// ranks than cores, spinning only keeps the rank we wait for off the core.
+constexpr auto kSpinDedicated = std::chrono::microseconds(50);
+constexpr uint32_t kSpinOversubscribed = 16; // polls
+// Longest single sleep: bounds how late the deadline, abort and liveness checks run.
+constexpr auto kSleepMax = std::chrono::milliseconds(1);
 
 int cpus()
 {
@@ -41,12 +41,22 @@ inline void cpu_relax()
 #endif
 }
 
+// Shared (not process-private) futex: the word lives in a segment other processes map.
+void futex_wait(const std::atomic<uint32_t> &word, uint32_t expected,
+                std::chrono::nanoseconds timeout)
+{
+    timespec ts{static_cast<time_t>(timeout.count() / 1000000000),
+                static_cast<long>(timeout.count() % 1000000000)};
+    ::syscall(SYS_futex, reinterpret_cast<const uint32_t *>(&word), FUTEX_WAIT, expected,
+              &ts, nullptr, 0);
+}
+
 } // namespace
 
 Team::Team(Domain &domain, const TeamArgs &args) : dom_(domain), args_(args)
 {
     static const int kCpus = cpus();
-    spin_limit_ = domain.local_size() > kCpus ? kSpinOversubscribed : kSpinDedicated;
+    oversubscribed_ = domain.local_size() > kCpus;
     if (dom_.failed())
         fail(DT_ERR_INVALID_STATE, "the shared-memory domain failed in an earlier call");
 }
@@ -54,54 +64,85 @@ Team::Team(Domain &domain, const TeamArgs &args) : dom_(domain), args_(args)
 template <typename Ready>
 void Team::wait_for(int local, Ready &&ready)
 {
-    uint32_t n = 0;
-    Clock::time_point since{}, checked{};
-    while (!ready()) {
-        if (++n <= spin_limit_) {
+    if (oversubscribed_) {
+        for (uint32_t n = 0; n < kSpinOversubscribed; ++n) {
+            if (ready())
+                return;
             cpu_relax();
-            continue;
         }
-        idle(local, n, since, checked);
-    }
-}
-
-void Team::idle(int local, uint32_t n, Clock::time_point &since, Clock::time_point &checked)
-{
-    auto now = Clock::now();
-    if (n == spin_limit_ + 1) {
-        since = checked = now;
-        check(local, now);
-    } else if (now - checked >= kLivenessEvery) {
-        checked = now;
-        check(local, now);
     } else {
-        // Cheap checks on every round: a flag the owner of a dead context set, an abort.
-        uint32_t state = dom_.control(local).header.state.load(std::memory_order_acquire);
-        if (state != kStateLive ||
-            (args_.cancel != nullptr && args_.cancel->load(std::memory_order_relaxed)))
-            check(local, now);
+        auto spin_end = Clock::time_point{};
+        for (uint32_t n = 0;; ++n) {
+            if (ready())
+                return;
+            cpu_relax();
+            if ((n & 63) == 0) {
+                auto now = Clock::now();
+                if (n == 0)
+                    spin_end = now + kSpinDedicated;
+                else if (now >= spin_end)
+                    break;
+            }
+        }
     }
-    if (now - since < kYieldFor)
-        ::sched_yield();
-    else
-        std::this_thread::sleep_for(kSleep);
+    // The peer's state and liveness are read before the flag: a peer that acked and then
+    // left has done its part, and must not be reported as lost.
+    auto last_check = Clock::time_point{};
+    for (;;) {
+        const uint32_t state = dom_.control(local).header.state.load(std::memory_order_acquire);
+        const auto now = Clock::now();
+        const bool periodic = now - last_check >= kSleepMax;
+        const bool alive = !periodic || dom_.alive(local);
+        if (ready())
+            return;
+        const bool cancelled =
+            args_.cancel != nullptr && args_.cancel->load(std::memory_order_relaxed);
+        if (periodic || state != kStateLive || cancelled) {
+            check(local, now, state, alive);
+            last_check = now;
+        }
+        sleep_on(local, ready);
+    }
 }
 
-void Team::check(int local, Clock::time_point now)
+// Dekker-style handshake with notify(): we announce the sleep, then look at the flag
+// once more; the owner updates the flag, then looks for sleepers. One of the two sees
+// the other, so no wake-up is lost (and a sleep ends after kSleepMax regardless).
+template <typename Ready>
+void Team::sleep_on(int local, Ready &ready)
+{
+    const std::atomic<uint32_t> &word = dom_.control(local).wake.gen;
+    const uint32_t gen = word.load(std::memory_order_seq_cst);
+    Control &me = dom_.mine();
+    me.sleeping.value.store(static_cast<uint64_t>(local) + 1, std::memory_order_seq_cst);
+    if (!ready()) {
+        auto left = args_.deadline - Clock::now();
+        auto timeout = std::min<Clock::duration>(kSleepMax, std::max<Clock::duration>(left, {}));
+        futex_wait(word, gen, timeout);
+    }
+    me.sleeping.value.store(0, std::memory_order_relaxed);
+}
+
+void Team::wake_sleepers()
+{
+    ::syscall(SYS_futex, reinterpret_cast<uint32_t *>(&dom_.mine().wake.gen), FUTEX_WAKE,
+              INT32_MAX, nullptr, nullptr, 0);
+}
+
+void Team::check(int local, Clock::time_point now, uint32_t state, bool alive)
 {
     int world = dom_.world_rank_of(local);
     int me = dom_.world_rank();
     if (args_.cancel != nullptr && args_.cancel->load(std::memory_order_relaxed))
         fail(DT_ERR_ABORTED, cat(args_.what, ": aborted on rank ", me, " while waiting for "
                                  "rank ", world, " (the context was aborted)"));
-    uint32_t state = dom_.control(local).header.state.load(std::memory_order_acquire);
     if (state == kStateFailed)
         fail(DT_ERR_PEER_LOST, cat(args_.what, ": rank ", world, " failed during the "
                                    "collective (see its log for the cause)"));
     if (state == kStateClosed)
         fail(DT_ERR_PEER_LOST, cat(args_.what, ": rank ", world, " has destroyed its "
                                    "context while rank ", me, " waited for it"));
-    if (!dom_.alive(local))
+    if (!alive)
         fail(DT_ERR_PEER_LOST, cat(args_.what, ": rank ", world, " (pid ",
                                    dom_.pid(local), ") exited while rank ", me,
                                    " waited for it in shared memory; its log or the "
@@ -159,6 +200,7 @@ void Team::end()
         ack(me, local).store(args_.tag, std::memory_order_release);
         dom_.owed(local) = args_.tag;
     }
+    notify();
 }
 
 void Team::fail(dt_status_t status, const std::string &message)

@@ -11,9 +11,12 @@
 //   post(counter)   pipelined calls count pieces in posted / reduced / done
 //   end()           acknowledge every peer's segment, remember what the peers owe us
 //
-// Waiting spins briefly, then yields (the host may run more ranks than cores), then
-// sleeps; it checks the deadline, the context's cancel flag and whether the peer is
-// still alive, so a dead or failed rank turns into an error that names it.
+// Waiting spins briefly (not at all when the host runs more ranks than cores), then
+// sleeps on a futex in the peer's segment, which the peer wakes when it updates a flag
+// and sees a sleeper: a loaded or oversubscribed host hands the core straight to the
+// rank being waited for. Sleeps last at most 1 ms, so the deadline, the context's cancel
+// flag and the peer's liveness are checked, and a dead or failed rank turns into an
+// error that names it.
 #pragma once
 
 #include "shm/domain.h"
@@ -62,7 +65,11 @@ public:
 
     // Waits for the acks the peers owe this rank, then resets the counters.
     void begin();
-    void publish() { dom_.mine().tag.tag.store(args_.tag, std::memory_order_release); }
+    void publish()
+    {
+        dom_.mine().tag.tag.store(args_.tag, std::memory_order_release);
+        notify();
+    }
     void publish_inline(const void *payload, size_t bytes)
     {
         std::memcpy(dom_.mine().tag.payload, payload, bytes);
@@ -74,6 +81,7 @@ public:
     void post(Counter counter, uint64_t value)
     {
         (dom_.mine().*counter).value.store(value, std::memory_order_release);
+        notify();
     }
     void wait_counter(int member, Counter counter, uint64_t at_least);
 
@@ -87,13 +95,25 @@ private:
     // Waits on something of the rank with local index `local` (named in errors).
     template <typename Ready>
     void wait_for(int local, Ready &&ready);
-    void idle(int local, uint32_t n, Clock::time_point &since, Clock::time_point &checked);
-    void check(int local, Clock::time_point now);
+    template <typename Ready>
+    void sleep_on(int local, Ready &ready);
+    // Throws when the wait cannot end well: state and alive were read before the flag.
+    void check(int local, Clock::time_point now, uint32_t state, bool alive);
+    // After an update of this rank's flags: wakes the peers asleep on it, if any.
+    void notify()
+    {
+        dom_.mine().wake.gen.fetch_add(1, std::memory_order_seq_cst);
+        const uint64_t me = static_cast<uint64_t>(dom_.local_rank()) + 1;
+        for (int local = 0; local < dom_.local_size(); ++local)
+            if (dom_.control(local).sleeping.value.load(std::memory_order_seq_cst) == me)
+                return wake_sleepers();
+    }
+    void wake_sleepers();
     const Control &control(int member) const { return dom_.control(args_.locals[member]); }
 
     Domain &dom_;
     TeamArgs args_;
-    uint32_t spin_limit_;
+    bool oversubscribed_;
 };
 
 } // namespace dt::shm

@@ -30,10 +30,12 @@ constexpr size_t kStaging = 64 * 1024;
 struct Checker {
     std::ostringstream out;
     int failures = 0;
-    void check(bool ok, const std::string &what)
+    // what() builds the message only for a failure.
+    template <typename What>
+    void check(bool ok, What &&what)
     {
         if (!ok && failures++ < 5)
-            out << what << "\n";
+            out << what() << "\n";
     }
     void finish()
     {
@@ -75,8 +77,9 @@ TEST_P(ShmRanks, AllreduceEveryDtypeOpAndPath)
                         allreduce(t, send.data(), out, count, dtype, op);
                         for (size_t i = 0; i < count; ++i) {
                             double got = read(out, i, dtype), want = expected(r.all, i, op);
-                            c.check(got == want, describe("allreduce", dtype, op, count, i,
-                                                          got, want));
+                            c.check(got == want, [&] {
+                                return describe("allreduce", dtype, op, count, i, got, want);
+                            });
                         }
                     }
         c.finish();
@@ -99,8 +102,9 @@ TEST_P(ShmRanks, ReduceScatterEveryDtypeOp)
                         size_t global = r.rank * count + i;
                         double got = read(recv.data(), i, dtype);
                         double want = expected(r.all, global, op);
-                        c.check(got == want, describe("reduce_scatter", dtype, op, count, i,
-                                                      got, want));
+                        c.check(got == want, [&] {
+                            return describe("reduce_scatter", dtype, op, count, i, got, want);
+                        });
                     }
                 }
         c.finish();
@@ -126,8 +130,8 @@ TEST_P(ShmRanks, AllgatherBroadcastAlltoallBarrier)
             }
             for (int p = 0; p < n; ++p)
                 for (size_t i = 0; i < block; ++i)
-                    c.check(all[p * block + i] == pattern(p, i), "allgather block " +
-                                                                     std::to_string(block));
+                    c.check(all[p * block + i] == pattern(p, i),
+                            [&] { return "allgather block " + std::to_string(block); });
             // broadcast from every root
             for (int root = 0; root < n; ++root) {
                 std::vector<std::byte> buf(block);
@@ -136,8 +140,8 @@ TEST_P(ShmRanks, AllgatherBroadcastAlltoallBarrier)
                 Team t = r.team();
                 broadcast(t, buf.data(), block, root);
                 for (size_t i = 0; i < block; ++i)
-                    c.check(buf[i] == pattern(root, i), "broadcast root " +
-                                                            std::to_string(root));
+                    c.check(buf[i] == pattern(root, i),
+                            [&] { return "broadcast root " + std::to_string(root); });
             }
             // alltoall: rank s's block d is pattern(s * n + d)
             std::vector<std::byte> send(block * n), recv(block * n);
@@ -151,7 +155,7 @@ TEST_P(ShmRanks, AllgatherBroadcastAlltoallBarrier)
             for (int s = 0; s < n; ++s)
                 for (size_t i = 0; i < block; ++i)
                     c.check(recv[s * block + i] == pattern(s * n + r.rank, i),
-                            "alltoall block " + std::to_string(block));
+                            [&] { return "alltoall block " + std::to_string(block); });
             Team t = r.team();
             barrier(t);
         }
@@ -183,7 +187,7 @@ TEST(Shm, SubsetsInterleaveWithWholeTeams)
                 std::vector<int> sorted = who;
                 for (size_t i = 0; i < count; ++i)
                     c.check(recv[i] == expected(sorted, i, DT_SUM),
-                            "subset allreduce round " + std::to_string(round));
+                            [&] { return "subset allreduce round " + std::to_string(round); });
             }
         c.finish();
     }));

@@ -2,13 +2,21 @@
 """Allreduce: libdisttrain (disttrain-perf under disttrainrun) against Open MPI
 (mpi_allreduce_bench under mpirun), same sizes, dtype, op and rotating buffers.
 
-The two run alternately for several rounds, so that a slow phase of the machine hits
-both alike, and the table shows the median over rounds of each. Builds nothing: point
---build-dir at a build tree that has both programs. A benchmark: it prints figures and
-never judges them; it exits non-zero only when a program failed or gave wrong results.
+Two pairings, each for every rank count asked for:
+  shm  disttrain with shared memory between local ranks (DISTTRAIN_SHM=1)
+       vs Open MPI's defaults (shared memory, the vader/sm BTL)
+  tcp  disttrain over its TCP transport only (DISTTRAIN_SHM=0)
+       vs Open MPI over TCP only (--mca btl tcp,self)
 
-  /usr/bin/python3 tests/bench/compare_allreduce.py                    # 2 ranks, TCP vs MPI/TCP
-  /usr/bin/python3 tests/bench/compare_allreduce.py --ranks 4 --mpi-transport shm
+Within a pairing the two programs run alternately for several rounds, so that a slow
+phase of the machine hits both alike, and the table shows the median over rounds of each
+and their ratios per size (busbw dt/mpi > 1: disttrain moves more; time dt/mpi < 1:
+disttrain is faster). Builds nothing: point --build-dir at a build tree that has both
+programs. A benchmark: it prints figures and never judges them; it exits non-zero only
+when a program failed or gave wrong results.
+
+  /usr/bin/python3 tests/bench/compare_allreduce.py                 # 2 and 4 ranks, shm and tcp
+  /usr/bin/python3 tests/bench/compare_allreduce.py --ranks 2 --paths shm -b 64K
 """
 import argparse
 import json
@@ -20,12 +28,12 @@ import sys
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
 
-# Open MPI transports: TCP over loopback only (the same path disttrain's tcp plugin
-# takes), or Open MPI's defaults, which use shared memory between local ranks.
-MPI_TRANSPORTS = {
-    "tcp": ["--mca", "pml", "ob1", "--mca", "btl", "tcp,self",
-            "--mca", "btl_tcp_if_include", "lo"],
-    "shm": [],
+# Per pairing: disttrain's environment, Open MPI's transport flags.
+PATHS = {
+    "shm": ({"DISTTRAIN_SHM": "1"}, []),
+    "tcp": ({"DISTTRAIN_SHM": "0"},
+            ["--mca", "pml", "ob1", "--mca", "btl", "tcp,self",
+             "--mca", "btl_tcp_if_include", "lo"]),
 }
 
 
@@ -34,7 +42,8 @@ def parse_args():
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--build-dir", type=pathlib.Path,
                    default=pathlib.Path(os.environ.get("DISTTRAIN_BUILD_DIR", REPO / "build")))
-    p.add_argument("--ranks", type=int, default=2, choices=[2, 3, 4])
+    p.add_argument("--ranks", default="2,4", help="comma-separated rank counts (2..4)")
+    p.add_argument("--paths", default="shm,tcp", help="comma-separated: shm, tcp")
     p.add_argument("--rounds", type=int, default=5, help="alternating rounds (median)")
     p.add_argument("-b", "--minbytes", default="4")
     p.add_argument("-e", "--maxbytes", default="64M")
@@ -42,10 +51,20 @@ def parse_args():
     p.add_argument("-n", "--iters", default="20")
     p.add_argument("-w", "--warmup", default="5")
     p.add_argument("--transport", default="tcp", help="DISTTRAIN_TRANSPORT (default tcp)")
-    p.add_argument("--mpi-transport", default="tcp", choices=sorted(MPI_TRANSPORTS))
+    p.add_argument("--dt-env", action="append", default=[], metavar="VAR=VALUE",
+                   help="extra variable for disttrain's runs (e.g. DISTTRAIN_SHM_SLICE=131072)")
     p.add_argument("--timeout", type=float, default=300, help="seconds per run")
-    p.add_argument("--json", type=pathlib.Path, help="also write the table here")
-    return p.parse_args()
+    p.add_argument("--json", type=pathlib.Path, help="also write the tables here")
+    a = p.parse_args()
+    a.ranks = [int(r) for r in a.ranks.split(",")]
+    a.paths = a.paths.split(",")
+    for r in a.ranks:
+        if r not in (2, 3, 4):
+            p.error(f"--ranks: {r} is not 2, 3 or 4")
+    for path in a.paths:
+        if path not in PATHS:
+            p.error(f"--paths: '{path}' is not one of {', '.join(PATHS)}")
+    return a
 
 
 def bench_flags(a):
@@ -61,22 +80,24 @@ def clean_env(extra):
     return env
 
 
-def commands(a):
+def commands(a, ranks, path):
     build = a.build_dir.resolve()
     perf = build / "models" / "tools" / "disttrain-perf"
     launcher = build / "core" / "launch" / "disttrainrun"
     mpi_bench = build / "tests" / "bench" / "mpi_allreduce_bench"
-    for path in (perf, launcher, mpi_bench):
-        if not path.exists():
-            sys.exit(f"compare_allreduce: {path} is missing; build it first "
+    for exe in (perf, launcher, mpi_bench):
+        if not exe.exists():
+            sys.exit(f"compare_allreduce: {exe} is missing; build it first "
                      f"(ninja -C {build})")
+    dt_extra, mpi_flags = PATHS[path]
     plugin_dir = build / "plugins" / "transport" / a.transport
-    dt_cmd = [str(launcher), "-np", str(a.ranks), "--no-tag-output",
+    dt_cmd = [str(launcher), "-np", str(ranks), "--no-tag-output",
               "--timeout", str(int(a.timeout)), "--", str(perf)] + bench_flags(a)
     dt_env = clean_env({"DISTTRAIN_TRANSPORT": a.transport,
-                        "DISTTRAIN_PLUGIN_PATH": str(plugin_dir)})
-    mpi_cmd = (["mpirun", "--allow-run-as-root", "--oversubscribe", "-np", str(a.ranks)] +
-               MPI_TRANSPORTS[a.mpi_transport] + [str(mpi_bench)] + bench_flags(a))
+                        "DISTTRAIN_PLUGIN_PATH": str(plugin_dir), **dt_extra,
+                        **dict(kv.split("=", 1) for kv in a.dt_env)})
+    mpi_cmd = (["mpirun", "--allow-run-as-root", "--oversubscribe", "-np", str(ranks)] +
+               mpi_flags + [str(mpi_bench)] + bench_flags(a))
     return {"disttrain": (dt_cmd, dt_env), "mpi": (mpi_cmd, clean_env({}))}
 
 
@@ -121,44 +142,61 @@ def human(size):
     return str(size)
 
 
-def main():
-    a = parse_args()
-    cmds = commands(a)
+def compare(a, ranks, path):
+    """Runs one pairing; prints its table; returns (rows, failures, wrong values)."""
+    cmds = commands(a, ranks, path)
     results = {name: [] for name in cmds}
     failures = 0
     for rnd in range(a.rounds):
         # Alternate which goes first, so neither always runs on a "warmer" machine.
         order = list(cmds) if rnd % 2 == 0 else list(reversed(cmds))
         for name in order:
-            print(f"round {rnd + 1}/{a.rounds}: {name}", file=sys.stderr, flush=True)
+            print(f"{path} {ranks} ranks, round {rnd + 1}/{a.rounds}: {name}",
+                  file=sys.stderr, flush=True)
             rows = run_once(name, *cmds[name], a.timeout)
             if rows is None:
                 failures += 1
             else:
                 results[name].append(rows)
     dt, mpi = median_rows(results["disttrain"]), median_rows(results["mpi"])
-
-    print(f"# allreduce float32 sum, {a.ranks} ranks, median of "
-          f"{len(results['disttrain'])}/{len(results['mpi'])} rounds; "
-          f"disttrain transport {a.transport}, Open MPI {a.mpi_transport}")
-    print(f"# {'size':>8} {'dt time(us)':>12} {'dt busbw':>9} {'mpi time(us)':>13} "
-          f"{'mpi busbw':>10} {'time dt/mpi':>12}")
+    mpi_name = "Open MPI default (shared memory)" if path == "shm" else "Open MPI btl tcp,self"
+    dt_name = "disttrain shm" if path == "shm" else "disttrain tcp (DISTTRAIN_SHM=0)"
+    print(f"\n# allreduce float32 sum, {ranks} ranks: {dt_name} vs {mpi_name}; median of "
+          f"{len(results['disttrain'])}/{len(results['mpi'])} rounds, busbw in GB/s")
+    print(f"# {'size':>8} {'dt us':>10} {'dt busbw':>9} {'mpi us':>10} {'mpi busbw':>10} "
+          f"{'busbw dt/mpi':>13} {'time dt/mpi':>12}")
     table = []
     wrong = 0
     for size in sorted(set(dt) | set(mpi)):
         d, m = dt.get(size), mpi.get(size)
-        ratio = d[0] / m[0] if d and m and m[0] > 0 else float("nan")
+        t_ratio = d[0] / m[0] if d and m and m[0] > 0 else float("nan")
+        b_ratio = d[1] / m[1] if d and m and m[1] > 0 else float("nan")
         wrong += (d[2] if d else 0) + (m[2] if m else 0)
         fmt = lambda v, spec: format(v, spec) if v is not None else "-"
-        print(f"  {human(size):>8} {fmt(d and d[0], '12.1f'):>12} {fmt(d and d[1], '9.3f'):>9} "
-              f"{fmt(m and m[0], '13.1f'):>13} {fmt(m and m[1], '10.3f'):>10} {ratio:12.2f}")
+        print(f"  {human(size):>8} {fmt(d and d[0], '10.1f'):>10} {fmt(d and d[1], '9.3f'):>9} "
+              f"{fmt(m and m[0], '10.1f'):>10} {fmt(m and m[1], '10.3f'):>10} "
+              f"{b_ratio:13.2f} {t_ratio:12.2f}", flush=True)
         table.append({"size": size, "disttrain_time_us": d and d[0],
                       "disttrain_busbw_gbps": d and d[1], "mpi_time_us": m and m[0],
-                      "mpi_busbw_gbps": m and m[1], "time_ratio": ratio})
+                      "mpi_busbw_gbps": m and m[1], "busbw_ratio": b_ratio,
+                      "time_ratio": t_ratio})
+    return table, failures, wrong
+
+
+def main():
+    a = parse_args()
+    print(f"# compare_allreduce: {' '.join(sys.argv[1:]) or '(defaults)'}; "
+          f"{os.cpu_count()} CPUs, load {os.getloadavg()[0]:.1f} at start")
+    tables, failures, wrong = [], 0, 0
+    for ranks in a.ranks:
+        for path in a.paths:
+            rows, f, w = compare(a, ranks, path)
+            failures += f
+            wrong += w
+            tables.append({"ranks": ranks, "path": path, "transport": a.transport,
+                           "rows": rows})
     if a.json:
-        a.json.write_text(json.dumps({"ranks": a.ranks, "transport": a.transport,
-                                      "mpi_transport": a.mpi_transport, "rows": table},
-                                     indent=1))
+        a.json.write_text(json.dumps(tables, indent=1))
     if failures or wrong:
         print(f"# {failures} failed runs, {wrong} wrong values", file=sys.stderr)
         return 1

@@ -13,6 +13,9 @@ TrainParse parse_train_options(int argc, char **argv)
     TrainOptions o;
     CLI::App app{"disttrain-train: data-parallel training of a model of the zoo on "
                  "Fashion-MNIST. Start N ranks with disttrainrun -np N."};
+    // A flag given twice takes its last value, so wrappers can pass defaults and users
+    // override them (scripts/run-main.sh).
+    app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
     app.add_option("--model", o.model, "mlp, convnet, resnet20 or resnet50")
         ->check(CLI::IsMember({"mlp", "convnet", "resnet20", "resnet50"}));
     app.add_option("--epochs", o.epochs, "passes over the training set")->capture_default_str();

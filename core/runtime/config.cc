@@ -34,6 +34,22 @@ std::vector<std::string> parse_transports(const std::string &what, const std::st
     return names;
 }
 
+// A job that mpirun started, with no store given (bare `mpirun -np N prog`): MPI already
+// wires the ranks up, so with the mpi transport no shared store is needed and each rank
+// gets a private one. "auto" means mpi here, the one transport that can work without a
+// store. Any other choice keeps the store requirement (and its error below).
+bool mpi_without_store(ContextConfig &cfg)
+{
+    const std::string &src = cfg.ranks.source;
+    bool mpi_launch = src.find("Open MPI") != std::string::npos ||
+                      src.find("PMI") != std::string::npos;
+    if (cfg.ranks.size <= 1 || !cfg.store_addr.empty() || !mpi_launch)
+        return false;
+    if (cfg.transports == std::vector<std::string>{"auto"})
+        cfg.transports = {"mpi"};
+    return cfg.transports == std::vector<std::string>{"mpi"};
+}
+
 } // namespace
 
 ContextConfig read_config(const dt_context_params_t *params)
@@ -81,13 +97,14 @@ ContextConfig read_config(const dt_context_params_t *params)
     else
         cfg.ordered = env::get_int("DISTTRAIN_ORDERED", 0, 0, 1) == 1;
 
-    if (cfg.ranks.size > 1 && cfg.store_addr.empty())
+    cfg.private_store = mpi_without_store(cfg);
+    if (cfg.ranks.size > 1 && cfg.store_addr.empty() && !cfg.private_store)
         throw_error(DT_ERR_INVALID_CONFIG, "this is rank ", cfg.ranks.rank, " of ",
                     cfg.ranks.size, " (from ", cfg.ranks.source,
                     ") but DISTTRAIN_STORE_ADDR is not set; start the job with "
                     "disttrainrun, or set DISTTRAIN_STORE_ADDR=host:port of rank 0 on "
-                    "every rank");
-    if (cfg.ranks.size > 1 && cfg.job_token.empty())
+                    "every rank (under mpirun, DISTTRAIN_TRANSPORT=mpi needs no store)");
+    if (cfg.ranks.size > 1 && cfg.job_token.empty() && !cfg.private_store)
         throw_error(DT_ERR_INVALID_CONFIG,
                     "DISTTRAIN_JOB_TOKEN is not set; every rank of a multi-process job "
                     "must share a secret token: start the job with disttrainrun (which "

@@ -18,6 +18,9 @@ struct ContextConfig {
     std::string store_addr;          // empty: none given
     bool launcher_serves_store = false; // DISTTRAIN_STORE_SERVER=launcher
     std::string job_token;           // empty: none given
+    // Every rank serves itself a private in-process store: a job started by mpirun with
+    // no DISTTRAIN_STORE_ADDR, whose transport (mpi) wires the ranks up by itself.
+    bool private_store = false;
     std::vector<std::string> transports; // ordered; "auto" expanded by the loader
     std::chrono::milliseconds timeout{0}; // 0: no limit
     int64_t fusion_threshold = 64 << 20;  // bytes (used by the engine)

@@ -68,7 +68,7 @@ void Context::open_store()
 {
     // A single-process job has no peers to meet; it still gets a private in-process store
     // so plugins see the same services in every job.
-    bool local_only = size() == 1 && cfg_.store_addr.empty();
+    bool local_only = (size() == 1 || cfg_.private_store) && cfg_.store_addr.empty();
     std::string token = cfg_.job_token.empty() ? bootstrap::Auth::random_token()
                                                : cfg_.job_token;
     auth_ = std::make_unique<bootstrap::Auth>(token);

@@ -1,5 +1,6 @@
 #include "train/progress.h"
 
+#include <cstdlib>
 #include <unistd.h>
 
 namespace dt::models {
@@ -9,9 +10,25 @@ constexpr int kWidth = 30;
 
 ProgressBar::ProgressBar(FILE *out, bool enabled, uint64_t epochs,
                          uint64_t steps_per_epoch, uint64_t images_per_step)
-    : out_(out), on_(enabled && ::isatty(::fileno(out)) != 0), epochs_(epochs),
-      steps_(steps_per_epoch), images_per_step_(images_per_step)
+    : out_(out), on_(false), epochs_(epochs), steps_(steps_per_epoch),
+      images_per_step_(images_per_step)
 {
+    if (!enabled)
+        return;
+    if (::isatty(::fileno(out)) != 0) {
+        on_ = true;
+    } else if (std::getenv("DISTTRAIN_RANK") != nullptr &&
+               (tty_ = std::fopen("/dev/tty", "we")) != nullptr) {
+        out_ = tty_;
+        on_ = true;
+    }
+}
+
+ProgressBar::~ProgressBar()
+{
+    clear();
+    if (tty_ != nullptr)
+        std::fclose(tty_);
 }
 
 void ProgressBar::update(uint64_t epoch, uint64_t step)
@@ -25,7 +42,8 @@ void ProgressBar::update(uint64_t epoch, uint64_t step)
         start_ = now;
         start_step_ = global - 1;
     }
-    if (step != steps_ && drawn_ && now - last_draw_ < std::chrono::milliseconds(100))
+    // After clear() too: the table row on its way through the launcher lands first.
+    if (step != steps_ && now - last_draw_ < std::chrono::milliseconds(drawn_ ? 100 : 300))
         return;
     last_draw_ = now;
     drawn_ = true;
@@ -56,6 +74,7 @@ void ProgressBar::clear()
         std::fprintf(out_, "\r\033[K");
         std::fflush(out_);
         drawn_ = false;
+        last_draw_ = Clock::now();
     }
 }
 

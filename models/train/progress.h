@@ -1,7 +1,9 @@
 // A one-line progress bar on a terminal, redrawn in place with '\r' (ChainerMN's
 // ProgressBar, condensed): epoch, bar, iterations, images/sec and time left. It draws
-// only when the stream is a terminal, so logs and pipes get the table alone, and at
-// most every 100 ms so it never slows training.
+// only on a terminal, so logs and pipes get the table alone, and at most every 100 ms so
+// it never slows training. Under disttrainrun stdout is a pipe to the launcher, which
+// forwards whole lines; the bar then goes straight to the controlling terminal
+// (/dev/tty) when the job has one.
 #pragma once
 
 #include <chrono>
@@ -13,9 +15,12 @@ namespace dt::models {
 class ProgressBar {
 public:
     // enabled: the caller's choice (rank 0 and not --no-progress); the bar draws only if
-    // `out` is also a terminal.
+    // `out` is a terminal, or under the launcher if /dev/tty opens.
     ProgressBar(FILE *out, bool enabled, uint64_t epochs, uint64_t steps_per_epoch,
                 uint64_t images_per_step);
+    ~ProgressBar();
+    ProgressBar(const ProgressBar &) = delete;
+    ProgressBar &operator=(const ProgressBar &) = delete;
 
     // After step `step` (1-based within the epoch) of epoch `epoch` (1-based).
     void update(uint64_t epoch, uint64_t step);
@@ -25,6 +30,7 @@ public:
 private:
     using Clock = std::chrono::steady_clock;
     FILE *out_;
+    FILE *tty_ = nullptr; // /dev/tty, opened (and closed) by the bar
     bool on_;
     uint64_t epochs_, steps_, images_per_step_;
     Clock::time_point start_, last_draw_;

@@ -2,6 +2,7 @@
 // rendezvous store, tags their output and stops them all when one fails.
 #include "launch/launch_hosts.h"
 #include "launch/launch_job.h"
+#include "launch/launch_mpi.h"
 #include "launch/launch_options.h"
 #include "launch/launch_signals.h"
 #include "launch/launch_ssh.h"
@@ -115,6 +116,10 @@ int run(const std::vector<std::string> &args)
         if (!parsed) {
             std::cout << usage();
             return 0;
+        }
+        if (parsed->launcher == LauncherKind::mpi) {
+            log::init_from_env();
+            return run_with_mpirun(*parsed);
         }
         placements = place_ranks(*parsed);
     } catch (const UsageError &e) {

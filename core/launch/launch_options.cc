@@ -50,7 +50,9 @@ LauncherKind parse_launcher(const std::string &value)
         return LauncherKind::local;
     if (value == "ssh")
         return LauncherKind::ssh;
-    throw UsageError{"--launcher must be 'local' or 'ssh', got '" + value + "'"};
+    if (value == "mpi")
+        return LauncherKind::mpi;
+    throw UsageError{"--launcher must be 'local', 'ssh' or 'mpi', got '" + value + "'"};
 }
 
 } // namespace
@@ -113,7 +115,7 @@ std::optional<Options> parse_options(const std::vector<std::string> &args)
 
 const char *usage() noexcept
 {
-    return "usage: disttrainrun -np N [-H host:slots,...] [--launcher local|ssh]\n"
+    return "usage: disttrainrun -np N [-H host:slots,...] [--launcher local|ssh|mpi]\n"
            "                    [--timeout S] [--grace S] [--tag-output|--no-tag-output]\n"
            "                    [--] command [args...]\n"
            "\n"
@@ -124,7 +126,9 @@ const char *usage() noexcept
            "  -H LIST          hosts and slots, e.g. node1:4,node2:4 (default localhost:N);\n"
            "                   ranks fill each host's slots in order\n"
            "  --launcher K     local: start every rank here; ssh: start every rank\n"
-           "                   through ssh (default: local slots here, others via ssh)\n"
+           "                   through ssh (default: local slots here, others via ssh);\n"
+           "                   mpi: mpirun starts the ranks (-np, -H and the store's\n"
+           "                   address and token passed with mpirun -x)\n"
            "  --timeout S      stop the job after S seconds (default 0: no limit)\n"
            "  --grace S        seconds between SIGTERM and SIGKILL when stopping ranks\n"
            "                   (default 5)\n"

@@ -13,6 +13,7 @@ enum class LauncherKind {
     automatic, // local slots start locally, other hosts through ssh
     local,     // every rank starts here; remote hosts in -H are an error
     ssh,       // every rank starts through ssh, localhost included
+    mpi,       // mpirun starts every rank (launch_mpi.h)
 };
 
 struct Options {

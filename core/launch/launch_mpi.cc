@@ -1,0 +1,98 @@
+#include "launch/launch_mpi.h"
+
+#include "launch/launch_hosts.h"
+#include "launch/launch_job.h"
+#include "launch/launch_process.h"
+#include "launch/launch_signals.h"
+#include "launch/launch_store.h"
+
+#include "bootstrap/auth.h"
+#include "telemetry/log.h"
+
+#include <iostream>
+
+namespace dt::launch {
+namespace {
+
+// What the ranks must not inherit from our own environment: we set them, or (rank and
+// size) Open MPI does.
+const std::vector<std::string> &dropped()
+{
+    static const std::vector<std::string> names = {
+        "DISTTRAIN_RANK",       "DISTTRAIN_SIZE",       "DISTTRAIN_LOCAL_RANK",
+        "DISTTRAIN_LOCAL_SIZE", "DISTTRAIN_STORE_ADDR", "DISTTRAIN_JOB_TOKEN",
+        "DISTTRAIN_STORE_SERVER"};
+    return names;
+}
+
+} // namespace
+
+std::vector<std::string> mpirun_argv(const Options &opt,
+                                     const std::vector<std::string> &env_names)
+{
+    // --oversubscribe: -np counts ranks, not cores, as with the local launcher.
+    // --allow-run-as-root: containers often run as root; Open MPI refuses it otherwise.
+    std::vector<std::string> argv = {"mpirun", "--allow-run-as-root", "--oversubscribe",
+                                     "-np", std::to_string(opt.np)};
+    if (!opt.hosts.empty()) {
+        argv.push_back("-H");
+        argv.push_back(opt.hosts); // Open MPI reads host:slots lists the same way
+    }
+    if (opt.tag_output)
+        argv.push_back("--tag-output");
+    // -x NAME exports NAME from mpirun's environment: the token never shows in argv.
+    for (const char *name : {"DISTTRAIN_STORE_ADDR", "DISTTRAIN_JOB_TOKEN",
+                             "DISTTRAIN_STORE_SERVER"}) {
+        argv.push_back("-x");
+        argv.push_back(name);
+    }
+    for (const std::string &name : env_names) {
+        argv.push_back("-x");
+        argv.push_back(name);
+    }
+    argv.insert(argv.end(), opt.command.begin(), opt.command.end());
+    return argv;
+}
+
+int run_with_mpirun(const Options &opt)
+{
+    std::string mpirun;
+    try {
+        mpirun = resolve_executable("mpirun");
+    } catch (const SpawnError &e) {
+        std::cerr << "disttrainrun: --launcher mpi needs Open MPI's mpirun: " << e.message()
+                  << "; install openmpi-bin or use --launcher local/ssh\n";
+        return 127;
+    }
+    bool remote = false;
+    if (!opt.hosts.empty())
+        for (const HostSlots &h : parse_hosts(opt.hosts))
+            remote = remote || !h.local;
+
+    SignalReader signals; // before the store's thread exists, so it inherits the mask
+    std::string token = bootstrap::Auth::random_token();
+    LaunchStore store = start_store(remote, token);
+    DT_LOG(info, "launch", "store at ", store.address, " for ", opt.np, " ranks under mpirun");
+
+    RankLaunch l;
+    l.place.rank = 0;
+    l.place.host = "mpirun, all ranks";
+    l.place.local = true;
+    l.spec.path = mpirun;
+    l.spec.env = current_environment(dropped());
+    std::vector<std::string> forwarded;
+    for (const std::string &entry : l.spec.env)
+        if (entry.rfind("DISTTRAIN_", 0) == 0)
+            forwarded.push_back(entry.substr(0, entry.find('=')));
+    l.spec.env.push_back("DISTTRAIN_STORE_ADDR=" + store.address);
+    l.spec.env.push_back("DISTTRAIN_JOB_TOKEN=" + token);
+    l.spec.env.push_back("DISTTRAIN_STORE_SERVER=launcher");
+    l.spec.argv = mpirun_argv(opt, forwarded);
+    // mpirun tags its ranks' lines itself (--tag-output); ours would say [0] for all.
+    JobSettings settings{opt.timeout_s, opt.grace_s, false};
+    std::vector<RankLaunch> one;
+    one.push_back(std::move(l));
+    return run_job(signals, std::move(one), settings);
+}
+
+} // namespace dt::launch

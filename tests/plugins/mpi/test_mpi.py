@@ -1,0 +1,98 @@
+"""The mpi transport as users meet it: its own plugin test under mpirun, a bare `mpirun -np
+N prog` with no DISTTRAIN_* variables, the clear error without mpirun, the logged fallback
+to the next transport of DISTTRAIN_TRANSPORT, and `disttrainrun --launcher mpi`.
+
+Skipped when the mpi plugin was not built or mpirun is missing. Every job has a timeout.
+"""
+import shutil
+
+import pytest
+
+from conftest import BUILD, build_path, run
+
+PLUGINS = BUILD / "plugins" / "transport"
+MPI_PLUGIN = PLUGINS / "mpi" / "libdt-transport-mpi.so"
+MPIRUN = ["mpirun", "--allow-run-as-root", "--oversubscribe"]
+NOT_LAUNCHED = ("DISTTRAIN_TRANSPORT=mpi but this process was not started by "
+                "mpirun/mpiexec; start the job with mpirun, or choose tcp")
+
+pytestmark = [
+    pytest.mark.skipif(not MPI_PLUGIN.exists(), reason=f"mpi transport not built ({MPI_PLUGIN})"),
+    pytest.mark.skipif(shutil.which("mpirun") is None, reason="mpirun not installed"),
+]
+
+
+def plugin_path(*names):
+    return ":".join(str(PLUGINS / n) for n in names)
+
+
+@pytest.mark.parametrize("ranks", [1, 2, 3])
+def test_plugin_under_mpirun(ranks):
+    # A 1000-byte chunk makes the test's messages travel split, as > 2 GiB ones would.
+    prog = build_path("tests", "plugins", "mpi", "mpi_plugin_test")
+    r = run(MPIRUN + ["-np", ranks, prog], env={"DISTTRAIN_MPI_CHUNK_BYTES": "1000"},
+            timeout=120)
+    out = r.stdout + r.stderr
+    assert r.returncode == 0, out[-6000:]
+    assert out.count("mpi_plugin_test: PASS") == ranks, out[-6000:]
+
+
+def test_plugin_declines_without_mpirun():
+    prog = build_path("tests", "plugins", "mpi", "mpi_plugin_test")
+    r = run([prog, "--decline"], timeout=60)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "PASS decline" in r.stdout
+
+
+def test_bare_mpirun_needs_no_disttrain_variables():
+    """mpirun -np 2 prog: rank and size from Open MPI, no store, transport 'auto' is mpi."""
+    worker = build_path("tests", "integration", "dt_worker")
+    env = {"DISTTRAIN_PLUGIN_PATH": plugin_path("mpi", "tcp", "ucx")}
+    r = run(MPIRUN + ["-np", "2", worker, "info"], env=env, timeout=120)
+    assert r.returncode == 0, r.stdout + r.stderr
+    lines = sorted(l for l in r.stdout.splitlines() if l.startswith("rank="))
+    assert lines == ["rank=0 size=2 local_rank=0 local_size=2 transport=mpi",
+                     "rank=1 size=2 local_rank=1 local_size=2 transport=mpi"], r.stdout
+    r = run(MPIRUN + ["-np", "3", worker, "allreduce", "100000", "5"], env=env, timeout=120)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert r.stdout.count("allreduce ok") == 3, r.stdout
+
+
+def test_mpi_without_mpirun_is_a_clear_error(disttrainrun):
+    worker = build_path("tests", "integration", "dt_worker")
+    env = {"DISTTRAIN_TRANSPORT": "mpi", "DISTTRAIN_PLUGIN_PATH": plugin_path("mpi")}
+    r = run([disttrainrun, "-np", "2", "--timeout", "60", "--", worker, "info"], env=env,
+            timeout=90)
+    assert r.returncode != 0
+    assert NOT_LAUNCHED in r.stderr, r.stderr[-3000:]
+
+
+def test_fallback_to_the_next_transport_is_logged(disttrainrun):
+    worker = build_path("tests", "integration", "dt_worker")
+    env = {"DISTTRAIN_TRANSPORT": "mpi,tcp", "DISTTRAIN_PLUGIN_PATH": plugin_path("mpi", "tcp")}
+    r = run([disttrainrun, "-np", "2", "--timeout", "60", "--", worker, "info"], env=env,
+            timeout=90)
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert r.stdout.count("transport=tcp") == 2, r.stdout
+    assert "transport 'mpi'" in r.stderr and "not started by mpirun" in r.stderr, r.stderr
+
+
+@pytest.mark.parametrize("transport", ["mpi", "tcp"])
+def test_disttrainrun_launcher_mpi(disttrainrun, transport):
+    """mpirun starts the ranks; disttrainrun's store and token reach them through -x."""
+    worker = build_path("tests", "integration", "dt_worker")
+    env = {"DISTTRAIN_TRANSPORT": transport, "DISTTRAIN_PLUGIN_PATH": plugin_path(transport)}
+    r = run([disttrainrun, "--launcher", "mpi", "-np", "3", "--timeout", "90", "--",
+             worker, "allreduce", "10000", "3"], env=env, timeout=120)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert r.stdout.count("allreduce ok") == 3, r.stdout
+    # mpirun tags the lines ([jobid,rank]<stdout>:), so every rank is told apart.
+    for rank in range(3):
+        assert f",{rank}]<stdout>:allreduce ok" in r.stdout, r.stdout
+
+
+def test_disttrainrun_launcher_mpi_reports_a_failed_rank(disttrainrun):
+    r = run([disttrainrun, "--launcher", "mpi", "-np", "2", "--timeout", "60", "--",
+             "sh", "-c", "exit 3"], timeout=90)
+    assert r.returncode != 0
+    assert "disttrainrun:" in r.stderr, r.stderr

@@ -139,13 +139,16 @@ void allreduce(Team &team, const void *sendbuf, void *recvbuf, size_t count,
     if (count == 0)
         return;
     const Tuning tune = tuning(team.size());
-    team.begin();
-    if (bytes <= kInlineBytes)
+    if (bytes <= kInlineBytes) {
+        team.begin(false);
         allreduce_inline(team, sendbuf, recvbuf, count, dtype, op, bytes);
-    else if (bytes <= std::min(tune.oneshot_bytes, team.data_bytes()))
+    } else if (bytes <= std::min(tune.oneshot_bytes, team.data_bytes())) {
+        team.begin(false);
         allreduce_oneshot(team, sendbuf, recvbuf, count, dtype, op, bytes);
-    else
+    } else {
+        team.begin(true);
         allreduce_pipelined(team, sendbuf, recvbuf, count, dtype, op, tune);
+    }
     team.end();
 }
 

@@ -7,6 +7,10 @@
 #include <cstring>
 #include <random>
 
+#include <algorithm>
+#include <climits>
+
+#include <linux/futex.h>
 #include <poll.h>
 #include <signal.h>
 #include <sys/syscall.h>
@@ -62,9 +66,12 @@ Domain::Domain(bootstrap::StoreClient &store, const DomainOptions &opts)
 
 Domain::~Domain()
 {
-    if (!ctl_.empty() && ctl_[local_rank_] != nullptr)
-        mine().header.state.store(failed_ ? kStateFailed : kStateClosed,
-                                  std::memory_order_release);
+    if (!ctl_.empty() && ctl_[local_rank_] != nullptr && !failed_) {
+        mine().header.state.store(kStateClosed, std::memory_order_release);
+        mine().wake.gen.fetch_add(1, std::memory_order_seq_cst);
+        ::syscall(SYS_futex, reinterpret_cast<uint32_t *>(&mine().wake.gen), FUTEX_WAKE,
+                  INT32_MAX, nullptr, nullptr, 0);
+    }
     for (int fd : pidfds_)
         if (fd >= 0)
             ::close(fd);
@@ -173,11 +180,22 @@ bool Domain::alive(int local) const
     return ::kill(pids_[local], 0) == 0 || errno == EPERM;
 }
 
-void Domain::mark_failed()
+void Domain::mark_failed(const std::string &reason)
 {
+    if (failed_ || ctl_.empty()) {
+        failed_ = true;
+        return;
+    }
     failed_ = true;
-    if (!ctl_.empty())
-        mine().header.state.store(kStateFailed, std::memory_order_release);
+    Control &me = mine();
+    size_t n = std::min(reason.size(), kReasonBytes - 1);
+    std::memcpy(me.reason, reason.data(), n);
+    me.reason[n] = '\0';
+    me.header.state.store(kStateFailed, std::memory_order_release);
+    // Wake any peer asleep on us: it should learn of the failure now, not in 1 ms.
+    me.wake.gen.fetch_add(1, std::memory_order_seq_cst);
+    ::syscall(SYS_futex, reinterpret_cast<uint32_t *>(&me.wake.gen), FUTEX_WAKE, INT32_MAX,
+              nullptr, nullptr, 0);
 }
 
 } // namespace dt::shm

@@ -74,7 +74,8 @@ public:
 
     // After a failure the segments are out of step: every later call is refused, and
     // peers waiting on this rank see it failed.
-    void mark_failed();
+    // reason: why, for the peers' messages (the first failure's reason is kept).
+    void mark_failed(const std::string &reason = "");
     bool failed() const { return failed_; }
     const std::string &segment_name(int local) const { return names_[local]; }
     algo::AllreduceChoice allreduce_choice() const { return allreduce_choice_; }

@@ -88,7 +88,7 @@ void barrier(Team &team)
 {
     if (team.size() == 1)
         return;
-    team.begin();
+    team.begin(false);
     team.publish();
     detail::wait_all_published(team);
     team.end();

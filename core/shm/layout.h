@@ -3,6 +3,7 @@
 // polling one never steals the line its owner is writing next.
 //
 //   Header        pid, rank, failure state
+//   reason        why this rank failed (text), for the peers' error messages
 //   TagLine       the tag of the collective being published + a 56-byte inline payload
 //   posted        progress counters of the pipelined collectives (pieces done so far)
 //   reduced
@@ -54,8 +55,12 @@ struct alignas(kLine) Header {
     uint64_t data_bytes;
 };
 
+// Written before Header::state turns kStateFailed.
+constexpr size_t kReasonBytes = 4 * kLine;
+
 struct Control {
     Header header;
+    char reason[kReasonBytes];
     TagLine tag;
     Line posted;
     Line reduced;

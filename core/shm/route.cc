@@ -136,9 +136,9 @@ bool run(Domain &dom, algo::Comm &comm, const Call &c)
         std::vector<int> mine(locals); // scratch is not ours past this point
         run_hierarchical(dom, comm, c, mine, me);
         return true;
-    } catch (...) {
+    } catch (const std::exception &e) {
         // The peers on this host may be waiting for a flag we will never set.
-        dom.mark_failed();
+        dom.mark_failed(e.what());
         throw;
     }
 }

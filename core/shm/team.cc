@@ -136,9 +136,13 @@ void Team::check(int local, Clock::time_point now, uint32_t state, bool alive)
     if (args_.cancel != nullptr && args_.cancel->load(std::memory_order_relaxed))
         fail(DT_ERR_ABORTED, cat(args_.what, ": aborted on rank ", me, " while waiting for "
                                  "rank ", world, " (the context was aborted)"));
-    if (state == kStateFailed)
+    if (state == kStateFailed) {
+        // The peer's own reason names the rank at the root (a dead one, say).
+        const char *reason = dom_.control(local).reason;
+        std::string why(reason, ::strnlen(reason, kReasonBytes));
         fail(DT_ERR_PEER_LOST, cat(args_.what, ": rank ", world, " failed during the "
-                                   "collective (see its log for the cause)"));
+                                   "collective: ", why.empty() ? "see its log" : why));
+    }
     if (state == kStateClosed)
         fail(DT_ERR_PEER_LOST, cat(args_.what, ": rank ", world, " has destroyed its "
                                    "context while rank ", me, " waited for it"));
@@ -154,7 +158,7 @@ void Team::check(int local, Clock::time_point now, uint32_t state, bool alive)
                                  "raise DISTTRAIN_TIMEOUT if the job is only slow"));
 }
 
-void Team::begin()
+void Team::begin(bool counters)
 {
     // Every peer that read this segment in an earlier call must be done with it, members
     // of this call or not. Acks only grow (tags do), and a peer may already be past the
@@ -167,6 +171,8 @@ void Team::begin()
         wait_for(local, [&] { return ack.load(std::memory_order_acquire) >= owed; });
         dom_.owed(local) = 0;
     }
+    if (!counters)
+        return;
     // Nobody reads these before the tag says so.
     Control &me = dom_.mine();
     me.posted.value.store(0, std::memory_order_relaxed);
@@ -205,7 +211,7 @@ void Team::end()
 
 void Team::fail(dt_status_t status, const std::string &message)
 {
-    dom_.mark_failed();
+    dom_.mark_failed(message);
     if (args_.comm != nullptr)
         args_.comm->fail_collective(status, message);
     throw Error(status, message);

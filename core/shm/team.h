@@ -63,8 +63,9 @@ public:
     const std::byte *data(int member) const { return dom_.data(args_.locals[member]); }
     size_t data_bytes() const { return dom_.data_bytes(); }
 
-    // Waits for the acks the peers owe this rank, then resets the counters.
-    void begin();
+    // Waits for the acks the peers owe this rank; with counters (the pipelined paths),
+    // resets posted / reduced / done, which peers read once the tag is published.
+    void begin(bool counters = true);
     void publish()
     {
         dom_.mine().tag.tag.store(args_.tag, std::memory_order_release);

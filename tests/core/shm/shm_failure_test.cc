@@ -69,7 +69,7 @@ TEST(ShmFailure, PeerThatFailedIsNamedAtOnce)
             done = true;
         } else {
             std::this_thread::sleep_for(50ms);
-            r.domain->mark_failed();
+            r.domain->mark_failed("allreduce: rank 7 (pid 1) exited");
             while (!done)
                 std::this_thread::sleep_for(1ms);
         }
@@ -77,6 +77,8 @@ TEST(ShmFailure, PeerThatFailedIsNamedAtOnce)
     EXPECT_LT(Clock::now() - start, 5s);
     EXPECT_EQ(result.first, DT_ERR_PEER_LOST);
     EXPECT_NE(result.second.find("rank 1 failed"), std::string::npos) << result.second;
+    // The failed peer's own reason travels along: it names the rank at the root.
+    EXPECT_NE(result.second.find("rank 7 (pid 1) exited"), std::string::npos) << result.second;
 }
 
 TEST(ShmFailure, PeerThatLeftIsNamedAtOnce)

@@ -53,6 +53,9 @@ def parse_args():
     p.add_argument("--transport", default="tcp", help="DISTTRAIN_TRANSPORT (default tcp)")
     p.add_argument("--dt-env", action="append", default=[], metavar="VAR=VALUE",
                    help="extra variable for disttrain's runs (e.g. DISTTRAIN_SHM_SLICE=131072)")
+    p.add_argument("--nice", type=int, default=0,
+                   help="run both programs under nice -n NICE (negative needs root): on a "
+                        "busy shared host it shields both alike from the other load")
     p.add_argument("--timeout", type=float, default=300, help="seconds per run")
     p.add_argument("--json", type=pathlib.Path, help="also write the tables here")
     a = p.parse_args()
@@ -98,6 +101,9 @@ def commands(a, ranks, path):
                         **dict(kv.split("=", 1) for kv in a.dt_env)})
     mpi_cmd = (["mpirun", "--allow-run-as-root", "--oversubscribe", "-np", str(ranks)] +
                mpi_flags + [str(mpi_bench)] + bench_flags(a))
+    if a.nice:
+        dt_cmd = ["nice", "-n", str(a.nice)] + dt_cmd
+        mpi_cmd = ["nice", "-n", str(a.nice)] + mpi_cmd
     return {"disttrain": (dt_cmd, dt_env), "mpi": (mpi_cmd, clean_env({}))}
 
 

@@ -10,6 +10,7 @@
 #include "telemetry/log.h"
 
 #include <cstring>
+#include <string_view>
 
 namespace dt {
 
@@ -67,10 +68,17 @@ std::pair<dt_status_t, std::string> Engine::root_cause(dt_status_t status,
         if (auto err = error())
             return *err;
     }
+    // A peer's own notice explains best. A lost connection explains a lost peer, but not
+    // an error this rank found in what arrived (a malformed or mis-sized message makes the
+    // transport close that connection itself, so the closure is a consequence).
+    bool found_here = status == DT_ERR_PROTOCOL || status == DT_ERR_MISMATCH ||
+                      status == DT_ERR_TIMEOUT;
     try {
         check_control();
     } catch (const Error &e) {
-        return {e.status(), e.what()};
+        bool notice = std::string_view(e.what()).find(" left the job: ") != std::string_view::npos;
+        if (notice || !found_here)
+            return {e.status(), e.what()};
     }
     return {status, message};
 }

@@ -19,11 +19,6 @@ constexpr auto kSpin = std::chrono::microseconds(50);
 
 std::string rank_text(int rank) { return "rank " + std::to_string(rank); }
 
-Clock::time_point deadline_after(int32_t timeout_ms) {
-    return timeout_ms > 0 ? Clock::now() + std::chrono::milliseconds(timeout_ms)
-                          : Clock::time_point::max();
-}
-
 ucp_request_param_t request_param(void *user_data) {
     ucp_request_param_t prm{};
     prm.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA |
@@ -68,127 +63,6 @@ Context::~Context() {
     // records allocated rather than let a callback touch freed memory.
     for (auto &entry : pending_) entry.second.release();
     pending_.clear();
-}
-
-void Context::drain_unexpected() {
-    // Messages nobody will receive (peers' last notices after our receives were
-    // cancelled) would make UCX warn about unmatched descriptors at ucp_worker_destroy.
-    for (int i = 0; i < 1024; ++i) {
-        ucp_worker_progress(worker_.get());
-        ucp_tag_recv_info_t info{};
-        ucp_tag_message_h msg = ucp_tag_probe_nb(worker_.get(), 0, 0, 1, &info);
-        if (msg == nullptr) return;
-        sinks_.emplace_back(info.length);
-        std::vector<char> &sink = sinks_.back();
-        ucp_request_param_t prm{};
-        prm.op_attr_mask = UCP_OP_ATTR_FIELD_DATATYPE;
-        prm.datatype = ucp_dt_make_contig(1);
-        ucs_status_ptr_t r =
-            ucp_tag_msg_recv_nbx(worker_.get(), sink.data(), sink.size(), msg, &prm);
-        if (r == nullptr || UCS_PTR_IS_ERR(r)) continue;
-        auto until = Clock::now() + std::chrono::milliseconds(50);
-        while (ucp_request_check_status(r) == UCS_INPROGRESS && Clock::now() < until)
-            ucp_worker_progress(worker_.get());
-        ucp_request_free(r);
-    }
-}
-
-void Context::connect(int32_t timeout_ms) {
-    const std::string &addr = worker_.address();
-    int32_t rc = host_.store_set("addr/" + std::to_string(rank_), addr.data(), addr.size());
-    if (rc != DTP_OK) {
-        throw UcxError(rc, "ucx: could not publish this worker's address in the store");
-    }
-    auto deadline = deadline_after(timeout_ms);
-    for (int peer = 0; peer < size_; ++peer) {
-        std::string remote = addr;
-        if (peer != rank_) {
-            int32_t left = -1;
-            if (timeout_ms > 0) {
-                left = static_cast<int32_t>(std::max<int64_t>(
-                    1, std::chrono::duration_cast<std::chrono::milliseconds>(deadline -
-                                                                             Clock::now())
-                           .count()));
-            }
-            rc = host_.store_get("addr/" + std::to_string(peer), &remote, left);
-            if (rc != DTP_OK) {
-                throw UcxError(rc == DTP_ERR_TIMEOUT ? DTP_ERR_TIMEOUT : rc,
-                               "ucx: " + rank_text(rank_) + " did not find the UCX address of " +
-                                   rank_text(peer) + " in the store" +
-                                   (rc == DTP_ERR_TIMEOUT ? " in time: did that rank start, "
-                                                            "and does it use ucx too?"
-                                                          : ""));
-            }
-        }
-        ucp_ep_params_t ep{};
-        ep.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS | UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE |
-                        UCP_EP_PARAM_FIELD_ERR_HANDLER;
-        ep.address = reinterpret_cast<const ucp_address_t *>(remote.data());
-        // Peer failure must fail requests, never hang: UCX then watches the connection.
-        ep.err_mode = UCP_ERR_HANDLING_MODE_PEER;
-        ep.err_handler.cb = on_peer_error;
-        ep.err_handler.arg = this;
-        ucs_status_t s = ucp_ep_create(worker_.get(), &ep, &eps_[static_cast<size_t>(peer)]);
-        if (s != UCS_OK) {
-            eps_[static_cast<size_t>(peer)] = nullptr;
-            throw UcxError(DTP_ERR_CONNECT,
-                           "ucx: no endpoint from " + rank_text(rank_) + " to " +
-                               rank_text(peer) + ": " + ucs_status_string(s) +
-                               "; UCX found no transport that reaches that rank (" +
-                               ucx_selection() + "). Check UCX_TLS and UCX_NET_DEVICES, or "
-                               "choose DISTTRAIN_TRANSPORT=tcp");
-        }
-    }
-}
-
-void Context::exchange_hello(int32_t timeout_ms) {
-    if (size_ == 1) return;
-    const size_t n = static_cast<size_t>(size_);
-    // Heap arrays: the plugin may keep pointers to them until they complete or abort.
-    std::vector<dt_transport_request_t> sends(n), recvs(n);
-    std::vector<int32_t> in(n, -1);
-    const int32_t out = rank_;
-    auto post = [&](int peer) {
-        int32_t rc = irecv_tagged(peer, hello_tag(peer), &in[static_cast<size_t>(peer)],
-                                  sizeof(int32_t), &recvs[static_cast<size_t>(peer)]);
-        if (rc < 0) throw UcxError(rc, lost_[static_cast<size_t>(peer)]);
-        rc = isend_tagged(peer, hello_tag(rank_), &out, sizeof(out),
-                          &sends[static_cast<size_t>(peer)]);
-        if (rc < 0) throw UcxError(rc, lost_[static_cast<size_t>(peer)]);
-    };
-    for (int peer = 0; peer < size_; ++peer) {
-        if (peer != rank_) post(peer);
-    }
-    auto deadline = deadline_after(timeout_ms);
-    auto missing = [&] {
-        std::string list;
-        for (int peer = 0; peer < size_; ++peer) {
-            if (peer == rank_) continue;
-            auto i = static_cast<size_t>(peer);
-            if (recvs[i].status == DTP_INPROGRESS || sends[i].status == DTP_INPROGRESS ||
-                recvs[i].status < 0 || sends[i].status < 0) {
-                list += (list.empty() ? "" : ", ") + std::to_string(peer);
-            }
-        }
-        return list;
-    };
-    for (;;) {
-        std::string m = missing();
-        if (m.empty()) return;
-        bool failed = false;
-        for (size_t i = 0; i < n; ++i) failed |= recvs[i].status < 0 || sends[i].status < 0;
-        if (failed || Clock::now() >= deadline) {
-            std::string why = failed ? "lost the connection to" : "timed out after " +
-                                                                       std::to_string(timeout_ms) +
-                                                                       " ms waiting for";
-            throw UcxError(failed ? DTP_ERR_CONNECT : DTP_ERR_TIMEOUT,
-                           "ucx: " + rank_text(rank_) + " " + why + " ranks [" + m +
-                               "] while connecting (" + ucx_selection() +
-                               "); check that every rank started and that the devices UCX "
-                               "uses (UCX_NET_DEVICES) reach each other");
-        }
-        progress(10);
-    }
 }
 
 void Context::check_args(int32_t peer, const void *buf, size_t len,
@@ -348,7 +222,7 @@ void Context::peer_lost(int peer, ucs_status_t status) {
         complete_request(p->req, DTP_ERR_PEER_LOST, 0);
         ++completions_;
         p->req = nullptr;
-        if (p->is_recv) cancel.push_back(p->ucx_req);
+        if (p->is_recv && p->ucx_req != nullptr) cancel.push_back(p->ucx_req);
     }
     for (void *r : cancel) ucp_request_cancel(worker_.get(), r);
     // A failed endpoint must be closed; not from inside UCX's callback, so later.
@@ -408,7 +282,8 @@ void Context::abort() {
             ++completions_;
             p->req = nullptr;
         }
-        if (p->is_recv) cancel.push_back(p->ucx_req);
+        // ucx_req is null only inside the call that starts it (track()).
+        if (p->is_recv && p->ucx_req != nullptr) cancel.push_back(p->ucx_req);
     }
     for (void *r : cancel) ucp_request_cancel(worker_.get(), r);
     close_dead();

@@ -22,10 +22,10 @@ namespace dt::ucx {
 
 class Context {
 public:
-    // Publishes this worker's address as addr/<rank>, reads every peer's, creates the
-    // endpoints (peer error handling on) and exchanges a hello with every peer, so that a
-    // peer that cannot be reached fails init (DTP_ERR_TIMEOUT naming it) rather than the
-    // first collective. Throws UcxError.
+    // Publishes this worker's address (addr/<rank>) and host (host/<rank>), reads every
+    // peer's, creates the endpoints (peer error handling towards other hosts, see
+    // ucx_connect.cc) and exchanges a hello with every peer, so that a peer that cannot be
+    // reached fails init (naming it) rather than the first collective. Throws UcxError.
     explicit Context(const dt_transport_init_args_t &args);
     // finalize: fails what is pending with DTP_ERR_ABORTED, closes the endpoints.
     ~Context();

@@ -28,6 +28,9 @@ TEST(UcxFaults, PeerThatLeavesFailsPendingReceivesWithPeerLost) {
     // sees at once; shared memory would rely on UCX's keepalive, which is slower.
     ScopedEnv tls("UCX_TLS", "tcp,self");
     ScopedEnv dev("UCX_NET_DEVICES", "lo");
+    // Both ranks are on this host, where peer failure handling is off by default (so UCX
+    // can use shared memory); ask for it.
+    ScopedEnv err("DISTTRAIN_UCX_ERR_HANDLING", "peer");
     auto store = std::make_shared<MemStore>();
     Instance r0(store, "tok"), r1(store, "tok");
     init_pair(r0, r1);
@@ -60,6 +63,15 @@ TEST(UcxFaults, NoUsableDeviceIsAClearInitError) {
         EXPECT_NE(e.find("UCX_NET_DEVICES=no_such_nic0"), std::string::npos) << e;
         EXPECT_NE(e.find("tcp"), std::string::npos) << e;
     }
+}
+
+TEST(UcxFaults, UnknownErrorHandlingValueIsRefused) {
+    ScopedEnv err("DISTTRAIN_UCX_ERR_HANDLING", "sometimes");
+    auto store = std::make_shared<MemStore>();
+    Instance r0(store, "tok");
+    EXPECT_EQ(r0.init(0, 1), DTP_ERR_INVALID_CONFIG);
+    EXPECT_NE(r0.host.last_error().find("DISTTRAIN_UCX_ERR_HANDLING='sometimes'"),
+              std::string::npos) << r0.host.last_error();
 }
 
 TEST(UcxFaults, MissingPeerTimesOutNamingIt) {

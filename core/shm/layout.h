@@ -8,7 +8,8 @@
 //   posted        progress counters of the pipelined collectives (pieces done so far)
 //   reduced
 //   done
-//   wake          futex word the owner bumps after each update; sleepers wait on it
+//   wake          futex word the owner bumps after each update; sleepers wait on it;
+//                 and the CPU it ran on (spinning for a peer on our own CPU is futile)
 //   sleeping      1 + local index of the peer this rank sleeps on (0: awake)
 //   acks[n]       acks[w] = tag: this rank has finished reading w's segment for that tag
 //   data          the staging area (DISTTRAIN_SHM_BYTES), split in slots
@@ -38,6 +39,7 @@ static_assert(sizeof(TagLine) == kLine);
 
 struct alignas(kLine) WakeLine {
     std::atomic<uint32_t> gen; // a futex word (32 bits)
+    std::atomic<int32_t> cpu;  // the CPU the owner last updated a flag from
 };
 static_assert(sizeof(WakeLine) == kLine);
 

@@ -71,12 +71,17 @@ void Team::wait_for(int local, Ready &&ready)
             cpu_relax();
         }
     } else {
+        // Spinning helps only while the peer runs on another CPU: the scheduler may put
+        // both on one core (nothing pins the ranks), and then only sleeping lets it run.
+        const std::atomic<int32_t> &peer_cpu = dom_.control(local).wake.cpu;
         auto spin_end = Clock::time_point{};
         for (uint32_t n = 0;; ++n) {
             if (ready())
                 return;
             cpu_relax();
             if ((n & 63) == 0) {
+                if (peer_cpu.load(std::memory_order_relaxed) == ::sched_getcpu())
+                    break;
                 auto now = Clock::now();
                 if (n == 0)
                     spin_end = now + kSpinDedicated;

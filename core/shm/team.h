@@ -28,6 +28,8 @@
 #include <cstring>
 #include <string>
 
+#include <sched.h>
+
 namespace dt::algo {
 class Comm;
 }
@@ -103,6 +105,7 @@ private:
     // After an update of this rank's flags: wakes the peers asleep on it, if any.
     void notify()
     {
+        dom_.mine().wake.cpu.store(::sched_getcpu(), std::memory_order_relaxed);
         dom_.mine().wake.gen.fetch_add(1, std::memory_order_seq_cst);
         const uint64_t me = static_cast<uint64_t>(dom_.local_rank()) + 1;
         for (int local = 0; local < dom_.local_size(); ++local)

@@ -53,6 +53,10 @@ def parse_args():
     p.add_argument("--transport", default="tcp", help="DISTTRAIN_TRANSPORT (default tcp)")
     p.add_argument("--dt-env", action="append", default=[], metavar="VAR=VALUE",
                    help="extra variable for disttrain's runs (e.g. DISTTRAIN_SHM_SLICE=131072)")
+    p.add_argument("--bind", type=int, default=1,
+                   help="1 (default): pin disttrain's rank i to CPU i when the ranks fit the "
+                        "CPUs, as mpirun binds its ranks to cores by default; 0: let the "
+                        "scheduler place them")
     p.add_argument("--nice", type=int, default=0,
                    help="run both programs under nice -n NICE (negative needs root): on a "
                         "busy shared host it shields both alike from the other load")
@@ -94,8 +98,13 @@ def commands(a, ranks, path):
                      f"(ninja -C {build})")
     dt_extra, mpi_flags = PATHS[path]
     plugin_dir = build / "plugins" / "transport" / a.transport
+    program = [str(perf)] + bench_flags(a)
+    if a.bind and ranks <= (os.cpu_count() or 1):
+        # Open MPI binds each rank to a core unless oversubscribed: do the same, or the
+        # scheduler may stack both ranks on one core (futex wake-ups pull them together).
+        program = ["sh", "-c", 'exec taskset -c "$DISTTRAIN_LOCAL_RANK" "$0" "$@"'] + program
     dt_cmd = [str(launcher), "-np", str(ranks), "--no-tag-output",
-              "--timeout", str(int(a.timeout)), "--", str(perf)] + bench_flags(a)
+              "--timeout", str(int(a.timeout)), "--"] + program
     dt_env = clean_env({"DISTTRAIN_TRANSPORT": a.transport,
                         "DISTTRAIN_PLUGIN_PATH": str(plugin_dir), **dt_extra,
                         **dict(kv.split("=", 1) for kv in a.dt_env)})

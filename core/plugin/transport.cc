@@ -17,6 +17,14 @@ Transport::~Transport()
         ops_->finalize(instance_);
 }
 
+void Transport::finalize()
+{
+    if (finalized_ || instance_ == nullptr)
+        return;
+    ops_->finalize(instance_);
+    finalized_ = true;
+}
+
 void Transport::abort()
 {
     if (finalized_ || instance_ == nullptr)

@@ -28,6 +28,9 @@ public:
     // Fails pending requests and tells peers we leave (abort, or finalize when the
     // plugin has no abort). Idempotent.
     void abort();
+    // Leaves on purpose: finalize now (pending requests fail, connections close once
+    // the peers could read what we sent); the destructor then has nothing left to do.
+    void finalize();
 
     // Keeps `owner` (the loaded plugin that ops and instance live in) alive until this
     // Transport is destroyed, after finalize has run.

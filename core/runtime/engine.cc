@@ -237,8 +237,12 @@ void Engine::loop()
                    static_cast<double>(empty_cycles_),
                " us each on average");
     // The plugin must forget the control receives before their memory goes with the
-    // engine; aborting fails and drops them (and closes the connections: we are leaving).
-    transport_.abort();
+    // engine. A broken context aborts (the transport may be half-dead); a clean exit
+    // finalizes, which lets the peers read our last messages before the connections close.
+    if (err)
+        transport_.abort();
+    else
+        transport_.finalize();
 }
 
 void Engine::complete(Ready &r, dt_status_t status, const std::string &message)

@@ -4,7 +4,9 @@
 #include "tcp_error.h"
 #include "tcp_request.h"
 
+#include <poll.h>
 #include <sys/epoll.h>
+#include <sys/socket.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -130,6 +132,32 @@ int32_t Context::progress(int32_t timeout_ms) {
     wait_events(timeout_ms);
     if (mesh_) mesh_->expire();
     return DTP_OK;
+}
+
+void Context::close_gracefully(std::chrono::milliseconds linger) {
+    // close() with bytes unread in our receive queue makes the kernel reset the
+    // connection, and the peer's kernel may then drop data its reader has not taken yet
+    // (the last reply of a collective, say). So: finish our sends, half-close, read what
+    // the peer still sends until it closes too or the linger time passes, then close.
+    if (aborted_ || size_ == 1) return;
+    auto deadline = Clock::now() + linger;
+    auto sending = [&] {
+        for (auto &ep : peers_)
+            if (ep && ep->sending()) return true;
+        return false;
+    };
+    while (sending() && Clock::now() < deadline) progress(1);
+    for (auto &ep : peers_)
+        if (ep) ep->shutdown_writes();
+    std::vector<pollfd> fds;
+    for (;;) {
+        fds.clear();
+        for (auto &ep : peers_)
+            if (ep && !ep->drain()) fds.push_back({ep->fd(), POLLIN, 0});
+        auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
+        if (fds.empty() || left.count() <= 0) break;
+        ::poll(fds.data(), fds.size(), static_cast<int>(left.count()));
+    }
 }
 
 void Context::abort() {

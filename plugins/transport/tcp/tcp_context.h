@@ -39,6 +39,8 @@ public:
     int32_t progress(int32_t timeout_ms);
     // Fails every pending request with DTP_ERR_ABORTED and closes every connection.
     void abort();
+    // finalize: lets the peers read all we sent before the connections close.
+    void close_gracefully(std::chrono::milliseconds linger);
 
 private:
     void connect_mesh(int32_t timeout_ms);

@@ -338,4 +338,21 @@ void Endpoint::fail(int32_t status, const std::string &message, int log_level) {
     if (any) host_.set_error(message);
 }
 
+// ---- leaving ----
+
+void Endpoint::shutdown_writes() {
+    if (!closed()) ::shutdown(fd_.get(), SHUT_WR);
+}
+
+bool Endpoint::drain() {
+    if (closed()) return true;
+    char scratch[16384];
+    for (;;) {
+        ssize_t n = ::recv(fd_.get(), scratch, sizeof scratch, MSG_DONTWAIT);
+        if (n > 0) continue;
+        if (n < 0 && errno == EINTR) continue;
+        return !(n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK));
+    }
+}
+
 } // namespace dt::tcp

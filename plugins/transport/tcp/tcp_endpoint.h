@@ -60,6 +60,13 @@ public:
     // passed to set_error.
     void fail(int32_t status, const std::string &message, int log_level = DT_LOG_WARN);
 
+    // Leaving on purpose (finalize): true while sends are still queued.
+    bool sending() const { return !sendq_.empty() && !closed(); }
+    // Half-closes the connection: the peer reads everything we sent, then end of stream.
+    void shutdown_writes();
+    // Reads and discards what the peer still sends; true once it has closed its side too.
+    bool drain();
+
 private:
     struct SendOp {
         dt_transport_request_t *req;

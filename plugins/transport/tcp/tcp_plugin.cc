@@ -59,8 +59,10 @@ int32_t tcp_init(const dt_transport_init_args_t *args, void **transport) {
 }
 
 int32_t tcp_finalize(void *transport) {
-    // Taking ownership: the destructor fails pending requests and closes everything.
+    // Taking ownership: the destructor fails pending requests and closes everything,
+    // once the peers have had the chance to read what we sent.
     std::unique_ptr<Context> owned(ctx(transport));
+    if (owned) owned->close_gracefully(std::chrono::milliseconds(2000));
     return DTP_OK;
 }
 

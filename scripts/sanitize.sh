@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# Builds the project with AddressSanitizer and UBSan in ./build-sanitize (or $1) and runs
+# the C/C++ suites and the multi-process engine and launcher tests against it.
+set -uo pipefail
+repo=$(cd "$(dirname "$0")/.." && pwd)
+build=${1:-$repo/build-sanitize}
+if [ ! -f "$build/build.ninja" ]; then
+  meson setup "$build" "$repo" -Db_sanitize=address,undefined -Db_lundef=false \
+    -Dbuildtype=debugoptimized >/dev/null || exit 1
+fi
+ninja -C "$build" || exit 1
+export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1
+export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+export LSAN_OPTIONS=suppressions=$repo/scripts/lsan.supp
+meson test -C "$build" --print-errorlogs --num-processes 2 --timeout-multiplier 4 || exit 1
+cd "$repo" && DISTTRAIN_BUILD_DIR=$build /usr/bin/python3 -m pytest -q -p no:cacheprovider \
+  tests/integration tests/plugins/conformance

@@ -368,7 +368,7 @@ def test_command_not_found(disttrainrun, tmp_path):
     (["-np", "1", "-H", "localhost:1,,b:1", "TOUCH"], "empty entry"),
     (["-np", "1", "-H", ":2", "TOUCH"], "has no host name"),
     (["-np", "1", "-H", "a:1,a:1", "TOUCH"], "lists host 'a' twice"),
-    (["-np", "1", "--launcher", "pbs", "TOUCH"], "--launcher must be 'local' or 'ssh'"),
+    (["-np", "1", "--launcher", "pbs", "TOUCH"], "--launcher must be 'local', 'ssh' or 'mpi'"),
     (["-np", "1", "--launcher", "local", "-H", "farhost:1", "TOUCH"],
      "--launcher local cannot start ranks on remote host 'farhost'"),
     (["-np", "1", "--grace", "-1", "TOUCH"], "--grace needs a number of seconds"),

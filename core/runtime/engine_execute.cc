@@ -15,6 +15,10 @@ namespace {
 
 size_t bytes_of(const Signature &sig) { return sig.count * dt_dtype_size(sig.dtype); }
 
+// Fusion pays for small tensors (one transfer instead of many); a large one gains nothing
+// and would only be copied in and out, so it runs on its own.
+constexpr size_t kFuseBelowBytes = 1 << 20;
+
 bool fusable(const Signature &a, const Signature &b)
 {
     return a.kind == OpKind::allreduce && b.kind == OpKind::allreduce &&
@@ -29,7 +33,8 @@ void Engine::execute(std::vector<Ready> &ready)
         timeline_->marker("CYCLE", Clock::now(), cat(R"("ready":)", ready.size()));
     size_t i = 0;
     while (i < ready.size()) {
-        if (ready[i].sig.kind == OpKind::allreduce && fusion_threshold_ > 0) {
+        if (ready[i].sig.kind == OpKind::allreduce && fusion_threshold_ > 0 &&
+            bytes_of(ready[i].sig) < kFuseBelowBytes) {
             i = run_fused(ready, i);
         } else {
             run_one(ready[i]);
@@ -80,6 +85,7 @@ size_t Engine::run_fused(std::vector<Ready> &ready, size_t first)
     size_t total = bytes_of(ready[first].sig);
     size_t last = first + 1;
     while (last < ready.size() && fusable(ready[first].sig, ready[last].sig) &&
+           bytes_of(ready[last].sig) < kFuseBelowBytes &&
            total + bytes_of(ready[last].sig) <= fusion_threshold_) {
         total += bytes_of(ready[last].sig);
         ++last;

@@ -50,8 +50,9 @@ def main():
     mpi = ["mpirun", "--allow-run-as-root", "--oversubscribe", "-np", str(a.ranks),
            "--mca", "pml", "ob1", "--mca", "btl", "tcp,self", "--mca", "btl_tcp_if_include",
            "lo", b / "tests/bench/mpi_grad_bench", "--steps", a.steps, "--warmup", "2"]
+    # TCP against Open MPI over TCP: no shared memory on either side.
     plugin_path = {"DISTTRAIN_PLUGIN_PATH": str(b / "plugins/transport/tcp"),
-                   "DISTTRAIN_TRANSPORT": "tcp"}
+                   "DISTTRAIN_TRANSPORT": "tcp", "DISTTRAIN_SHM": "0"}
     runs = {
         "disttrain, fusion on": (run, clean_env(plugin_path)),
         "disttrain, fusion off": (run, clean_env({**plugin_path,

@@ -1,24 +1,11 @@
-// Starting and completing the core's request structs. The core keeps a request in place
-// while its status is DTP_INPROGRESS; once a function here writes another status the
-// plugin forgets the pointer.
+// Request start and completion (plugins/common/plugin_request.h).
 #pragma once
 
-#include <disttrain/plugin/transport.h>
-
-#include <cstddef>
-#include <cstdint>
+#include "plugin_request.h"
 
 namespace dt::tcp {
 
-inline void start_request(dt_transport_request_t *req, int32_t peer) {
-    req->status = DTP_INPROGRESS;
-    req->peer = peer;
-    req->bytes = 0;
-}
-
-inline void complete_request(dt_transport_request_t *req, int32_t status, size_t bytes) {
-    req->bytes = bytes;
-    req->status = status;
-}
+using dtp::complete_request;
+using dtp::start_request;
 
 } // namespace dt::tcp

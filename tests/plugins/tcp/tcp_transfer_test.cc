@@ -183,9 +183,14 @@ TEST_P(TcpTooSmall, FailsTheReceiveWithProtocolError) {
             if (prepost) {
                 ASSERT_TRUE(store->get("posted", &v, 30000));
             }
-            ASSERT_GE(inst.isend(1, 0xabc, buf.data(), sent, &req), 0);
+            // Rank 1 closes the connection as soon as it has read the header, so a large
+            // send may already fail inside isend (the write meets the reset) or later in
+            // wait: either is fine, the receiving side is what this test checks.
+            int32_t rc = inst.isend(1, 0xabc, buf.data(), sent, &req);
+            ASSERT_TRUE(rc >= 0 || rc == DTP_ERR_PEER_LOST) << rc;
             store->set("sent", "1");
-            inst.wait(&req, 5000); // may fail once rank 1 closes: either is fine
+            if (rc >= 0)
+                inst.wait(&req, 5000);
             ASSERT_TRUE(store->get("checked", &v, 30000));
         } else {
             if (prepost) {

@@ -131,6 +131,7 @@ void Comm::wait(Request &req)
             fail(*req);
         if (cancel_ != nullptr && cancel_->load(std::memory_order_relaxed))
             cancelled(*req);
+        check_departure(*req);
         int32_t ms = kBlockMs;
         if (deadline_ != Clock::time_point::max()) {
             auto left = std::chrono::ceil<std::chrono::milliseconds>(deadline_ - now).count();
@@ -174,6 +175,19 @@ void Comm::cancelled(const PendingTransfer &t)
     abort_and_throw(DT_ERR_ABORTED, cat(collective_, ": aborted on this rank while waiting to ",
                                         t.is_recv ? "receive from" : "send to", " rank ",
                                         t.peer, " (the context was aborted)"));
+}
+
+void Comm::check_departure(const PendingTransfer &t)
+{
+    if (!departed_ || t.peer < 0)
+        return;
+    std::string notice = departed_(t.peer);
+    if (notice.empty())
+        return;
+    abort_and_throw(DT_ERR_PEER_LOST, cat(collective_, ": rank ", t.peer,
+                                          " left the job while this rank waited to ",
+                                          t.is_recv ? "receive from" : "send to", " it: ",
+                                          notice));
 }
 
 void Comm::fail(const PendingTransfer &t)

@@ -65,6 +65,13 @@ public:
     // size given to the constructor are the group's). The vector must outlive the Comm.
     void set_members(const std::vector<int> *members) { members_ = members; }
 
+    // While waiting on a peer: the notice it sent when it left the job, or "" while it is
+    // in. A peer that left fails the wait at once (as a lost peer), not at the deadline
+    // or when its connection finally drops; its data sent before the notice still
+    // completes the wait, since the notice follows it on the same connection.
+    using DepartureCheck = std::function<std::string(int world_rank)>;
+    void set_departure_check(DepartureCheck check) { departed_ = std::move(check); }
+
     // Called with the error just before a failure aborts the transport: the last moment
     // the transport can still carry a word to the peers (the engine tells them why).
     using FailureHook = std::function<void(dt_status_t, const std::string &)>;
@@ -93,6 +100,7 @@ public:
                collective_);
         c.cancel_ = cancel_;
         c.on_failure_ = on_failure_;
+        c.departed_ = departed_;
         c.members_ = world_members;
         return c;
     }
@@ -113,6 +121,7 @@ private:
     [[noreturn]] void fail_native(const PendingTransfer &t);
     [[noreturn]] void abort_and_throw(dt_status_t code, std::string message);
     [[noreturn]] void cancelled(const PendingTransfer &t);
+    void check_departure(const PendingTransfer &t);
 
     Transport &transport_;
     int rank_;
@@ -122,6 +131,7 @@ private:
     const char *collective_;
     const std::atomic<bool> *cancel_ = nullptr;
     FailureHook on_failure_;
+    DepartureCheck departed_;
     const std::vector<int> *members_ = nullptr;
 
     int global(int peer) const { return members_ != nullptr ? (*members_)[peer] : peer; }

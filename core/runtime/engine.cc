@@ -98,6 +98,12 @@ std::optional<std::pair<dt_status_t, std::string>> Engine::error() const
     return error_;
 }
 
+bool Engine::departure_only() const
+{
+    std::lock_guard lock(mutex_);
+    return error_ && departure_only_;
+}
+
 void Engine::register_group(uint32_t id, std::vector<int> ranks)
 {
     std::lock_guard lock(groups_mutex_);
@@ -140,6 +146,7 @@ algo::Comm Engine::comm(uint64_t tag, const char *what, const std::vector<int> *
     if (members != nullptr)
         c.set_members(members);
     c.set_cancel(&cancel_);
+    c.set_departure_check([this](int peer) { return departure_notice(peer); });
     c.set_failure_hook([this](dt_status_t status, const std::string &message) {
         // The transport still works: tell the peers why this rank is leaving.
         auto err = error();
@@ -218,19 +225,22 @@ void Engine::loop()
         }
     } catch (const Error &e) {
         auto [status, message] = root_cause(e.status(), e.what());
-        break_context(status, message);
+        break_context(status, message, dynamic_cast<const PeerLeft *>(&e) != nullptr);
     } catch (const std::exception &e) {
         break_context(DT_ERR_INTERNAL, cat("internal error: ", e.what()));
     }
-    // Leaving: pending work fails with the reason, peers hear why.
+    // Leaving: pending work fails with the reason, peers hear why. Unless the transport
+    // failed, the exit is graceful: peers still finishing may need what this rank sent.
     auto err = error();
-    if (err) {
+    const bool graceful = !err || departure_only();
+    if (err)
         fail_all(err->first, err->second);
-        if (err->first == DT_ERR_ABORTED)
-            notify_peers(DT_ERR_ABORTED, err->second);
-    } else {
+    if (err && err->first == DT_ERR_ABORTED)
+        notify_peers(DT_ERR_ABORTED, err->second);
+    else if (graceful)
         notify_peers(DT_ERR_PEER_LOST, cat("rank ", rank_, " has destroyed its context"));
-    }
+    if (graceful)
+        await_peers_leaving();
     if (empty_cycles_ > 0)
         DT_LOG(info, "engine", empty_cycles_, " empty negotiation cycles took ",
                std::chrono::duration<double, std::micro>(empty_cycle_time_).count() /
@@ -239,10 +249,10 @@ void Engine::loop()
     // The plugin must forget the control receives before their memory goes with the
     // engine. A broken context aborts (the transport may be half-dead); a clean exit
     // finalizes, which lets the peers read our last messages before the connections close.
-    if (err)
-        transport_.abort();
-    else
+    if (graceful)
         transport_.finalize();
+    else
+        transport_.abort();
 }
 
 void Engine::complete(Ready &r, dt_status_t status, const std::string &message)
@@ -275,12 +285,14 @@ void Engine::fail_all(dt_status_t status, const std::string &message)
     join_op_.reset();
 }
 
-void Engine::break_context(dt_status_t status, const std::string &message)
+void Engine::break_context(dt_status_t status, const std::string &message, bool departure)
 {
     {
         std::lock_guard lock(mutex_);
-        if (!error_)
+        if (!error_) {
             error_ = {status, message};
+            departure_only_ = departure;
+        }
     }
     bool had_work = !pending_.empty() || join_op_;
     if (had_work)

@@ -13,6 +13,7 @@
 #include "plugin/transport.h"
 #include "runtime/config.h"
 #include "runtime/coordinator.h"
+#include "runtime/error.h"
 #include "runtime/operation.h"
 #include "runtime/response_cache.h"
 #include "telemetry/timeline.h"
@@ -109,11 +110,19 @@ private:
 
     void post_control_receives();
     void check_control();
+    // The notice of a peer that left the job, or "" while it is in (or lost without one).
+    std::string departure_notice(int peer) const;
+    // Clean exit: waits (bounded) until every peer has left too, see engine_control.cc.
+    void await_peers_leaving();
     // The best explanation of a failure: a peer's notice or a lost connection seen on
     // the control receives, else the error itself.
     std::pair<dt_status_t, std::string> root_cause(dt_status_t status,
                                                    const std::string &message);
-    void break_context(dt_status_t status, const std::string &message);
+    // departure: the cause is only that a peer left cleanly (PeerLeft), so this rank's
+    // transport is healthy and its exit may still be graceful towards the others.
+    void break_context(dt_status_t status, const std::string &message,
+                       bool departure = false);
+    bool departure_only() const;
     void notify_peers(dt_status_t status, const std::string &message);
     void fail_all(dt_status_t status, const std::string &message);
 
@@ -140,6 +149,7 @@ private:
     // caller running its blocking operation); true until the control receives are up.
     bool transport_busy_ = true;
     std::optional<std::pair<dt_status_t, std::string>> error_;
+    bool departure_only_ = false; // error_ came from a peer's clean exit (break_context)
     std::atomic<bool> cancel_{false};
     mutable std::mutex groups_mutex_;
     std::unordered_map<uint32_t, std::vector<int>> groups_;

@@ -43,6 +43,16 @@ std::string notice_text(const char *buf, size_t len)
 
 } // namespace
 
+std::string Engine::departure_notice(int peer) const
+{
+    if (peer < 0 || peer >= static_cast<int>(control_.size()) || !control_[peer])
+        return {};
+    const auto &c = *control_[peer];
+    if (c.raw.status != DTP_OK)
+        return {};
+    return notice_text(c.buf, c.raw.bytes);
+}
+
 void Engine::check_control()
 {
     std::vector<int> lost;
@@ -51,8 +61,8 @@ void Engine::check_control()
             continue;
         const auto &c = *control_[peer];
         if (c.raw.status == DTP_OK)
-            throw_error(DT_ERR_PEER_LOST, "rank ", peer, " left the job: ",
-                        notice_text(c.buf, c.raw.bytes));
+            throw PeerLeft(DT_ERR_PEER_LOST, cat("rank ", peer, " left the job: ",
+                                                 notice_text(c.buf, c.raw.bytes)));
         if (c.raw.status != DTP_ERR_ABORTED)
             lost.push_back(peer);
     }
@@ -96,8 +106,11 @@ void Engine::notify_peers(dt_status_t status, const std::string &message)
     bool any = false;
     for (int peer = 0; peer < size_; ++peer) {
         sends[peer].status = DTP_OK;
-        if (!control_[peer] || control_[peer]->raw.status != DTP_INPROGRESS)
-            continue; // gone already, or nothing to tell
+        // A peer whose own notice arrived still hears ours: it may be waiting for this
+        // rank to leave (await_peers_leaving). One whose connection failed cannot.
+        if (!control_[peer] || (control_[peer]->raw.status != DTP_INPROGRESS &&
+                                control_[peer]->raw.status != DTP_OK))
+            continue;
         sends[peer].status = DTP_INPROGRESS;
         if (transport_.ops().isend(transport_.instance(), peer, kControlTag, payload.data(),
                                    payload.size(), &sends[peer]) < 0)
@@ -118,8 +131,39 @@ void Engine::notify_peers(dt_status_t status, const std::string &message)
     while (busy() && Clock::now() < until)
         if (transport_.ops().progress(transport_.instance(), 1) < 0)
             break;
-    if (busy())
+    if (busy()) {
+        DT_LOG(debug, "engine", "a notice was not taken within 200 ms; aborting the transport");
         transport_.abort(); // the plugin must forget sends whose buffer is going away
+    }
+}
+
+// A peer may still be finishing its last collective with data this rank sent, and some
+// transports drop what the peer has not read yet when the connection closes under it
+// (UCX over TCP can report the peer lost before it delivers the bytes that preceded the
+// close). So a clean exit keeps the transport open until every peer has left too (its
+// notice arrived, or its connection closed), for a bounded time: a peer that goes on
+// working without this rank (another group, user code) costs this rank at most the wait.
+void Engine::await_peers_leaving()
+{
+    constexpr auto kLimit = std::chrono::seconds(5);
+    auto remaining = [&] {
+        std::vector<int> ranks;
+        for (int peer = 0; peer < static_cast<int>(control_.size()); ++peer)
+            if (control_[peer] && control_[peer]->raw.status == DTP_INPROGRESS)
+                ranks.push_back(peer);
+        return ranks;
+    };
+    const auto start = Clock::now();
+    while (!remaining().empty() && Clock::now() - start < kLimit)
+        if (transport_.ops().progress(transport_.instance(), 10) < 0)
+            return;
+    auto still = remaining();
+    DT_LOG(debug, "engine", "waited ",
+           std::chrono::duration<double, std::milli>(Clock::now() - start).count(),
+           " ms for the peers to leave");
+    if (!still.empty())
+        DT_LOG(info, "engine", "closing the transport while ", ranks_phrase(still),
+               " still run; they did not leave within ", kLimit.count(), " s");
 }
 
 } // namespace dt

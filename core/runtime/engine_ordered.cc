@@ -62,13 +62,15 @@ void Engine::run_ordered(Operation &op)
         std::vector<int> ranks = members(d.group);
         if (d.group != 0 && !is_member(d.group))
             throw_error(DT_ERR_INTERNAL, "rank ", rank_, " is not in group ", d.group);
+        // Before, not after: a peer that left fails the operation at once, but one that
+        // completed here is not failed because a peer left right after it.
+        check_control();
         algo::Comm c = comm(next_op_tag(), op_kind_name(d.kind), &ranks);
         run_collective(c, d, static_cast<int>(ranks.size()));
-        check_control();
         op.complete(DT_OK, {});
     } catch (const Error &e) {
         auto [status, message] = root_cause(e.status(), e.what());
-        break_context(status, message);
+        break_context(status, message, dynamic_cast<const PeerLeft *>(&e) != nullptr);
         op.complete(status, cat(op_kind_name(d.kind), " '", d.name, "' failed: ", message));
         fail_all(status, message);
     }

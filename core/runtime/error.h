@@ -22,6 +22,13 @@ private:
     dt_status_t status_;
 };
 
+// A peer's notice said it left the job: what this rank runs with that peer fails, but
+// this rank's transport is fine (the engine's exit stays graceful, see Engine::loop).
+class PeerLeft : public Error {
+public:
+    using Error::Error;
+};
+
 // Builds a message from stream pieces: throw_error(DT_ERR_TIMEOUT, "waited ", ms, " ms").
 template <typename... Parts>
 [[noreturn]] void throw_error(dt_status_t status, Parts &&...parts)

@@ -286,6 +286,29 @@ int cmd_abort()
     return s == DT_ERR_PEER_LOST ? 0 : 1;
 }
 
+// Rank 1 destroys its context without calling the collective rank 0 waits in, then stays
+// alive: rank 0 must fail at once from rank 1's notice, not when a connection closes.
+int cmd_leave()
+{
+    using Clock = std::chrono::steady_clock;
+    std::vector<float> a(10, 1.0f);
+    if (rank == 1) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(300));
+        auto start = Clock::now();
+        dt_status_t s = dt_context_destroy(ctx);
+        ctx = nullptr;
+        std::printf("left: %s after %.2f s\n", dt_status_string(s),
+                    std::chrono::duration<double>(Clock::now() - start).count());
+        std::this_thread::sleep_for(std::chrono::seconds(8));
+        return s == DT_OK ? 0 : 1;
+    }
+    auto start = Clock::now();
+    dt_status_t s = dt_allreduce(ctx, "waits", a.data(), a.data(), 10, DT_FLOAT32, DT_SUM);
+    std::printf("waiting rank: %s after %.2f s: %s\n", dt_status_string(s),
+                std::chrono::duration<double>(Clock::now() - start).count(), dt_last_error());
+    return s == DT_ERR_PEER_LOST ? 0 : 1;
+}
+
 } // namespace
 
 int main(int argc, char **argv)
@@ -310,6 +333,8 @@ int main(int argc, char **argv)
     else if (cmd == "join") rc = cmd_join();
     else if (cmd == "groups") rc = cmd_groups();
     else if (cmd == "abort") rc = cmd_abort();
-    dt_context_destroy(ctx);
+    else if (cmd == "leave") rc = cmd_leave();
+    if (ctx != nullptr)
+        dt_context_destroy(ctx);
     return rc;
 }

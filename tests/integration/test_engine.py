@@ -123,6 +123,22 @@ def test_abort_fails_peers_promptly(disttrainrun, worker):
     assert "[0] context status: DT_ERR_PEER_LOST" in r.stdout
 
 
+def test_a_rank_that_leaves_fails_its_waiting_peer_promptly(disttrainrun, worker):
+    """Rank 1 destroys its context (and stays alive) while rank 0 waits in a collective:
+    rank 0 fails at once from rank 1's notice, and rank 1's destroy waits for rank 0 to
+    leave rather than closing the connections under it."""
+    r = job(disttrainrun, worker, 2, "leave", timeout=60)
+    out = r.stdout + r.stderr
+    assert r.returncode == 0, out
+    waiting = rank_lines(r.stdout, "waiting rank")[0]
+    assert "DT_ERR_PEER_LOST" in waiting and "rank 1 left the job" in waiting, out
+    waited = float(re.search(r"after ([0-9.]+) s", waiting).group(1))
+    assert waited < 4, f"rank 0 learned of the departure only after {waited} s:\n{out}"
+    left = rank_lines(r.stdout, "left: ")[1]
+    assert left.startswith("left: DT_OK"), out
+    assert float(re.search(r"after ([0-9.]+) s", left).group(1)) < 4.5, out
+
+
 def test_sigkill_of_a_rank_fails_every_survivor_promptly(disttrainrun, worker):
     """20 trials, 4 ranks: a rank SIGKILLs itself mid-loop; no trial may hang."""
     for trial in range(20):

@@ -16,6 +16,8 @@ using Clock = std::chrono::steady_clock;
 
 // How long progress spins before it sleeps on the worker's event fd.
 constexpr auto kSpin = std::chrono::microseconds(50);
+// How long a clean finalize waits for peers to take this rank's last messages.
+constexpr auto kFlushLimit = std::chrono::seconds(10);
 
 std::string rank_text(int rank) { return "rank " + std::to_string(rank); }
 
@@ -54,6 +56,7 @@ Context::Context(const dt_transport_init_args_t &args)
 }
 
 Context::~Context() {
+    if (!aborted_) flush_and_close();
     abort();
     // Let UCX finish what abort cancelled, briefly: callbacks still refer to Pending.
     auto until = Clock::now() + std::chrono::milliseconds(200);
@@ -236,6 +239,35 @@ void Context::close_dead() {
         dead_.pop_back();
         close_endpoint(ep);
     }
+}
+
+void Context::flush_and_close() {
+    // UCX may call a send complete once the data sits in its own buffers (TCP's bcopy
+    // path does); a forced close would drop what was not written yet and leave a peer
+    // waiting for its last chunk. Closing in flush mode delivers it first.
+    std::vector<void *> closing;
+    for (ucp_ep_h &ep : eps_) {
+        if (ep == nullptr) continue;
+        ucp_request_param_t prm{};
+        prm.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
+        prm.flags = 0;  // UCP_EP_CLOSE_MODE_FLUSH
+        ucs_status_ptr_t r = ucp_ep_close_nbx(ep, &prm);
+        ep = nullptr;   // on_peer_error ignores it from now on
+        if (r != nullptr && !UCS_PTR_IS_ERR(r)) closing.push_back(r);
+    }
+    auto until = Clock::now() + kFlushLimit;
+    auto busy = [&] {
+        return std::any_of(closing.begin(), closing.end(), [](void *r) {
+            return ucp_request_check_status(r) == UCS_INPROGRESS;
+        });
+    };
+    while (busy() && Clock::now() < until) ucp_worker_progress(worker_.get());
+    if (busy()) {
+        host_.log(DT_LOG_WARN, "ucx: a peer did not take this rank's last messages within " +
+                                   std::to_string(kFlushLimit.count()) + " s; closing anyway");
+    }
+    // Released, not waited for: UCX finishes or drops them with the worker.
+    for (void *r : closing) ucp_request_free(r);
 }
 
 void Context::close_endpoint(ucp_ep_h ep) {

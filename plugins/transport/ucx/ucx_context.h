@@ -27,7 +27,9 @@ public:
     // ucx_connect.cc) and exchanges a hello with every peer, so that a peer that cannot be
     // reached fails init (naming it) rather than the first collective. Throws UcxError.
     explicit Context(const dt_transport_init_args_t &args);
-    // finalize: fails what is pending with DTP_ERR_ABORTED, closes the endpoints.
+    // finalize: unless aborted, closes the endpoints in flush mode (bounded wait) so the
+    // peers get this rank's last messages; then fails what is pending with
+    // DTP_ERR_ABORTED.
     ~Context();
     Context(const Context &) = delete;
     Context &operator=(const Context &) = delete;
@@ -78,6 +80,7 @@ private:
     void finish(Pending *p, int32_t status, size_t bytes);
     void peer_lost(int peer, ucs_status_t status);
     void close_dead();
+    void flush_and_close();
     void drain_unexpected();
     static void close_endpoint(ucp_ep_h ep);
 

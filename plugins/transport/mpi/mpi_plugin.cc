@@ -1,96 +1,31 @@
-// The plugin's only exported symbol and its ops table. Each C entry point checks its
-// arguments, calls the Context, and turns any exception into a DTP_ status plus a
-// message for the core (services->set_error): nothing C++ crosses the ABI.
+// The plugin's only exported symbol and its ops table: the entry points every transport
+// shares (plugins/common/transport_entry.h) plus MPI's native collectives.
 #include "mpi_context.h"
 #include "mpi_error.h"
 #include "mpi_runtime.h"
 
-#include <disttrain/plugin/common.h>
-#include <disttrain/plugin/transport.h>
+#include <transport_entry.h>
 
-#include <algorithm>
-#include <cstddef>
-#include <cstring>
-#include <memory>
-#include <new>
+#include <utility>
 
 namespace dt::mpi {
 namespace {
 
-template <typename Fn>
-int32_t guarded(const Host &host, Fn &&fn) {
-    try {
-        return fn();
-    } catch (const MpiError &e) {
-        host.set_error(e.what());
-        return e.status();
-    } catch (const std::bad_alloc &) {
-        host.set_error("mpi: out of memory");
-        return DTP_ERR_NO_MEMORY;
-    } catch (const std::exception &e) {
-        host.set_error(std::string("mpi: internal error: ") + e.what());
-        return DTP_ERR_INTERNAL;
-    }
-}
+struct Traits {
+    using Context = mpi::Context;
+    using Host = mpi::Host;
+    using Error = MpiError;
+    static constexpr const char *name = "mpi";
+    static constexpr const char *services = "log and set_error";
+    // The destructor fails pending requests and frees the communicators.
+    static void finalize(Context &) {}
+};
 
-Context *ctx(void *transport) { return static_cast<Context *>(transport); }
+using Entry = dtp::TransportEntry<Traits>;
 
-int32_t mpi_init(const dt_transport_init_args_t *args, void **transport) {
-    if (args == nullptr || transport == nullptr || args->services == nullptr) {
-        return DTP_ERR_INVALID_ARGUMENT;
-    }
-    dt_transport_init_args_t a{};
-    std::memcpy(&a, args, std::min<size_t>(args->struct_size, sizeof(a)));
-    Host host(a.host, a.services);
-    if (args->struct_size < offsetof(dt_transport_init_args_t, services) + sizeof(void *) ||
-        !host.complete()) {
-        host.set_error("mpi: the core's init arguments or host services are too old for "
-                       "this plugin (log and set_error are required)");
-        return DTP_ERR_INVALID_ARGUMENT;
-    }
-    if (a.size < 1 || a.rank < 0 || a.rank >= a.size) {
-        host.set_error("mpi: invalid rank " + std::to_string(a.rank) + " of size " +
-                       std::to_string(a.size));
-        return DTP_ERR_INVALID_ARGUMENT;
-    }
-    return guarded(host, [&] {
-        *transport = std::make_unique<Context>(a).release();
-        return DTP_OK;
-    });
-}
-
-int32_t mpi_finalize(void *transport) {
-    // Taking ownership: the destructor fails pending requests and frees the communicators.
-    std::unique_ptr<Context> owned(ctx(transport));
-    return DTP_OK;
-}
-
-// Every other entry point: a NULL instance is a usage error, the rest goes to the Context.
 template <typename Fn>
 int32_t call(void *transport, Fn &&fn) {
-    if (transport == nullptr) return DTP_ERR_INVALID_ARGUMENT;
-    return guarded(ctx(transport)->host(), [&] { return fn(*ctx(transport)); });
-}
-
-int32_t mpi_isend(void *t, int32_t peer, uint64_t tag, const void *buf, size_t len,
-                  dt_transport_request_t *req) {
-    return call(t, [&](Context &c) { return c.isend(peer, tag, buf, len, req); });
-}
-
-int32_t mpi_irecv(void *t, int32_t peer, uint64_t tag, void *buf, size_t len,
-                  dt_transport_request_t *req) {
-    return call(t, [&](Context &c) { return c.irecv(peer, tag, buf, len, req); });
-}
-
-int32_t mpi_progress(void *t, int32_t timeout_ms) {
-    return call(t, [&](Context &c) { return c.progress(timeout_ms); });
-}
-
-int32_t mpi_abort(void *t) {
-    return call(t, [&](Context &c) {
-        c.abort();
-        return DTP_OK;
-    });
+    return Entry::call(transport, std::forward<Fn>(fn));
 }
 
 int32_t mpi_allreduce(void *t, const void *sendbuf, void *recvbuf, size_t count,
@@ -133,13 +68,13 @@ int32_t mpi_barrier(void *t, dt_transport_request_t *req) {
 const dt_transport_v2_t kOps = {
     sizeof(dt_transport_v2_t),
     DT_TRANSPORT_VERSION_2,
-    "mpi",
-    mpi_init,
-    mpi_finalize,
-    mpi_isend,
-    mpi_irecv,
-    mpi_progress,
-    mpi_abort,
+    Traits::name,
+    Entry::init,
+    Entry::finalize,
+    Entry::isend,
+    Entry::irecv,
+    Entry::progress,
+    Entry::abort,
     mpi_allreduce,
     mpi_broadcast,
     mpi_allgather,
@@ -153,32 +88,7 @@ const dt_transport_v2_t kOps = {
 
 extern "C" DT_PLUGIN_EXPORT int32_t DT_PLUGIN_ENTRY(const dt_plugin_offer_t *offer,
                                                     dt_plugin_answer_t *answer) {
-    if (offer == nullptr || answer == nullptr) return DTP_ERR_INVALID_ARGUMENT;
-    // Write only the fields the core's answer struct has room for.
-    auto fits = [&](size_t end) { return answer->struct_size >= end; };
-    const bool has_reason =
-        fits(offsetof(dt_plugin_answer_t, decline_reason) + sizeof(const char *));
-    if (has_reason) answer->decline_reason = nullptr;
-    if (offer->max_ops_version < DT_TRANSPORT_VERSION_2 ||
-        offer->min_ops_version > DT_TRANSPORT_VERSION_2) {
-        if (has_reason) {
-            answer->decline_reason =
-                "the mpi transport speaks transport ops version 2 only; this core offers "
-                "a range without it";
-        }
-        return DTP_ERR_UNSUPPORTED;
-    }
     // Checked here, before MPI_Init could start a singleton MPI that has no peers.
-    if (!dt::mpi::mpi_usable()) {
-        if (has_reason) answer->decline_reason = dt::mpi::kNotLaunchedReason;
-        return DTP_ERR_UNSUPPORTED;
-    }
-    if (!fits(offsetof(dt_plugin_answer_t, ops) + sizeof(const void *))) {
-        return DTP_ERR_UNSUPPORTED;
-    }
-    answer->kind = DT_PLUGIN_KIND_TRANSPORT;
-    answer->ops_version = DT_TRANSPORT_VERSION_2;
-    answer->name = "mpi";
-    answer->ops = &dt::mpi::kOps;
-    return DTP_OK;
+    const char *unusable = dt::mpi::mpi_usable() ? nullptr : dt::mpi::kNotLaunchedReason;
+    return dt::mpi::Entry::answer(offer, answer, &dt::mpi::kOps, unusable);
 }

@@ -1,0 +1,165 @@
+// The C side that every transport plugin shares (header-only: plugins never link the
+// core or each other): entry points that check their arguments, call the plugin's
+// Context, and turn any exception into a DTP_ status plus a message for the core
+// (services->set_error), so nothing C++ crosses the ABI; and the answer to the core's
+// offer.
+//
+// A plugin describes itself with a traits struct T:
+//   using Context = ...;  // Context(const dt_transport_init_args_t &) throws T::Error;
+//                         // host(), isend, irecv, progress(timeout_ms), abort()
+//   using Host = ...;     // Host(void *host, const dt_host_services_t *), complete(),
+//                         // set_error(std::string)
+//   using Error = ...;    // an exception with status() (a DTP_ code) and what()
+//   static constexpr const char *name;      // "tcp": the prefix of every message
+//   static constexpr const char *services;  // the host services it needs, for messages
+//   static void finalize(Context &);         // a clean finalize, before the destructor
+#pragma once
+
+#include <disttrain/plugin/common.h>
+#include <disttrain/plugin/transport.h>
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <exception>
+#include <memory>
+#include <new>
+#include <string>
+
+namespace dtp {
+
+template <class T>
+struct TransportEntry {
+    using Context = typename T::Context;
+    using Host = typename T::Host;
+
+    static Context *ctx(void *transport) { return static_cast<Context *>(transport); }
+
+    template <typename Fn>
+    static int32_t guarded(const Host &host, Fn &&fn) {
+        try {
+            return fn();
+        } catch (const typename T::Error &e) {
+            host.set_error(e.what());
+            return e.status();
+        } catch (const std::bad_alloc &) {
+            host.set_error(std::string(T::name) + ": out of memory");
+            return DTP_ERR_NO_MEMORY;
+        } catch (const std::exception &e) {
+            host.set_error(std::string(T::name) + ": internal error: " + e.what());
+            return DTP_ERR_INTERNAL;
+        }
+    }
+
+    // Every entry point but init: a NULL instance is a usage error, the rest goes to the
+    // Context.
+    template <typename Fn>
+    static int32_t call(void *transport, Fn &&fn) {
+        if (transport == nullptr) return DTP_ERR_INVALID_ARGUMENT;
+        return guarded(ctx(transport)->host(), [&] { return fn(*ctx(transport)); });
+    }
+
+    static int32_t init(const dt_transport_init_args_t *args, void **transport) {
+        if (args == nullptr || transport == nullptr || args->services == nullptr) {
+            return DTP_ERR_INVALID_ARGUMENT;
+        }
+        // Only what the core's struct covers; the rest stays zero.
+        dt_transport_init_args_t a{};
+        std::memcpy(&a, args, std::min<size_t>(args->struct_size, sizeof(a)));
+        Host host(a.host, a.services);
+        if (args->struct_size < offsetof(dt_transport_init_args_t, services) + sizeof(void *) ||
+            !host.complete()) {
+            host.set_error(std::string(T::name) + ": the core's init arguments or host "
+                           "services are too old for this plugin (" + T::services +
+                           " are required)");
+            return DTP_ERR_INVALID_ARGUMENT;
+        }
+        if (a.size < 1 || a.rank < 0 || a.rank >= a.size) {
+            host.set_error(std::string(T::name) + ": invalid rank " + std::to_string(a.rank) +
+                           " of size " + std::to_string(a.size));
+            return DTP_ERR_INVALID_ARGUMENT;
+        }
+        return guarded(host, [&] {
+            *transport = std::make_unique<Context>(a).release();
+            return DTP_OK;
+        });
+    }
+
+    static int32_t finalize(void *transport) {
+        // Taking ownership: the plugin's clean finalize, then the destructor fails what
+        // is pending and closes everything.
+        std::unique_ptr<Context> owned(ctx(transport));
+        if (owned) {
+            try {
+                T::finalize(*owned);
+            } catch (const std::exception &e) {
+                owned->host().set_error(std::string(T::name) + ": finalize: " + e.what());
+            }
+        }
+        return DTP_OK;
+    }
+
+    static int32_t isend(void *t, int32_t peer, uint64_t tag, const void *buf, size_t len,
+                         dt_transport_request_t *req) {
+        return call(t, [&](Context &c) { return c.isend(peer, tag, buf, len, req); });
+    }
+
+    static int32_t irecv(void *t, int32_t peer, uint64_t tag, void *buf, size_t len,
+                         dt_transport_request_t *req) {
+        return call(t, [&](Context &c) { return c.irecv(peer, tag, buf, len, req); });
+    }
+
+    static int32_t progress(void *t, int32_t timeout_ms) {
+        return call(t, [&](Context &c) { return c.progress(timeout_ms); });
+    }
+
+    static int32_t abort(void *t) {
+        return call(t, [&](Context &c) {
+            c.abort();
+            return DTP_OK;
+        });
+    }
+
+    // The ops table of a transport without native collectives (the core runs its
+    // algorithms over isend/irecv); a plugin that has some fills them in.
+    static constexpr dt_transport_v2_t point_to_point_ops() {
+        return {sizeof(dt_transport_v2_t), DT_TRANSPORT_VERSION_2, T::name, init, finalize,
+                isend, irecv, progress, abort, nullptr, nullptr, nullptr, nullptr, nullptr,
+                nullptr};
+    }
+
+    // The answer to the core's offer: ops version 2, or a decline with its reason.
+    // unusable: why this plugin cannot serve this process (null when it can).
+    static int32_t answer(const dt_plugin_offer_t *offer, dt_plugin_answer_t *answer,
+                          const dt_transport_v2_t *ops, const char *unusable = nullptr) {
+        if (offer == nullptr || answer == nullptr) return DTP_ERR_INVALID_ARGUMENT;
+        // Write only the fields the core's answer struct has room for.
+        auto fits = [&](size_t end) { return answer->struct_size >= end; };
+        const bool has_reason =
+            fits(offsetof(dt_plugin_answer_t, decline_reason) + sizeof(const char *));
+        if (has_reason) answer->decline_reason = nullptr;
+        if (offer->max_ops_version < DT_TRANSPORT_VERSION_2 ||
+            offer->min_ops_version > DT_TRANSPORT_VERSION_2) {
+            static const std::string reason =
+                std::string("the ") + T::name + " transport speaks transport ops version 2 "
+                "only; this core offers a range without it";
+            if (has_reason) answer->decline_reason = reason.c_str();
+            return DTP_ERR_UNSUPPORTED;
+        }
+        if (unusable != nullptr) {
+            if (has_reason) answer->decline_reason = unusable;
+            return DTP_ERR_UNSUPPORTED;
+        }
+        if (!fits(offsetof(dt_plugin_answer_t, ops) + sizeof(const void *))) {
+            return DTP_ERR_UNSUPPORTED;
+        }
+        answer->kind = DT_PLUGIN_KIND_TRANSPORT;
+        answer->ops_version = DT_TRANSPORT_VERSION_2;
+        answer->name = T::name;
+        answer->ops = ops;
+        return DTP_OK;
+    }
+};
+
+} // namespace dtp

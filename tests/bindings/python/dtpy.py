@@ -2,9 +2,14 @@
 build tree's library and plugins, and run Python jobs under disttrainrun."""
 import os
 import pathlib
+import shutil
+import signal
+import subprocess
 import sys
 
-from conftest import BUILD, REPO, build_path, run
+import pytest
+
+from conftest import BUILD, REPO, build_path, clean_env, run
 
 PACKAGE_DIR = REPO / "bindings" / "python"
 JOBS = pathlib.Path(__file__).resolve().parent / "jobs"
@@ -44,6 +49,28 @@ def run_job(script, *args, np=2, env=None, timeout=120):
     launcher = build_path("core", "launch", "disttrainrun")
     return run([launcher, "-np", np, "--timeout", timeout - 10, "--", PYTHON,
                 JOBS / script, *args], env=job_env(env), timeout=timeout)
+
+
+MPIRUN = shutil.which("mpirun")
+
+
+def run_mpirun(script, *args, np=2, env=None, timeout=120):
+    """Runs a job script on np ranks under a bare `mpirun` (Open MPI numbers the ranks;
+    no DISTTRAIN_RANK/SIZE). Output lines carry mpirun's tag, `[jobid,rank]<stdout>:`.
+    On time-out the whole process group (mpirun and every rank) is killed, so a hang
+    fails the test and leaves nothing behind."""
+    cmd = [MPIRUN, "--allow-run-as-root", "--oversubscribe", "--tag-output", "-np",
+           str(np), PYTHON, str(JOBS / script), *map(str, args)]
+    proc = subprocess.Popen(cmd, env=clean_env(job_env(env)), stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        out, err = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        out, err = proc.communicate()
+        pytest.fail(f"{cmd} did not finish within {timeout} s (hang); output so far:\n"
+                    f"{out}\n{err}")
+    return subprocess.CompletedProcess(cmd, proc.returncode, out, err)
 
 
 def assert_ranks_ok(result, np=2, marker="OK"):

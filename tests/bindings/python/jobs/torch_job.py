@@ -1,5 +1,8 @@
 """A 2-rank disttrain.torch job: tensor collectives, broadcast helpers, metrics and
-DistributedOptimizer options, each checked; prints "OK" on success."""
+DistributedOptimizer options, each checked; prints "OK rank=R size=N transport=T" on
+success. Runs under disttrainrun or a bare mpirun (rank and size from Open MPI)."""
+import os
+
 import torch
 
 import disttrain.torch as dt
@@ -7,6 +10,11 @@ import disttrain.torch as dt
 torch.set_num_threads(1)
 dt.init()
 r, n = dt.rank(), dt.size()
+if "OMPI_COMM_WORLD_RANK" in os.environ:  # started by mpirun: Open MPI numbered us
+    assert "DISTTRAIN_RANK" not in os.environ, "mpirun job must not get DISTTRAIN_RANK"
+    assert (r, n) == (int(os.environ["OMPI_COMM_WORLD_RANK"]),
+                      int(os.environ["OMPI_COMM_WORLD_SIZE"])), (r, n)
+    assert dt.local_rank() == int(os.environ["OMPI_COMM_WORLD_LOCAL_RANK"])
 
 
 def same(a, b, tol=0.0):
@@ -104,5 +112,6 @@ for compression, passes, tol in ((dt.Compression.none, 1, 1e-5),
         assert torch.equal(g[0], g[-1]), f"ranks disagree ({compression.__name__})"
         assert torch.allclose(p, q, atol=tol, rtol=tol), (compression.__name__, passes, p, q)
 
+transport = dt.transport()
 dt.shutdown()
-print("OK", flush=True)
+print(f"OK rank={r} size={n} transport={transport}", flush=True)

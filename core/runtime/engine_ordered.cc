@@ -11,13 +11,20 @@
 
 namespace dt {
 
+// Wakes the engine thread only when it has something to do now: queued work, a stop or
+// an abort. A blocking call that ran on its caller's thread with nothing queued behind it
+// must not wake it, or every call pays a futex wake and a context switch (on a host with
+// a core per rank, the engine thread shares the caller's core and preempts it).
 void Engine::release_transport()
 {
+    bool wake;
     {
         std::lock_guard lock(mutex_);
         transport_busy_ = false;
+        wake = stopping_ || cancel_.load() || !intake_.empty();
     }
-    cv_.notify_all();
+    if (wake)
+        cv_.notify_all();
 }
 
 void Engine::ordered_loop()

@@ -1,8 +1,10 @@
 #include "shm/team.h"
 
 #include "algorithms/comm.h"
+#include "runtime/env.h"
 #include "runtime/error.h"
 
+#include <algorithm>
 #include <thread>
 
 #include <climits>
@@ -19,17 +21,26 @@ namespace {
 // Spinning before sleeping. With a core per rank, a peer a few microseconds behind is
 // the common case and a futex round trip (sleep + wake) costs more than that; with more
 // ranks than cores, spinning only keeps the rank we wait for off the core.
-constexpr auto kSpinDedicated = std::chrono::microseconds(50);
+std::chrono::nanoseconds spin_dedicated()
+{
+    static const auto spin = std::chrono::microseconds(
+        env::get_int("DISTTRAIN_SHM_SPIN_US", 50, 0, 10 * 1000 * 1000));
+    return spin;
+}
 constexpr uint32_t kSpinOversubscribed = 16; // polls
 // Longest single sleep: bounds how late the deadline, abort and liveness checks run.
 constexpr auto kSleepMax = std::chrono::milliseconds(1);
 
+// CPUs of the host the ranks may share. Not this process's affinity mask: a launcher
+// that pins each rank to its own core (taskset, mpirun's binding) leaves one CPU in it,
+// which would make every pinned job look oversubscribed and sleep on every wait. Ranks
+// pinned together on one CPU are caught per wait instead (the peer's last CPU is ours).
 int cpus()
 {
+    long online = ::sysconf(_SC_NPROCESSORS_ONLN);
     cpu_set_t set;
-    if (::sched_getaffinity(0, sizeof set, &set) == 0)
-        return CPU_COUNT(&set);
-    return static_cast<int>(std::thread::hardware_concurrency());
+    int allowed = ::sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : 0;
+    return static_cast<int>(std::max<long>({online, allowed, 1}));
 }
 
 inline void cpu_relax()
@@ -79,12 +90,14 @@ void Team::wait_for(int local, Ready &&ready)
             if (ready())
                 return;
             cpu_relax();
-            if ((n & 63) == 0) {
+            // Not on the first polls: most waits end within them, and reading the clock
+            // costs as much as a handoff.
+            if ((n & 63) == 63) {
                 if (peer_cpu.load(std::memory_order_relaxed) == ::sched_getcpu())
                     break;
                 auto now = Clock::now();
-                if (n == 0)
-                    spin_end = now + kSpinDedicated;
+                if (n == 63)
+                    spin_end = now + spin_dedicated();
                 else if (now >= spin_end)
                     break;
             }

@@ -13,9 +13,11 @@ using dt::throw_error;
 
 namespace {
 
-// Set while a blocking collective submits its operation, so the engine can start it at
-// once instead of waiting for the cycle timer to gather more.
-thread_local bool tls_blocking_call = false;
+// Set while a blocking collective submits its operation: the engine can start it at once
+// (on this thread, in ordered mode) instead of waiting for the cycle timer to gather
+// more, and the operation lands here rather than in a request handle that the blocking
+// form would only free again (a small collective on shared memory feels every malloc).
+thread_local std::shared_ptr<dt::Operation> *tls_blocking_op = nullptr;
 
 bool overlap(const void *a, size_t a_len, const void *b, size_t b_len)
 {
@@ -71,30 +73,36 @@ void refuse_overlap(const char *fn, bool overlapping, const char *what)
 
 dt_status_t submit(dt_context_h ctx, const char *fn, OpDesc desc, dt_request_h *req)
 {
+    if (tls_blocking_op != nullptr) {
+        desc.blocking = true;
+        *tls_blocking_op = ctx->impl->submit(std::move(desc));
+        return DT_OK;
+    }
     require(req, fn, "req");
     auto handle = std::make_unique<dt_request>();
-    desc.blocking = tls_blocking_call;
     handle->op = ctx->impl->submit(std::move(desc));
     *req = handle.release();
     return DT_OK;
 }
 
-// The blocking form: submit, wait, free.
+// The blocking form: the asynchronous one (same checks, same path), then a wait.
 template <typename Async, typename... Args>
 dt_status_t blocking(Async async, Args... args)
 {
-    dt_request_h req = nullptr;
-    tls_blocking_call = true;
-    dt_status_t status = async(args..., &req);
-    tls_blocking_call = false;
+    std::shared_ptr<dt::Operation> op;
+    dt_request_h unused = nullptr;
+    tls_blocking_op = &op;
+    dt_status_t status = async(args..., &unused);
+    tls_blocking_op = nullptr;
     if (status != DT_OK)
         return status;
-    status = dt_request_wait(req, -1);
-    std::string message = status == DT_OK ? std::string() : dt_last_error();
-    dt_request_free(req);
-    if (status != DT_OK)
-        dt::set_last_error(message);
-    return status;
+    return guard([&] {
+        op->wait(std::chrono::milliseconds(-1));
+        dt_status_t result = op->status();
+        if (result != DT_OK)
+            dt::set_last_error(op->message());
+        return result;
+    });
 }
 
 OpDesc describe(OpKind kind, const char *name, const void *send, void *recv, size_t count,

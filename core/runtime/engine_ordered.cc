@@ -66,14 +66,18 @@ void Engine::run_ordered(Operation &op)
         return;
     }
     try {
-        std::vector<int> ranks = members(d.group);
-        if (d.group != 0 && !is_member(d.group))
-            throw_error(DT_ERR_INTERNAL, "rank ", rank_, " is not in group ", d.group);
+        // The whole job (group 0) needs no member list: no copy, no lock per call.
+        std::vector<int> ranks;
+        if (d.group != 0) {
+            ranks = members(d.group);
+            if (!is_member(d.group))
+                throw_error(DT_ERR_INTERNAL, "rank ", rank_, " is not in group ", d.group);
+        }
         // Before, not after: a peer that left fails the operation at once, but one that
         // completed here is not failed because a peer left right after it.
         check_control();
-        algo::Comm c = comm(next_op_tag(), op_kind_name(d.kind), &ranks);
-        run_collective(c, d, static_cast<int>(ranks.size()));
+        algo::Comm c = comm(next_op_tag(), op_kind_name(d.kind), d.group != 0 ? &ranks : nullptr);
+        run_collective(c, d, d.group != 0 ? static_cast<int>(ranks.size()) : size_);
         op.complete(DT_OK, {});
     } catch (const Error &e) {
         auto [status, message] = root_cause(e.status(), e.what());

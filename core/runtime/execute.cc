@@ -42,13 +42,31 @@ bool run_shared_memory(algo::Comm &comm, const OpDesc &op, int avg_divisor)
     return true;
 }
 
+// Whether the plugin's table has a native member for this kind. Asked first, so that a
+// transport without native collectives (tcp) costs nothing here: run_native allocates a
+// request per call, which a small collective on shared memory would notice.
+bool offers_native(const Transport &t, OpKind kind)
+{
+    const dt_transport_v2_t &ops = t.ops();
+    switch (kind) {
+    case OpKind::allreduce: return ops.allreduce != nullptr;
+    case OpKind::broadcast: return ops.broadcast != nullptr;
+    case OpKind::allgather: return ops.allgather != nullptr;
+    case OpKind::reduce_scatter: return ops.reduce_scatter != nullptr;
+    case OpKind::alltoall: return ops.alltoall != nullptr;
+    case OpKind::barrier: return ops.barrier != nullptr;
+    case OpKind::join: return false;
+    }
+    return false;
+}
+
 } // namespace
 
 void run_collective(algo::Comm &comm, const OpDesc &op, int avg_divisor)
 {
     // A transport with native collectives (MPI) runs them itself; the algorithms below
     // serve the others, and the calls a native transport declines.
-    if (op.kind != OpKind::join && run_native(comm, op, avg_divisor))
+    if (offers_native(comm.transport(), op.kind) && run_native(comm, op, avg_divisor))
         return;
     if (op.kind != OpKind::join && run_shared_memory(comm, op, avg_divisor))
         return;

@@ -5,6 +5,7 @@
 #include "telemetry/log.h"
 
 #include <algorithm>
+#include <atomic>
 #include <mutex>
 #include <utility>
 #include <vector>
@@ -17,6 +18,16 @@ namespace {
 // list under a lock is all the index needs; it holds no state beyond the contexts' own.
 std::mutex g_mutex;
 std::vector<std::pair<const Transport *, Domain *>> g_attached;
+// Bumped (under g_mutex) whenever the list changes. Each thread remembers its last
+// answer with the generation it was read at, so the lookup of a small collective takes
+// no lock: a cached answer is used only while nothing was attached or detached since.
+std::atomic<uint64_t> g_generation{1};
+struct Cached {
+    uint64_t generation = 0;
+    const Transport *transport = nullptr;
+    Domain *domain = nullptr;
+};
+thread_local Cached t_cached;
 
 } // namespace
 
@@ -67,21 +78,29 @@ Attachment::Attachment(const Transport &transport, std::unique_ptr<Domain> domai
 {
     std::lock_guard lock(g_mutex);
     g_attached.emplace_back(&transport_, domain_.get());
+    g_generation.fetch_add(1, std::memory_order_release);
 }
 
 Attachment::~Attachment()
 {
     std::lock_guard lock(g_mutex);
     std::erase_if(g_attached, [&](const auto &e) { return e.first == &transport_; });
+    g_generation.fetch_add(1, std::memory_order_release);
 }
 
 Domain *domain_of(const Transport &transport)
 {
+    Cached &c = t_cached;
+    if (c.transport == &transport &&
+        c.generation == g_generation.load(std::memory_order_acquire))
+        return c.domain;
     std::lock_guard lock(g_mutex);
+    Domain *found = nullptr;
     for (const auto &[t, d] : g_attached)
         if (t == &transport)
-            return d;
-    return nullptr;
+            found = d;
+    c = {g_generation.load(std::memory_order_relaxed), &transport, found};
+    return found;
 }
 
 } // namespace dt::shm

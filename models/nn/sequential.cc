@@ -1,22 +1,41 @@
 #include "nn/sequential.h"
 
 #include "common/error.h"
+#include "nn/profile.h"
 
 namespace dt::models {
 
 Tensor Sequential::forward(const Tensor &x, bool training)
 {
     Tensor h = x;
-    for (auto &layer : layers_)
+    for (auto &layer : layers_) {
+        // Containers are not timed themselves: their leaves are.
+        const bool leaf = dynamic_cast<Sequential *>(layer.get()) == nullptr &&
+                          dynamic_cast<Residual *>(layer.get()) == nullptr;
+        if (!leaf || !LayerProfile::enabled()) {
+            h = layer->forward(h, training);
+            continue;
+        }
+        ProfileScope scope(layer->name(), false);
         h = layer->forward(h, training);
+    }
     return h;
 }
 
 Tensor Sequential::backward(const Tensor &dy, const GradReady &ready)
 {
     Tensor g = dy;
-    for (auto it = layers_.rbegin(); it != layers_.rend(); ++it)
-        g = (*it)->backward(g, ready);
+    for (auto it = layers_.rbegin(); it != layers_.rend(); ++it) {
+        Layer &layer = **it;
+        const bool leaf = dynamic_cast<Sequential *>(&layer) == nullptr &&
+                          dynamic_cast<Residual *>(&layer) == nullptr;
+        if (!leaf || !LayerProfile::enabled()) {
+            g = layer.backward(g, ready);
+            continue;
+        }
+        ProfileScope scope(layer.name(), true);
+        g = layer.backward(g, ready);
+    }
     return g;
 }
 
@@ -40,7 +59,8 @@ void Sequential::set_input_grad(bool needed)
 }
 
 Residual::Residual(const Compute &c, std::string name)
-    : Layer(c, name), body_(c, name + ".body"), shortcut_(c, name + ".shortcut")
+    : Layer(c, name), body_(c, name + ".body"), shortcut_(c, name + ".shortcut"),
+      add_name_(name + ".add")
 {
 }
 
@@ -48,6 +68,7 @@ Tensor Residual::forward(const Tensor &x, bool training)
 {
     const Tensor a = body_.forward(x, training);
     const Tensor b = shortcut_.empty() ? x : shortcut_.forward(x, training);
+    ProfileScope scope(add_name_, false);
     ensure(sum_, c_, a.desc());
     check(dt_compute_add(c_.get(), &a.desc(), a.data(), b.data(), sum_.data()),
           "residual add");
@@ -58,15 +79,19 @@ Tensor Residual::forward(const Tensor &x, bool training)
 
 Tensor Residual::backward(const Tensor &dy, const GradReady &ready)
 {
-    ensure(dsum_, c_, dy.desc());
-    check(dt_compute_relu_backward(c_.get(), &dy.desc(), sum_.data(), dy.data(),
-                                   dsum_.data()),
-          "residual relu backward");
+    {
+        ProfileScope scope(add_name_, true);
+        ensure(dsum_, c_, dy.desc());
+        check(dt_compute_relu_backward(c_.get(), &dy.desc(), sum_.data(), dy.data(),
+                                       dsum_.data()),
+              "residual relu backward");
+    }
     // The shortcut first: its projection is shallow, so its gradients are ready early.
     const Tensor ds = shortcut_.empty() ? dsum_ : shortcut_.backward(dsum_, ready);
     const Tensor db = body_.backward(dsum_, ready);
     if (!input_grad_)
         return {};
+    ProfileScope scope(add_name_, true);
     ensure(dx_, c_, db.desc());
     check(dt_compute_add(c_.get(), &db.desc(), db.data(), ds.data(), dx_.data()),
           "residual gradient add");

@@ -49,6 +49,7 @@ public:
 
 private:
     Sequential body_, shortcut_;
+    std::string add_name_; // "layer1.0.add": the profile's name for the add and ReLU
     Tensor sum_, dsum_, dx_;
 };
 

@@ -69,9 +69,9 @@ model, shape, classes = build(model_name)
 opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
 x = torch.randn(batch, *shape)
 y = torch.randint(0, classes, (batch,))
-rates = []
+rates, cpu_rates = [], []
 for i in range(warmup + iters):
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     opt.zero_grad(set_to_none=True)
     with torch.autocast("cpu", dtype=torch.bfloat16, enabled=bf16):
         loss = F.cross_entropy(model(x), y)
@@ -79,7 +79,9 @@ for i in range(warmup + iters):
     opt.step()
     if i >= warmup:
         rates.append(batch / (time.perf_counter() - t0))
+        cpu_rates.append(batch / (time.process_time() - c0))
 print("images/sec per worker: %.2f" % (sum(rates) / len(rates)))
+print("images per CPU-second per worker: %.2f" % (sum(cpu_rates) / len(cpu_rates)))
 '''
 
 
@@ -94,10 +96,12 @@ def env(threads):
 
 
 def rate(output):
+    """(images/sec, images per CPU-second) from a worker's output."""
     m = re.search(r"images/sec per worker: ([0-9.]+)", output)
-    if not m:
+    c = re.search(r"images per CPU-second per worker: ([0-9.]+)", output)
+    if not m or not c:
         sys.exit(f"no images/sec in the output:\n{output}")
-    return float(m.group(1))
+    return float(m.group(1)), float(c.group(1))
 
 
 def run_disttrain(a):
@@ -144,22 +148,36 @@ def main():
     a = p.parse_args()
 
     ours, theirs = [], []
+    loads = [load_average()]
     for i in range(a.rounds):
         # Alternate which goes first, so a drift of the machine hits both alike.
         order = [(ours, run_disttrain), (theirs, run_torch)]
         for results, fn in (order if i % 2 == 0 else order[::-1]):
             results.append(fn(a))
-        print(f"round {i + 1}: disttrain {ours[-1]:.1f}  pytorch {theirs[-1]:.1f} images/sec",
-              flush=True)
-    mo, mt = statistics.median(ours), statistics.median(theirs)
+        loads.append(load_average())
+        print(f"round {i + 1}: disttrain {ours[-1][0]:.1f}  pytorch {theirs[-1][0]:.1f} "
+              f"images/sec; per CPU-second {ours[-1][1]:.2f} / {theirs[-1][1]:.2f}; "
+              f"load {loads[-1]:.2f}", flush=True)
+    mo, mt = (statistics.median(r[0] for r in x) for x in (ours, theirs))
+    co, ct = (statistics.median(r[1] for r in x) for x in (ours, theirs))
     print(f"{a.model}, batch {a.batch_size}, {a.threads} thread(s){', bf16' if a.bf16 else ''}: "
           f"disttrain {mo:.1f} images/sec, PyTorch {torch_version()} {mt:.1f} images/sec, "
-          f"ratio {mo / mt:.2f}x (medians of {a.rounds} rounds)")
+          f"ratio {mo / mt:.2f}x (medians of {a.rounds} rounds); per CPU-second "
+          f"{co:.2f} / {ct:.2f}, ratio {co / ct:.2f}x; load average "
+          f"{min(loads):.2f}..{max(loads):.2f}")
+    if max(loads) > 1.5:
+        print("note: the load average was above 1.5, so wall-clock rates are noise; the "
+              "per-CPU-second ratio (single thread) holds up better")
     if a.model == "mlp" and not a.bf16:
         bound = sgemm_bound(a)
         if bound:
             print(f"sgemm-bound limit: {bound[1]:.0f} images/sec at {bound[0]:.1f} GFLOP/s; "
                   f"disttrain reaches {mo / bound[1]:.0%} of it")
+
+
+def load_average():
+    with open("/proc/loadavg") as f:
+        return float(f.read().split()[0])
 
 
 def torch_version():

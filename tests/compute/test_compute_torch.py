@@ -81,10 +81,14 @@ CONV_CASES = [
     dict(n=2, c=4, h=8, w=8, o=6, k=3, stride=2, padding=1, dilation=1, groups=2),
     dict(n=1, c=2, h=9, w=9, o=3, k=3, stride=1, padding=2, dilation=2, groups=1),
     dict(n=3, c=5, h=5, w=5, o=2, k=1, stride=1, padding=0, dilation=1, groups=1),
+    # 1x1 on planes of >= 28x28: the plugin runs these on plain NCHW (no reorders), the
+    # strided one in its backward directions only.
+    dict(n=2, c=6, h=28, w=29, o=5, k=1, stride=1, padding=0, dilation=1, groups=1),
+    dict(n=2, c=6, h=30, w=30, o=5, k=1, stride=2, padding=0, dilation=1, groups=1),
 ]
 
 
-@pytest.mark.parametrize("case", CONV_CASES, ids=lambda c: "s{stride}p{padding}d{dilation}g{groups}k{k}".format(**c))
+@pytest.mark.parametrize("case", CONV_CASES, ids=lambda c: "s{stride}p{padding}d{dilation}g{groups}k{k}h{h}".format(**c))
 def test_conv_forward_and_backward(compute, case):
     n, ch, h, w, o, k, g = (case[x] for x in ("n", "c", "h", "w", "o", "k", "groups"))
     x = rand(n, ch, h, w, seed=4)

@@ -1,69 +1,55 @@
-// Batch normalisation with oneDNN's primitive over plain (N, C[, H, W]). oneDNN keeps the
-// batch variance where the API promises 1 / sqrt(var + eps) (cuDNN's convention), so the
-// C-element statistics are converted on the way in and out; the running statistics are
-// updated here as PyTorch does (unbiased variance).
+// Batch normalisation over plain (N, C[, H, W]) as loops rather than oneDNN's primitive:
+// on plain NCHW oneDNN 2.6 only has its reference-grade ncsp_bnorm, which took a quarter
+// of a resnet50 training step (more than the reorders to and from blocked layouts that
+// its jit kernels would need). The loops run one channel per iteration, each channel's
+// planes contiguous, vectorised for the CPU found at run time (onednn_bn_kernels.h); float32 is
+// the fast path, bfloat16 / float16 tensors go through float.
+//
+// save_invstd is 1 / sqrt(var + eps) (cuDNN's convention); the running statistics are
+// updated as PyTorch does (unbiased variance).
+#include "onednn_bn_kernels.h"
 #include "onednn_context.h"
 #include "onednn_elem.h"
 #include "onednn_ops.h"
 
 #include <cmath>
-#include <vector>
 
 namespace dtp::onednn {
 
 namespace {
 
-using flags = dnnl::normalization_flags;
-
-struct ForwardEntry : CacheEntry {
-    dnnl::batch_normalization_forward prim;
-    dnnl::memory::desc data, stat, scale;
-    std::vector<float> variance;
+// The geometry of one channel: n planes of `plane` contiguous elements.
+struct Planes {
+    int64_t n, channels, plane;
+    int64_t count() const { return n * plane; }
+    int64_t offset(int64_t i, int64_t c) const { return (i * channels + c) * plane; }
 };
 
-struct BackwardEntry : CacheEntry {
-    dnnl::batch_normalization_backward prim;
-    dnnl::memory::desc data, stat, scale;
-    std::vector<float> variance;
-    // oneDNN 2.6 asks for the shift argument in backward too, though it never reads it.
-    std::vector<float> unused_shift;
-};
+Planes planes_of(const dtp_tensor_t &t) { return {t.dims[0], t.dims[1], spatial_of(t)}; }
 
-dnnl::batch_normalization_forward::primitive_desc
-forward_pd(const Instance &in, const dtp_tensor_t &x, float epsilon, bool training)
+// Sums of (x - pivot) and (x - pivot)^2 over channel c. The pivot (the channel's first
+// element) keeps the one-pass variance free of cancellation when |mean| >> std.
+template <typename T>
+void channel_moments(const Planes &g, const T *x, int64_t c, double &mean, double &var)
 {
-    auto f = flags::use_scale | flags::use_shift;
-    if (!training)
-        f = f | flags::use_global_stats;
-    dnnl::batch_normalization_forward::desc d(training ? dnnl::prop_kind::forward_training
-                                                       : dnnl::prop_kind::forward_inference,
-                                              plain_desc(x), epsilon, f);
-    return dnnl::batch_normalization_forward::primitive_desc(d, in.engine);
+    const float pivot = to_float(x[g.offset(0, c)]);
+    double s1 = 0, s2 = 0;
+    for (int64_t i = 0; i < g.n; ++i) {
+        const Sums s = plane_moments(x + g.offset(i, c), g.plane, pivot);
+        s1 += s.a;
+        s2 += s.b;
+    }
+    const double m = s1 / double(g.count());
+    mean = pivot + m;
+    var = std::max(0.0, s2 / double(g.count()) - m * m);
 }
 
-std::string bn_key(const char *op, const dtp_tensor_t &x, float epsilon)
+// y = a x + b over channel c.
+template <typename T>
+void channel_affine(const Planes &g, const T *x, T *y, int64_t c, float a, float b)
 {
-    return std::string(op) + "|" + key_of(x) + "|" + key_float(epsilon);
-}
-
-ForwardEntry &forward_entry(Instance &in, const dtp_tensor_t &x, float epsilon, bool training)
-{
-    return in.cache.get<ForwardEntry>(bn_key(training ? "bn_fwd_train" : "bn_fwd", x, epsilon),
-                                      [&] {
-                                          auto pd = forward_pd(in, x, epsilon, training);
-                                          auto e = std::make_unique<ForwardEntry>();
-                                          e->prim = dnnl::batch_normalization_forward(pd);
-                                          e->data = pd.src_desc();
-                                          e->stat = pd.mean_desc();
-                                          e->scale = pd.weights_desc();
-                                          e->variance.resize(x.dims[1]);
-                                          return e;
-                                      });
-}
-
-dnnl::memory mem(const Instance &in, const dnnl::memory::desc &d, const void *p)
-{
-    return dnnl::memory(d, in.engine, const_cast<void *>(p));
+    for (int64_t i = 0; i < g.n; ++i)
+        plane_affine(x + g.offset(i, c), y + g.offset(i, c), g.plane, a, b);
 }
 
 } // namespace
@@ -74,26 +60,30 @@ int32_t batchnorm_forward_training(void *c, const dtp_tensor_t *x_desc, const vo
                                    float *save_invstd, float *running_mean, float *running_var)
 {
     return guarded(c, [&] {
-        auto &in = *static_cast<Instance *>(c);
-        auto &e = forward_entry(in, *x_desc, epsilon, true);
-        float *var = e.variance.data();
-        e.prim.execute(in.stream, {{DNNL_ARG_SRC, mem(in, e.data, x)},
-                                   {DNNL_ARG_DST, mem(in, e.data, y)},
-                                   {DNNL_ARG_SCALE, mem(in, e.scale, scale)},
-                                   {DNNL_ARG_SHIFT, mem(in, e.scale, shift)},
-                                   {DNNL_ARG_MEAN, mem(in, e.stat, save_mean)},
-                                   {DNNL_ARG_VARIANCE, mem(in, e.stat, var)}});
-        in.stream.wait();
-        const int64_t ch = x_desc->dims[1];
-        const int64_t n = x_desc->dims[0] * spatial_of(*x_desc);
-        const float unbias = n > 1 ? static_cast<float>(n) / static_cast<float>(n - 1) : 1.0f;
-        for (int64_t k = 0; k < ch; ++k) {
-            save_invstd[k] = 1.0f / std::sqrt(var[k] + epsilon);
-            if (running_mean != nullptr) {
-                running_mean[k] = (1.0f - momentum) * running_mean[k] + momentum * save_mean[k];
-                running_var[k] = (1.0f - momentum) * running_var[k] + momentum * var[k] * unbias;
+        const Planes g = planes_of(*x_desc);
+        const float unbias =
+            g.count() > 1 ? float(g.count()) / float(g.count() - 1) : 1.0f;
+        by_dtype(x_desc->dtype, [&](auto tag) {
+            using T = decltype(tag);
+            const auto *px = static_cast<const T *>(x);
+            auto *py = static_cast<T *>(y);
+#pragma omp parallel for schedule(static)
+            for (int64_t k = 0; k < g.channels; ++k) {
+                double mean = 0, var = 0;
+                channel_moments(g, px, k, mean, var);
+                const float invstd = float(1.0 / std::sqrt(var + double(epsilon)));
+                const float a = scale[k] * invstd;
+                channel_affine(g, px, py, k, a, shift[k] - float(mean) * a);
+                save_mean[k] = float(mean);
+                save_invstd[k] = invstd;
+                if (running_mean != nullptr) {
+                    running_mean[k] = (1.0f - momentum) * running_mean[k] +
+                                      momentum * float(mean);
+                    running_var[k] = (1.0f - momentum) * running_var[k] +
+                                     momentum * float(var) * unbias;
+                }
             }
-        }
+        });
     });
 }
 
@@ -103,53 +93,57 @@ int32_t batchnorm_forward_inference(void *c, const dtp_tensor_t *x_desc, const v
                                     float epsilon, void *y)
 {
     return guarded(c, [&] {
-        auto &in = *static_cast<Instance *>(c);
-        auto &e = forward_entry(in, *x_desc, epsilon, false);
-        e.prim.execute(in.stream, {{DNNL_ARG_SRC, mem(in, e.data, x)},
-                                   {DNNL_ARG_DST, mem(in, e.data, y)},
-                                   {DNNL_ARG_SCALE, mem(in, e.scale, scale)},
-                                   {DNNL_ARG_SHIFT, mem(in, e.scale, shift)},
-                                   {DNNL_ARG_MEAN, mem(in, e.stat, running_mean)},
-                                   {DNNL_ARG_VARIANCE, mem(in, e.stat, running_var)}});
-        in.stream.wait();
+        const Planes g = planes_of(*x_desc);
+        by_dtype(x_desc->dtype, [&](auto tag) {
+            using T = decltype(tag);
+            const auto *px = static_cast<const T *>(x);
+            auto *py = static_cast<T *>(y);
+#pragma omp parallel for schedule(static)
+            for (int64_t k = 0; k < g.channels; ++k) {
+                const float a = scale[k] / std::sqrt(running_var[k] + epsilon);
+                channel_affine(g, px, py, k, a, shift[k] - running_mean[k] * a);
+            }
+        });
     });
 }
 
 int32_t batchnorm_backward(void *c, const dtp_tensor_t *x_desc, const void *x, const void *dy,
                            const float *scale, const float *save_mean,
-                           const float *save_invstd, float epsilon, void *dx, float *dscale,
+                           const float *save_invstd, float, void *dx, float *dscale,
                            float *dshift)
 {
     return guarded(c, [&] {
-        auto &in = *static_cast<Instance *>(c);
-        auto &e = in.cache.get<BackwardEntry>(bn_key("bn_bwd", *x_desc, epsilon), [&] {
-            auto hint = forward_pd(in, *x_desc, epsilon, true);
-            dnnl::batch_normalization_backward::desc d(
-                dnnl::prop_kind::backward, plain_desc(*x_desc), plain_desc(*x_desc), epsilon,
-                flags::use_scale | flags::use_shift);
-            dnnl::batch_normalization_backward::primitive_desc pd(d, in.engine, hint);
-            auto out = std::make_unique<BackwardEntry>();
-            out->prim = dnnl::batch_normalization_backward(pd);
-            out->data = pd.src_desc();
-            out->stat = pd.mean_desc();
-            out->scale = pd.weights_desc();
-            out->variance.resize(x_desc->dims[1]);
-            out->unused_shift.resize(x_desc->dims[1]);
-            return out;
+        const Planes g = planes_of(*x_desc);
+        const double count = double(g.count());
+        by_dtype(x_desc->dtype, [&](auto tag) {
+            using T = decltype(tag);
+            const auto *px = static_cast<const T *>(x);
+            const auto *pdy = static_cast<const T *>(dy);
+            auto *pdx = static_cast<T *>(dx);
+#pragma omp parallel for schedule(static)
+            for (int64_t k = 0; k < g.channels; ++k) {
+                const float mean = save_mean[k], invstd = save_invstd[k];
+                // sum(dy) and sum(dy (x - mean)) over the channel.
+                double sdy = 0, sdyx = 0;
+                for (int64_t i = 0; i < g.n; ++i) {
+                    const Sums s = plane_grad_sums(px + g.offset(i, k), pdy + g.offset(i, k),
+                                                   g.plane, mean);
+                    sdy += s.a;
+                    sdyx += s.b;
+                }
+                dshift[k] = float(sdy);
+                dscale[k] = float(sdyx * invstd);
+                // dx = a (dy - sum(dy)/M - (x - mean) invstd^2 sum(dy (x - mean))/M)
+                //    = a dy + kx x + b0
+                const double a = double(scale[k]) * invstd;
+                const double kx = -a * double(invstd) * invstd * sdyx / count;
+                const double b0 = -a * sdy / count - kx * mean;
+                for (int64_t i = 0; i < g.n; ++i)
+                    plane_grad_apply(px + g.offset(i, k), pdy + g.offset(i, k),
+                                     pdx + g.offset(i, k), g.plane, float(a), float(kx),
+                                     float(b0));
+            }
         });
-        float *var = e.variance.data();
-        for (int64_t k = 0; k < x_desc->dims[1]; ++k)
-            var[k] = 1.0f / (save_invstd[k] * save_invstd[k]) - epsilon;
-        e.prim.execute(in.stream, {{DNNL_ARG_SRC, mem(in, e.data, x)},
-                                   {DNNL_ARG_DIFF_DST, mem(in, e.data, dy)},
-                                   {DNNL_ARG_SCALE, mem(in, e.scale, scale)},
-                                   {DNNL_ARG_SHIFT, mem(in, e.scale, e.unused_shift.data())},
-                                   {DNNL_ARG_MEAN, mem(in, e.stat, save_mean)},
-                                   {DNNL_ARG_VARIANCE, mem(in, e.stat, var)},
-                                   {DNNL_ARG_DIFF_SRC, mem(in, e.data, dx)},
-                                   {DNNL_ARG_DIFF_SCALE, mem(in, e.scale, dscale)},
-                                   {DNNL_ARG_DIFF_SHIFT, mem(in, e.scale, dshift)}});
-        in.stream.wait();
     });
 }
 

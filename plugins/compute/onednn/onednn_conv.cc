@@ -1,9 +1,13 @@
 // Convolution forward, backward-data and backward-weights with oneDNN primitives that
 // choose their own layouts (format any); Slot reorders between them and the user's NCHW
-// / OIHW. Each direction is cached by shapes and geometry.
+// / OIHW. Large 1x1 convolutions run on NCHW itself instead (plain_1x1). Each direction
+// is cached by shapes and geometry. DISTTRAIN_ONEDNN_CONV_LAYOUT=blocked turns the plain
+// path off (to compare).
 #include "onednn_context.h"
 #include "onednn_ops.h"
 #include "onednn_slot.h"
+
+#include <cstdlib>
 
 namespace dtp::onednn {
 
@@ -38,10 +42,32 @@ md weights_any(const dtp_tensor_t &w, int groups, dnnl::memory::data_type type)
     return md({groups, w.dims[0] / groups, w.dims[1], w.dims[2], w.dims[3]}, type, tag::any);
 }
 
-md any_like(const dtp_tensor_t &t, dnnl::memory::data_type type)
+// The activations' layout: `any` lets the primitive pick (blocked, reordered from and to
+// the user's NCHW by Slot), `plain` is the user's NCHW itself.
+md activation(const dtp_tensor_t &t, dnnl::memory::data_type type, bool plain)
 {
-    return md({t.dims[0], t.dims[1], t.dims[2], t.dims[3]}, type, tag::any);
+    return md({t.dims[0], t.dims[1], t.dims[2], t.dims[3]}, type, plain ? tag::abcd : tag::any);
 }
+
+// Whether a direction of a 1x1 convolution runs on plain NCHW, where oneDNN computes it as
+// one sgemm per image with no reorder: a 1x1 convolution does so little arithmetic per
+// element that the two reorders to and from nChw16c cost as much as the blocked kernel
+// saves. Measured on AVX-512 in f32 with one thread (resnet50's shapes), plain won by
+// 1.2-2x wherever the plane it reads or writes has >= 28x28 elements (forward: stride 1
+// only; strided forward gathers first), and lost on 14x14 and 7x7 planes, where the
+// sgemm per image is too thin. `plane` is H x W of the larger activation.
+bool plain_1x1(const Instance &in, const dtp_conv_t &p, const dtp_tensor_t &w,
+               int32_t dtype, int64_t plane, bool strided_ok)
+{
+    static const char *env = std::getenv("DISTTRAIN_ONEDNN_CONV_LAYOUT");
+    if (env != nullptr && std::string(env) == "blocked")
+        return false;
+    return compute_type(in, dtype) == dnnl::memory::data_type::f32 && p.groups == 1 &&
+           w.dims[2] == 1 && w.dims[3] == 1 && p.padding[0] == 0 && p.padding[1] == 0 &&
+           (strided_ok || (p.stride[0] == 1 && p.stride[1] == 1)) && plane >= 28 * 28;
+}
+
+int64_t plane_of(const dtp_tensor_t &t) { return t.dims[2] * t.dims[3]; }
 
 std::string conv_key(const char *op, const dtp_conv_t &p, const dtp_tensor_t &x,
                      const dtp_tensor_t &w, bool bias)
@@ -62,10 +88,13 @@ dnnl::convolution_forward::primitive_desc forward_pd(const Instance &in, const d
     const auto work = compute_type(in, x.dtype);
     const Geometry g = geometry(p);
     md bias_md = bias ? md({w.dims[0]}, dnnl::memory::data_type::f32, tag::a) : md();
+    const bool plain = plain_1x1(in, p, w, x.dtype, plane_of(y), false);
     dnnl::convolution_forward::desc d(dnnl::prop_kind::forward_training,
-                                      dnnl::algorithm::convolution_direct, any_like(x, work),
+                                      dnnl::algorithm::convolution_direct,
+                                      activation(x, work, plain),
                                       weights_any(w, p.groups, work), bias_md,
-                                      any_like(y, work), g.strides, g.dilates, g.pad, g.pad);
+                                      activation(y, work, plain), g.strides, g.dilates, g.pad,
+                                      g.pad);
     return dnnl::convolution_forward::primitive_desc(d, in.engine);
 }
 
@@ -132,10 +161,12 @@ int32_t conv_backward_data(void *c, const dtp_conv_t *p, const dtp_tensor_t *w_d
                 auto hint = forward_pd(in, *p, *dx_desc, *w_desc, *dy_desc, false);
                 const auto work = compute_type(in, dx_desc->dtype);
                 const Geometry g = geometry(*p);
+                const bool plain = plain_1x1(in, *p, *w_desc, dx_desc->dtype,
+                                             plane_of(*dx_desc), true);
                 dnnl::convolution_backward_data::desc d(
-                    dnnl::algorithm::convolution_direct, any_like(*dx_desc, work),
-                    weights_any(*w_desc, p->groups, work), any_like(*dy_desc, work), g.strides,
-                    g.dilates, g.pad, g.pad);
+                    dnnl::algorithm::convolution_direct, activation(*dx_desc, work, plain),
+                    weights_any(*w_desc, p->groups, work), activation(*dy_desc, work, plain),
+                    g.strides, g.dilates, g.pad, g.pad);
                 dnnl::convolution_backward_data::primitive_desc pd(d, in.engine, hint);
                 auto out = std::make_unique<BackwardDataEntry>();
                 out->prim = dnnl::convolution_backward_data(pd);
@@ -168,10 +199,12 @@ int32_t conv_backward_weights(void *c, const dtp_conv_t *p, const dtp_tensor_t *
                 md bias_md = has_bias ? md({dw_desc->dims[0]}, dnnl::memory::data_type::f32,
                                            tag::a)
                                       : md();
+                const bool plain = plain_1x1(in, *p, *dw_desc, x_desc->dtype,
+                                             plane_of(*x_desc), true);
                 dnnl::convolution_backward_weights::desc d(
-                    dnnl::algorithm::convolution_direct, any_like(*x_desc, work),
-                    weights_any(*dw_desc, p->groups, work), bias_md, any_like(*dy_desc, work),
-                    g.strides, g.dilates, g.pad, g.pad);
+                    dnnl::algorithm::convolution_direct, activation(*x_desc, work, plain),
+                    weights_any(*dw_desc, p->groups, work), bias_md,
+                    activation(*dy_desc, work, plain), g.strides, g.dilates, g.pad, g.pad);
                 dnnl::convolution_backward_weights::primitive_desc pd(d, in.engine, hint);
                 auto out = std::make_unique<BackwardWeightsEntry>();
                 out->prim = dnnl::convolution_backward_weights(pd);

@@ -42,7 +42,25 @@ uint64_t sysctl_value(const char *path) {
 int default_sockbuf() {
     uint64_t limit = std::min(sysctl_value("/proc/sys/net/core/wmem_max"),
                               sysctl_value("/proc/sys/net/core/rmem_max"));
-    return limit >= static_cast<uint64_t>(Config::kDefaultSockbuf) ? Config::kDefaultSockbuf : 0;
+    if (limit < static_cast<uint64_t>(Config::kMinFixedSockbuf)) return 0;
+    return static_cast<int>(std::min<uint64_t>(limit, Config::kDefaultSockbuf));
+}
+
+// A congestion control name as the kernel spells them (TCP_CA_NAME_MAX is 16 with NUL).
+std::string congestion_from_env() {
+    std::string name = env("DISTTRAIN_TCP_CONGESTION");
+    bool ok = name.size() < 16;
+    for (char c : name) {
+        ok = ok && ((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_' || c == '-');
+    }
+    if (!ok) {
+        throw TcpError(DTP_ERR_INVALID_CONFIG,
+                       "DISTTRAIN_TCP_CONGESTION='" + name +
+                           "' is not a congestion control name (such as reno, cubic, bbr; see "
+                           "/proc/sys/net/ipv4/tcp_available_congestion_control) nor 'system'; "
+                           "fix or unset it");
+    }
+    return name;
 }
 
 } // namespace
@@ -63,6 +81,7 @@ Config Config::from_env() {
     c.sockbuf = env("DISTTRAIN_TCP_SOCKBUF").empty()
                     ? default_sockbuf()
                     : static_cast<int>(env_number("DISTTRAIN_TCP_SOCKBUF", 0, 0, 1 << 30));
+    c.congestion = congestion_from_env();
     return c;
 }
 

@@ -46,6 +46,7 @@ private:
     void connect_mesh(int32_t timeout_ms);
     void wait_events(int timeout_ms);
     void add_endpoint(Established e);
+    void choose_congestion_control(const Established &e);
     void check_peer(int32_t peer, const void *buf, size_t len,
                     const dt_transport_request_t *req) const;
 

@@ -8,6 +8,8 @@
 #include <netinet/tcp.h>
 #include <unistd.h>
 
+#include <cerrno>
+
 namespace dt::tcp {
 
 void Fd::reset() {
@@ -30,6 +32,29 @@ void tune_data_socket(int fd, int bufsize) {
         (void)::setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &bufsize, sizeof(bufsize));
         (void)::setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &bufsize, sizeof(bufsize));
     }
+}
+
+bool peer_is_loopback(int fd) {
+    sockaddr_storage ss{};
+    socklen_t len = sizeof(ss);
+    if (::getpeername(fd, reinterpret_cast<sockaddr *>(&ss), &len) != 0) return false;
+    if (ss.ss_family == AF_INET) {
+        auto *in = reinterpret_cast<const sockaddr_in *>(&ss);
+        return (ntohl(in->sin_addr.s_addr) >> 24) == 127;
+    }
+    if (ss.ss_family == AF_INET6) {
+        const in6_addr &a = reinterpret_cast<const sockaddr_in6 *>(&ss)->sin6_addr;
+        return IN6_IS_ADDR_LOOPBACK(&a) || (IN6_IS_ADDR_V4MAPPED(&a) && a.s6_addr[12] == 127);
+    }
+    return false;
+}
+
+int set_congestion_control(int fd, const std::string &name) {
+    if (::setsockopt(fd, IPPROTO_TCP, TCP_CONGESTION, name.data(),
+                     static_cast<socklen_t>(name.size())) != 0) {
+        return errno;
+    }
+    return 0;
 }
 
 std::string format_sockaddr(const sockaddr *sa, socklen_t len) {

@@ -41,6 +41,14 @@ void set_nonblocking(int fd);
 // bufsize > 0, SO_SNDBUF/SO_RCVBUF. bufsize 0 keeps the kernel's autotuning.
 void tune_data_socket(int fd, int bufsize);
 
+// Whether the remote address of a connected socket is a loopback address (127.0.0.0/8,
+// ::1 or IPv4-mapped 127.x): the peer runs on this host.
+bool peer_is_loopback(int fd);
+
+// TCP_CONGESTION; returns 0 or the errno (ENOENT: not available, EPERM: not allowed for
+// this user, see net.ipv4.tcp_allowed_congestion_control).
+int set_congestion_control(int fd, const std::string &name);
+
 // "ip:port" ("[ip6]:port") of a socket address.
 std::string format_sockaddr(const sockaddr *sa, socklen_t len);
 // The remote address of a connected socket, or "unknown address".

@@ -40,13 +40,13 @@ class ContextParams(ctypes.Structure):
                 ("size", ctypes.c_int), ("local_rank", ctypes.c_int),
                 ("local_size", ctypes.c_int), ("store_addr", ctypes.c_char_p),
                 ("job_token", ctypes.c_char_p), ("transport", ctypes.c_char_p),
-                ("timeout_ms", ctypes.c_int)]
+                ("timeout_ms", ctypes.c_int), ("ordered", ctypes.c_int)]
 
 
 # dt_context_param_field bits, in ContextParams order.
 PARAM_BITS = {"rank": 1 << 0, "size": 1 << 1, "local_rank": 1 << 2, "local_size": 1 << 3,
               "store_addr": 1 << 4, "job_token": 1 << 5, "transport": 1 << 6,
-              "timeout_ms": 1 << 7}
+              "timeout_ms": 1 << 7, "ordered": 1 << 8}
 
 # name: (restype, argtypes)
 _PROTOTYPES = {
@@ -69,6 +69,10 @@ _PROTOTYPES = {
     "dt_request_test": (_status, [_req, _c_int_p]),
     "dt_request_wait": (_status, [_req, ctypes.c_int]),
     "dt_request_free": (_status, [_req]),
+    # The blocking form: one foreign call, and the engine starts it at once (in ordered
+    # mode it runs on the calling thread when nothing is queued ahead of it).
+    "dt_allreduce": (_status, [_ctx, ctypes.c_char_p, ctypes.c_void_p, ctypes.c_void_p,
+                               _size, ctypes.c_int, ctypes.c_int]),
     "dt_allreduce_async": (_status, [_ctx, ctypes.c_char_p, ctypes.c_void_p,
                                      ctypes.c_void_p, _size, ctypes.c_int, ctypes.c_int,
                                      ctypes.POINTER(_req)]),

@@ -17,13 +17,14 @@ from .status import check
 
 
 def _params(rank, size, local_rank, local_size, store_addr, job_token, transport,
-            timeout):
+            timeout, ordered):
     """dt_context_params_t with a field_mask bit for every argument that is not None."""
     p = _lib.ContextParams()
     given = {"rank": rank, "size": size, "local_rank": local_rank,
              "local_size": local_size, "store_addr": store_addr, "job_token": job_token,
              "transport": transport,
-             "timeout_ms": None if timeout is None else int(round(timeout * 1000))}
+             "timeout_ms": None if timeout is None else int(round(timeout * 1000)),
+             "ordered": None if ordered is None else int(bool(ordered))}
     keep = []
     for field, value in given.items():
         if value is None:
@@ -43,14 +44,18 @@ class Context(NumpyCollectives):
     (DISTTRAIN_RANK, DISTTRAIN_SIZE, ... as set by disttrainrun, then Open MPI or Slurm)
     or its default; with no variable at all the context is a single process of rank 0.
     timeout is in seconds (the deadline of every blocking step; <= 0 means no limit).
+    ordered=True (DISTTRAIN_ORDERED=1) promises that every rank calls the same collectives
+    in the same order, as MPI requires: the engine then skips negotiation (no idle
+    cycles, lowest latency) but can no longer report mismatched calls by name.
 
     Creating a context is collective: every rank of the job must create one."""
 
     def __init__(self, rank=None, size=None, local_rank=None, local_size=None,
-                 store_addr=None, job_token=None, transport=None, timeout=None):
+                 store_addr=None, job_token=None, transport=None, timeout=None,
+                 ordered=None):
         lib = _lib.lib()
         params, keep = _params(rank, size, local_rank, local_size, store_addr, job_token,
-                               transport, timeout)
+                               transport, timeout, ordered)
         handle = ctypes.c_void_p()
         check(lib.dt_context_create_versioned(_lib.API_MAJOR, _lib.API_MINOR,
                                               ctypes.byref(params), ctypes.byref(handle)),
@@ -109,6 +114,11 @@ class Context(NumpyCollectives):
         fn = getattr(_lib.lib(), function)
         check(fn(self._live_handle(), *args, ctypes.byref(req)), function.replace("_async", ""))
         return req
+
+    def _call(self, function, *args):
+        """Calls the blocking C function `function` with the context handle first."""
+        fn = getattr(_lib.lib(), function)
+        check(fn(self._live_handle(), *args), function)
 
     def _track(self, handle):
         with self._lock:

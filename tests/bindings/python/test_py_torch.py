@@ -139,6 +139,40 @@ def test_distributed_optimizer_misuse_is_reported(ctx):
     opt.zero_grad()
 
 
+@pytest.mark.parametrize("bucket_bytes", [0, 100, 25 << 20])
+def test_gradients_become_views_of_the_buckets(ctx, bucket_bytes):
+    net, ref = _net(), _net()
+    opt = dt.DistributedOptimizer(torch.optim.SGD(net.parameters(), lr=0.1),
+                                  named_parameters=net.named_parameters(),
+                                  bucket_bytes=bucket_bytes)
+    ref_opt = torch.optim.SGD(ref.parameters(), lr=0.1)
+    torch.manual_seed(7)
+    for step in range(4):
+        x = torch.randn(8, 4)
+        for m, o in ((net, opt), (ref, ref_opt)):
+            o.zero_grad(set_to_none=(step == 2))
+            m(x).square().mean().backward()
+            o.step()
+        for p, q in zip(net.parameters(), ref.parameters()):
+            assert torch.equal(p.grad, q.grad) and torch.equal(p, q)
+    storages = {p.grad.storage().data_ptr() for p in net.parameters()}
+    want = {0: 4, 100: 3, 25 << 20: 1}[bucket_bytes]  # 32+8+16+2 floats
+    assert len(storages) == want, storages
+
+
+def test_bad_bucket_bytes(ctx):
+    with pytest.raises(disttrain.UsageError, match="bucket_bytes"):
+        dt.DistributedOptimizer(torch.optim.SGD(_net().parameters(), lr=0.1),
+                                bucket_bytes=-1)
+
+
+def test_ordered_context_in_one_process():
+    with disttrain.Context(ordered=True) as c:
+        t = torch.arange(4.0)
+        assert dt.allreduce_(t, op=dt.Sum, context=c) is t
+        assert torch.equal(dt.allreduce_async(t, context=c).wait(), t)
+
+
 def test_synchronize_then_step_with_clipping(ctx):
     net = _net()
     opt = dt.DistributedOptimizer(torch.optim.SGD(net.parameters(), lr=0.1),
@@ -164,8 +198,14 @@ def test_metrics_and_objects_in_one_process(ctx):
     assert opt.param_groups[0]["lr"] == 0.3
 
 
-def test_torch_helpers_on_two_ranks():
-    dtpy.assert_ranks_ok(dtpy.run_job("torch_job.py", np=2, timeout=120), np=2)
+@pytest.mark.parametrize("ordered", ["0", "1"])
+def test_torch_helpers_on_two_ranks(ordered):
+    # Ordered mode runs collectives in submission order with no negotiation: the
+    # optimizer's buckets must be submitted in the same order on both ranks even where
+    # one rank's graph skips a layer.
+    job = dtpy.run_job("torch_job.py", np=2, env={"DISTTRAIN_ORDERED": ordered},
+                       timeout=120)
+    dtpy.assert_ranks_ok(job, np=2)
 
 
 def test_fashion_mnist_two_ranks_match_single_process(tmp_path):

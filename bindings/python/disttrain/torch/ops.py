@@ -82,8 +82,13 @@ def allreduce_async_(tensor, op=Average, name=None, context=None):
 
 
 def allreduce_(tensor, op=Average, name=None, context=None):
-    """Reduces `tensor` in place across ranks (average by default); returns it."""
-    return allreduce_async_(tensor, op, name, context).wait()
+    """Reduces `tensor` in place across ranks (average by default); returns it. One
+    blocking foreign call: no request or Handle, and the engine starts it at once."""
+    dtype = inplace_tensor(tensor)
+    op, ctx = to_op(op), _ctx(context)
+    ptr = tensor.data_ptr()
+    ctx._call("dt_allreduce", _name(name), ptr, ptr, tensor.numel(), int(dtype), int(op))
+    return tensor
 
 
 def allreduce_async(tensor, op=Average, name=None, out=None, context=None):

@@ -2,14 +2,23 @@
 
 As in Horovod, the wrapper is a subclass of the wrapped optimizer's own class (so
 isinstance checks and learning-rate schedulers keep working). A hook on each parameter's
-gradient accumulator starts an asynchronous allreduce of that gradient as soon as
-backward has produced it; step() first waits for all of them (synchronize()).
+gradient accumulator counts the gradients backward has produced; as soon as every
+gradient of a bucket (buckets.py: up to bucket_bytes of parameters, in reverse parameter
+order, which is backward's usual order) is there, an asynchronous allreduce of the whole
+bucket starts. step() first waits for all of them (synchronize()).
 
-Ordering: today's engine runs operations in the order they are submitted and needs every
-rank to submit the same collectives in the same order. Backward visits the same model in
-the same order on every rank, so hooks submit in a stable order; gradients a backward
-pass did not produce are submitted in synchronize() in parameter order. Names are the
-parameter names ("grad.<name>"), identical on every rank.
+The last bucket (the first layers, whose gradients backward produces last) is not started
+from a hook but reduced by synchronize() with one blocking call: backward is over by then,
+and a blocking collective wakes the engine at once (an asynchronous one waits for its
+next cycle) or, in ordered mode, runs on this thread with no handoff at all. A model that
+fits one bucket (the default 25 MiB) therefore costs one foreign call per step.
+
+Ordering: buckets are always submitted in bucket order (a bucket completed early waits
+for the ones before it), and a backward pass that leaves a bucket incomplete has it
+submitted in synchronize(), still in order. So every rank submits the same collectives in
+the same order whatever its graph did, which ordered mode (disttrain.init(ordered=True),
+DISTTRAIN_ORDERED=1) requires; the negotiating engine matches them by name
+("grad.<first parameter name>+<count>", identical on every rank).
 """
 import warnings
 from contextlib import contextmanager
@@ -20,23 +29,31 @@ import disttrain
 from disttrain.errors import usage
 from disttrain.types import Average, to_op
 
-from . import ops
+from .buckets import Bucket, plan
 from .compression import Compression
+
+# As DistributedDataParallel's bucket_cap_mb=25: a few large collectives per step.
+DEFAULT_BUCKET_BYTES = 25 << 20
 
 
 class _DistributedOptimizer(torch.optim.Optimizer):
     def __init__(self, params, named_parameters, compression, backward_passes_per_step,
-                 op, context):
+                 op, context, bucket_bytes):
         super(self.__class__, self).__init__(params)
         self._dt_context = disttrain.context() if context is None else context
         self._compression = compression
         self._op = to_op(op)
         self._passes = backward_passes_per_step
         self._names = _parameter_names(self.param_groups, named_parameters)
-        # Stable submission order for the gradients backward did not produce.
         self._order = [p for g in self.param_groups for p in g["params"]
                        if p.requires_grad]
-        self._handles = {}   # param -> (Handle, tensor on the wire, compression ctx)
+        # Reverse parameter order: the last layers' gradients come first in backward.
+        self._buckets = [
+            Bucket(ps, f"grad.{self._names[ps[0]]}+{len(ps)}")
+            for ps in plan(list(reversed(self._order)), bucket_bytes)]
+        self._bucket_of = {p: b for b in self._buckets for p in b.params}
+        self._next = 0       # index of the next bucket to submit
+        self._started = []   # buckets whose allreduce is in flight, in start order
         self._delay = {p: self._passes for p in self._order}
         self._synchronized = False
         self._should_synchronize = True
@@ -56,43 +73,54 @@ class _DistributedOptimizer(torch.optim.Optimizer):
             self._grad_accs.append(grad_acc)  # the node must outlive this loop
 
     def _make_hook(self, p):
+        bucket = self._bucket_of[p]
+
         def hook(*_):
-            if p in self._handles:
+            if self._delay[p] == 0:
                 raise AssertionError(
                     f"the gradient of {self._names[p]!r} was computed more than "
                     f"backward_passes_per_step={self._passes} times before step(); raise "
                     f"backward_passes_per_step to accumulate gradients locally")
             self._delay[p] -= 1
             if self._delay[p] == 0:
-                self._handles[p] = self._allreduce_grad_async(p)
+                bucket.gather(p)
+                bucket.waiting -= 1
+                if bucket.waiting == 0:
+                    self._start_ready()
         return hook
 
-    def _allreduce_grad_async(self, p):
-        if p.grad is None:
-            p.grad = torch.zeros_like(p, memory_format=torch.contiguous_format)
-        grad = p.grad.detach()
-        wire, cctx = self._compression.compress(grad)
-        if wire is grad and not grad.is_contiguous():
-            wire = grad.contiguous()  # reduced here, copied back in synchronize()
-        handle = ops.allreduce_async_(wire, op=self._op, name="grad." + self._names[p],
-                                      context=self._dt_context)
-        return handle, wire, cctx
+    def _start_ready(self):
+        """Starts the complete buckets that are next in order, except the last one."""
+        last = len(self._buckets) - 1
+        while self._next < last and self._buckets[self._next].waiting == 0:
+            bucket = self._buckets[self._next]
+            bucket.start(self._compression, self._op, self._dt_context)
+            self._started.append(bucket)
+            self._next += 1
 
     # -- synchronisation --------------------------------------------------------------
     def synchronize(self):
         """Waits for every gradient allreduce of this step (starting those a backward
-        pass did not produce) and writes the results into p.grad."""
-        for p in self._order:
-            if p not in self._handles:
-                self._handles[p] = self._allreduce_grad_async(p)
+        pass did not complete) and makes p.grad the averaged gradients."""
         try:
-            for p, (handle, wire, cctx) in self._handles.items():
-                handle.wait()
-                out = self._compression.decompress(wire, cctx)
-                if out.data_ptr() != p.grad.data_ptr():
-                    p.grad.copy_(out)
+            for bucket in self._buckets[self._next:]:
+                for p in bucket.params:
+                    if self._delay[p] != 0:
+                        bucket.gather(p)
+                        self._delay[p] = 0
+                bucket.waiting = 0
+            self._start_ready()
+            if self._buckets:
+                self._buckets[-1].run(self._compression, self._op, self._dt_context)
+            for bucket in self._started:
+                bucket.finish(self._compression)
         finally:
-            self._handles.clear()
+            for bucket in self._started:
+                bucket.reset()  # dropping a Handle waits for its request
+            self._started.clear()
+            for bucket in self._buckets:
+                bucket.reset()
+            self._next = 0
             for p in self._order:
                 self._delay[p] = self._passes
         self._synchronized = True
@@ -117,7 +145,7 @@ class _DistributedOptimizer(torch.optim.Optimizer):
         return super(self.__class__, self).step(closure)
 
     def zero_grad(self, *args, **kwargs):
-        if self._handles:
+        if self._started or any(d == 0 for d in self._delay.values()):
             raise AssertionError(
                 "optimizer.zero_grad() was called after loss.backward() but before "
                 "optimizer.step() or optimizer.synchronize(); call zero_grad() before "
@@ -153,7 +181,8 @@ def _parameter_names(param_groups, named_parameters):
 
 
 def DistributedOptimizer(optimizer, named_parameters=None, backward_passes_per_step=1,
-                         compression=Compression.none, op=Average, context=None):
+                         compression=Compression.none, op=Average, context=None,
+                         bucket_bytes=DEFAULT_BUCKET_BYTES):
     """Wraps `optimizer` so that step() applies gradients averaged (op) over all ranks.
 
     named_parameters: model.named_parameters(); the names identify each gradient across
@@ -161,15 +190,22 @@ def DistributedOptimizer(optimizer, named_parameters=None, backward_passes_per_s
     backward_passes_per_step: gradients are accumulated locally over this many backward
     passes and reduced once (as in Horovod, they are summed, not divided by it).
     compression: Compression.none, .fp16 or .bf16 for the gradients on the wire.
+    bucket_bytes: gradients are reduced in buckets of up to this many bytes, each as
+    soon as backward has produced all of its gradients (0: one allreduce per tensor).
+    p.grad becomes a view of its bucket after the first step.
     """
     if isinstance(backward_passes_per_step, bool) or \
             not isinstance(backward_passes_per_step, int) or backward_passes_per_step < 1:
         raise usage(f"backward_passes_per_step={backward_passes_per_step!r}: need an "
                     f"integer >= 1")
+    if isinstance(bucket_bytes, bool) or not isinstance(bucket_bytes, int) or \
+            bucket_bytes < 0:
+        raise usage(f"bucket_bytes={bucket_bytes!r}: need an integer >= 0 (0: one "
+                    f"allreduce per gradient tensor)")
     cls = type(optimizer.__class__.__name__, (optimizer.__class__,),
                dict(_DistributedOptimizer.__dict__))
     wrapped = cls(optimizer.param_groups, named_parameters, compression,
-                  backward_passes_per_step, op, context)
+                  backward_passes_per_step, op, context, bucket_bytes)
     if optimizer.state:
         wrapped.load_state_dict(optimizer.state_dict())
     return wrapped

@@ -38,6 +38,9 @@ def parse_args():
                         "with it (LD_LIBRARY_PATH), alternating with the others")
     p.add_argument("--dt-env", action="append", default=[], metavar="VAR=VALUE")
     p.add_argument("--nice", type=int, default=0)
+    p.add_argument("--rt", type=int, default=0,
+                   help="run every program under chrt -f RT (SCHED_FIFO; needs root): the "
+                        "ranks then keep their cores on a busy host")
     p.add_argument("--timeout", type=float, default=120)
     a = p.parse_args()
     # What compare_allreduce.commands() reads.

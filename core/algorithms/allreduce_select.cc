@@ -16,7 +16,7 @@
 #include "runtime/error.h"
 
 #include <cstring>
-#include <vector>
+#include <memory>
 
 namespace dt::algo {
 
@@ -28,8 +28,13 @@ namespace {
 constexpr size_t kRingThresholdBytes = 64 * 1024;
 // Up to this many bytes recursive doubling beats halving-doubling: one exchange instead
 // of two on 2 ranks halved the time of 4 B - 32 KiB allreduces over TCP loopback (20 us
-// -> 10 us, Open MPI's figure; compare_allreduce.py --rt); at 64 KiB both tie.
+// -> 10 us, Open MPI's figure; compare_allreduce.py --rt). With more ranks it sends the
+// whole vector log2(p) times, so there it stays a small-message algorithm.
 constexpr size_t kRecursiveDoublingMaxBytes = 32 * 1024;
+// On 2 ranks recursive doubling sends exactly what the ring sends (the whole vector
+// each way), in one exchange instead of two pipelined steps: over TCP loopback it beat
+// the ring up to 512 KiB (64 KiB 27 -> 23 us, 128 KiB 48 -> 37 us) and lost from 1 MiB.
+constexpr size_t kRecursiveDoublingMaxBytesTwoRanks = 256 * 1024;
 
 // Recursive doubling: in step k every rank swaps its whole vector with rank ^ 2^k and
 // reduces. Partners compute op(a, b) and op(b, a), which are bitwise equal for every
@@ -52,25 +57,27 @@ void allreduce_recursive_doubling(Comm &comm, const AllreduceArgs &args)
     while (pof2 * 2 <= p)
         pof2 *= 2;
     const int rem = p - pof2;
-    std::vector<std::byte> tmp(bytes);
     if (r < 2 * rem && r % 2 == 0) { // folded in: the odd neighbour works for both
         comm.send(r + 1, out, bytes);
         comm.recv(r + 1, out, bytes);
         return;
     }
+    // Not zeroed: every byte is received before it is read (up to 256 KiB per call).
+    auto scratch = std::make_unique_for_overwrite<std::byte[]>(bytes);
+    std::byte *tmp = scratch.get();
     if (r < 2 * rem) {
-        comm.recv(r - 1, tmp.data(), bytes);
-        reduce::reduce_into(out, tmp.data(), args.count, args.dtype, args.op);
+        comm.recv(r - 1, tmp, bytes);
+        reduce::reduce_into(out, tmp, args.count, args.dtype, args.op);
     }
     const int newrank = r < 2 * rem ? r / 2 : r - rem;
     auto real_rank = [&](int nr) { return nr < rem ? nr * 2 + 1 : nr + rem; };
     for (int mask = 1; mask < pof2; mask <<= 1) {
         const int peer = real_rank(newrank ^ mask);
-        Request in = comm.irecv(peer, tmp.data(), bytes);
+        Request in = comm.irecv(peer, tmp, bytes);
         Request sent = comm.isend(peer, out, bytes);
         comm.wait(in);
         comm.wait(sent); // out is about to change
-        reduce::reduce_into(out, tmp.data(), args.count, args.dtype, args.op);
+        reduce::reduce_into(out, tmp, args.count, args.dtype, args.op);
     }
     if (args.op == DT_AVG)
         reduce::finish_average(out, args.count, args.dtype, p);
@@ -103,9 +110,11 @@ void allreduce(Comm &comm, const AllreduceArgs &args)
     AllreduceChoice choice = allreduce_choice();
     if (choice == AllreduceChoice::automatic || choice == AllreduceChoice::shm) {
         size_t bytes = args.count * dt_dtype_size(args.dtype);
-        choice = bytes <= kRecursiveDoublingMaxBytes ? AllreduceChoice::recursive_doubling
-                 : bytes < kRingThresholdBytes       ? AllreduceChoice::halving_doubling
-                                                     : AllreduceChoice::ring;
+        size_t rd_max = comm.size() == 2 ? kRecursiveDoublingMaxBytesTwoRanks
+                                         : kRecursiveDoublingMaxBytes;
+        choice = bytes <= rd_max                ? AllreduceChoice::recursive_doubling
+                 : bytes < kRingThresholdBytes ? AllreduceChoice::halving_doubling
+                                               : AllreduceChoice::ring;
     }
     if (choice == AllreduceChoice::ring)
         allreduce_ring(comm, args);

@@ -14,7 +14,7 @@ namespace {
 
 struct Times {
     double forward = 0, backward = 0;
-    long calls = 0;
+    long calls = 0, backward_calls = 0;
 };
 
 // "layer1.0.a.conv" -> "conv", "layer2.1.add" -> "add", "fc" -> "fc".
@@ -42,8 +42,10 @@ public:
             k.calls += t.calls;
             total += t.forward + t.backward;
         }
-        std::fprintf(stderr, "layer profile (DISTTRAIN_PROFILE_LAYERS): %.3f CPU s in layers\n",
-                     total);
+        std::fprintf(stderr,
+                     "layer profile (DISTTRAIN_PROFILE_LAYERS): %.3f CPU s in layers over %ld "
+                     "steps (the first left out)\n",
+                     total, layers_.begin()->second.calls - 1);
         std::fprintf(stderr, "  %-28s %10s %10s %7s\n", "kind", "forward s", "backward s",
                      "share");
         print(kinds, total, kinds.size());
@@ -95,9 +97,11 @@ double LayerProfile::now()
 void LayerProfile::record(const std::string &layer, bool backward, double seconds)
 {
     Times &t = table().layers_[layer];
-    (backward ? t.backward : t.forward) += seconds;
-    if (!backward)
-        ++t.calls;
+    // A layer's first call (primitive creation, first touch of its buffers) is warm-up,
+    // not what a step costs.
+    long &calls = backward ? t.backward_calls : t.calls;
+    if (calls++ > 0)
+        (backward ? t.backward : t.forward) += seconds;
 }
 
 } // namespace dt::models

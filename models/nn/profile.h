@@ -1,6 +1,7 @@
 // Per-layer timing of training steps, on with DISTTRAIN_PROFILE_LAYERS=1: Sequential and
 // Residual time each leaf layer's forward and backward and, at exit, a table goes to
-// stderr: time per kind of layer (conv, bn, relu, ...) and the most expensive layers.
+// stderr: time per kind of layer (conv, bn, relu, ...) and the most expensive layers,
+// each layer's first call left out (warm-up).
 // The clock is the process's CPU time, not wall time, so that a profile taken on a busy
 // machine still adds up (on CPU the calls block; on a GPU they only queue). Off, it costs
 // a branch.

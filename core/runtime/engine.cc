@@ -87,8 +87,10 @@ void Engine::abort()
         std::lock_guard lock(mutex_);
         if (!error_)
             error_ = {DT_ERR_ABORTED, cat("rank ", rank_, " aborted its context")};
+        // Under the lock: a waiter tests cancel_ in its predicate while holding it, so a
+        // store outside could land between its test and its sleep and the wake be lost.
+        cancel_.store(true);
     }
-    cancel_.store(true);
     cv_.notify_all();
 }
 

@@ -100,7 +100,15 @@ private:
 
     // A Comm for one exchange; with members, among those world ranks only.
     algo::Comm comm(uint64_t tag, const char *what, const std::vector<int> *members = nullptr);
-    uint64_t next_op_tag() { return kOpTagBase + op_seq_++; }
+    // Each group numbers its own operations: in ordered mode only a group's members see
+    // its operations, so one job-wide counter would drift apart between ranks. The low
+    // kGroupTagBits hold the group (ids wrap after 4096 groups), the rest the sequence.
+    uint64_t next_op_tag(uint32_t group)
+    {
+        uint64_t seq = group == 0 ? op_seq_++ : group_seq_[group]++;
+        uint64_t low = (seq << kGroupTagBits) | (group & ((1u << kGroupTagBits) - 1));
+        return kOpTagBase + (low & (kOpTagBase - 1));
+    }
     bool joined_mode() const { return !joined_.empty(); }
     // Members (world ranks) of a group; group 0 is every rank.
     std::vector<int> members(uint32_t group) const;
@@ -127,6 +135,7 @@ private:
     void fail_all(dt_status_t status, const std::string &message);
 
     static constexpr uint64_t kOpTagBase = uint64_t(1) << 40;
+    static constexpr unsigned kGroupTagBits = 12;
     static constexpr uint64_t kNegotiationTagBase = uint64_t(2) << 40;
     static constexpr uint64_t kControlTag = uint64_t(3) << 40;
 
@@ -165,7 +174,8 @@ private:
     // Cost of negotiation with nothing to do (a warm cache, no news), logged at exit.
     uint64_t empty_cycles_ = 0;
     std::chrono::nanoseconds empty_cycle_time_{0};
-    uint64_t op_seq_ = 0;
+    uint64_t op_seq_ = 0;                               // group 0's operations
+    std::unordered_map<uint32_t, uint64_t> group_seq_; // every other group's
     Clock::time_point last_coordination_{};
     std::vector<uint8_t> fusion_buffer_;
     std::vector<std::unique_ptr<ControlRecv>> control_;

@@ -46,7 +46,7 @@ void Engine::execute(std::vector<Ready> &ready)
 void Engine::run_one(Ready &r)
 {
     if (!r.member) {
-        next_op_tag(); // keep the tag sequence in step with the members
+        next_op_tag(r.sig.group); // keep the tag sequence in step with the members
         return;
     }
     auto start = Clock::now();
@@ -71,7 +71,7 @@ void Engine::run_one(Ready &r)
         desc.sendbuf = desc.recvbuf = scratch.data();
     }
     std::vector<int> ranks = members(r.sig.group);
-    algo::Comm c = comm(next_op_tag(), op_kind_name(desc.kind), &ranks);
+    algo::Comm c = comm(next_op_tag(r.sig.group), op_kind_name(desc.kind), &ranks);
     run_collective(c, desc, r.sig.group == 0 ? active_ranks() : static_cast<int>(ranks.size()));
     auto end = Clock::now();
     if (timeline_)
@@ -95,7 +95,7 @@ size_t Engine::run_fused(std::vector<Ready> &ready, size_t first)
         return first + 1;
     }
     if (!ready[first].member) {
-        next_op_tag(); // the members run this batch as one operation
+        next_op_tag(ready[first].sig.group); // the members run this batch as one operation
         return last;
     }
 
@@ -129,7 +129,7 @@ size_t Engine::run_fused(std::vector<Ready> &ready, size_t first)
     fused.group = sig.group;
     {
         std::vector<int> ranks = members(sig.group);
-        algo::Comm c = comm(next_op_tag(), "allreduce", &ranks);
+        algo::Comm c = comm(next_op_tag(sig.group), "allreduce", &ranks);
         run_collective(c, fused,
                        sig.group == 0 ? active_ranks() : static_cast<int>(ranks.size()));
     }

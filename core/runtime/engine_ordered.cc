@@ -76,7 +76,8 @@ void Engine::run_ordered(Operation &op)
         // Before, not after: a peer that left fails the operation at once, but one that
         // completed here is not failed because a peer left right after it.
         check_control();
-        algo::Comm c = comm(next_op_tag(), op_kind_name(d.kind), d.group != 0 ? &ranks : nullptr);
+        algo::Comm c = comm(next_op_tag(d.group), op_kind_name(d.kind),
+                            d.group != 0 ? &ranks : nullptr);
         run_collective(c, d, d.group != 0 ? static_cast<int>(ranks.size()) : size_);
         op.complete(DT_OK, {});
     } catch (const Error &e) {

@@ -116,6 +116,7 @@ void Domain::meet(bootstrap::StoreClient &store, const DomainOptions &opts)
     pids_.resize(local_size_);
     pidfds_.assign(local_size_, -1);
     owed_.assign(local_size_, 0);
+    calls_with_.assign(local_size_, 0);
     for (int i = 0; i < local_size_; ++i) {
         if (i != local_rank_) {
             std::string peer_host = store.get(created[i], timeout);

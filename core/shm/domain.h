@@ -69,8 +69,12 @@ public:
     // False once peer `local` has exited (a killed process included; never a reused pid).
     bool alive(int local) const;
 
-    // Tags peers must acknowledge before this rank overwrites its segment again.
+    // Acks peers must give before this rank overwrites its segment again. An ack counts
+    // the calls the two ranks took part in together: both count the same calls in the
+    // same order, so it only grows, whatever the calls' tags (a group's tags need not
+    // follow the job's, see Engine::next_op_tag).
     uint64_t &owed(int local) { return owed_[local]; }
+    uint64_t &calls_with(int local) { return calls_with_[local]; }
 
     // After a failure the segments are out of step: every later call is refused, and
     // peers waiting on this rank see it failed.
@@ -95,6 +99,7 @@ private:
     std::vector<int> pids_;
     std::vector<int> pidfds_;
     std::vector<uint64_t> owed_;
+    std::vector<uint64_t> calls_with_;
     std::vector<int> host_start_of_;
     algo::AllreduceChoice allreduce_choice_;
     std::vector<int> scratch_;

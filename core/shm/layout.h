@@ -11,7 +11,8 @@
 //   wake          futex word the owner bumps after each update; sleepers wait on it;
 //                 and the CPU it ran on (spinning for a peer on our own CPU is futile)
 //   sleeping      1 + local index of the peer this rank sleeps on (0: awake)
-//   acks[n]       acks[w] = tag: this rank has finished reading w's segment for that tag
+//   acks[n]       acks[w] = n: this rank has finished reading w's segment in the n-th call
+//                 the two shared
 //   data          the staging area (DISTTRAIN_SHM_BYTES), split in slots
 #pragma once
 

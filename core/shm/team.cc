@@ -179,8 +179,8 @@ void Team::check(int local, Clock::time_point now, uint32_t state, bool alive)
 void Team::begin(bool counters)
 {
     // Every peer that read this segment in an earlier call must be done with it, members
-    // of this call or not. Acks only grow (tags do), and a peer may already be past the
-    // one it owes: a broadcast root, say, finishes without waiting for its readers.
+    // of this call or not. Acks only grow (they count shared calls), and a peer may
+    // already be past the one it owes: a broadcast root, say, finishes without waiting for its readers.
     for (int local = 0; local < dom_.local_size(); ++local) {
         uint64_t owed = dom_.owed(local);
         if (owed == 0)
@@ -221,8 +221,9 @@ void Team::end()
         if (m == args_.rank)
             continue;
         int local = args_.locals[m];
-        ack(me, local).store(args_.tag, std::memory_order_release);
-        dom_.owed(local) = args_.tag;
+        uint64_t shared = ++dom_.calls_with(local);
+        ack(me, local).store(shared, std::memory_order_release);
+        dom_.owed(local) = shared;
     }
     notify();
 }

@@ -4,8 +4,8 @@
 // and acquire loads by the readers:
 //
 //   begin()         wait until every peer acknowledged reading this rank's segment in
-//                   the last call that involved it (acks live in the peer's segment;
-//                   tags grow from call to call, so an ack is "done up to this tag")
+//                   the last call that involved it (acks live in the peer's segment and
+//                   count the calls the two shared, so an ack is "done up to call n")
 //   publish(tag)    the tag line says "my data for call <tag> is in place"; tiny
 //                   messages ride in the same cache line (publish_inline)
 //   post(counter)   pipelined calls count pieces in posted / reduced / done
@@ -44,7 +44,7 @@ struct TeamArgs {
     int size = 0;                // participants
     int rank = 0;                // this rank's place among them
     uint64_t tag = 0;            // the call's tag: the same on every participant, > 0,
-                                 // larger than that of any earlier call
+                                 // unlike the tags of this rank's recent calls
     Clock::time_point deadline = Clock::time_point::max();
     const std::atomic<bool> *cancel = nullptr;
     algo::Comm *comm = nullptr;  // failures go through its failure hook; may be null

@@ -256,6 +256,14 @@ int cmd_groups()
     dt_context_size(mine, &gsize);
     int64_t v = rank, world = rank;
     check(dt_allreduce(mine, "gsum", &v, &v, 1, DT_INT64, DT_SUM), "group allreduce");
+    // Groups that run different numbers of operations: the ranks' tags must still agree
+    // on the world operation after them (ordered mode has no negotiation to keep step).
+    if (rank % 2 == 0) {
+        int64_t extra = 1;
+        check(dt_allreduce(mine, "gextra", &extra, &extra, 1, DT_INT64, DT_SUM), "extra");
+        if (extra != 2)
+            wrong("extra group allreduce");
+    }
     check(dt_allreduce(ctx, "wsum", &world, &world, 1, DT_INT64, DT_SUM), "world allreduce");
     std::printf("group rank=%d size=%d sum=%lld world=%lld\n", grank, gsize, (long long)v,
                 (long long)world);

@@ -6,7 +6,7 @@ import time
 
 import pytest
 
-from conftest import build_path, run
+from conftest import build_path, clean_env, run
 
 
 @pytest.fixture(scope="module")
@@ -105,8 +105,10 @@ def test_join_keeps_reducing_with_identity(disttrainrun, worker):
     assert "[0] joined last=1" in r.stdout and "[1] joined last=1" in r.stdout
 
 
-def test_groups_reduce_among_members_only(disttrainrun, worker):
-    r = job(disttrainrun, worker, 4, "groups")
+@pytest.mark.parametrize("ordered", ["0", "1"])
+def test_groups_reduce_among_members_only(disttrainrun, worker, ordered):
+    env = clean_env({"DISTTRAIN_ORDERED": ordered, "DISTTRAIN_TIMEOUT": "20"})
+    r = job(disttrainrun, worker, 4, "groups", env=env)
     assert r.returncode == 0, r.stdout + r.stderr
     assert "[0] group rank=0 size=2 sum=2 world=6" in r.stdout
     assert "[2] group rank=1 size=2 sum=2 world=6" in r.stdout

@@ -29,6 +29,9 @@ struct RingOptions {
 void allreduce_ring(Comm &comm, const AllreduceArgs &args, const RingOptions &opts = {});
 // Recursive halving-doubling (Rabenseifner), for small messages; handles any rank count.
 void allreduce_halving_doubling(Comm &comm, const AllreduceArgs &args);
+// Recursive doubling: log2(p) swaps of the whole vector, for the smallest messages (and
+// on 2 ranks up to a few hundred KiB, where it sends what the ring sends in one step).
+void allreduce_recursive_doubling(Comm &comm, const AllreduceArgs &args);
 // Picks an algorithm by size and rank count (DISTTRAIN_ALGORITHM forces one).
 void allreduce(Comm &comm, const AllreduceArgs &args);
 

@@ -33,6 +33,11 @@ const std::vector<Variant> &variants()
          [](algo::Comm &c, const algo::AllreduceArgs &a) {
              algo::allreduce_halving_doubling(c, a);
          }},
+        // Any rank count: 3 and 5 fold their extra ranks in and out.
+        {"recursive_doubling",
+         [](algo::Comm &c, const algo::AllreduceArgs &a) {
+             algo::allreduce_recursive_doubling(c, a);
+         }},
     };
     return v;
 }
@@ -95,13 +100,18 @@ INSTANTIATE_TEST_SUITE_P(AllDtypesAndOps, AllreduceTest,
                                                   std::get<1>(info.param));
                          });
 
-// The size-based choice crosses from halving-doubling to ring; both must agree bitwise.
-TEST(AllreduceSelect, ForcedAlgorithmsAgreeAcrossTheThreshold)
+// The size-based choice crosses from recursive doubling to halving-doubling (32 KiB on
+// 3 ranks, 256 KiB on 2) and from halving-doubling to ring (64 KiB); each forced
+// algorithm and the automatic choice must give the reference result on both sides.
+TEST(AllreduceSelect, ForcedAlgorithmsAgreeAcrossTheThresholds)
 {
-    for (const char *forced : {"ring", "halving_doubling", "auto"}) {
+    for (const char *forced : {"ring", "halving_doubling", "recursive_doubling", "auto"}) {
         setenv("DISTTRAIN_ALGORITHM", forced, 1);
-        for (size_t count : {size_t{16383}, size_t{16384}, size_t{16385}})
+        for (size_t count : {size_t{8191}, size_t{8192}, size_t{8193}, size_t{16383},
+                             size_t{16384}, size_t{16385}})
             check_allreduce(kAuto, DT_FLOAT32, DT_SUM, 3, count, false);
+        for (size_t count : {size_t{65536}, size_t{65537}})
+            check_allreduce(kAuto, DT_FLOAT32, DT_SUM, 2, count, false);
     }
     unsetenv("DISTTRAIN_ALGORITHM");
 }

@@ -53,6 +53,8 @@ Engine::~Engine()
 
 void Engine::submit(std::shared_ptr<Operation> op)
 {
+    if (!ordered_)
+        op->set_wakeup(wakeup_); // ordered mode has no tick to cut short
     std::unique_lock lock(mutex_);
     if (error_) {
         auto [status, message] = *error_;
@@ -167,10 +169,11 @@ bool Engine::wait_for_work()
     auto wake = [&] {
         return stopping_ || cancel_.load() || intake_bytes_ >= fusion_threshold_ ||
                (cycle_time_.count() == 0 && !intake_.empty()) ||
-               (!intake_.empty() && intake_.back()->desc().blocking);
+               (!intake_.empty() && intake_.back()->desc().blocking) || wakeup_->waited;
     };
     if (cycle_time_.count() > 0)
         cv_.wait_for(lock, cycle_time_, wake);
+    wakeup_->waited = false; // one cycle at once per wait; then the tick again
     if (cancel_.load())
         return false;
     std::deque<std::shared_ptr<Operation>> incoming;

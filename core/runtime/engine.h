@@ -1,6 +1,6 @@
 // The background engine of a context. Callers enqueue named operations from any thread,
 // in any order; one engine thread per context wakes every DISTTRAIN_CYCLE_TIME_MS (at
-// once when the queue holds a fusion buffer's worth), agrees with the other ranks which
+// once when the queue holds a fusion buffer's worth or a caller waits), agrees with the other ranks which
 // operations are ready everywhere (negotiation: a MIN allreduce of one byte per cached
 // operation, plus a round trip through the coordinator on rank 0 for new ones), fuses
 // ready allreduces into one buffer up to DISTTRAIN_FUSION_THRESHOLD bytes and runs them.
@@ -148,9 +148,10 @@ private:
     const std::chrono::milliseconds stall_warn_;
     const bool ordered_;
 
-    // Shared with callers.
-    mutable std::mutex mutex_;
-    std::condition_variable cv_;
+    // Shared with callers (and through wakeup_ with the operations, see EngineWakeup).
+    std::shared_ptr<EngineWakeup> wakeup_ = std::make_shared<EngineWakeup>();
+    std::mutex &mutex_ = wakeup_->mutex;
+    std::condition_variable &cv_ = wakeup_->cv;
     std::deque<std::shared_ptr<Operation>> intake_;
     size_t intake_bytes_ = 0;
     bool stopping_ = false;

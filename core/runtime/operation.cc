@@ -36,6 +36,13 @@ bool Operation::done() const
 
 bool Operation::wait(std::chrono::milliseconds timeout) const
 {
+    if (wakeup_ && !done()) {
+        {
+            std::lock_guard lock(wakeup_->mutex);
+            wakeup_->waited = true;
+        }
+        wakeup_->cv.notify_all();
+    }
     std::unique_lock lock(mutex_);
     if (timeout.count() < 0) {
         cv_.wait(lock, [&] { return done_; });

@@ -6,6 +6,7 @@
 
 #include <chrono>
 #include <condition_variable>
+#include <memory>
 #include <mutex>
 #include <string>
 
@@ -28,6 +29,15 @@ struct OpDesc {
     bool blocking = false; // the caller waits for it at once (nothing else will follow)
 };
 
+// The engine thread's wake-up: its lock, its condition variable, and the "someone waits"
+// flag. Shared with the operations it runs, so that a caller waiting for one can ask the
+// engine to negotiate now rather than at its next tick, even if the context is gone.
+struct EngineWakeup {
+    std::mutex mutex;
+    std::condition_variable cv;
+    bool waited = false; // a caller waits for an operation that is not done
+};
+
 class Operation {
 public:
     explicit Operation(OpDesc desc) : desc_(std::move(desc)) {}
@@ -40,7 +50,11 @@ public:
 
     bool done() const;
     // Waits until done or timeout; negative timeout waits without limit. True if done.
+    // Wakes the engine first if the operation is not done: the caller has nothing else
+    // to hand it, so gathering more operations for the next tick gains nothing.
     bool wait(std::chrono::milliseconds timeout) const;
+    // Set by the engine before the operation is queued.
+    void set_wakeup(std::shared_ptr<EngineWakeup> wakeup) { wakeup_ = std::move(wakeup); }
     // Valid once done().
     dt_status_t status() const;
     std::string message() const;
@@ -48,6 +62,7 @@ public:
 
 private:
     OpDesc desc_;
+    std::shared_ptr<EngineWakeup> wakeup_;
     mutable std::mutex mutex_;
     mutable std::condition_variable cv_;
     bool done_ = false;

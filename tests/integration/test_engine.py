@@ -36,6 +36,18 @@ def test_submission_order_may_differ_between_ranks(disttrainrun, worker, np):
     assert len(rank_lines(r.stdout, "order ok")) == np
 
 
+def test_a_wait_starts_a_cycle_at_once(disttrainrun, worker):
+    # With a 60 s tick, asynchronous operations complete only because each rank's wait
+    # asks its engine to negotiate now: without that the job would take a whole tick.
+    env = clean_env({"DISTTRAIN_CYCLE_TIME_MS": "60000"})
+    start = time.monotonic()
+    r = job(disttrainrun, worker, 2, "order", "20", env=env, timeout=180)
+    elapsed = time.monotonic() - start
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert len(rank_lines(r.stdout, "order ok")) == 2
+    assert elapsed < 30, f"the job waited for the engine's tick ({elapsed:.1f} s)"
+
+
 @pytest.mark.parametrize("threshold", [None, "0", "16"],
                          ids=["fused", "unfused", "threshold-below-one-tensor"])
 def test_fusion_gives_the_same_results(disttrainrun, worker, threshold):

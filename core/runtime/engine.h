@@ -1,9 +1,10 @@
 // The background engine of a context. Callers enqueue named operations from any thread,
 // in any order; one engine thread per context wakes every DISTTRAIN_CYCLE_TIME_MS (at
-// once when the queue holds a fusion buffer's worth or a caller waits), agrees with the other ranks which
-// operations are ready everywhere (negotiation: a MIN allreduce of one byte per cached
-// operation, plus a round trip through the coordinator on rank 0 for new ones), fuses
-// ready allreduces into one buffer up to DISTTRAIN_FUSION_THRESHOLD bytes and runs them.
+// once when the queue holds a fusion buffer's worth or a caller waits), agrees with the
+// other ranks which operations are ready everywhere (negotiation: a MIN allreduce of one
+// byte per cached operation, plus a round trip through the coordinator on rank 0 for new
+// ones), fuses ready allreduces into one buffer up to DISTTRAIN_FUSION_THRESHOLD bytes and
+// runs them.
 //
 // Failures never hang: every exchange has the DISTTRAIN_TIMEOUT deadline, a lost peer is
 // seen through a control receive posted to every peer, and the first error breaks the

@@ -79,9 +79,11 @@ std::vector<RankLaunch> build_launches(const Options &opt,
                                        const std::string &local_exe,
                                        const std::string &ssh_path,
                                        const std::string &store_addr,
-                                       const std::string &token)
+                                       const std::string &token,
+                                       const std::vector<std::vector<int>> &cpu_plan)
 {
     std::vector<RankLaunch> launches;
+    size_t local_index = 0; // the plan covers the ranks started here, in order
     std::vector<std::string> inherited = current_environment(rank_variables());
     EnvList forwarded = forwarded_settings();
     std::string cwd = current_dir();
@@ -96,6 +98,17 @@ std::vector<RankLaunch> build_launches(const Options &opt,
             for (const auto &[name, value] : env)
                 l.spec.env.push_back(name + "=" + value);
             l.spec.env.push_back("DISTTRAIN_JOB_TOKEN=" + token);
+            if (local_index < cpu_plan.size()) {
+                l.spec.cpus = cpu_plan[local_index];
+                std::string list;
+                for (int cpu : l.spec.cpus) {
+                    if (!list.empty())
+                        list += ',';
+                    list += std::to_string(cpu);
+                }
+                DT_LOG(debug, "launch", "rank ", p.rank, " bound to CPUs ", list);
+            }
+            ++local_index;
         } else {
             EnvList remote = forwarded;
             remote.insert(remote.end(), env.begin(), env.end());
@@ -111,6 +124,8 @@ int run(const std::vector<std::string> &args)
 {
     std::optional<Options> parsed;
     std::vector<Placement> placements;
+    std::vector<std::vector<int>> cpu_plan;
+    std::string binding_note;
     try {
         parsed = parse_options(args);
         if (!parsed) {
@@ -122,12 +137,17 @@ int run(const std::vector<std::string> &args)
             return run_with_mpirun(*parsed);
         }
         placements = place_ranks(*parsed);
+        int local_ranks = static_cast<int>(std::count_if(
+            placements.begin(), placements.end(), [](const Placement &p) { return p.local; }));
+        cpu_plan = plan_binding(parsed->bind_to, local_ranks, &binding_note);
     } catch (const UsageError &e) {
         std::cerr << "disttrainrun: " << e.message << " (see disttrainrun --help)\n";
         return exit_usage;
     }
     const Options &opt = *parsed;
     log::init_from_env();
+    if (!binding_note.empty())
+        DT_LOG(info, "launch", binding_note);
 
     std::string local_exe, ssh_path;
     std::vector<std::string> ssh_hosts;
@@ -163,7 +183,8 @@ int run(const std::vector<std::string> &args)
     DT_LOG(info, "launch", "store at ", store.address, " for ", opt.np, " ranks");
     JobSettings settings{opt.timeout_s, opt.grace_s, opt.tag_output};
     return run_job(signals,
-                   build_launches(opt, placements, local_exe, ssh_path, store.address, token),
+                   build_launches(opt, placements, local_exe, ssh_path, store.address, token,
+                                  cpu_plan),
                    settings);
 }
 

@@ -94,6 +94,8 @@ std::optional<Options> parse_options(const std::vector<std::string> &args)
             opt.timeout_s = parse_seconds(a.name, value_of(a));
         } else if (a.name == "--grace") {
             opt.grace_s = parse_seconds(a.name, value_of(a));
+        } else if (a.name == "--bind-to") {
+            opt.bind_to = parse_bind_to(value_of(a));
         } else if (a.name == "--tag-output" && !a.inline_value) {
             opt.tag_output = true;
         } else if (a.name == "--no-tag-output" && !a.inline_value) {
@@ -117,6 +119,7 @@ const char *usage() noexcept
 {
     return "usage: disttrainrun -np N [-H host:slots,...] [--launcher local|ssh|mpi]\n"
            "                    [--timeout S] [--grace S] [--tag-output|--no-tag-output]\n"
+           "                    [--bind-to core|none|auto]\n"
            "                    [--] command [args...]\n"
            "\n"
            "Starts N ranks of command, serves their rendezvous store and prefixes each\n"
@@ -133,6 +136,10 @@ const char *usage() noexcept
            "  --grace S        seconds between SIGTERM and SIGKILL when stopping ranks\n"
            "                   (default 5)\n"
            "  --no-tag-output  pass rank output through without the [rank] prefix\n"
+           "  --bind-to B      core: each local rank gets an equal share of the cores\n"
+           "                   disttrainrun may use (an error if there are fewer cores\n"
+           "                   than ranks); none: ranks share every CPU; auto (default):\n"
+           "                   core when the ranks fit, else none\n"
            "\n"
            "Remote hosts need passwordless ssh (ssh -o BatchMode=yes host true) and the\n"
            "same working directory. DISTTRAIN_STORE_ADDR=host[:port] sets the address\n"

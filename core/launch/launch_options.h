@@ -3,6 +3,8 @@
 // CLI11 only does with `--`; mpirun users expect `disttrainrun -np 2 ./train --lr 0.1`.
 #pragma once
 
+#include "launch/launch_binding.h"
+
 #include <optional>
 #include <string>
 #include <vector>
@@ -23,6 +25,7 @@ struct Options {
     double timeout_s = 0;         // 0: no job time limit
     double grace_s = 5;           // SIGTERM to SIGKILL delay when stopping ranks
     bool tag_output = true;
+    BindTo bind_to = BindTo::automatic; // local ranks only (launch_binding.h)
     std::vector<std::string> command;
 };
 

@@ -3,6 +3,7 @@
 #include "runtime/error.h"
 
 #include <fcntl.h>
+#include <sched.h>
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
@@ -66,9 +67,13 @@ std::vector<char *> c_strings(const std::vector<std::string> &v)
 // Runs in the child between fork and exec: only async-signal-safe calls.
 [[noreturn]] void exec_child(const SpawnSpec &spec, char *const *argv, char *const *envp,
                              int in_fd, int out_fd, int err_fd, int report_fd,
-                             pid_t parent)
+                             pid_t parent, const cpu_set_t *cpus)
 {
     setpgid(0, 0);
+    // Before exec, so every thread the rank starts inherits it. The CPUs come from the
+    // launcher's own mask, so this cannot fail for want of permission.
+    if (cpus != nullptr)
+        sched_setaffinity(0, sizeof *cpus, cpus);
     // A launcher killed with SIGKILL cannot stop its ranks; the kernel does it for us.
     prctl(PR_SET_PDEATHSIG, SIGKILL);
     if (getppid() != parent)
@@ -163,13 +168,19 @@ Child spawn(const SpawnSpec &spec)
     }
     std::vector<char *> argv = c_strings(spec.argv);
     std::vector<char *> envp = c_strings(spec.env);
+    cpu_set_t cpus;
+    CPU_ZERO(&cpus);
+    for (int cpu : spec.cpus)
+        if (cpu >= 0 && cpu < CPU_SETSIZE)
+            CPU_SET(cpu, &cpus);
     pid_t parent = getpid();
     pid_t pid = fork();
     if (pid < 0)
         throw_error(DT_ERR_INTERNAL, "disttrainrun: fork failed: ", std::strerror(errno));
     if (pid == 0)
         exec_child(spec, argv.data(), envp.data(), in.read.get(), out.write.get(),
-                   err.write.get(), report.write.get(), parent);
+                   err.write.get(), report.write.get(), parent,
+                   spec.cpus.empty() ? nullptr : &cpus);
 
     // Both sides set the group so that a signal sent right after fork finds it.
     setpgid(pid, pid);

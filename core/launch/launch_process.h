@@ -57,6 +57,7 @@ struct SpawnSpec {
     std::vector<std::string> argv;  // argv[0] included
     std::vector<std::string> env;   // the whole environment, "NAME=value"
     bool pipe_stdin = false;        // false: stdin is /dev/null
+    std::vector<int> cpus;          // the child's CPU affinity; empty: inherited
 };
 
 struct Child {

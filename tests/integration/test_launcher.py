@@ -374,6 +374,8 @@ def test_command_not_found(disttrainrun, tmp_path):
     (["-np", "1", "--grace", "-1", "TOUCH"], "--grace needs a number of seconds"),
     (["-np", "1", "--timeout", "soon", "TOUCH"], "--timeout needs a number of seconds"),
     (["-np", "1", "--frobnicate", "TOUCH"], "unknown option '--frobnicate'"),
+    (["-np", "1", "--bind-to", "socket", "TOUCH"],
+     "--bind-to 'socket': expected core, none or auto"),
 ])
 def test_bad_arguments(disttrainrun, tmp_path, args, message):
     marker = tmp_path / "started"
@@ -456,3 +458,68 @@ def test_remote_rank_failure_is_reported_with_its_host(disttrainrun, fake_ssh):
     assert len(lines) == 1, r.stderr
     assert re.fullmatch(r"disttrainrun: rank 1 \(host nodeA, ssh pid \d+\) exited with "
                         r"code 6; stopped the other ranks", lines[0]), lines[0]
+
+
+# --- CPU binding ----------------------------------------------------------------------
+
+PRINT_AFFINITY = "import os; print(*sorted(os.sched_getaffinity(0)))"
+
+
+def physical_cores(cpus):
+    """The cores (package, core id) of these CPUs, as the launcher groups them."""
+    cores = set()
+    for cpu in cpus:
+        topo = pathlib.Path(f"/sys/devices/system/cpu/cpu{cpu}/topology")
+        try:
+            cores.add((int((topo / "physical_package_id").read_text()),
+                       int((topo / "core_id").read_text())))
+        except (OSError, ValueError):
+            cores.add(("cpu", cpu))
+    return cores
+
+
+def affinities(disttrainrun, np, *options):
+    r = run([disttrainrun, "-np", str(np), *options, sys.executable, "-c", PRINT_AFFINITY],
+            timeout=60)
+    assert r.returncode == 0, r.stderr
+    found = {}
+    for line in r.stdout.splitlines():
+        m = re.match(r"\[(\d+)\] ([\d ]+)$", line)
+        assert m, line
+        found[int(m.group(1))] = set(map(int, m.group(2).split()))
+    assert sorted(found) == list(range(np)), r.stdout
+    return found
+
+
+@pytest.mark.parametrize("options", [(), ("--bind-to", "core")], ids=["default", "core"])
+def test_ranks_that_fit_get_cores_of_their_own(disttrainrun, options):
+    mine = os.sched_getaffinity(0)
+    if len(physical_cores(mine)) < 2:
+        pytest.skip("fewer than 2 physical cores in this process's affinity mask")
+    got = affinities(disttrainrun, 2, *options)
+    assert got[0] and got[1] and not got[0] & got[1], got
+    # Every allowed CPU is dealt out, whole cores to one rank each.
+    assert got[0] | got[1] == mine, got
+    assert not physical_cores(got[0]) & physical_cores(got[1]), got
+
+
+def test_bind_to_none_leaves_every_cpu_to_every_rank(disttrainrun):
+    mine = os.sched_getaffinity(0)
+    assert affinities(disttrainrun, 2, "--bind-to", "none") == {0: mine, 1: mine}
+
+
+def test_more_ranks_than_cores_are_not_bound_by_default(disttrainrun):
+    mine = os.sched_getaffinity(0)
+    np = len(mine) + 1
+    assert affinities(disttrainrun, np) == {r: mine for r in range(np)}
+
+
+def test_bind_to_core_with_more_ranks_than_cores_is_an_error(disttrainrun, tmp_path):
+    np = len(os.sched_getaffinity(0)) + 1
+    marker = tmp_path / "started"
+    r = run([disttrainrun, "-np", str(np), "--bind-to", "core", "touch", str(marker)],
+            timeout=30)
+    assert r.returncode == 2, r.stderr
+    assert f"--bind-to core: {np} ranks on this host" in r.stderr, r.stderr
+    assert "--bind-to none" in r.stderr, r.stderr
+    assert not marker.exists()

@@ -12,6 +12,16 @@ ninja -C "$build" || exit 1
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1
 export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 export LSAN_OPTIONS=suppressions=$repo/scripts/lsan.supp
-meson test -C "$build" --print-errorlogs --num-processes 2 --timeout-multiplier 4 || exit 1
+# The cuDNN test runs without leak checking: with no GPU the CUDA runtime it loads keeps
+# a few allocations, and once the plugin is unloaded LeakSanitizer cannot even name the
+# library (frames show as "<unknown module>"), so no suppression can match them.
+# Address and undefined-behaviour errors still fail it.
+tests=$(meson test -C "$build" --list 2>/dev/null | sed -n 's/^libdisttrain:[^ ]* \/ //p' |
+        grep -vx compute_cudnn_gtest)
+# shellcheck disable=SC2086
+meson test -C "$build" --print-errorlogs --num-processes 2 --timeout-multiplier 4 $tests ||
+  exit 1
+ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 meson test -C "$build" --print-errorlogs \
+  compute_cudnn_gtest || exit 1
 cd "$repo" && DISTTRAIN_BUILD_DIR=$build /usr/bin/python3 -m pytest -q -p no:cacheprovider \
   tests/integration tests/plugins/conformance

@@ -2,6 +2,7 @@
 
 #include "runtime/error.h"
 
+#include <cstring>
 #include <limits>
 
 namespace dt::compute {
@@ -25,11 +26,15 @@ dtp_tensor_t convert(const char *function, const char *what, const dt_tensor_des
                      bool allow_int32)
 {
     require_ptr(function, what, desc);
-    const int d = static_cast<int>(desc->dtype);
+    // Read as the integer it is: a C caller may pass any value, and loading an enum
+    // outside its range is undefined in C++.
+    int d;
+    static_assert(sizeof d == sizeof desc->dtype);
+    std::memcpy(&d, &desc->dtype, sizeof d);
     const bool floating = d == DT_FLOAT32 || d == DT_BFLOAT16 || d == DT_FLOAT16;
     if (!floating && !(allow_int32 && d == DT_INT32))
         throw_error(DT_ERR_INVALID_ARGUMENT, function, ": ", what, " has dtype ", d, " (",
-                    dt_dtype_name(desc->dtype), "); compute operations take float32, "
+                    dtype_label(d), "); compute operations take float32, "
                     "bfloat16 or float16", allow_int32 ? " (or int32 here)" : "");
     if (desc->ndims < 1 || desc->ndims > DT_TENSOR_MAX_DIMS)
         throw_error(DT_ERR_INVALID_ARGUMENT, function, ": ", what, " has ndims ", desc->ndims,

@@ -2,6 +2,7 @@
 // free, memcpy, fill, cast.
 #include "compute/handle.h"
 
+#include "runtime/enum_value.h"
 #include "runtime/error.h"
 #include "telemetry/log.h"
 
@@ -105,14 +106,15 @@ DT_API dt_status_t dt_compute_memcpy(dt_compute_h compute, void *dst, const void
     return guard([&] {
         const char *fn = "dt_compute_memcpy";
         ComputeContext &c = context(compute, fn);
-        if (kind < DT_COPY_HOST_TO_DEVICE || kind > DT_COPY_HOST_TO_HOST)
-            dt::throw_error(DT_ERR_INVALID_ARGUMENT, fn, ": kind ", static_cast<int>(kind),
+        const int k = dt::enum_value(kind);
+        if (k < DT_COPY_HOST_TO_DEVICE || k > DT_COPY_HOST_TO_HOST)
+            dt::throw_error(DT_ERR_INVALID_ARGUMENT, fn, ": kind ", k,
                             " is unknown; use a DT_COPY_* value");
         if (bytes == 0)
             return DT_OK;
         require_ptr(fn, "dst", dst);
         require_ptr(fn, "src", src);
-        c.call(fn, c.ops().memcpy, dst, src, bytes, static_cast<int32_t>(kind));
+        c.call(fn, c.ops().memcpy, dst, src, bytes, static_cast<int32_t>(k));
         return DT_OK;
     });
 }

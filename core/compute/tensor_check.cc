@@ -1,8 +1,8 @@
 #include "compute/tensor_check.h"
 
+#include "runtime/enum_value.h"
 #include "runtime/error.h"
 
-#include <cstring>
 #include <limits>
 
 namespace dt::compute {
@@ -26,11 +26,7 @@ dtp_tensor_t convert(const char *function, const char *what, const dt_tensor_des
                      bool allow_int32)
 {
     require_ptr(function, what, desc);
-    // Read as the integer it is: a C caller may pass any value, and loading an enum
-    // outside its range is undefined in C++.
-    int d;
-    static_assert(sizeof d == sizeof desc->dtype);
-    std::memcpy(&d, &desc->dtype, sizeof d);
+    const int d = enum_value(desc->dtype); // a C caller may pass any value
     const bool floating = d == DT_FLOAT32 || d == DT_BFLOAT16 || d == DT_FLOAT16;
     if (!floating && !(allow_int32 && d == DT_INT32))
         throw_error(DT_ERR_INVALID_ARGUMENT, function, ": ", what, " has dtype ", d, " (",
@@ -202,12 +198,13 @@ dtp_pool_t pool_geometry(const char *function, const dt_pool_params_t *p)
     if (!(p->field_mask & DT_POOL_PARAM_FIELD_KIND) || !(p->field_mask & DT_POOL_PARAM_FIELD_KERNEL))
         throw_error(DT_ERR_INVALID_ARGUMENT, function, ": dt_pool_params_t needs kind and "
                     "kernel (set DT_POOL_PARAM_FIELD_KIND and DT_POOL_PARAM_FIELD_KERNEL)");
-    if (p->kind != DT_POOL_MAX && p->kind != DT_POOL_AVG_INCLUDE_PADDING &&
-        p->kind != DT_POOL_AVG_EXCLUDE_PADDING)
-        throw_error(DT_ERR_INVALID_ARGUMENT, function, ": pool kind ",
-                    static_cast<int>(p->kind), " is unknown; use DT_POOL_MAX or DT_POOL_AVG_*");
+    const int kind = enum_value(p->kind);
+    if (kind != DT_POOL_MAX && kind != DT_POOL_AVG_INCLUDE_PADDING &&
+        kind != DT_POOL_AVG_EXCLUDE_PADDING)
+        throw_error(DT_ERR_INVALID_ARGUMENT, function, ": pool kind ", kind,
+                    " is unknown; use DT_POOL_MAX or DT_POOL_AVG_*");
     dtp_pool_t g{};
-    g.kind = p->kind;
+    g.kind = kind;
     for (int i = 0; i < 2; ++i) {
         g.kernel[i] = at_least(function, "kernel", p->kernel[i], 1);
         g.stride[i] = (p->field_mask & DT_POOL_PARAM_FIELD_STRIDE)

@@ -23,5 +23,15 @@ meson test -C "$build" --print-errorlogs --num-processes 2 --timeout-multiplier 
   exit 1
 ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 meson test -C "$build" --print-errorlogs \
   compute_cudnn_gtest || exit 1
-cd "$repo" && DISTTRAIN_BUILD_DIR=$build /usr/bin/python3 -m pytest -q -p no:cacheprovider \
-  tests/integration tests/plugins/conformance
+# Left out or relaxed, and why:
+# - test_no_memory_growth_over_10000_steps: ASan's quarantine holds freed memory (up to
+#   256 MiB), so resident memory grows by design; the normal suite measures it.
+# - tests with mpi in their name run with leak checking off: Open MPI's components keep
+#   allocations at exit, from libraries unloaded by then that LeakSanitizer cannot name.
+cd "$repo" || exit 1
+export DISTTRAIN_BUILD_DIR=$build
+suites=(tests/integration tests/plugins/conformance)
+/usr/bin/python3 -m pytest -q -p no:cacheprovider "${suites[@]}" \
+  -k "not test_no_memory_growth_over_10000_steps and not mpi" || exit 1
+ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 /usr/bin/python3 -m pytest -q \
+  -p no:cacheprovider "${suites[@]}" -k "mpi"

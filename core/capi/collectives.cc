@@ -1,6 +1,7 @@
 // dt_<collective>[_async]: argument checks, then a queued operation. The blocking form is
 // the asynchronous one followed by a wait, so both take exactly the same path.
 #include "capi/guard.h"
+#include "runtime/enum_value.h"
 
 #include <cstdint>
 #include <limits>
@@ -43,17 +44,21 @@ size_t checked_bytes(const char *fn, size_t count, dt_dtype_t dtype, size_t bloc
     return bytes;
 }
 
-void check_dtype(const char *fn, dt_dtype_t dtype)
+// By reference and through enum_value: a C caller may pass any int, and loading it as
+// the enum would be undefined behaviour before the check could refuse it.
+void check_dtype(const char *fn, const dt_dtype_t &dtype)
 {
-    if (static_cast<int>(dtype) < 0 || dtype >= DT_DTYPE_COUNT_)
-        throw_error(DT_ERR_INVALID_ARGUMENT, fn, ": dtype ", static_cast<int>(dtype),
+    const int d = dt::enum_value(dtype);
+    if (d < 0 || d >= DT_DTYPE_COUNT_)
+        throw_error(DT_ERR_INVALID_ARGUMENT, fn, ": dtype ", d,
                     " is not a dt_dtype_t; use DT_FLOAT32 ... DT_INT64");
 }
 
-void check_op(const char *fn, dt_reduce_op_t op)
+void check_op(const char *fn, const dt_reduce_op_t &op)
 {
-    if (static_cast<int>(op) < 0 || op >= DT_REDUCE_OP_COUNT_)
-        throw_error(DT_ERR_INVALID_ARGUMENT, fn, ": op ", static_cast<int>(op),
+    const int o = dt::enum_value(op);
+    if (o < 0 || o >= DT_REDUCE_OP_COUNT_)
+        throw_error(DT_ERR_INVALID_ARGUMENT, fn, ": op ", o,
                     " is not a dt_reduce_op_t; use DT_SUM, DT_AVG, DT_MIN, DT_MAX or "
                     "DT_PROD");
 }

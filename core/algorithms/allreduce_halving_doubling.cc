@@ -43,9 +43,7 @@ void allreduce_halving_doubling(Comm &comm, const AllreduceArgs &args)
     if (p == 1)
         return;
 
-    int pof2 = 1;
-    while (pof2 * 2 <= p)
-        pof2 *= 2;
+    const int pof2 = detail::largest_power_of_two(p);
     const int rem = p - pof2;
     std::vector<std::byte> tmp(n * es);
 

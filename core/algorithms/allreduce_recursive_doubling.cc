@@ -26,9 +26,7 @@ void allreduce_recursive_doubling(Comm &comm, const AllreduceArgs &args)
     const int p = comm.size(), r = comm.rank();
     if (p == 1)
         return;
-    int pof2 = 1;
-    while (pof2 * 2 <= p)
-        pof2 *= 2;
+    const int pof2 = detail::largest_power_of_two(p);
     const int rem = p - pof2;
     if (r < 2 * rem && r % 2 == 0) { // folded in: the odd neighbour works for both
         comm.send(r + 1, out, bytes);

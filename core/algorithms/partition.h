@@ -25,6 +25,16 @@ inline size_t part_length(size_t n, size_t parts, size_t i)
 // (a mod m) for a possibly negative a: rank arithmetic around a ring.
 inline int wrap(int a, int m) { return ((a % m) + m) % m; }
 
+// The largest power of two <= p (p >= 1): the ranks that take part in the butterfly of
+// recursive halving/doubling; the p - pof2 others fold in and out around it.
+inline int largest_power_of_two(int p)
+{
+    int pof2 = 1;
+    while (pof2 * 2 <= p)
+        pof2 *= 2;
+    return pof2;
+}
+
 // Size of one element of dtype; throws for an unknown dtype.
 inline size_t element_size(dt_dtype_t dtype, const char *collective)
 {

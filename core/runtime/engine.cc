@@ -74,10 +74,11 @@ void Engine::submit(std::shared_ptr<Operation> op)
     }
     intake_bytes_ += d.count * dt_dtype_size(d.dtype);
     intake_.push_back(std::move(op));
-    // Wake at once for a blocking call or a fusion buffer's worth; otherwise the cycle
-    // timer gathers more operations into one negotiation and one fused transfer.
+    // Wake at once for a blocking call, a fusion buffer's worth or the first operation
+    // of an idle job; otherwise the cycle timer gathers more operations into one
+    // negotiation and one fused transfer.
     bool now = d.blocking || ordered_ || intake_bytes_ >= fusion_threshold_ ||
-               cycle_time_.count() == 0;
+               cycle_time_.count() == 0 || idle_;
     lock.unlock();
     if (now)
         cv_.notify_all();
@@ -169,10 +170,12 @@ bool Engine::wait_for_work()
     auto wake = [&] {
         return stopping_ || cancel_.load() || intake_bytes_ >= fusion_threshold_ ||
                (cycle_time_.count() == 0 && !intake_.empty()) ||
-               (!intake_.empty() && intake_.back()->desc().blocking) || wakeup_->waited;
+               (!intake_.empty() && intake_.back()->desc().blocking) || wakeup_->waited ||
+               (idle_ && !intake_.empty());
     };
+    idle_ = idle_cycles_ > 0;
     if (cycle_time_.count() > 0)
-        cv_.wait_for(lock, cycle_time_, wake);
+        cv_.wait_for(lock, next_tick(), wake);
     wakeup_->waited = false; // one cycle at once per wait; then the tick again
     if (cancel_.load())
         return false;

@@ -91,6 +91,8 @@ private:
     void release_transport();
     void admit(std::deque<std::shared_ptr<Operation>> &incoming);
     void cycle();
+    // How long the engine sleeps before the next cycle unless woken (idle_cycles_).
+    Clock::duration next_tick() const;
     std::vector<uint8_t> cache_state(Clock::time_point now);
     void slow_path(std::vector<Ready> &ready, Clock::time_point now);
     void apply(const ResponseList &list, std::vector<Ready> &ready, Clock::time_point now);
@@ -156,6 +158,7 @@ private:
     std::deque<std::shared_ptr<Operation>> intake_;
     size_t intake_bytes_ = 0;
     bool stopping_ = false;
+    bool idle_ = false; // the engine sleeps out an idle tick: a submission wakes it
     // Whoever drives the transport holds this (the engine thread, or in ordered mode a
     // caller running its blocking operation); true until the control receives are up.
     bool transport_busy_ = true;
@@ -173,6 +176,14 @@ private:
     std::shared_ptr<Operation> join_op_;       // this rank's join in flight
     bool join_reported_ = false;
     uint64_t cycle_seq_ = 0;
+    // Consecutive cycles in which no rank had anything pending (every rank counts the
+    // same, from the negotiation's last byte). While it grows, the tick doubles up to
+    // 2^kIdleBackoffDoublings x DISTTRAIN_CYCLE_TIME_MS, so an idle job (a forward pass)
+    // negotiates a few times instead of once a millisecond; and the first submission
+    // then wakes the engine at once. Ranks that got no work still come within one tick,
+    // and since every rank ends a cycle at about the same moment, their ticks line up.
+    uint64_t idle_cycles_ = 0;
+    static constexpr unsigned kIdleBackoffDoublings = 3;
     // Cost of negotiation with nothing to do (a warm cache, no news), logged at exit.
     uint64_t empty_cycles_ = 0;
     std::chrono::nanoseconds empty_cycle_time_{0};

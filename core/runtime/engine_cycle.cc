@@ -6,6 +6,8 @@
 #include "runtime/error.h"
 #include "telemetry/log.h"
 
+#include <algorithm>
+
 namespace dt {
 
 namespace {
@@ -17,10 +19,12 @@ constexpr auto kCoordinatorPoll = std::chrono::milliseconds(500);
 } // namespace
 
 // Byte 0: 1 when this rank has no news for the coordinator. Then one byte per cache slot
-// (ResponseCache::kInvalid / kAbsent / kReady).
+// (ResponseCache::kInvalid / kAbsent / kReady). Last byte: 1 when this rank has nothing
+// pending (after the MIN: when no rank has), which sets the next tick (idle_backoff).
 std::vector<uint8_t> Engine::cache_state(Clock::time_point now)
 {
-    std::vector<uint8_t> state(1 + cache_.slot_count(), ResponseCache::kAbsent);
+    std::vector<uint8_t> state(1 + cache_.slot_count() + 1, ResponseCache::kAbsent);
+    state.back() = pending_.empty() && !join_op_ ? 1 : 0;
     bool news = join_op_ && !join_reported_;
     // Free slots and slots of groups this rank is not in are neutral.
     for (size_t slot = 0; slot < cache_.slot_count(); ++slot)
@@ -90,12 +94,21 @@ void Engine::cycle()
     }
     if (state[0] == 0)
         slow_path(ready, now);
+    // Every rank saw the same last byte, so every rank picks the same next tick.
+    idle_cycles_ = state.back() == 1 && state[0] == 1 && ready.empty() ? idle_cycles_ + 1 : 0;
     if (!ready.empty()) {
         execute(ready);
     } else if (state[0] == 1 && pending_.empty()) {
         ++empty_cycles_;
         empty_cycle_time_ += Clock::now() - now;
     }
+}
+
+Engine::Clock::duration Engine::next_tick() const
+{
+    // 1 ms while any rank has work (the default tick), then 2, 4, 8 ms while none has.
+    unsigned doublings = std::min<uint64_t>(idle_cycles_, kIdleBackoffDoublings);
+    return cycle_time_ * (1 << doublings);
 }
 
 void Engine::slow_path(std::vector<Ready> &ready, Clock::time_point now)

@@ -10,6 +10,8 @@
 //   join             rank 1 runs out of data early and joins
 //   groups           process sets {0,2} and {1,3} (4 ranks)
 //   abort            rank 1 aborts while rank 0 waits
+//   idle MS          after a barrier, MS ms with nothing to do, then one allreduce whose
+//                    completion is polled (never waited for): prints its latency
 // Failures print "error: <status>: <message>" and exit 1.
 #include <disttrain/disttrain.h>
 
@@ -317,6 +319,32 @@ int cmd_leave()
     return s == DT_ERR_PEER_LOST ? 0 : 1;
 }
 
+int cmd_idle(int idle_ms)
+{
+    using Clock = std::chrono::steady_clock;
+    check(dt_barrier(ctx, "before idle"), "dt_barrier");
+    std::this_thread::sleep_for(std::chrono::milliseconds(idle_ms));
+    std::vector<float> a(16, float(rank + 1));
+    auto start = Clock::now();
+    dt_request_h req;
+    check(dt_allreduce_async(ctx, "after idle", a.data(), a.data(), 16, DT_FLOAT32, DT_SUM,
+                             &req),
+          "dt_allreduce_async");
+    // Polling, not dt_request_wait: a wait would start a cycle by itself.
+    int done = 0;
+    while (!done) {
+        check(dt_request_test(req, &done), "dt_request_test");
+        if (!done)
+            std::this_thread::sleep_for(std::chrono::microseconds(200));
+    }
+    dt_request_free(req);
+    if (a[0] != float(size * (size + 1) / 2))
+        wrong("after idle");
+    std::printf("idle ok latency_ms=%.1f\n",
+                std::chrono::duration<double, std::milli>(Clock::now() - start).count());
+    return 0;
+}
+
 } // namespace
 
 int main(int argc, char **argv)
@@ -342,6 +370,7 @@ int main(int argc, char **argv)
     else if (cmd == "groups") rc = cmd_groups();
     else if (cmd == "abort") rc = cmd_abort();
     else if (cmd == "leave") rc = cmd_leave();
+    else if (cmd == "idle") rc = cmd_idle(arg(2));
     if (ctx != nullptr)
         dt_context_destroy(ctx);
     return rc;

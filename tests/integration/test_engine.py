@@ -48,6 +48,31 @@ def test_a_wait_starts_a_cycle_at_once(disttrainrun, worker):
     assert elapsed < 30, f"the job waited for the engine's tick ({elapsed:.1f} s)"
 
 
+def test_an_idle_job_negotiates_less_often(disttrainrun, worker):
+    # 1.5 s with nothing pending anywhere: the tick doubles up to 8 ms, so about 200
+    # empty cycles instead of 1,500 at the 1 ms tick (a forward pass's CPU, given back).
+    env = clean_env({"DISTTRAIN_LOG_LEVEL": "info"})
+    r = job(disttrainrun, worker, 2, "idle", "1500", env=env)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert len(rank_lines(r.stdout, "idle ok")) == 2
+    counts = [int(n) for n in re.findall(r"(\d+) empty negotiation cycles", r.stdout + r.stderr)]
+    assert len(counts) == 2, r.stdout + r.stderr
+    assert max(counts) < 500, counts
+
+
+def test_the_first_submission_after_idling_starts_a_cycle_at_once(disttrainrun, worker):
+    # A 500 ms tick backs off to 1, 2, 4 s while idle; the allreduce submitted 2.2 s after
+    # the barrier would wait for the cycle at 3.5 s, were a submission in an idle job not
+    # to wake the engine. Its completion is polled, so no wait wakes it either.
+    env = clean_env({"DISTTRAIN_CYCLE_TIME_MS": "500"})
+    r = job(disttrainrun, worker, 2, "idle", "2200", env=env)
+    assert r.returncode == 0, r.stdout + r.stderr
+    latencies = [float(m.group(1)) for m in
+                 re.finditer(r"idle ok latency_ms=([0-9.]+)", r.stdout)]
+    assert len(latencies) == 2, r.stdout + r.stderr
+    assert max(latencies) < 500, latencies
+
+
 @pytest.mark.parametrize("threshold", [None, "0", "16"],
                          ids=["fused", "unfused", "threshold-below-one-tensor"])
 def test_fusion_gives_the_same_results(disttrainrun, worker, threshold):

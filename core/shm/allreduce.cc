@@ -2,6 +2,8 @@
 //  - inline: the input rides in the tag's cache line; each rank reduces all of them;
 //  - one-shot: each rank stages its input, then reduces every staged input itself
 //    (one handoff; wins while reading n inputs costs less than a second handoff);
+//  - single-copy (allreduce_cma.cc), where the kernel lets the ranks read each other's
+//    memory: reduce-scatter + allgather reading the peers' own buffers;
 //  - pipelined reduce-scatter + allgather: the message is cut in pieces of n slices;
 //    rank r stages the slices the others reduce, reduces slice r of every piece from
 //    the peers' staging slots, publishes it, and copies the peers' reduced slices out.
@@ -31,7 +33,7 @@ void reduce_all(void *dst, const void *const *in, int n, size_t count, dt_dtype_
         reduce::reduce_into(dst, in[m], count, dtype, op);
 }
 
-constexpr int kMaxInputs = 256;
+constexpr int kMaxInputs = detail::kMaxMembers;
 
 void allreduce_inline(Team &team, const void *sendbuf, void *recvbuf, size_t count,
                       dt_dtype_t dtype, dt_reduce_op_t op, size_t bytes)
@@ -139,9 +141,17 @@ void allreduce(Team &team, const void *sendbuf, void *recvbuf, size_t count,
     if (count == 0)
         return;
     const Tuning tune = tuning(team.size());
+    const CmaOptions &cma = team.domain().cma_options();
+    const size_t cma_bytes = cma.min_bytes != 0 ? cma.min_bytes : tune.cma_bytes;
     if (bytes <= kInlineBytes) {
         team.begin(false);
         allreduce_inline(team, sendbuf, recvbuf, count, dtype, op, bytes);
+    } else if (bytes >= cma_bytes && team.single_copy()) {
+        // Every member makes the same choice: the size and the members' attach-time
+        // verdicts are the same everywhere (the thresholds come from the same variables).
+        team.begin(true);
+        detail::allreduce_single_copy(team, sendbuf, recvbuf, count, dtype, op,
+                                      cma.piece_bytes != 0 ? cma.piece_bytes : tune.cma_piece);
     } else if (bytes <= std::min(tune.oneshot_bytes, team.data_bytes())) {
         team.begin(false);
         allreduce_oneshot(team, sendbuf, recvbuf, count, dtype, op, bytes);

@@ -38,6 +38,7 @@ std::unique_ptr<Attachment> Attachment::open(bootstrap::StoreClient &store,
     const bool enabled = env::get_int("DISTTRAIN_SHM", 1, 0, 1) == 1;
     const int64_t bytes = env::get_int("DISTTRAIN_SHM_BYTES", int64_t(kDefaultDataBytes),
                                        64 * 1024, int64_t(1) << 34);
+    const bool cma = env::get_int("DISTTRAIN_SHM_CMA", 1, 0, 1) == 1;
     DomainOptions d;
     d.rank = opts.rank;
     d.size = opts.size;
@@ -67,6 +68,7 @@ std::unique_ptr<Attachment> Attachment::open(bootstrap::StoreClient &store,
     d.key_prefix = opts.key_prefix;
     d.timeout = opts.timeout;
     d.allreduce_choice = algo::allreduce_choice();
+    d.cma.enabled = cma;
     auto domain = std::make_unique<Domain>(store, d);
     DT_LOG(info, "shm", "shared memory between the ", d.local_size, " ranks of this host (",
            domain->data_bytes() >> 10, " KiB staging per rank)");

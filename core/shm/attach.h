@@ -23,7 +23,8 @@ class Attachment {
 public:
     // Null when shared memory is off (DISTTRAIN_SHM=0), pointless (one rank on this
     // host) or not ours to do (the transport has native collectives). Reads DISTTRAIN_SHM
-    // (0 or 1), DISTTRAIN_SHM_BYTES (staging bytes per rank) and, for tests,
+    // (0 or 1), DISTTRAIN_SHM_BYTES (staging bytes per rank), DISTTRAIN_SHM_CMA (0 or 1:
+    // single-copy reads of the peers' buffers where the kernel allows) and, for tests,
     // DISTTRAIN_SHM_LOCAL_SIZE (treat each run of that many consecutive ranks as a host).
     // Throws DT_ERR_INVALID_CONFIG for malformed values.
     static std::unique_ptr<Attachment> open(bootstrap::StoreClient &store,

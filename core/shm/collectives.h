@@ -20,6 +20,9 @@ struct Tuning {
     size_t oneshot_bytes; // up to this, allreduce reads every peer's whole input
     size_t slice_bytes;   // pipelined paths: bytes per rank per piece
     int slots;            // pieces in flight (the staging area is split in this many)
+    size_t cma_bytes;     // allreduce from this size up reads the peers' buffers directly
+                          // (process_vm_readv) where the domain allows it; SIZE_MAX: never
+    size_t cma_piece;     // single-copy allreduce: bytes of a rank's slice per piece
 };
 Tuning tuning(int members);
 

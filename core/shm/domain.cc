@@ -1,10 +1,13 @@
 #include "shm/domain.h"
 
 #include "runtime/error.h"
+#include "shm/cma.h"
 #include "telemetry/log.h"
 
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <random>
 
 #include <algorithm>
@@ -57,7 +60,7 @@ Domain::Domain(bootstrap::StoreClient &store, const DomainOptions &opts)
     : world_rank_(opts.rank), world_size_(opts.size), local_rank_(opts.local_rank),
       local_size_(opts.local_size), host_start_(opts.rank - opts.local_rank),
       data_bytes_(opts.data_bytes != 0 ? opts.data_bytes : kDefaultDataBytes),
-      allreduce_choice_(opts.allreduce_choice)
+      allreduce_choice_(opts.allreduce_choice), cma_options_(opts.cma)
 {
     data_bytes_ = (data_bytes_ + 4095) & ~size_t(4095);
     meet(store, opts);
@@ -103,6 +106,10 @@ void Domain::meet(bootstrap::StoreClient &store, const DomainOptions &opts)
     me->header.world_rank = world_rank_;
     me->header.local_size = static_cast<uint32_t>(local_size_);
     me->header.data_bytes = data_bytes_;
+    // Any value a peer could not find by chance at that address of another process.
+    probe_word_ = kMagic ^ std::hash<std::string>{}(names_[local_rank_]) ^ uint64_t(::getpid());
+    me->header.probe_addr = reinterpret_cast<uint64_t>(&probe_word_);
+    me->header.probe_value = probe_word_;
     me->header.state.store(kStateLive, std::memory_order_release);
     store.set(cat(host, "created/", local_rank_), self_host);
 
@@ -142,7 +149,13 @@ void Domain::meet(bootstrap::StoreClient &store, const DomainOptions &opts)
             pidfds_[i] = open_pidfd(h.pid);
     }
 
-    // 3. Once every rank has mapped every segment, the names can go: from here on a
+    // 3. Probe the peers with process_vm_readv (every peer has filled in its header and
+    // is alive: it waits for the rendezvous below) and publish the verdict before that
+    // rendezvous, so that every rank has every verdict before the first call.
+    const std::string why_not = probe_peers();
+    me->header.cma.store(why_not.empty() ? kCmaYes : kCmaNo, std::memory_order_release);
+
+    // 4. Once every rank has mapped every segment, the names can go: from here on a
     // killed job leaves nothing in /dev/shm.
     store.set(cat(host, "mapped/", local_rank_), "1");
     std::vector<std::string> mapped;
@@ -150,6 +163,29 @@ void Domain::meet(bootstrap::StoreClient &store, const DomainOptions &opts)
         mapped.push_back(cat(host, "mapped/", i));
     store.wait(mapped, timeout);
     segments_[local_rank_].unlink();
+    cma_.assign(local_size_, 0);
+    int refusing = -1;
+    for (int i = 0; i < local_size_; ++i) {
+        cma_[i] = ctl_[i]->header.cma.load(std::memory_order_acquire) == kCmaYes;
+        if (!cma_[i] && refusing < 0)
+            refusing = i;
+    }
+    // Once per domain. A refused probe is worth an info line (it decides which path
+    // large allreduces take where DISTTRAIN_SHM_CMA_BYTES is set); a peer's refusal or
+    // the variable is only debug (that peer logs its own reason).
+    if (!why_not.empty() && cma_options_.enabled)
+        DT_LOG(info, "shm", "rank ", world_rank_, ": single-copy reads off: ", why_not,
+               "; allreduce copies through the staging area (process_vm_readv needs "
+               "ptrace rights over the peers: same user, kernel.yama.ptrace_scope 0 or "
+               "CAP_SYS_PTRACE, no seccomp filter refusing it)");
+    else if (refusing >= 0)
+        DT_LOG(debug, "shm", "rank ", world_rank_, ": single-copy reads off: ",
+               why_not.empty() ? cat("rank ", host_start_ + refusing, " cannot read every "
+                                     "peer or has them off")
+                               : why_not);
+    else
+        DT_LOG(debug, "shm", "rank ", world_rank_, ": single-copy reads (process_vm_readv) "
+               "between the ", local_size_, " ranks of this host");
     DT_LOG(debug, "shm", "rank ", world_rank_, ": mapped ", local_size_, " segments of ",
            bytes, " bytes (", names_[0], "...)");
 }
@@ -167,6 +203,43 @@ void Domain::learn_hosts(bootstrap::StoreClient &store, const DomainOptions &opt
     store.wait(keys, timeout);
     for (int r = 0; r < world_size_; ++r)
         host_start_of_[r] = std::stoi(store.get(keys[r], timeout));
+}
+
+std::string Domain::probe_peers()
+{
+    if (!cma_options_.enabled)
+        return "DISTTRAIN_SHM_CMA=0";
+    for (int i = 0; i < local_size_; ++i) {
+        if (i == local_rank_)
+            continue;
+        const Header &h = ctl_[i]->header;
+        uint64_t word = 0;
+        int err = cma_options_.fail_probe
+                      ? EPERM
+                      : cma::read(pids_[i], &word, h.probe_addr, sizeof word);
+        std::string what;
+        if (err != 0)
+            what = cma::describe(err);
+        else if (word != h.probe_value)
+            what = "read a word other than the one it published"; // a pid namespace apart?
+        if (!what.empty())
+            return cat("process_vm_readv of rank ", host_start_ + i, " (pid ", pids_[i],
+                       ") failed: ", what);
+    }
+    return "";
+}
+
+std::byte *Domain::cma_scratch(size_t bytes)
+{
+    if (bytes > cma_scratch_bytes_) {
+        bytes = (bytes + 4095) & ~size_t(4095);
+        auto *p = static_cast<std::byte *>(std::aligned_alloc(4096, bytes));
+        if (p == nullptr)
+            return nullptr;
+        cma_scratch_.reset(p);
+        cma_scratch_bytes_ = bytes;
+    }
+    return cma_scratch_.get();
 }
 
 bool Domain::alive(int local) const

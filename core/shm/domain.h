@@ -11,10 +11,21 @@
 
 #include <chrono>
 #include <cstdint>
+#include <cstdlib>
+#include <memory>
 #include <string>
 #include <vector>
 
 namespace dt::shm {
+
+// Single-copy reads of the peers' buffers (process_vm_readv) in allreduce.
+struct CmaOptions {
+    bool enabled = true;     // DISTTRAIN_SHM_CMA (attach.cc)
+    size_t min_bytes = 0;    // smallest allreduce that reads the peers' buffers directly;
+                             // 0: tuning()'s threshold. Tests lower it.
+    size_t piece_bytes = 0;  // bytes per piece of a rank's slice; 0: tuning()'s
+    bool fail_probe = false; // tests: the probe fails as if the kernel said EPERM
+};
 
 struct DomainOptions {
     int rank = 0;              // world rank
@@ -27,6 +38,7 @@ struct DomainOptions {
     // DISTTRAIN_ALGORITHM as read at start-up: ring or halving_doubling keep allreduce
     // on the transport.
     algo::AllreduceChoice allreduce_choice = algo::AllreduceChoice::automatic;
+    CmaOptions cma;
 };
 
 // Staging area per rank. Measured (tests/bench): 4 MiB keeps the pieces in flight inside
@@ -38,7 +50,8 @@ public:
     // Every rank of the host calls this at the same time (it meets the others through
     // the store). Segment names derive from a random nonce that the host's first rank
     // puts in the store; each rank creates its own, maps the peers', and unlinks its own
-    // once every rank has mapped them all.
+    // once every rank has mapped them all. Before that last rendezvous each rank probes
+    // every peer with process_vm_readv and publishes whether it could read them all.
     Domain(bootstrap::StoreClient &store, const DomainOptions &opts);
     // Marks the segment closed, so a peer still waiting on this rank fails at once.
     ~Domain();
@@ -86,9 +99,24 @@ public:
     // Reused between calls so that routing a call allocates nothing.
     std::vector<int> &scratch() { return scratch_; }
 
+    // Whether rank `local` could read every peer's memory at attach time (its own probe
+    // and DISTTRAIN_SHM_CMA). The same answer on every rank: a call reads the peers'
+    // buffers directly only when this holds for all its members, so all pick one path.
+    bool cma(int local) const { return cma_[local] != 0; }
+    const CmaOptions &cma_options() const { return cma_options_; }
+    // Scratch for the single-copy allreduce: at least bytes, page-aligned; grown on
+    // first use (its size depends on the piece size, not on the call), then kept. Null
+    // when it cannot be had.
+    std::byte *cma_scratch(size_t bytes);
+    // Calls that took the single-copy path (tests, logs).
+    uint64_t cma_calls() const { return cma_calls_; }
+    void count_cma_call() { ++cma_calls_; }
+
 private:
     void meet(bootstrap::StoreClient &store, const DomainOptions &opts);
     void learn_hosts(bootstrap::StoreClient &store, const DomainOptions &opts);
+    // Reads every peer's probe word; returns why not ("" when all could be read).
+    std::string probe_peers();
 
     int world_rank_, world_size_, local_rank_, local_size_, host_start_;
     size_t data_bytes_;
@@ -104,6 +132,16 @@ private:
     algo::AllreduceChoice allreduce_choice_;
     std::vector<int> scratch_;
     bool failed_ = false;
+    CmaOptions cma_options_;
+    std::vector<uint8_t> cma_;
+    // Read by the peers' probes: lives as long as the domain, at a fixed address.
+    uint64_t probe_word_ = 0;
+    struct Free {
+        void operator()(std::byte *p) const { std::free(p); }
+    };
+    std::unique_ptr<std::byte, Free> cma_scratch_;
+    size_t cma_scratch_bytes_ = 0;
+    uint64_t cma_calls_ = 0;
 };
 
 } // namespace dt::shm

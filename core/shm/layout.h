@@ -2,9 +2,10 @@
 // (their mapping is read-only). Every flag sits in its own cache line, so a reader
 // polling one never steals the line its owner is writing next.
 //
-//   Header        pid, rank, failure state
+//   Header        pid, rank, failure state; the single-copy probe word and verdict
 //   reason        why this rank failed (text), for the peers' error messages
 //   TagLine       the tag of the collective being published + a 56-byte inline payload
+//                 (the single-copy allreduce publishes its buffers there: CallBuffers)
 //   posted        progress counters of the pipelined collectives (pieces done so far)
 //   reduced
 //   done
@@ -49,6 +50,10 @@ constexpr uint64_t kMagic = 0x6d68732d74647464; // "ddtd-shm"
 // Owner states a waiting peer looks at (Header::state).
 enum : uint32_t { kStateLive = 1, kStateFailed = 2, kStateClosed = 3 };
 
+// Header::cma: this rank's verdict after probing every peer with process_vm_readv at
+// attach time (0 in a fresh segment: not decided).
+enum : uint32_t { kCmaYes = 1, kCmaNo = 2 };
+
 struct alignas(kLine) Header {
     uint64_t magic;
     int32_t pid;
@@ -56,7 +61,29 @@ struct alignas(kLine) Header {
     std::atomic<uint32_t> state;
     uint32_t local_size;
     uint64_t data_bytes;
+    // Single-copy reads (cma.h): a word of this process that holds probe_value, at
+    // probe_addr in this process's address space, for the peers' probe; and whether
+    // this rank could read every peer's memory (kCmaYes / kCmaNo), set before the
+    // domain's last rendezvous, so every rank knows every verdict before any call.
+    uint64_t probe_addr;
+    uint64_t probe_value;
+    std::atomic<uint32_t> cma;
 };
+static_assert(sizeof(Header) == kLine);
+
+// What the single-copy allreduce publishes as its tag line's payload: where the call's
+// buffers are in the publisher's address space (peers read them with process_vm_readv;
+// nothing is ever written to them from outside), and the call's arguments, which every
+// member checks against its own before reading a byte: reading a peer's memory with
+// another rank's idea of its size would read past the peer's buffer.
+struct CallBuffers {
+    uint64_t send;
+    uint64_t recv;
+    uint64_t bytes;
+    uint32_t dtype;
+    uint32_t op;
+};
+static_assert(sizeof(CallBuffers) <= kInlineBytes);
 
 // Written before Header::state turns kStateFailed.
 constexpr size_t kReasonBytes = 4 * kLine;

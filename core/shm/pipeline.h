@@ -8,6 +8,9 @@
 
 namespace dt::shm::detail {
 
+// Members of one call at most (inputs of one reduction).
+constexpr int kMaxMembers = 256;
+
 struct Slots {
     size_t slot_bytes;
     int count;
@@ -45,5 +48,10 @@ inline void wait_all_published(Team &team)
 // Largest multiple of 64 bytes (so of every element size) not above bytes, at least 64.
 inline size_t align_down(size_t bytes) { return std::max<size_t>(64, bytes & ~size_t(63)); }
 inline size_t align_up(size_t bytes) { return (bytes + 63) & ~size_t(63); }
+
+// allreduce_cma.cc: every member reads the peers' buffers with process_vm_readv; only
+// where team.single_copy(), after team.begin(true); publishes the tag itself.
+void allreduce_single_copy(Team &team, const void *sendbuf, void *recvbuf, size_t count,
+                           dt_dtype_t dtype, dt_reduce_op_t op, size_t piece_bytes);
 
 } // namespace dt::shm::detail

@@ -87,6 +87,24 @@ public:
         notify();
     }
     void wait_counter(int member, Counter counter, uint64_t at_least);
+    // A member's counter as it is now (no wait), for work that need not wait for it.
+    uint64_t counter(int member, Counter counter) const
+    {
+        return (control(member).*counter).value.load(std::memory_order_acquire);
+    }
+
+    // Single-copy reads (allreduce_cma.cc): whether every member could read all peers at
+    // attach time (the same answer on every member), and the members' processes.
+    bool single_copy() const
+    {
+        for (int m = 0; m < args_.size; ++m)
+            if (!dom_.cma(args_.locals[m]))
+                return false;
+        return true;
+    }
+    int pid(int member) const { return dom_.pid(args_.locals[member]); }
+    int world_rank(int member) const { return dom_.world_rank_of(args_.locals[member]); }
+    bool alive(int member) const { return dom_.alive(args_.locals[member]); }
 
     // Acknowledges every peer's segment (this rank will not read them again for this
     // call) and records that each peer owes this rank the same.

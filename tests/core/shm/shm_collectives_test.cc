@@ -1,6 +1,8 @@
 // Every shared-memory collective x dtype x op on 2, 3 and 4 ranks (threads of this
 // process, each with its own Domain), on every path: inline, one-shot and pipelined with
-// a staging area small enough that pieces cycle through the slots many times.
+// a staging area small enough that pieces cycle through the slots many times, and the
+// single-copy allreduce (process_vm_readv of this same process: threads share it) with
+// pieces small enough that every call takes many, against the staging path bit for bit.
 #include "shm_harness.h"
 
 #include "runtime/error.h"
@@ -163,13 +165,78 @@ TEST_P(ShmRanks, AllgatherBroadcastAlltoallBarrier)
     }));
 }
 
+// Single-copy reads forced from just above the inline limit, in 4 KiB pieces.
+ThreadOptions single_copy_options()
+{
+    ThreadOptions o;
+    o.data_bytes = kStaging;
+    o.cma.min_bytes = kInlineBytes + 1;
+    o.cma.piece_bytes = 4096;
+    o.staging_twin = true;
+    return o;
+}
+
+TEST_P(ShmRanks, AllreduceSingleCopyMatchesStagingBitForBit)
+{
+    expect_no_errors(run_threads(GetParam(), single_copy_options(), [](Rank &r) {
+        Checker c;
+        ASSERT_TRUE(r.domain->cma(r.rank)) << "the probe of this very process failed";
+        for (dt_dtype_t dtype : kDtypes)
+            for (dt_reduce_op_t op : kOps)
+                for (size_t count : {kInlineBytes / dt_dtype_size(dtype) + 1, size_t(1000),
+                                     70000 / dt_dtype_size(dtype) + 13,
+                                     300000 / dt_dtype_size(dtype) + 7})
+                    for (bool in_place : {false, true}) {
+                        const size_t bytes = count * dt_dtype_size(dtype);
+                        std::vector<std::byte> send(bytes), recv(bytes), staged(bytes);
+                        void *out = in_place ? send.data() : recv.data();
+                        // Exact values first, then values whose reductions round.
+                        fill(send.data(), count, dtype, r.rank, 0, op);
+                        {
+                            Team t = r.team();
+                            allreduce(t, send.data(), out, count, dtype, op);
+                        }
+                        for (size_t i = 0; i < count; ++i) {
+                            double got = read(out, i, dtype), want = expected(r.all, i, op);
+                            c.check(got == want, [&] {
+                                return describe("single-copy allreduce", dtype, op, count, i,
+                                                got, want);
+                            });
+                        }
+                        const uint64_t seed = r.rank * 1000003 + count * 31 + dtype * 7 + op;
+                        fill_random(send.data(), count, dtype, op, seed);
+                        {
+                            Team t = r.team({}, std::chrono::seconds(30), r.twin.get());
+                            allreduce(t, send.data(), staged.data(), count, dtype, op);
+                        }
+                        fill_random(send.data(), count, dtype, op, seed);
+                        {
+                            Team t = r.team();
+                            allreduce(t, send.data(), out, count, dtype, op);
+                        }
+                        c.check(std::memcmp(out, staged.data(), bytes) == 0, [&] {
+                            return describe("single-copy vs staging", dtype, op, count, 0, 0, 0) +
+                                   (in_place ? " in place" : "") + ": the bits differ";
+                        });
+                    }
+        c.check(r.domain->cma_calls() > 0, [] { return "no call took the single-copy path"; });
+        c.check(r.twin->cma_calls() == 0, [] { return "DISTTRAIN_SHM_CMA=0 read a peer"; });
+        c.finish();
+    }));
+}
+
 INSTANTIATE_TEST_SUITE_P(Ranks, ShmRanks, ::testing::Values(2, 3, 4));
 
 // Calls among subsets between calls among all: the acknowledgements that let a rank
-// reuse its segment must follow whoever read it last.
-TEST(Shm, SubsetsInterleaveWithWholeTeams)
+// reuse its segment must follow whoever read it last; with single-copy reads on and off.
+class ShmSubsets : public ::testing::TestWithParam<bool> {};
+
+TEST_P(ShmSubsets, SubsetsInterleaveWithWholeTeams)
 {
-    expect_no_errors(run_threads(4, kStaging, [](Rank &r) {
+    ThreadOptions o = single_copy_options();
+    o.cma.enabled = GetParam();
+    o.staging_twin = false;
+    expect_no_errors(run_threads(4, o, [](Rank &r) {
         Checker c;
         const std::vector<std::vector<int>> teams = {{}, {1, 3}, {0, 1, 2}, {}, {2, 0}, {3, 1}};
         for (int round = 0; round < 20; ++round)
@@ -192,6 +259,8 @@ TEST(Shm, SubsetsInterleaveWithWholeTeams)
         c.finish();
     }));
 }
+
+INSTANTIATE_TEST_SUITE_P(SingleCopy, ShmSubsets, ::testing::Bool());
 
 } // namespace
 } // namespace dt::shm::testing

@@ -6,11 +6,13 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <random>
 #include <thread>
 
 namespace dt::shm::testing {
 
-Team Rank::team(const std::vector<int> &members, std::chrono::milliseconds timeout)
+Team Rank::team(const std::vector<int> &members, std::chrono::milliseconds timeout,
+                Domain *on)
 {
     current = members.empty() ? all : members;
     TeamArgs a;
@@ -21,10 +23,18 @@ Team Rank::team(const std::vector<int> &members, std::chrono::milliseconds timeo
     a.tag = next_tag++;
     a.deadline = Clock::now() + timeout;
     a.what = "test collective";
-    return Team(*domain, a);
+    return Team(on != nullptr ? *on : *domain, a);
 }
 
 std::vector<std::string> run_threads(int n, size_t data_bytes,
+                                     const std::function<void(Rank &)> &body)
+{
+    ThreadOptions o;
+    o.data_bytes = data_bytes;
+    return run_threads(n, o, body);
+}
+
+std::vector<std::string> run_threads(int n, const ThreadOptions &options,
                                      const std::function<void(Rank &)> &body)
 {
     static int job = 0;
@@ -47,10 +57,17 @@ std::vector<std::string> run_threads(int n, size_t data_bytes,
                 opts.size = n;
                 opts.local_rank = r;
                 opts.local_size = n;
-                opts.data_bytes = data_bytes;
+                opts.data_bytes = options.data_bytes;
                 opts.key_prefix = prefix;
                 opts.timeout = std::chrono::seconds(30);
+                opts.cma = options.cma;
                 rank.domain = std::make_unique<Domain>(*rank.store, opts);
+                if (options.staging_twin) {
+                    opts.key_prefix = prefix + "twin/";
+                    opts.cma = CmaOptions{};
+                    opts.cma.enabled = false;
+                    rank.twin = std::make_unique<Domain>(*rank.store, opts);
+                }
                 body(rank);
             } catch (const std::exception &e) {
                 errors[r] = e.what();
@@ -103,6 +120,33 @@ void fill(void *buf, size_t count, dt_dtype_t dtype, int rank, size_t offset,
         case DT_INT32: put<int32_t>(buf, i, v); break;
         case DT_INT64: put<int64_t>(buf, i, v); break;
         default: throw Error(DT_ERR_INTERNAL, "fill: dtype");
+        }
+    }
+}
+
+void fill_random(void *buf, size_t count, dt_dtype_t dtype, dt_reduce_op_t op, uint64_t seed)
+{
+    std::mt19937_64 gen(seed);
+    std::uniform_real_distribution<double> real(-2.0, 2.0);
+    std::uniform_real_distribution<double> near_one(0.5, 1.5);
+    for (size_t i = 0; i < count; ++i) {
+        const double v = op == DT_PROD ? near_one(gen) : real(gen);
+        const uint64_t bits = gen();
+        switch (dtype) {
+        case DT_FLOAT32: put<float>(buf, i, v); break;
+        case DT_FLOAT64: put<double>(buf, i, v); break;
+        case DT_FLOAT16:
+            static_cast<uint16_t *>(buf)[i] = reduce::float_to_half(static_cast<float>(v));
+            break;
+        case DT_BFLOAT16:
+            static_cast<uint16_t *>(buf)[i] =
+                reduce::float_to_bfloat16(static_cast<float>(v));
+            break;
+        case DT_INT8: static_cast<uint8_t *>(buf)[i] = static_cast<uint8_t>(bits); break;
+        case DT_UINT8: static_cast<uint8_t *>(buf)[i] = static_cast<uint8_t>(bits); break;
+        case DT_INT32: static_cast<uint32_t *>(buf)[i] = static_cast<uint32_t>(bits); break;
+        case DT_INT64: static_cast<uint64_t *>(buf)[i] = bits; break;
+        default: throw Error(DT_ERR_INTERNAL, "fill_random: dtype");
         }
     }
 }

@@ -1,6 +1,7 @@
 // The background engine of a context. Callers enqueue named operations from any thread,
 // in any order; one engine thread per context wakes every DISTTRAIN_CYCLE_TIME_MS (at
-// once when the queue holds a fusion buffer's worth or a caller waits), agrees with the
+// once when the queue holds a fusion buffer's worth or a caller waits; less often while
+// no rank has work, see idle_cycles_), agrees with the
 // other ranks which operations are ready everywhere (negotiation: a MIN allreduce of one
 // byte per cached operation, plus a round trip through the coordinator on rank 0 for new
 // ones), fuses ready allreduces into one buffer up to DISTTRAIN_FUSION_THRESHOLD bytes and

@@ -20,7 +20,7 @@ constexpr auto kCoordinatorPoll = std::chrono::milliseconds(500);
 
 // Byte 0: 1 when this rank has no news for the coordinator. Then one byte per cache slot
 // (ResponseCache::kInvalid / kAbsent / kReady). Last byte: 1 when this rank has nothing
-// pending (after the MIN: when no rank has), which sets the next tick (idle_backoff).
+// pending (after the MIN: when no rank has), which sets the next tick (next_tick).
 std::vector<uint8_t> Engine::cache_state(Clock::time_point now)
 {
     std::vector<uint8_t> state(1 + cache_.slot_count() + 1, ResponseCache::kAbsent);

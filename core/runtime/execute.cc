@@ -32,14 +32,10 @@ bool run_shared_memory(algo::Comm &comm, const OpDesc &op, int avg_divisor)
     call.count = op.count;
     call.dtype = op.dtype;
     call.op = op.op == DT_AVG ? DT_SUM : op.op;
+    call.avg_divisor = op.op == DT_AVG ? avg_divisor : 0;
     call.root = op.root;
     call.name = op_kind_name(op.kind);
-    if (!shm::run(*domain, comm, call))
-        return false;
-    bool reduces = op.kind == OpKind::allreduce || op.kind == OpKind::reduce_scatter;
-    if (reduces && op.op == DT_AVG)
-        reduce::finish_average(op.recvbuf, op.count, op.dtype, avg_divisor);
-    return true;
+    return shm::run(*domain, comm, call);
 }
 
 // Whether the plugin's table has a native member for this kind. Asked first, so that a

@@ -60,7 +60,8 @@ void allreduce_oneshot(Team &team, const void *sendbuf, void *recvbuf, size_t co
 }
 
 void allreduce_pipelined(Team &team, const void *sendbuf, void *recvbuf, size_t count,
-                         dt_dtype_t dtype, dt_reduce_op_t op, const Tuning &tune)
+                         dt_dtype_t dtype, dt_reduce_op_t op, const Tuning &tune,
+                         int avg_divisor)
 {
     const int n = team.size();
     const int r = team.rank();
@@ -108,6 +109,8 @@ void allreduce_pipelined(Team &team, const void *sendbuf, void *recvbuf, size_t 
         }
         if (len > 0) {
             reduce_all(result, in, n, len, dtype, op);
+            if (avg_divisor > 0) // while the slice is in cache; the peers copy it divided
+                reduce::finish_average(result, len, dtype, avg_divisor);
             std::memcpy(recv + first(k, r) * esize, result, len * esize);
         }
         team.post(&Control::reduced, k + 1);
@@ -128,12 +131,14 @@ void allreduce_pipelined(Team &team, const void *sendbuf, void *recvbuf, size_t 
 } // namespace
 
 void allreduce(Team &team, const void *sendbuf, void *recvbuf, size_t count,
-               dt_dtype_t dtype, dt_reduce_op_t op)
+               dt_dtype_t dtype, dt_reduce_op_t op, int avg_divisor)
 {
     const size_t bytes = count * dt_dtype_size(dtype);
     if (team.size() == 1) {
         if (sendbuf != recvbuf && bytes > 0)
             std::memmove(recvbuf, sendbuf, bytes);
+        if (avg_divisor > 0)
+            reduce::finish_average(recvbuf, count, dtype, avg_divisor);
         return;
     }
     if (team.size() > kMaxInputs)
@@ -157,9 +162,14 @@ void allreduce(Team &team, const void *sendbuf, void *recvbuf, size_t count,
         allreduce_oneshot(team, sendbuf, recvbuf, count, dtype, op, bytes);
     } else {
         team.begin(true);
-        allreduce_pipelined(team, sendbuf, recvbuf, count, dtype, op, tune);
+        allreduce_pipelined(team, sendbuf, recvbuf, count, dtype, op, tune, avg_divisor);
+        team.end();
+        return;
     }
     team.end();
+    // After end(): the single-copy path's peers have read this rank's result by then.
+    if (avg_divisor > 0)
+        reduce::finish_average(recvbuf, count, dtype, avg_divisor);
 }
 
 } // namespace dt::shm

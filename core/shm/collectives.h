@@ -26,8 +26,11 @@ struct Tuning {
 };
 Tuning tuning(int members);
 
+// avg_divisor > 0: the result is divided by it (DT_AVG), where it is cheapest: the
+// pipelined path divides each reduced slice while it is in cache, before the peers copy
+// it, instead of a second pass over the whole result. Same bits either way.
 void allreduce(Team &team, const void *sendbuf, void *recvbuf, size_t count,
-               dt_dtype_t dtype, dt_reduce_op_t op);
+               dt_dtype_t dtype, dt_reduce_op_t op, int avg_divisor = 0);
 void reduce_scatter(Team &team, const void *sendbuf, void *recvbuf, size_t recvcount,
                     dt_dtype_t dtype, dt_reduce_op_t op);
 void allgather(Team &team, const void *sendbuf, void *recvbuf, size_t block_bytes);

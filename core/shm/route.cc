@@ -2,6 +2,7 @@
 
 #include "algorithms/algorithms.h"
 #include "algorithms/allreduce_select.h"
+#include "reduce/reduce.h"
 #include "shm/collectives.h"
 
 #include <algorithm>
@@ -36,7 +37,7 @@ void run_local(Team &team, const Call &c)
     const size_t esize = dt_dtype_size(c.dtype);
     switch (c.kind) {
     case Kind::allreduce:
-        allreduce(team, c.sendbuf, c.recvbuf, c.count, c.dtype, c.op);
+        allreduce(team, c.sendbuf, c.recvbuf, c.count, c.dtype, c.op, c.avg_divisor);
         return;
     case Kind::broadcast:
         broadcast(team, c.recvbuf, c.count * esize, c.root);
@@ -46,6 +47,8 @@ void run_local(Team &team, const Call &c)
         return;
     case Kind::reduce_scatter:
         reduce_scatter(team, c.sendbuf, c.recvbuf, c.count, c.dtype, c.op);
+        if (c.avg_divisor > 0)
+            reduce::finish_average(c.recvbuf, c.count, c.dtype, c.avg_divisor);
         return;
     case Kind::alltoall:
         alltoall(team, c.sendbuf, c.recvbuf, c.count * esize);
@@ -90,6 +93,9 @@ void run_hierarchical(Domain &dom, algo::Comm &comm, const Call &c,
         Team team(dom, team_args(comm, locals, me, kHostBroadcast, c.name));
         broadcast(team, c.recvbuf, bytes, 0);
     }
+    // Sums travel between hosts; each rank divides its own copy once at the end.
+    if (c.avg_divisor > 0)
+        reduce::finish_average(c.recvbuf, c.count, c.dtype, c.avg_divisor);
 }
 
 } // namespace

@@ -21,6 +21,7 @@ struct Call {
     size_t count = 0; // elements; per-rank block for allgather/reduce_scatter/alltoall
     dt_dtype_t dtype = DT_UINT8;
     dt_reduce_op_t op = DT_SUM; // DT_AVG already turned into DT_SUM by the caller
+    int avg_divisor = 0;        // > 0 (DT_AVG): the result is divided by it, here
     int root = 0;
     const char *name = "collective";
 };

@@ -98,6 +98,23 @@ void put(void *buf, size_t i, double v)
     static_cast<T *>(buf)[i] = static_cast<T>(v);
 }
 
+// Writes v as element i of a floating-point buffer; false for integer dtypes.
+bool put_floating(void *buf, size_t i, double v, dt_dtype_t dtype)
+{
+    switch (dtype) {
+    case DT_FLOAT32: put<float>(buf, i, v); return true;
+    case DT_FLOAT64: put<double>(buf, i, v); return true;
+    case DT_FLOAT16:
+        static_cast<uint16_t *>(buf)[i] = reduce::float_to_half(static_cast<float>(v));
+        return true;
+    case DT_BFLOAT16:
+        static_cast<uint16_t *>(buf)[i] =
+            reduce::float_to_bfloat16(static_cast<float>(v));
+        return true;
+    default: return false;
+    }
+}
+
 } // namespace
 
 void fill(void *buf, size_t count, dt_dtype_t dtype, int rank, size_t offset,
@@ -105,16 +122,9 @@ void fill(void *buf, size_t count, dt_dtype_t dtype, int rank, size_t offset,
 {
     for (size_t i = 0; i < count; ++i) {
         double v = value_of(rank, offset + i, op);
+        if (put_floating(buf, i, v, dtype))
+            continue;
         switch (dtype) {
-        case DT_FLOAT32: put<float>(buf, i, v); break;
-        case DT_FLOAT64: put<double>(buf, i, v); break;
-        case DT_FLOAT16:
-            static_cast<uint16_t *>(buf)[i] = reduce::float_to_half(static_cast<float>(v));
-            break;
-        case DT_BFLOAT16:
-            static_cast<uint16_t *>(buf)[i] =
-                reduce::float_to_bfloat16(static_cast<float>(v));
-            break;
         case DT_INT8: put<int8_t>(buf, i, v); break;
         case DT_UINT8: put<uint8_t>(buf, i, v); break;
         case DT_INT32: put<int32_t>(buf, i, v); break;
@@ -132,16 +142,9 @@ void fill_random(void *buf, size_t count, dt_dtype_t dtype, dt_reduce_op_t op, u
     for (size_t i = 0; i < count; ++i) {
         const double v = op == DT_PROD ? near_one(gen) : real(gen);
         const uint64_t bits = gen();
+        if (put_floating(buf, i, v, dtype))
+            continue;
         switch (dtype) {
-        case DT_FLOAT32: put<float>(buf, i, v); break;
-        case DT_FLOAT64: put<double>(buf, i, v); break;
-        case DT_FLOAT16:
-            static_cast<uint16_t *>(buf)[i] = reduce::float_to_half(static_cast<float>(v));
-            break;
-        case DT_BFLOAT16:
-            static_cast<uint16_t *>(buf)[i] =
-                reduce::float_to_bfloat16(static_cast<float>(v));
-            break;
         case DT_INT8: static_cast<uint8_t *>(buf)[i] = static_cast<uint8_t>(bits); break;
         case DT_UINT8: static_cast<uint8_t *>(buf)[i] = static_cast<uint8_t>(bits); break;
         case DT_INT32: static_cast<uint32_t *>(buf)[i] = static_cast<uint32_t>(bits); break;

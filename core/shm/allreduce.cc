@@ -3,7 +3,9 @@
 //  - one-shot: each rank stages its input, then reduces every staged input itself
 //    (one handoff; wins while reading n inputs costs less than a second handoff);
 //  - single-copy (allreduce_cma.cc), where the kernel lets the ranks read each other's
-//    memory: reduce-scatter + allgather reading the peers' own buffers;
+//    memory: reduce-scatter + allgather reading the peers' own buffers; from a fixed
+//    size (DISTTRAIN_SHM_CMA_BYTES), or by default chosen against the pipelined path by
+//    the times the first member measured of both (path_choice.h);
 //  - pipelined reduce-scatter + allgather: the message is cut in pieces of n slices;
 //    rank r stages the slices the others reduce, reduces slice r of every piece from
 //    the peers' staging slots, publishes it, and copies the peers' reduced slices out.
@@ -11,6 +13,7 @@
 //    across ranks and stay in cache.
 #include "reduce/reduce.h"
 #include "shm/collectives.h"
+#include "shm/path_choice.h"
 #include "shm/pipeline.h"
 
 #include <algorithm>
@@ -59,9 +62,10 @@ void allreduce_oneshot(Team &team, const void *sendbuf, void *recvbuf, size_t co
     reduce_all(recvbuf, in, team.size(), count, dtype, op);
 }
 
+// published: the caller has published this rank's tag line already.
 void allreduce_pipelined(Team &team, const void *sendbuf, void *recvbuf, size_t count,
                          dt_dtype_t dtype, dt_reduce_op_t op, const Tuning &tune,
-                         int avg_divisor)
+                         int avg_divisor, bool published = false)
 {
     const int n = team.size();
     const int r = team.rank();
@@ -79,7 +83,8 @@ void allreduce_pipelined(Team &team, const void *sendbuf, void *recvbuf, size_t 
     auto first = [&](uint64_t k, int j) { return std::min(count, (k * n + j) * se); };
     auto length = [&](uint64_t k, int j) { return std::min(count, first(k, j) + se) - first(k, j); };
 
-    team.publish();
+    if (!published)
+        team.publish();
     detail::wait_all_published(team);
     const void *in[kMaxInputs];
     for (uint64_t k = 0; k < pieces; ++k) {
@@ -128,6 +133,45 @@ void allreduce_pipelined(Team &team, const void *sendbuf, void *recvbuf, size_t 
     }
 }
 
+// The path the first member chose from the times of the earlier calls (path_choice.h):
+// it publishes the choice with its buffers, every member reads it there, and the first
+// member times the path from every member's arrival to its own end. Returns whether it
+// was single copy (the pipelined path divides by avg_divisor itself).
+bool allreduce_chosen(Team &team, const void *sendbuf, void *recvbuf, size_t count,
+                      dt_dtype_t dtype, dt_reduce_op_t op, const Tuning &tune,
+                      int avg_divisor, size_t piece)
+{
+    const bool first = team.rank() == 0;
+    const size_t bytes = count * dt_dtype_size(dtype);
+    PathChooser &chooser = team.domain().path_chooser();
+    const int forced = team.domain().cma_options().force_path;
+    team.begin(true);
+    uint32_t choice = 0;
+    if (first) {
+        const bool single = forced >= 0 ? forced == static_cast<int>(PathChooser::kSingleCopy)
+                                        : chooser.choose(bytes, Clock::now()) ==
+                                              PathChooser::kSingleCopy;
+        choice = single ? kPathSingleCopy : 0;
+    }
+    const CallBuffers mine = detail::call_buffers(sendbuf, recvbuf, bytes, dtype, op, choice);
+    team.publish_inline(&mine, sizeof mine);
+    CallBuffers peer[kMaxInputs];
+    detail::read_call_buffers(team, mine, peer);
+    const bool single_copy = ((first ? choice : peer[0].path) & kPathSingleCopy) != 0;
+    const auto start = Clock::now(); // every member has arrived
+    if (single_copy)
+        detail::allreduce_single_copy(team, sendbuf, recvbuf, count, dtype, op, piece, peer);
+    else
+        allreduce_pipelined(team, sendbuf, recvbuf, count, dtype, op, tune, avg_divisor,
+                            /*published=*/true);
+    if (first) {
+        const auto now = Clock::now();
+        chooser.record(bytes, single_copy ? PathChooser::kSingleCopy : PathChooser::kStaging,
+                       now - start, now);
+    }
+    return single_copy;
+}
+
 } // namespace
 
 void allreduce(Team &team, const void *sendbuf, void *recvbuf, size_t count,
@@ -148,27 +192,35 @@ void allreduce(Team &team, const void *sendbuf, void *recvbuf, size_t count,
     const Tuning tune = tuning(team.size());
     const CmaOptions &cma = team.domain().cma_options();
     const size_t cma_bytes = cma.min_bytes != 0 ? cma.min_bytes : tune.cma_bytes;
+    const size_t piece = cma.piece_bytes != 0 ? cma.piece_bytes : tune.cma_piece;
+    // Every member makes the same choice here: the size, the members' attach-time
+    // verdicts and the host's CPU count are the same everywhere, and the thresholds come
+    // from the same variables. Where measured times choose, the first member decides.
+    bool divided = false; // the path divided by avg_divisor itself
     if (bytes <= kInlineBytes) {
         team.begin(false);
         allreduce_inline(team, sendbuf, recvbuf, count, dtype, op, bytes);
     } else if (bytes >= cma_bytes && team.single_copy()) {
-        // Every member makes the same choice: the size and the members' attach-time
-        // verdicts are the same everywhere (the thresholds come from the same variables).
         team.begin(true);
-        detail::allreduce_single_copy(team, sendbuf, recvbuf, count, dtype, op,
-                                      cma.piece_bytes != 0 ? cma.piece_bytes : tune.cma_piece);
+        const CallBuffers mine = detail::call_buffers(sendbuf, recvbuf, bytes, dtype, op);
+        team.publish_inline(&mine, sizeof mine);
+        CallBuffers peer[kMaxInputs];
+        detail::read_call_buffers(team, mine, peer);
+        detail::allreduce_single_copy(team, sendbuf, recvbuf, count, dtype, op, piece, peer);
+    } else if (bytes >= tune.choose_bytes && cma.min_bytes == 0 && team.single_copy()) {
+        divided = !allreduce_chosen(team, sendbuf, recvbuf, count, dtype, op, tune,
+                                    avg_divisor, piece);
     } else if (bytes <= std::min(tune.oneshot_bytes, team.data_bytes())) {
         team.begin(false);
         allreduce_oneshot(team, sendbuf, recvbuf, count, dtype, op, bytes);
     } else {
         team.begin(true);
         allreduce_pipelined(team, sendbuf, recvbuf, count, dtype, op, tune, avg_divisor);
-        team.end();
-        return;
+        divided = true;
     }
     team.end();
     // After end(): the single-copy path's peers have read this rank's result by then.
-    if (avg_divisor > 0)
+    if (avg_divisor > 0 && !divided)
         reduce::finish_average(recvbuf, count, dtype, avg_divisor);
 }
 

@@ -62,8 +62,33 @@ uint64_t address(const void *p) { return reinterpret_cast<uint64_t>(p); }
 
 } // namespace
 
+CallBuffers call_buffers(const void *sendbuf, void *recvbuf, size_t bytes, dt_dtype_t dtype,
+                         dt_reduce_op_t op, uint32_t path)
+{
+    return {address(sendbuf), address(recvbuf), bytes, static_cast<uint32_t>(dtype),
+            static_cast<uint32_t>(op), path};
+}
+
+void read_call_buffers(Team &team, const CallBuffers &mine, CallBuffers *peer)
+{
+    const int r = team.rank();
+    for (int m = 0; m < team.size(); ++m) {
+        if (m == r)
+            continue;
+        std::memcpy(&peer[m], team.wait_published(m).payload, sizeof peer[m]);
+        if (peer[m].bytes != mine.bytes || peer[m].dtype != mine.dtype || peer[m].op != mine.op)
+            team.fail(DT_ERR_MISMATCH,
+                      cat(team.what(), ": rank ", team.world_rank(m), " passed ",
+                          peer[m].bytes, " bytes (dtype ", peer[m].dtype, ", op ",
+                          peer[m].op, ") but rank ", team.world_rank(r), " ", mine.bytes,
+                          " bytes (dtype ", mine.dtype, ", op ", mine.op, "); every rank "
+                          "must pass the same count, dtype and op"));
+    }
+}
+
 void allreduce_single_copy(Team &team, const void *sendbuf, void *recvbuf, size_t count,
-                           dt_dtype_t dtype, dt_reduce_op_t op, size_t piece_bytes)
+                           dt_dtype_t dtype, dt_reduce_op_t op, size_t piece_bytes,
+                           const CallBuffers *peer)
 {
     const int n = team.size();
     const int r = team.rank();
@@ -82,23 +107,6 @@ void allreduce_single_copy(Team &team, const void *sendbuf, void *recvbuf, size_
     auto *recv = static_cast<std::byte *>(recvbuf);
     team.domain().count_cma_call();
 
-    // Our buffers for the peers, then theirs (each checked against our own arguments).
-    const CallBuffers mine{address(sendbuf), address(recvbuf), bytes,
-                           static_cast<uint32_t>(dtype), static_cast<uint32_t>(op)};
-    team.publish_inline(&mine, sizeof mine);
-    CallBuffers peer[kMaxMembers];
-    for (int m = 0; m < n; ++m) {
-        if (m == r)
-            continue;
-        std::memcpy(&peer[m], team.wait_published(m).payload, sizeof peer[m]);
-        if (peer[m].bytes != bytes || peer[m].dtype != mine.dtype || peer[m].op != mine.op)
-            team.fail(DT_ERR_MISMATCH,
-                      cat(team.what(), ": rank ", team.world_rank(m), " passed ",
-                          peer[m].bytes, " bytes (dtype ", peer[m].dtype, ", op ",
-                          peer[m].op, ") but rank ", team.world_rank(r), " ", bytes,
-                          " bytes (dtype ", mine.dtype, ", op ", mine.op, "); every rank "
-                          "must pass the same count, dtype and op"));
-    }
     auto read = [&](int m, void *dst, uint64_t src, size_t len) {
         if (int err = cma::read(team.pid(m), dst, src, len); err != 0)
             fail_read(team, m, err, src, len);

@@ -23,6 +23,8 @@ struct Tuning {
     size_t cma_bytes;     // allreduce from this size up reads the peers' buffers directly
                           // (process_vm_readv) where the domain allows it; SIZE_MAX: never
     size_t cma_piece;     // single-copy allreduce: bytes of a rank's slice per piece
+    size_t choose_bytes;  // below cma_bytes, allreduce from this size up takes the path
+                          // the measured times choose (path_choice.h); SIZE_MAX: never
 };
 Tuning tuning(int members);
 

@@ -7,6 +7,7 @@
 #include "algorithms/allreduce_select.h"
 #include "bootstrap/store.h"
 #include "shm/layout.h"
+#include "shm/path_choice.h"
 #include "shm/segment.h"
 
 #include <chrono>
@@ -24,6 +25,8 @@ struct CmaOptions {
     size_t min_bytes = 0;    // smallest allreduce that reads the peers' buffers directly;
                              // 0: tuning()'s threshold. Tests lower it.
     size_t piece_bytes = 0;  // bytes per piece of a rank's slice; 0: tuning()'s
+    int force_path = -1;     // tests: as the first member of a call, always choose this
+                             // path (path_choice.h: 0 staging, 1 single copy); -1: time them
     bool fail_probe = false; // tests: the probe fails as if the kernel said EPERM
 };
 
@@ -108,6 +111,9 @@ public:
     // first use (its size depends on the piece size, not on the call), then kept. Null
     // when it cannot be had.
     std::byte *cma_scratch(size_t bytes);
+    // Times of this rank's large allreduces as the first member of a call, by path: it
+    // chooses the path of the next ones (path_choice.h).
+    PathChooser &path_chooser() { return path_chooser_; }
     // Calls that took the single-copy path (tests, logs).
     uint64_t cma_calls() const { return cma_calls_; }
     void count_cma_call() { ++cma_calls_; }
@@ -142,6 +148,7 @@ private:
     std::unique_ptr<std::byte, Free> cma_scratch_;
     size_t cma_scratch_bytes_ = 0;
     uint64_t cma_calls_ = 0;
+    PathChooser path_chooser_;
 };
 
 } // namespace dt::shm

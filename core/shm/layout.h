@@ -82,6 +82,8 @@ struct CallBuffers {
     uint64_t bytes;
     uint32_t dtype;
     uint32_t op;
+    // Only the first member's counts: which path every member takes (path_choice.h).
+    uint32_t path;
 };
 static_assert(sizeof(CallBuffers) <= kInlineBytes);
 

@@ -7,20 +7,13 @@
 // SCHED_FIFO (repeatable there): slices of 32-512 KiB and one-shot limits of 16-128 KiB
 // all came within +-10% of each other from 16 KiB to 4 MiB, so these stay.
 //
-// Single-copy reads (process_vm_readv, allreduce_cma.cc): off by default, as they
-// measured slower on this host most of the time. Runs of DISTTRAIN_SHM_CMA_BYTES=0 against
-// DISTTRAIN_SHM_CMA=0, interleaved (README.md, Measured), show two regimes on this host,
-// switching every few seconds: its two vCPUs share an L3 (a cache line round trip takes
-// ~55 ns; most of the time) or not (~300-350 ns). Sharing one, the staging path wins at
-// every size from 64 KiB to 64 MiB (2 ranks: 1.3-1.5x; 4 ranks on the 2 CPUs: 1.4-1.7x):
-// its slots stay in the shared cache, while the kernel copies at 6-7 GB/s from memory
-// (12-13 GB/s from cache) against 16-24 (~50) for memcpy, and the reads move
-// 2 (n-1)/n of the message per rank. Not sharing one, every slot read crosses dies and
-// staging slows 2.5-3x, while direct reads, which come from memory either way, barely
-// change: then 2 ranks read directly 1.5-2.2x faster, 4 ranks up to 1.7x (64 MiB:
-// staging). Where ranks do not share an L3 (several sockets or CCXs), set
-// DISTTRAIN_SHM_CMA_BYTES=262144. Pieces of 512 KiB were the best of 128 KiB-1 MiB by a
-// few percent (2 ranks).
+// Single-copy reads (process_vm_readv, allreduce_cma.cc) against staging. Runs of
+// DISTTRAIN_SHM_CMA_BYTES=0 against DISTTRAIN_SHM_CMA=0, interleaved (README.md,
+// Measured), found either one up to 4x faster than the other, depending on the host and
+// on the moment (path_choice.h has the figures). So from 64 KiB the first member of a
+// call chooses by the times it measured of both (path_choice.h), unless
+// DISTTRAIN_SHM_CMA_BYTES fixes a threshold. Pieces of 512 KiB were the best of
+// 128 KiB-1 MiB by a few percent (2 ranks).
 #include "runtime/env.h"
 #include "shm/collectives.h"
 
@@ -36,6 +29,7 @@ Tuning tuning(int members)
     size_t slice = 128 * 1024;
     size_t cma = SIZE_MAX;
     size_t cma_piece = 512 * 1024;
+    size_t choose = 64 * 1024;
     static const int64_t slice_env = env::get_int("DISTTRAIN_SHM_SLICE", 0, 0, 1 << 30);
     static const int64_t oneshot_env = env::get_int("DISTTRAIN_SHM_ONESHOT", -1, -1, 1 << 30);
     static const int64_t cma_env =
@@ -46,11 +40,13 @@ Tuning tuning(int members)
         slice = static_cast<size_t>(slice_env);
     if (oneshot_env >= 0)
         oneshot = static_cast<size_t>(oneshot_env);
-    if (cma_env >= 0)
+    if (cma_env >= 0) { // a fixed threshold: no choosing by measured times
         cma = static_cast<size_t>(cma_env);
+        choose = SIZE_MAX;
+    }
     if (cma_piece_env > 0)
         cma_piece = static_cast<size_t>(cma_piece_env);
-    return {oneshot, slice, 4, cma, cma_piece};
+    return {oneshot, slice, 4, cma, cma_piece, choose};
 }
 
 } // namespace dt::shm

@@ -2,7 +2,8 @@
 // rank has mapped them, and a rank killed while its peer waits on a flag is detected at
 // once and named. Single-copy reads (process_vm_readv between the processes): the same
 // bits as the staging path on 2, 3 and 4 ranks, every dtype and op, in place or not; a
-// refused probe on one rank keeps every rank on the staging path; a peer that is gone or
+// refused probe on one rank keeps every rank on the staging path; by default the first
+// member's timings of both paths choose the path for every member; a peer that is gone or
 // whose buffer cannot be read makes the call fail naming it. The ranks are forked before
 // this process starts any thread (the store server comes up after the fork; the
 // children's clients retry until it answers).
@@ -414,6 +415,95 @@ TEST(ShmProcess, RefusedProbeOnOneRankKeepsEveryRankOnStaging)
         EXPECT_EQ(status[r], 0) << "rank " << r;
 }
 
+// Large allreduces of `count` floats, alternately sums and averages, each checked; how
+// many of them read the peers' buffers directly.
+std::string chosen_calls(Child &c, size_t count, int calls)
+{
+    std::ostringstream problems;
+    for (int call = 0; call < calls; ++call) {
+        std::vector<float> buf(count);
+        fill(buf.data(), count, DT_FLOAT32, c.rank, 0, DT_SUM);
+        const int divisor = call % 2 == 0 ? 0 : 2;
+        auto t = c.team(*c.domain);
+        shm::allreduce(*t, buf.data(), buf.data(), count, DT_FLOAT32, DT_SUM, divisor);
+        for (size_t i = 0; i < count; ++i) {
+            const double want = expected(c.all, i, DT_SUM) / (divisor > 0 ? divisor : 1);
+            if (buf[i] != want) {
+                problems << "call " << call << " [" << i << "] got " << buf[i] << " want "
+                         << want << "\n";
+                break;
+            }
+        }
+    }
+    return problems.str();
+}
+
+// By default the first member times both paths (shm/path_choice.h): a size class tries
+// staging, then single copy, twice, then runs whichever was faster. Every member follows the
+// first member's choice, so both count the same single-copy calls.
+int timed_path_run(Child &c)
+{
+    std::ostringstream problems;
+    const size_t count = 100000; // 400,000 bytes: chosen by the measured times
+    problems << chosen_calls(c, count, 4);
+    if (c.domain->cma_calls() != 2)
+        problems << c.domain->cma_calls() << " of the first 4 calls read the peers "
+                 << "directly, not 2 (each path is tried twice)\n";
+    problems << chosen_calls(c, count, 4);
+    const uint64_t direct = c.domain->cma_calls();
+    // Tell the other rank what this one did; each checks they agree.
+    c.store->set("direct/" + std::to_string(c.rank), std::to_string(direct));
+    const std::string other = c.store->get("direct/" + std::to_string(1 - c.rank), 20s);
+    if (other != std::to_string(direct))
+        problems << "rank " << c.rank << " read directly in " << direct << " calls, its "
+                 << "peer in " << other << ": they took different paths\n";
+    return report(problems, c.rank);
+}
+
+TEST(ShmProcess, TheFirstMemberTimesBothPathsAndEveryMemberFollows)
+{
+    auto status = run_processes(2, timed_path_run, [](bootstrap::StoreClient &) {});
+    for (int r = 0; r < 2; ++r)
+        EXPECT_EQ(status[r], 0) << "rank " << r << " (its stderr says what went wrong)";
+}
+
+// Only the first member's choice counts: rank 1 is made to choose the opposite path, and
+// every rank must still take rank 0's, with the right sums and averages.
+int forced_path_run(Child &c, bool rank0_reads_directly)
+{
+    std::ostringstream problems;
+    const int calls = 4;
+    problems << chosen_calls(c, 100000, calls);
+    const uint64_t direct = rank0_reads_directly ? calls : 0;
+    if (c.domain->cma_calls() != direct)
+        problems << c.domain->cma_calls() << " calls read the peers directly, not " << direct
+                 << "\n";
+    // Below the size where measured times choose, no path is forced.
+    c.allreduce_once(1000);
+    if (c.domain->cma_calls() != direct)
+        problems << "a 4,000-byte allreduce read the peers directly\n";
+    return report(problems, c.rank);
+}
+
+class ShmProcessChosenPath : public ::testing::TestWithParam<bool> {};
+
+TEST_P(ShmProcessChosenPath, TheFirstMemberChoosesForEveryMember)
+{
+    const bool direct = GetParam();
+    auto status = run_processes(
+        2, [&](Child &c) { return forced_path_run(c, direct); },
+        [](bootstrap::StoreClient &) {}, 30s,
+        [&](int rank) {
+            CmaOptions o;
+            o.force_path = (rank == 0) == direct ? 1 : 0;
+            return o;
+        });
+    for (int r = 0; r < 2; ++r)
+        EXPECT_EQ(status[r], 0) << "rank " << r << " (its stderr says what went wrong)";
+}
+
+INSTANTIATE_TEST_SUITE_P(ReadsDirectly, ShmProcessChosenPath, ::testing::Bool());
+
 // Rank 1 publishes a call's buffers as the single-copy path does, then misbehaves: how
 // rank 0's allreduce must end. what: "exit" (rank 1 is gone before rank 0 reads),
 // "unmapped" (its buffer is not mapped), "mismatch" (it says it has half the bytes).
@@ -429,7 +519,7 @@ std::pair<dt_status_t, std::string> peer_misbehaves(const std::string &what)
                 auto t = c.team(*c.domain);
                 t->begin(true);
                 CallBuffers b{reinterpret_cast<uint64_t>(buf.data()),
-                              reinterpret_cast<uint64_t>(buf.data()), bytes, DT_FLOAT32, DT_SUM};
+                              reinterpret_cast<uint64_t>(buf.data()), bytes, DT_FLOAT32, DT_SUM, 0};
                 if (what == "unmapped") {
                     void *gone = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE,
                                         MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);

@@ -2,7 +2,8 @@
 //
 // Sends: isend writes header and payload with one sendmsg (gathered) straight away and
 // queues whatever the socket does not take; queued frames go out, in order, when epoll
-// reports the socket writable.
+// reports the socket writable. A small frame that finds the queue empty is copied whole
+// into out_ and sent from there (copy_and_send).
 //
 // Receives: frames are parsed from a small staging buffer (one recv serves many small
 // frames). When a header arrives and a receive with that tag is posted (FIFO per tag),
@@ -83,6 +84,7 @@ private:
     enum class RecvState { header, direct, buffered, blocked };
 
     void flush_sends();
+    bool copy_and_send(SendOp &op);
     void pump_recv();
     bool fill_stage();
     void on_header();
@@ -116,6 +118,7 @@ private:
     std::vector<uint8_t> stage_;
     size_t stage_begin_ = 0;
     size_t stage_end_ = 0;
+    std::vector<uint8_t> out_; // a small frame's header and payload (copy_and_send)
 
     int32_t fail_status_ = DTP_OK;
     std::string fail_message_;

@@ -10,6 +10,7 @@
 
 #include <mpi.h>
 
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <deque>
@@ -41,6 +42,9 @@ public:
     int32_t progress(int32_t timeout_ms);
     // Cancels what MPI can cancel and fails every pending request with DTP_ERR_ABORTED.
     void abort();
+    // A clean finalize: gives the sends still in flight up to `limit` to complete (see
+    // mpi_context.cc).
+    void finish_sends(std::chrono::milliseconds limit);
 
     // Native collectives (mpi_collectives.cc). Each returns DTP_INPROGRESS (the request
     // completes through progress), or DTP_ERR_UNSUPPORTED when MPI cannot take this call

@@ -17,8 +17,9 @@ struct Traits {
     using Error = MpiError;
     static constexpr const char *name = "mpi";
     static constexpr const char *services = "log and set_error";
-    // The destructor fails pending requests and frees the communicators.
-    static void finalize(Context &) {}
+    // Lets the last sends complete; the destructor then fails what is still pending
+    // and frees the communicators.
+    static void finalize(Context &c) { c.finish_sends(std::chrono::seconds(2)); }
 };
 
 using Entry = dtp::TransportEntry<Traits>;

@@ -25,6 +25,15 @@ struct Host {
         now += 10us; // the program between calls
         return p;
     }
+    // Calls until the clock reaches `end`; how many read directly.
+    int direct_calls_until(PathChooser::Clock::time_point end,
+                           std::chrono::microseconds staging, std::chrono::microseconds direct)
+    {
+        int n = 0;
+        while (now < end)
+            n += call(staging, direct) == PathChooser::kSingleCopy;
+        return n;
+    }
 };
 
 } // namespace
@@ -87,14 +96,9 @@ TEST(PathChooser, TheSlowerPathIsTriedAgainAfterItsRetryPeriod)
     try_both(h, 100us, 400us);
     // Within the period (100 ms; 50 x 400 us = 20 ms is less), staging only.
     const auto tried = h.now;
-    int direct = 0;
-    while (h.now - tried < 99ms)
-        direct += h.call(100us, 400us) == PathChooser::kSingleCopy;
-    EXPECT_EQ(direct, 0);
+    EXPECT_EQ(h.direct_calls_until(tried + 99ms, 100us, 400us), 0);
     // Then one try, and staging again (single copy is still slower).
-    while (h.now - tried < 101ms)
-        direct += h.call(100us, 400us) == PathChooser::kSingleCopy;
-    EXPECT_EQ(direct, 1);
+    EXPECT_EQ(h.direct_calls_until(tried + 101ms, 100us, 400us), 1);
     EXPECT_EQ(h.call(100us, 400us), PathChooser::kStaging);
 }
 
@@ -103,10 +107,7 @@ TEST(PathChooser, ASlowPathIsRetriedAtMostEveryFiftyOfItsDurations)
     // Single copy takes 10 ms: 50 of them are 500 ms, longer than the 100 ms floor.
     Host h;
     try_both(h, 1000us, 10000us);
-    const auto start = h.now;
-    int direct = 0;
-    while (h.now - start < 2s)
-        direct += h.call(1000us, 10000us) == PathChooser::kSingleCopy;
+    const int direct = h.direct_calls_until(h.now + 2s, 1000us, 10000us);
     EXPECT_GE(direct, 3);
     EXPECT_LE(direct, 4); // 2 s / (500 ms + the try): overhead under 2%
 }

@@ -4,6 +4,7 @@ model, batch size and thread count, one process each, alternating rounds, median
 
     /usr/bin/python3 tests/bench/train_vs_torch.py --model mlp --batch-size 100 --threads 1
     /usr/bin/python3 tests/bench/train_vs_torch.py --model resnet50 --batch-size 32 --bf16
+    /usr/bin/python3 tests/bench/train_vs_torch.py --model resnet50 --bf16 --torch-precision f32
 
 Both sides run the same step: forward, softmax cross-entropy, backward, SGD with momentum
 on synthetic data. For mlp it also prints the fraction of the sgemm-bound rate reached
@@ -120,8 +121,9 @@ def run_disttrain(a):
 
 
 def run_torch(a):
+    torch_bf16 = a.bf16 and a.torch_precision == "same"
     cmd = ["/usr/bin/python3", "-c", TORCH_WORKER, a.model, a.batch_size, a.threads,
-           a.warmup, a.iters, "1" if a.bf16 else "0"]
+           a.warmup, a.iters, "1" if torch_bf16 else "0"]
     r = subprocess.run([str(c) for c in cmd], env=env(a.threads), capture_output=True,
                        text=True, timeout=3600)
     return rate(r.stdout + r.stderr)
@@ -151,6 +153,9 @@ def main():
     p.add_argument("--iters", type=int, default=20)
     p.add_argument("--bf16", action="store_true",
                    help="bf16 compute (disttrain --bf16, torch autocast bfloat16)")
+    p.add_argument("--torch-precision", choices=["same", "f32"], default="same",
+                   help="with --bf16: PyTorch also in bf16 (same, the default) or in its "
+                        "default float32 training (f32)")
     a = p.parse_args()
 
     ours, theirs = [], []
@@ -166,7 +171,10 @@ def main():
               f"load {loads[-1]:.2f}", flush=True)
     mo, mt = (statistics.median(r[0] for r in x) for x in (ours, theirs))
     co, ct = (statistics.median(r[1] for r in x) for x in (ours, theirs))
-    print(f"{a.model}, batch {a.batch_size}, {a.threads} thread(s){', bf16' if a.bf16 else ''}: "
+    precision = ""
+    if a.bf16:
+        precision = ", bf16" if a.torch_precision == "same" else ", disttrain bf16, PyTorch f32"
+    print(f"{a.model}, batch {a.batch_size}, {a.threads} thread(s){precision}: "
           f"disttrain {mo:.1f} images/sec, PyTorch {torch_version()} {mt:.1f} images/sec, "
           f"ratio {mo / mt:.2f}x (medians of {a.rounds} rounds); per CPU-second "
           f"{co:.2f} / {ct:.2f}, ratio {co / ct:.2f}x; load average "

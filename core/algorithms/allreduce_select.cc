@@ -25,8 +25,12 @@ constexpr size_t kRingThresholdBytes = 64 * 1024;
 constexpr size_t kRecursiveDoublingMaxBytes = 32 * 1024;
 // On 2 ranks recursive doubling sends exactly what the ring sends (the whole vector
 // each way), in one exchange instead of two pipelined steps: over TCP loopback it beat
-// the ring up to 512 KiB (64 KiB 27 -> 23 us, 128 KiB 48 -> 37 us) and lost from 1 MiB.
-constexpr size_t kRecursiveDoublingMaxBytesTwoRanks = 256 * 1024;
+// the ring up to 512 KiB (64 KiB 27 -> 23 us, 128 KiB 48 -> 37 us) and lost from 1 MiB
+// while it copied sendbuf to recvbuf first; reading sendbuf in place, it beat the ring
+// up to 2 MiB and lost at 4 MiB (session 5, compare_allreduce.py -n 2000, busbw against
+// Open MPI: 512 KiB 1.13 -> 1.35x, 1 MiB 1.02 -> 1.31x, 2 MiB 1.51 -> 1.77x, 4 MiB
+// 1.80 -> 1.63x).
+constexpr size_t kRecursiveDoublingMaxBytesTwoRanks = 2 * 1024 * 1024;
 
 } // namespace
 

@@ -101,7 +101,7 @@ INSTANTIATE_TEST_SUITE_P(AllDtypesAndOps, AllreduceTest,
                          });
 
 // The size-based choice crosses from recursive doubling to halving-doubling (32 KiB on
-// 3 ranks, 256 KiB on 2) and from halving-doubling to ring (64 KiB); each forced
+// 3 ranks, 2 MiB on 2) and from halving-doubling to ring (64 KiB); each forced
 // algorithm and the automatic choice must give the reference result on both sides.
 TEST(AllreduceSelect, ForcedAlgorithmsAgreeAcrossTheThresholds)
 {
@@ -110,7 +110,7 @@ TEST(AllreduceSelect, ForcedAlgorithmsAgreeAcrossTheThresholds)
         for (size_t count : {size_t{8191}, size_t{8192}, size_t{8193}, size_t{16383},
                              size_t{16384}, size_t{16385}})
             check_allreduce(kAuto, DT_FLOAT32, DT_SUM, 3, count, false);
-        for (size_t count : {size_t{65536}, size_t{65537}})
+        for (size_t count : {size_t{524288}, size_t{524289}})
             check_allreduce(kAuto, DT_FLOAT32, DT_SUM, 2, count, false);
     }
     unsetenv("DISTTRAIN_ALGORITHM");

@@ -96,7 +96,8 @@ void Context::add_endpoint(Established e) {
     host_.log(DT_LOG_DEBUG, "connected to " + rank_text(e.rank) + " (" + e.addr + ")");
     choose_congestion_control(e);
     peers_[static_cast<size_t>(e.rank)] =
-        std::make_unique<Endpoint>(host_, config_, rank_, e.rank, std::move(e.fd), e.addr);
+        std::make_unique<Endpoint>(host_, config_, rank_, e.rank, std::move(e.fd), e.addr,
+                                   send_scratch_);
     // Edge-triggered: data that came with the handshake raised no new edge.
     peers_[static_cast<size_t>(e.rank)]->pump();
 }

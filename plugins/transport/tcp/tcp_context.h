@@ -56,6 +56,7 @@ private:
     int size_;
     Fd epoll_;
     std::unique_ptr<Mesh> mesh_;
+    SendScratch send_scratch_; // before peers_: every endpoint refers to it
     std::vector<std::unique_ptr<Endpoint>> peers_;
     SelfChannel self_;
     bool aborted_ = false;

@@ -20,19 +20,15 @@ constexpr size_t kStageSize = 64 * 1024;
 // also bring the next frames); above it, recv writes straight into the destination.
 constexpr size_t kDirectRead = 16 * 1024;
 constexpr int kMaxIov = 64;
-// Up to this many payload bytes, a send that finds the queue empty goes out from a copy
-// (copy_and_send).
-constexpr size_t kCopySend = 16 * 1024;
 
 bool would_block(int err) { return err == EAGAIN || err == EWOULDBLOCK; }
 
 } // namespace
 
 Endpoint::Endpoint(const Host &host, const Config &config, int rank, int peer, Fd fd,
-                   std::string addr)
+                   std::string addr, SendScratch &out)
     : host_(host), rank_(rank), peer_(peer), fd_(std::move(fd)), addr_(std::move(addr)),
-      max_message_(config.max_message), stage_(kStageSize),
-      out_(sizeof(FrameHeader) + kCopySend) {}
+      max_message_(config.max_message), out_(out), stage_(kStageSize) {}
 
 std::string Endpoint::who() const {
     return "rank " + std::to_string(peer_) + " (" + addr_ + ")";
@@ -52,7 +48,7 @@ int32_t Endpoint::isend(uint64_t tag, const void *buf, size_t len,
     if (closed()) return refuse(req);
     start_request(req, peer_);
     SendOp op{req, make_frame(tag, len), static_cast<const uint8_t *>(buf), len, 0};
-    if (sendq_.empty() && can_write_ && len <= kCopySend && copy_and_send(op))
+    if (sendq_.empty() && can_write_ && len <= kCopySendBytes && copy_and_send(op))
         return req->status;
     sendq_.push_back(op);
     flush_sends();
@@ -61,17 +57,19 @@ int32_t Endpoint::isend(uint64_t tag, const void *buf, size_t len,
 
 // The kernel then reads memory this thread has just written, not the caller's buffer,
 // which may sit on pages no recent system call touched: on a paravirtualised host (PVM)
-// the kernel's first access to such a page cost 2-5 us, while copying 16 KiB costs well
-// under one (tcp README: 4 B-16 KiB allreduces with rotating buffers). Takes what the
+// each page of the caller's that the kernel reads cost 1-5 us, while copying a frame of
+// up to 64 KiB costs a few (tcp README: 4 B-64 KiB allreduces with rotating buffers).
+// Open MPI's TCP transport copies its eager frames (up to 64 KiB) as well. Takes what the
 // socket accepts; false leaves the rest (op.done says how much went) to the queue, and
 // errors to flush_sends, which meets them again.
 bool Endpoint::copy_and_send(SendOp &op) {
-    std::memcpy(out_.data(), &op.header, sizeof(FrameHeader));
-    if (op.len > 0) std::memcpy(out_.data() + sizeof(FrameHeader), op.buf, op.len);
+    uint8_t *frame = out_.bytes.data();
+    std::memcpy(frame, &op.header, sizeof(FrameHeader));
+    if (op.len > 0) std::memcpy(frame + sizeof(FrameHeader), op.buf, op.len);
     const size_t total = sizeof(FrameHeader) + op.len;
     ssize_t w;
     do {
-        w = ::send(fd_.get(), out_.data(), total, MSG_NOSIGNAL);
+        w = ::send(fd_.get(), frame, total, MSG_NOSIGNAL);
     } while (w < 0 && errno == EINTR);
     if (w < 0) {
         if (would_block(errno)) can_write_ = false;

@@ -3,7 +3,7 @@
 // Sends: isend writes header and payload with one sendmsg (gathered) straight away and
 // queues whatever the socket does not take; queued frames go out, in order, when epoll
 // reports the socket writable. A small frame that finds the queue empty is copied whole
-// into out_ and sent from there (copy_and_send).
+// into the instance's SendScratch and sent from there (copy_and_send).
 //
 // Receives: frames are parsed from a small staging buffer (one recv serves many small
 // frames). When a header arrives and a receive with that tag is posted (FIFO per tag),
@@ -31,6 +31,16 @@
 
 namespace dt::tcp {
 
+// Up to this many payload bytes, a send that finds the queue empty goes out from a copy
+// (copy_and_send).
+constexpr size_t kCopySendBytes = 64 * 1024;
+// Where copy_and_send assembles a frame: one per transport instance, shared by its
+// endpoints (the core calls the transport from one thread at a time, and a frame's copy
+// is done with once copy_and_send returns).
+struct SendScratch {
+    std::vector<uint8_t> bytes = std::vector<uint8_t>(sizeof(FrameHeader) + kCopySendBytes);
+};
+
 class Endpoint {
 public:
     static constexpr size_t kSmallFrame = 64 * 1024;
@@ -39,7 +49,7 @@ public:
     static constexpr size_t kFrameCost = 64;
 
     Endpoint(const Host &host, const Config &config, int rank, int peer, Fd fd,
-             std::string addr);
+             std::string addr, SendScratch &out);
     Endpoint(const Endpoint &) = delete;
     Endpoint &operator=(const Endpoint &) = delete;
 
@@ -101,6 +111,7 @@ private:
     Fd fd_;
     std::string addr_;
     uint64_t max_message_;
+    SendScratch &out_; // a small frame's header and payload (copy_and_send)
 
     std::deque<SendOp> sendq_;
     bool can_write_ = true;
@@ -118,7 +129,6 @@ private:
     std::vector<uint8_t> stage_;
     size_t stage_begin_ = 0;
     size_t stage_end_ = 0;
-    std::vector<uint8_t> out_; // a small frame's header and payload (copy_and_send)
 
     int32_t fail_status_ = DTP_OK;
     std::string fail_message_;

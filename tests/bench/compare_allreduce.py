@@ -17,6 +17,13 @@ when a program failed or gave wrong results.
 
   /usr/bin/python3 tests/bench/compare_allreduce.py                 # 2 and 4 ranks, shm and tcp
   /usr/bin/python3 tests/bench/compare_allreduce.py --ranks 2 --paths shm -b 64K
+  /usr/bin/python3 tests/bench/compare_allreduce.py --ranks 2 --paths tcp -n 2000 -w 500
+
+The default 20 timed iterations per size (-n) mostly time connections settling on some
+hosts (plugins/transport/tcp/README.md, session 5): for steady-state figures over TCP
+raise -n and -w as in the last line; --rt keeps shared-memory figures repeatable but
+starves the kernel's softirq thread that delivers TCP loopback traffic, so leave it off
+for tcp.
 """
 import argparse
 import json

@@ -2,13 +2,26 @@
 
 #include "common/error.h"
 
+#include <cstdlib>
 #include <stdexcept>
 
 namespace dt::models {
 Distributed::Distributed()
 {
+    // The trainer calls every collective in the same order on every rank (same model,
+    // same steps per epoch), so it makes the ordered promise: the engine then runs each
+    // operation as it comes instead of negotiating every millisecond on the rank's own
+    // core. Measured on resnet50, 2 ranks of 1 thread: the engine thread took 7-10% of
+    // each core negotiating, 1.5-4.5% ordered. DISTTRAIN_ORDERED=0 negotiates again.
+    dt_context_params_t params = {};
+    const char *env = std::getenv("DISTTRAIN_ORDERED");
+    if (env == nullptr) {
+        params.field_mask = DT_CONTEXT_PARAM_FIELD_ORDERED;
+        params.ordered = 1;
+    }
+    ordered_ = env == nullptr || std::string(env) == "1"; // the library refuses others
     dt_context_h ctx = nullptr;
-    check(dt_context_create(nullptr, &ctx), "dt_context_create");
+    check(dt_context_create(&params, &ctx), "dt_context_create");
     ctx_.reset(ctx);
     check(dt_context_rank(ctx, &rank_), "dt_context_rank");
     check(dt_context_size(ctx, &size_), "dt_context_size");
@@ -18,7 +31,7 @@ std::string Distributed::transport() const
 {
     const char *name = nullptr;
     check(dt_context_transport(get(), &name), "dt_context_transport");
-    return name ? name : "?";
+    return std::string(name ? name : "?") + (ordered_ ? " (ordered)" : " (negotiated)");
 }
 
 void Distributed::broadcast(const std::vector<Tensor> &tensors, const std::string &prefix)

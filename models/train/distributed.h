@@ -19,11 +19,13 @@ using Request = std::unique_ptr<dt_request, RequestFree>;
 
 class Distributed {
 public:
-    Distributed(); // dt_context_create from the environment (disttrainrun sets it)
+    // dt_context_create from the environment (disttrainrun sets it), in ordered mode
+    // unless DISTTRAIN_ORDERED says otherwise.
+    Distributed();
     int rank() const { return rank_; }
     int size() const { return size_; }
     dt_context_h get() const { return ctx_.get(); }
-    std::string transport() const;
+    std::string transport() const; // its name and the engine's mode, e.g. "tcp (ordered)"
 
     // Copies rank 0's tensors (float32) to every rank, all in flight at once.
     void broadcast(const std::vector<Tensor> &tensors, const std::string &prefix);
@@ -39,6 +41,7 @@ private:
     };
     std::unique_ptr<dt_context, Deleter> ctx_;
     int rank_ = 0, size_ = 1;
+    bool ordered_ = true;
 };
 
 // Averages gradients across ranks as they become ready: start() launches one named

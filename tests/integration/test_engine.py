@@ -178,14 +178,17 @@ def test_a_rank_that_leaves_fails_its_waiting_peer_promptly(disttrainrun, worker
     assert float(re.search(r"after ([0-9.]+) s", left).group(1)) < 4.5, out
 
 
-def test_sigkill_of_a_rank_fails_every_survivor_promptly(disttrainrun, worker):
-    """20 trials, 4 ranks: a rank SIGKILLs itself mid-loop; no trial may hang."""
+@pytest.mark.parametrize("ordered", ["0", "1"])
+def test_sigkill_of_a_rank_fails_every_survivor_promptly(disttrainrun, worker, ordered):
+    """20 trials, 4 ranks: a rank SIGKILLs itself mid-loop; no trial may hang. Ordered mode
+    too (the trainer's default): there the survivors learn of it in the collective itself."""
+    env = clean_env({"DISTTRAIN_ORDERED": ordered})
     for trial in range(20):
         victim = trial % 4
         kill_at = 5 + (trial * 7) % 30
         start = time.monotonic()
         r = job(disttrainrun, worker, 4, "fault", str(victim), str(kill_at),
-                launcher_args=("--grace", "10"), timeout=60)
+                launcher_args=("--grace", "10"), timeout=60, env=env)
         elapsed = time.monotonic() - start
         out = r.stdout + r.stderr
         assert r.returncode != 0, out

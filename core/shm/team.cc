@@ -28,6 +28,16 @@ std::chrono::nanoseconds spin_dedicated()
     return spin;
 }
 constexpr uint32_t kSpinOversubscribed = 16; // polls
+// Then, with more ranks than cores, yield for DISTTRAIN_SHM_YIELD_US before sleeping: the rank we wait
+// for is often runnable on this very core, and a yield hands it the core at the cost of
+// one system call, where a futex sleep and wake-up cost two plus an interrupt to another
+// CPU (Open MPI's shared memory yields the same way when oversubscribed).
+std::chrono::nanoseconds yield_oversubscribed()
+{
+    static const auto yield = std::chrono::microseconds(
+        env::get_int("DISTTRAIN_SHM_YIELD_US", 200, 0, 10 * 1000 * 1000));
+    return yield;
+}
 // Longest single sleep: bounds how late the deadline, abort and liveness checks run.
 constexpr auto kSleepMax = std::chrono::milliseconds(1);
 
@@ -80,6 +90,14 @@ void Team::wait_for(int local, Ready &&ready)
             if (ready())
                 return;
             cpu_relax();
+        }
+        const auto yield_end = Clock::now() + yield_oversubscribed();
+        for (uint32_t n = 1;; ++n) {
+            if (ready())
+                return;
+            ::sched_yield();
+            if ((n & 7) == 0 && Clock::now() >= yield_end)
+                break;
         }
     } else {
         // Spinning helps only while the peer runs on another CPU: the scheduler may put

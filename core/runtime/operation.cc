@@ -36,13 +36,30 @@ bool Operation::done() const
 
 bool Operation::wait(std::chrono::milliseconds timeout) const
 {
-    if (wakeup_ && !done()) {
+    // Counted while it waits: the engine negotiates again at once for a rank whose
+    // caller is blocked (engine.cc, wait_for_work).
+    struct Waiter {
+        EngineWakeup *w;
+        explicit Waiter(EngineWakeup *wakeup) : w(wakeup)
         {
-            std::lock_guard lock(wakeup_->mutex);
-            wakeup_->waited = true;
+            if (w == nullptr)
+                return;
+            {
+                std::lock_guard lock(w->mutex);
+                w->waited = true;
+                ++w->waiters;
+            }
+            w->cv.notify_all();
         }
-        wakeup_->cv.notify_all();
-    }
+        ~Waiter()
+        {
+            if (w != nullptr) {
+                std::lock_guard lock(w->mutex);
+                --w->waiters;
+            }
+        }
+    };
+    Waiter waiter(wakeup_ && !done() ? wakeup_.get() : nullptr);
     std::unique_lock lock(mutex_);
     if (timeout.count() < 0) {
         cv_.wait(lock, [&] { return done_; });

@@ -163,7 +163,6 @@ algo::Comm Engine::comm(uint64_t tag, const char *what, const std::vector<int> *
     return c;
 }
 
-// Waits for the next cycle; false when the engine should stop.
 // A caller here is blocked on an operation that is still pending, and the last cycle
 // said that some rank is not blocked: that rank will submit (or wait) soon, and its
 // engine comes to the next cycle at once when it does, so this one should already be
@@ -176,6 +175,7 @@ bool Engine::negotiate_again() const
     return wakeup_->waiters > 0 && !pending_.empty() && !all_blocked_;
 }
 
+// Waits for the next cycle; false when the engine should stop.
 bool Engine::wait_for_work()
 {
     std::unique_lock lock(mutex_);

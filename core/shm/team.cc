@@ -28,10 +28,11 @@ std::chrono::nanoseconds spin_dedicated()
     return spin;
 }
 constexpr uint32_t kSpinOversubscribed = 16; // polls
-// Then, with more ranks than cores, yield for DISTTRAIN_SHM_YIELD_US before sleeping: the rank we wait
-// for is often runnable on this very core, and a yield hands it the core at the cost of
-// one system call, where a futex sleep and wake-up cost two plus an interrupt to another
-// CPU (Open MPI's shared memory yields the same way when oversubscribed).
+// Then, with more ranks than cores, yield for DISTTRAIN_SHM_YIELD_US before sleeping:
+// the rank we wait for is often runnable on this very core, and a yield hands it the core
+// at the cost of one system call, where a futex sleep and wake-up cost two plus an
+// interrupt to another CPU (Open MPI's shared memory yields the same way when
+// oversubscribed).
 std::chrono::nanoseconds yield_oversubscribed()
 {
     static const auto yield = std::chrono::microseconds(

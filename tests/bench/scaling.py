@@ -144,7 +144,7 @@ def main():
         for k in order:
             rates[k].append(sides[k]())
         print(f"round {i + 1}: " + ", ".join(f"{names[k]} {rates[k][-1]:.1f}" for k in sides)
-              + f" images/sec; " + ratios({k: v[-1] for k, v in rates.items()}) +
+              + " images/sec; " + ratios({k: v[-1] for k, v in rates.items()}) +
               f" (load {load_average():.2f})", flush=True)
     med = {k: statistics.median(v) for k, v in rates.items()}
     print("medians: " + ", ".join(f"{names[k]} {med[k]:.1f}" for k in sides) +

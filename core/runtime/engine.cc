@@ -163,18 +163,6 @@ algo::Comm Engine::comm(uint64_t tag, const char *what, const std::vector<int> *
     return c;
 }
 
-// A caller here is blocked on an operation that is still pending, and the last cycle
-// said that some rank is not blocked: that rank will submit (or wait) soon, and its
-// engine comes to the next cycle at once when it does, so this one should already be
-// there rather than sleep out a tick (half a tick of latency on average, per blocking
-// call that arrives before its peers'). Only a blocked rank does this, so no computing
-// rank's core is taken; when every rank is blocked, nothing changes until the coordinator
-// times something out, and the tick paces the cycles again.
-bool Engine::negotiate_again() const
-{
-    return wakeup_->waiters > 0 && !pending_.empty() && !all_blocked_;
-}
-
 // Waits for the next cycle; false when the engine should stop.
 bool Engine::wait_for_work()
 {
@@ -183,7 +171,7 @@ bool Engine::wait_for_work()
         return stopping_ || cancel_.load() || intake_bytes_ >= fusion_threshold_ ||
                (cycle_time_.count() == 0 && !intake_.empty()) ||
                (!intake_.empty() && intake_.back()->desc().blocking) || wakeup_->waited ||
-               (idle_ && !intake_.empty()) || negotiate_again();
+               (idle_ && !intake_.empty());
     };
     idle_ = idle_cycles_ > 0;
     if (cycle_time_.count() > 0)

@@ -185,10 +185,6 @@ private:
     // and since every rank ends a cycle at about the same moment, their ticks line up.
     uint64_t idle_cycles_ = 0;
     static constexpr unsigned kIdleBackoffDoublings = 3;
-    // The last cycle found a caller blocked on every rank (second-last byte of the
-    // negotiation), so a blocked rank waits for the tick again (negotiate_again).
-    bool all_blocked_ = false;
-    bool negotiate_again() const; // needs mutex_ (reads wakeup_->waiters)
     // Cost of negotiation with nothing to do (a warm cache, no news), logged at exit.
     uint64_t empty_cycles_ = 0;
     std::chrono::nanoseconds empty_cycle_time_{0};

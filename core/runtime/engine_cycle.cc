@@ -19,18 +19,12 @@ constexpr auto kCoordinatorPoll = std::chrono::milliseconds(500);
 } // namespace
 
 // Byte 0: 1 when this rank has no news for the coordinator. Then one byte per cache slot
-// (ResponseCache::kInvalid / kAbsent / kReady). Second-last byte: 1 when a caller on this
-// rank is blocked on a pending operation (after the MIN: on every rank; see
-// negotiate_again). Last byte: 1 when this rank has nothing pending (after the MIN: when
-// no rank has), which sets the next tick (next_tick).
+// (ResponseCache::kInvalid / kAbsent / kReady). Last byte: 1 when this rank has nothing
+// pending (after the MIN: when no rank has), which sets the next tick (next_tick).
 std::vector<uint8_t> Engine::cache_state(Clock::time_point now)
 {
-    std::vector<uint8_t> state(1 + cache_.slot_count() + 2, ResponseCache::kAbsent);
+    std::vector<uint8_t> state(1 + cache_.slot_count() + 1, ResponseCache::kAbsent);
     state.back() = pending_.empty() && !join_op_ ? 1 : 0;
-    {
-        std::lock_guard lock(mutex_);
-        state[state.size() - 2] = wakeup_->waiters > 0 && !pending_.empty() ? 1 : 0;
-    }
     bool news = join_op_ && !join_reported_;
     // Free slots and slots of groups this rank is not in are neutral.
     for (size_t slot = 0; slot < cache_.slot_count(); ++slot)
@@ -100,7 +94,6 @@ void Engine::cycle()
     }
     if (state[0] == 0)
         slow_path(ready, now);
-    all_blocked_ = state[state.size() - 2] == 1;
     // Every rank saw the same last byte, so every rank picks the same next tick.
     idle_cycles_ = state.back() == 1 && state[0] == 1 && ready.empty() ? idle_cycles_ + 1 : 0;
     if (!ready.empty()) {

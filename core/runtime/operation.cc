@@ -36,30 +36,13 @@ bool Operation::done() const
 
 bool Operation::wait(std::chrono::milliseconds timeout) const
 {
-    // Counted while it waits: the engine negotiates again at once for a rank whose
-    // caller is blocked (engine.cc, wait_for_work).
-    struct Waiter {
-        EngineWakeup *w;
-        explicit Waiter(EngineWakeup *wakeup) : w(wakeup)
+    if (wakeup_ && !done()) {
         {
-            if (w == nullptr)
-                return;
-            {
-                std::lock_guard lock(w->mutex);
-                w->waited = true;
-                ++w->waiters;
-            }
-            w->cv.notify_all();
+            std::lock_guard lock(wakeup_->mutex);
+            wakeup_->waited = true;
         }
-        ~Waiter()
-        {
-            if (w != nullptr) {
-                std::lock_guard lock(w->mutex);
-                --w->waiters;
-            }
-        }
-    };
-    Waiter waiter(wakeup_ && !done() ? wakeup_.get() : nullptr);
+        wakeup_->cv.notify_all();
+    }
     std::unique_lock lock(mutex_);
     if (timeout.count() < 0) {
         cv_.wait(lock, [&] { return done_; });

@@ -36,7 +36,6 @@ struct EngineWakeup {
     std::mutex mutex;
     std::condition_variable cv;
     bool waited = false; // a caller waits for an operation that is not done
-    int waiters = 0;     // callers waiting right now for operations that are not done
 };
 
 class Operation {

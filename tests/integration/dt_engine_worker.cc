@@ -12,8 +12,6 @@
 //   abort            rank 1 aborts while rank 0 waits
 //   idle MS          after a barrier, MS ms with nothing to do, then one allreduce whose
 //                    completion is polled (never waited for): prints its latency
-//   late N MS        N blocking allreduces that rank 0 calls at once and the others MS ms
-//                    later: rank 0 prints the median of how much longer than MS it waited
 // Failures print "error: <status>: <message>" and exit 1.
 #include <disttrain/disttrain.h>
 
@@ -347,29 +345,6 @@ int cmd_idle(int idle_ms)
     return 0;
 }
 
-int cmd_late(int iterations, int late_ms)
-{
-    using Clock = std::chrono::steady_clock;
-    std::vector<double> excess;
-    std::vector<float> a(16);
-    for (int i = 0; i < iterations; ++i) {
-        std::fill(a.begin(), a.end(), float(rank + 1));
-        if (rank != 0)
-            std::this_thread::sleep_for(std::chrono::milliseconds(late_ms));
-        auto start = Clock::now();
-        check(dt_allreduce(ctx, "late", a.data(), a.data(), a.size(), DT_FLOAT32, DT_SUM),
-              "dt_allreduce");
-        if (a[0] != float(size * (size + 1) / 2))
-            wrong("late");
-        excess.push_back(std::chrono::duration<double, std::milli>(Clock::now() - start).count() -
-                         late_ms);
-    }
-    std::sort(excess.begin(), excess.end());
-    if (rank == 0)
-        std::printf("late ok excess_ms=%.1f\n", excess[excess.size() / 2]);
-    return 0;
-}
-
 } // namespace
 
 int main(int argc, char **argv)
@@ -396,7 +371,6 @@ int main(int argc, char **argv)
     else if (cmd == "abort") rc = cmd_abort();
     else if (cmd == "leave") rc = cmd_leave();
     else if (cmd == "idle") rc = cmd_idle(arg(2));
-    else if (cmd == "late") rc = cmd_late(arg(2), arg(3));
     if (ctx != nullptr)
         dt_context_destroy(ctx);
     return rc;

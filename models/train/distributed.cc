@@ -15,11 +15,14 @@ Distributed::Distributed()
     // each core negotiating, 1.5-4.5% ordered. DISTTRAIN_ORDERED=0 negotiates again.
     dt_context_params_t params = {};
     const char *env = std::getenv("DISTTRAIN_ORDERED");
+    if (env != nullptr && *env == '\0')
+        env = nullptr; // set but empty counts as unset, as everywhere in the library
     if (env == nullptr) {
         params.field_mask = DT_CONTEXT_PARAM_FIELD_ORDERED;
         params.ordered = 1;
     }
-    ordered_ = env == nullptr || std::string(env) == "1"; // the library refuses others
+    // For the header line only; the library parses the variable (and refuses bad values).
+    ordered_ = env == nullptr || std::atoi(env) == 1;
     dt_context_h ctx = nullptr;
     check(dt_context_create(&params, &ctx), "dt_context_create");
     ctx_.reset(ctx);

@@ -6,6 +6,7 @@
 #include "runtime/env.h"
 #include "telemetry/log.h"
 
+#include <algorithm>
 #include <cstring>
 
 namespace dt {
@@ -72,13 +73,14 @@ void Engine::submit(std::shared_ptr<Operation> op)
         release_transport();
         return;
     }
+    const bool first = intake_.empty();
     intake_bytes_ += d.count * dt_dtype_size(d.dtype);
     intake_.push_back(std::move(op));
     // Wake at once for a blocking call, a fusion buffer's worth or the first operation
     // of an idle job; otherwise the cycle timer gathers more operations into one
-    // negotiation and one fused transfer.
+    // negotiation and one fused transfer. A quiet engine wakes to shorten its sleep.
     bool now = d.blocking || ordered_ || intake_bytes_ >= fusion_threshold_ ||
-               cycle_time_.count() == 0 || idle_;
+               cycle_time_.count() == 0 || idle_ || (quiet_ && first);
     lock.unlock();
     if (now)
         cv_.notify_all();
@@ -163,9 +165,32 @@ algo::Comm Engine::comm(uint64_t tag, const char *what, const std::vector<int> *
     return c;
 }
 
+Engine::Clock::duration Engine::quiet_tick() const
+{
+    // Well within the time-out, which a peer waiting in the negotiation counts down.
+    Clock::duration tick = std::min<Clock::duration>(cycle_time_ * kQuietTickCycles,
+                                                     kQuietTickMax);
+    if (timeout_.count() > 0)
+        tick = std::min<Clock::duration>(tick, timeout_ / 8);
+    return std::max<Clock::duration>(tick, cycle_time_);
+}
+
+bool Engine::waits_for_own_submission() const
+{
+    if (!pending_.empty() || join_op_ || joined_mode())
+        return false;
+    // A rank outside some group keeps step for that group's operations.
+    std::lock_guard lock(groups_mutex_);
+    for (const auto &[id, ranks] : groups_)
+        if (std::find(ranks.begin(), ranks.end(), rank_) == ranks.end())
+            return false;
+    return true;
+}
+
 // Waits for the next cycle; false when the engine should stop.
 bool Engine::wait_for_work()
 {
+    const bool quiet = cycle_time_.count() > 0 && waits_for_own_submission();
     std::unique_lock lock(mutex_);
     auto wake = [&] {
         return stopping_ || cancel_.load() || intake_bytes_ >= fusion_threshold_ ||
@@ -173,9 +198,21 @@ bool Engine::wait_for_work()
                (!intake_.empty() && intake_.back()->desc().blocking) || wakeup_->waited ||
                (idle_ && !intake_.empty());
     };
+    quiet_ = quiet;
     idle_ = idle_cycles_ > 0;
-    if (cycle_time_.count() > 0)
-        cv_.wait_for(lock, next_tick(), wake);
+    if (cycle_time_.count() > 0) {
+        const auto start = Clock::now();
+        auto deadline = start + (quiet ? quiet_tick() : next_tick());
+        while (!wake()) {
+            // Quiet: a submission ends the sleep where an ordinary tick would have
+            // ended it, which gathers operations submitted together into one cycle.
+            if (quiet && !intake_.empty())
+                deadline = std::min(deadline, start + cycle_time_);
+            if (cv_.wait_until(lock, deadline) == std::cv_status::timeout)
+                break;
+        }
+    }
+    quiet_ = false;
     wakeup_->waited = false; // one cycle at once per wait; then the tick again
     if (cancel_.load())
         return false;

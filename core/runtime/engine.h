@@ -1,7 +1,7 @@
 // The background engine of a context. Callers enqueue named operations from any thread,
 // in any order; one engine thread per context wakes every DISTTRAIN_CYCLE_TIME_MS (at
 // once when the queue holds a fusion buffer's worth or a caller waits; less often while
-// no rank has work, see idle_cycles_), agrees with the
+// no rank has work, see idle_cycles_, or this rank has none, see quiet_), agrees with the
 // other ranks which operations are ready everywhere (negotiation: a MIN allreduce of one
 // byte per cached operation, plus a round trip through the coordinator on rank 0 for new
 // ones), fuses ready allreduces into one buffer up to DISTTRAIN_FUSION_THRESHOLD bytes and
@@ -85,6 +85,9 @@ private:
 
     void loop();
     bool wait_for_work();
+    // Nothing can become ready before this rank's caller submits (see quiet_).
+    bool waits_for_own_submission() const;
+    Clock::duration quiet_tick() const;
     // Ordered mode (engine_ordered.cc): no negotiation, submission order.
     void ordered_loop();
     void run_ordered(Operation &op);
@@ -160,6 +163,9 @@ private:
     size_t intake_bytes_ = 0;
     bool stopping_ = false;
     bool idle_ = false; // the engine sleeps out an idle tick: a submission wakes it
+    // The engine sleeps a quiet tick (kQuietTickCycles ticks; waits_for_own_submission);
+    // a submission cuts it short where an ordinary tick would have ended.
+    bool quiet_ = false;
     // Whoever drives the transport holds this (the engine thread, or in ordered mode a
     // caller running its blocking operation); true until the control receives are up.
     bool transport_busy_ = true;
@@ -185,6 +191,14 @@ private:
     // and since every rank ends a cycle at about the same moment, their ticks line up.
     uint64_t idle_cycles_ = 0;
     static constexpr unsigned kIdleBackoffDoublings = 3;
+    // A rank with nothing pending, in every group, cannot help any operation become
+    // ready by negotiating: every pending operation anywhere waits for its submission,
+    // which wakes the engine. So it negotiates only this often (for the coordinator's
+    // stall reports and time-outs), instead of every tick while its peers wait: on a
+    // CPU job the straggler's own core would pay for every cycle, and a cycle it ran just
+    // before its caller submitted would leave the waiting peers a tick behind.
+    static constexpr unsigned kQuietTickCycles = 64;
+    static constexpr std::chrono::milliseconds kQuietTickMax{100};
     // Cost of negotiation with nothing to do (a warm cache, no news), logged at exit.
     uint64_t empty_cycles_ = 0;
     std::chrono::nanoseconds empty_cycle_time_{0};

@@ -15,6 +15,11 @@ the compute-only ceiling that no data-parallel side can beat on this host).
     /usr/bin/python3 tests/bench/torch_ddp_compare.py [--rounds 5] [--steps 100]
         [--warmup 10] [--model mlp|cnn] [--batch 64] [--np 2] [--sides ...]
         [--profile] [--nice -19] [--bucket-bytes N] [--dt-env VAR=VALUE]
+        [--baseline-build DIR]
+
+torch's BLAS is printed: with Debian's default reference BLAS the mlp's matmuls take
+~10x longer than with OpenBLAS (`apt-get install libopenblas0-openmp`), which makes
+every side's step mostly compute; the figures in bindings/python/README.md give both.
 
 --profile adds the median forward, backward and step times and the CPU time of the
 whole process (every thread) per step. On a host shared with other people's builds,
@@ -35,8 +40,9 @@ import sys
 import time
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
-SIDES = ["disttrain", "disttrain-ordered", "ddp", "local"]
+SIDES = ["disttrain", "disttrain-ordered", "ddp", "local", "disttrain-baseline"]
 LABELS = {"disttrain": "disttrain", "disttrain-ordered": "disttrain ordered",
+          "disttrain-baseline": "disttrain (base)",
           "ddp": "ddp (gloo)", "local": "no communication"}
 BUILD = pathlib.Path(os.environ.get("DISTTRAIN_BUILD_DIR", REPO / "build")).resolve()
 
@@ -154,9 +160,11 @@ def run_round(kind, args):
     if args.bucket_bytes is not None:
         cmd += ["--bucket-bytes", str(args.bucket_bytes)]
     env = {k: v for k, v in os.environ.items() if not k.startswith("DISTTRAIN_")}
+    build = args.baseline_build if kind == "disttrain-baseline" else BUILD
     env.update(PYTHONPATH=str(REPO / "bindings" / "python"), OMP_NUM_THREADS="1",
-               DISTTRAIN_LIBRARY=str(BUILD / "core" / "libdisttrain.so"),
-               DISTTRAIN_PLUGIN_PATH=str(BUILD / "plugins" / "transport" / "tcp"))
+               OPENBLAS_NUM_THREADS="1",
+               DISTTRAIN_LIBRARY=str(build / "core" / "libdisttrain.so"),
+               DISTTRAIN_PLUGIN_PATH=str(build / "plugins" / "transport" / "tcp"))
     if kind.startswith("disttrain"):
         env.update(kv.split("=", 1) for kv in args.dt_env)
     r = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=360)
@@ -179,6 +187,22 @@ def shield(nice):
         return f"nice {nice} (process and autogroup)"
     except OSError as e:
         return f"nice {nice} (process only; autogroup: {e.strerror})"
+
+
+def blas_in_use():
+    """The BLAS that this process's torch loaded (Debian's torch calls whichever
+    libblas.so.3 the alternatives system provides)."""
+    try:
+        libs = {line.split()[-1] for line in open("/proc/self/maps") if "blas" in line}
+    except OSError:  # pragma: no cover - not Linux
+        return "unknown"
+    if any("openblas" in lib for lib in libs):
+        return "OpenBLAS"
+    if any("/blas/" in lib for lib in libs):
+        return ("the reference BLAS (netlib): torch's matmuls run ~10x slower than with "
+                "OpenBLAS, so compute hides communication; apt-get install "
+                "libopenblas0-openmp for a realistic step")
+    return ", ".join(sorted(libs)) or "none found"
 
 
 def loadavg():
@@ -209,6 +233,9 @@ def main():
                         "host busy with other people's builds it shields all sides alike")
     p.add_argument("--bucket-bytes", type=int, default=None,
                    help="DistributedOptimizer(bucket_bytes=...) (default: its default)")
+    p.add_argument("--baseline-build", type=pathlib.Path, default=None, metavar="DIR",
+                   help="another build tree (e.g. of the previous commit): adds the side "
+                        "disttrain-baseline, the default side with that tree's library")
     p.add_argument("--dt-env", action="append", default=[], metavar="VAR=VALUE",
                    help="extra environment of the disttrain rounds (experiments)")
     args = p.parse_args()
@@ -221,10 +248,20 @@ def main():
           f"({params} parameters), batch {args.batch} per rank, {args.np} ranks x 1 "
           f"thread, {args.rounds} rounds x {args.steps} steps (+{args.warmup} warm-up)"
           + (f", disttrain env {' '.join(args.dt_env)}" if args.dt_env else ""))
+    print(f"torch's BLAS: {blas_in_use()}")
     if args.nice:
         print(f"priority: {shield(args.nice)}")
     print(f"load average at start: {loadavg()}", flush=True)
     kinds = args.sides.split(",")
+    if args.baseline_build:
+        args.baseline_build = args.baseline_build.resolve()
+        if not (args.baseline_build / "core" / "libdisttrain.so").exists():
+            sys.exit(f"--baseline-build {args.baseline_build}: no core/libdisttrain.so "
+                     f"there; give a configured and built tree")
+        if "disttrain-baseline" not in kinds:
+            kinds.insert(1, "disttrain-baseline")
+    elif "disttrain-baseline" in kinds:
+        sys.exit("--sides disttrain-baseline needs --baseline-build DIR")
     if any(k not in SIDES for k in kinds) or "ddp" not in kinds:
         sys.exit(f"--sides {args.sides}: pick from {', '.join(SIDES)}, with ddp")
     results = {k: [] for k in kinds}

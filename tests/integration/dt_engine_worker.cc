@@ -345,6 +345,30 @@ int cmd_idle(int idle_ms)
     return 0;
 }
 
+// The last rank arrives late_ms after the others, which wait in a blocking allreduce
+// (the second of its name: the cache knows it). Prints how long the late rank's own call
+// took; with DISTTRAIN_LOG_LEVEL=info the engines log their empty cycles at exit.
+int cmd_straggler(int late_ms)
+{
+    using Clock = std::chrono::steady_clock;
+    std::vector<float> a(16);
+    for (int round = 0; round < 2; ++round) {
+        std::fill(a.begin(), a.end(), float(rank + 1));
+        check(dt_barrier(ctx, "before straggler"), "dt_barrier");
+        if (round == 1 && rank == size - 1)
+            std::this_thread::sleep_for(std::chrono::milliseconds(late_ms));
+        auto start = Clock::now();
+        check(dt_allreduce(ctx, "late", a.data(), a.data(), a.size(), DT_FLOAT32, DT_SUM),
+              "dt_allreduce");
+        if (a[0] != float(size * (size + 1) / 2))
+            wrong("late");
+        if (round == 1 && rank == size - 1)
+            std::printf("straggler ok call_ms=%.1f\n",
+                        std::chrono::duration<double, std::milli>(Clock::now() - start).count());
+    }
+    return 0;
+}
+
 } // namespace
 
 int main(int argc, char **argv)
@@ -371,6 +395,7 @@ int main(int argc, char **argv)
     else if (cmd == "abort") rc = cmd_abort();
     else if (cmd == "leave") rc = cmd_leave();
     else if (cmd == "idle") rc = cmd_idle(arg(2));
+    else if (cmd == "straggler") rc = cmd_straggler(arg(2));
     if (ctx != nullptr)
         dt_context_destroy(ctx);
     return rc;

@@ -190,15 +190,16 @@ def shield(nice):
 
 
 def blas_in_use():
-    """The BLAS that this process's torch loaded (Debian's torch calls whichever
-    libblas.so.3 the alternatives system provides)."""
+    """The BLAS that this process's torch called: Debian's torch links libblas.so.3,
+    which the alternatives system (or LD_LIBRARY_PATH) points at an implementation."""
     try:
         libs = {line.split()[-1] for line in open("/proc/self/maps") if "blas" in line}
     except OSError:  # pragma: no cover - not Linux
         return "unknown"
-    if any("openblas" in lib for lib in libs):
+    blas = sorted(lib for lib in libs if pathlib.Path(lib).name.startswith("libblas.so"))
+    if any("openblas" in lib for lib in blas):
         return "OpenBLAS"
-    if any("/blas/" in lib for lib in libs):
+    if any("/blas/" in lib for lib in blas):
         return ("the reference BLAS (netlib): torch's matmuls run ~10x slower than with "
                 "OpenBLAS, so compute hides communication; apt-get install "
                 "libopenblas0-openmp for a realistic step")

@@ -13,7 +13,7 @@ packages=(
   cargo python3-torch dataset-fashion-mnist
   libdnnl-dev libucx-dev
   # The BLAS behind libblas.so.3 that Debian's torch (and numpy) call: without it the
-  # reference BLAS serves, and PyTorch's matmuls run ~13x slower than in any PyTorch
+  # reference BLAS serves, and PyTorch's matmuls run ~10x slower than in any PyTorch
   # build users get elsewhere (tests/bench/torch_ddp_compare.py prints which one).
   libopenblas0-openmp
 )

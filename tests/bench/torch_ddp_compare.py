@@ -10,7 +10,9 @@ steps/s and its ratio to DDP. A benchmark: it never asserts a time.
 Sides (--sides): disttrain (disttrain.init() as is: the engine negotiates every
 collective by name), disttrain-ordered (disttrain.init(ordered=True): the same-order
 promise that gloo needs too, so no negotiation), ddp, and local (no communication at all:
-the compute-only ceiling that no data-parallel side can beat on this host).
+the compute-only reference; on a host whose CPUs slow each other down while both compute,
+a side that waits part of the time can come out above it), and with
+--baseline-build DIR disttrain-baseline (the default side with another build's library).
 
     /usr/bin/python3 tests/bench/torch_ddp_compare.py [--rounds 5] [--steps 100]
         [--warmup 10] [--model mlp|cnn] [--batch 64] [--np 2] [--sides ...]

@@ -115,6 +115,11 @@ void Engine::register_group(uint32_t id, std::vector<int> ranks)
 {
     std::lock_guard lock(groups_mutex_);
     groups_[id] = std::move(ranks);
+    // Recomputed, not just set: an id may come back (they wrap) with other members.
+    bool outside = false;
+    for (const auto &[gid, in_group] : groups_)
+        outside = outside || std::find(in_group.begin(), in_group.end(), rank_) == in_group.end();
+    outside_a_group_.store(outside, std::memory_order_relaxed);
 }
 
 std::vector<int> Engine::members(uint32_t group) const
@@ -177,14 +182,9 @@ Engine::Clock::duration Engine::quiet_tick() const
 
 bool Engine::waits_for_own_submission() const
 {
-    if (!pending_.empty() || join_op_ || joined_mode())
-        return false;
     // A rank outside some group keeps step for that group's operations.
-    std::lock_guard lock(groups_mutex_);
-    for (const auto &[id, ranks] : groups_)
-        if (std::find(ranks.begin(), ranks.end(), rank_) == ranks.end())
-            return false;
-    return true;
+    return pending_.empty() && !join_op_ && !joined_mode() &&
+           !outside_a_group_.load(std::memory_order_relaxed);
 }
 
 // Waits for the next cycle; false when the engine should stop.

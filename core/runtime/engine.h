@@ -174,6 +174,8 @@ private:
     std::atomic<bool> cancel_{false};
     mutable std::mutex groups_mutex_;
     std::unordered_map<uint32_t, std::vector<int>> groups_;
+    // Some registered group leaves this rank out (register_group keeps it current).
+    std::atomic<bool> outside_a_group_{false};
 
     // Engine thread only.
     std::unordered_map<std::string, Pending> pending_; // by key: name, or name@groupN

@@ -12,6 +12,8 @@
 #include "runtime/error.h"
 #include "telemetry/log.h"
 
+#include <algorithm>
+#include <cstring>
 #include <thread>
 
 namespace dt::algo {
@@ -47,8 +49,22 @@ Comm::Comm(Transport &transport, int rank, int size, uint64_t tag, Clock::time_p
 
 Request Comm::isend(int peer, const void *buf, size_t len)
 {
+    if (check_ != nullptr && checked_sends_.insert(peer))
+        return checked_send(global(peer), buf, len);
+    return post_send(global(peer), buf, len);
+}
+
+Request Comm::irecv(int peer, void *buf, size_t len)
+{
+    if (check_ != nullptr && checked_recvs_.insert(peer))
+        return checked_recv(global(peer), buf, len);
+    return post_recv(global(peer), buf, len);
+}
+
+Request Comm::post_send(int world_peer, const void *buf, size_t len)
+{
     auto req = std::make_unique<PendingTransfer>();
-    req->peer = global(peer);
+    req->peer = world_peer;
     req->len = len;
     req->raw.status = DTP_INPROGRESS;
     set_last_error("");
@@ -61,10 +77,10 @@ Request Comm::isend(int peer, const void *buf, size_t len)
     return req;
 }
 
-Request Comm::irecv(int peer, void *buf, size_t len)
+Request Comm::post_recv(int world_peer, void *buf, size_t len)
 {
     auto req = std::make_unique<PendingTransfer>();
-    req->peer = global(peer);
+    req->peer = world_peer;
     req->is_recv = true;
     req->len = len;
     req->raw.status = DTP_INPROGRESS;
@@ -76,6 +92,70 @@ Request Comm::irecv(int peer, void *buf, size_t len)
         fail(*req);
     }
     return req;
+}
+
+Request Comm::checked_send(int world_peer, const void *buf, size_t len)
+{
+    constexpr size_t kCheck = sizeof(CallCheck);
+    if (len <= kInlineCheckedBytes) {
+        auto staging = std::make_unique_for_overwrite<std::byte[]>(kCheck + len);
+        std::memcpy(staging.get(), check_, kCheck);
+        if (len > 0)
+            std::memcpy(staging.get() + kCheck, buf, len);
+        Request req = post_send(world_peer, staging.get(), kCheck + len);
+        req->staging = std::move(staging);
+        return req;
+    }
+    auto staging = std::make_unique_for_overwrite<std::byte[]>(kCheck);
+    std::memcpy(staging.get(), check_, kCheck);
+    Request check = post_send(world_peer, staging.get(), kCheck);
+    check->staging = std::move(staging);
+    Request req = post_send(world_peer, buf, len);
+    req->check = std::move(check);
+    return req;
+}
+
+Request Comm::checked_recv(int world_peer, void *buf, size_t len)
+{
+    constexpr size_t kCheck = sizeof(CallCheck);
+    // Room for any inline message: a peer that disagrees on the count sends more or less
+    // than this rank expects, and reading its check names the disagreement, where a
+    // message too large for the receive would only be a transport error.
+    const size_t room = kCheck + kInlineCheckedBytes;
+    auto staging = std::make_unique_for_overwrite<std::byte[]>(room);
+    Request req = post_recv(world_peer, staging.get(), room);
+    req->staging = std::move(staging);
+    watched_.push_back(req.get());
+    if (len <= kInlineCheckedBytes) {
+        req->len = kCheck + len;
+        req->out = buf;
+        return req;
+    }
+    Request data = post_recv(world_peer, buf, len);
+    req->len = kCheck;
+    data->check = std::move(req);
+    return data;
+}
+
+void Comm::verify_arrived_checks()
+{
+    for (PendingTransfer *t : watched_)
+        if (!t->verified && t->raw.status == DTP_OK)
+            verify_check(*t);
+}
+
+void Comm::verify_check(PendingTransfer &t)
+{
+    t.verified = true;
+    const std::string what = cat(collective_, " '", check_name_, "'");
+    if (t.raw.bytes < sizeof(CallCheck))
+        abort_and_throw(DT_ERR_MISMATCH, call_check_missing(what, global(rank_), t.peer,
+                                                            t.raw.bytes));
+    CallCheck theirs;
+    std::memcpy(&theirs, t.staging.get(), sizeof theirs);
+    std::string mismatch = call_check_mismatch(what, global(rank_), *check_, t.peer, theirs);
+    if (!mismatch.empty())
+        abort_and_throw(DT_ERR_MISMATCH, std::move(mismatch));
 }
 
 void Comm::progress_once(int32_t timeout_ms)
@@ -93,6 +173,8 @@ bool Comm::test(Request &req)
 {
     if (!req)
         return true;
+    if (req->check && !test(req->check))
+        return false;
     const bool polled = req->raw.status == DTP_INPROGRESS;
     if (polled)
         progress_once(0);
@@ -104,6 +186,13 @@ bool Comm::test(Request &req)
 
 void Comm::finish(Request &req, bool completed_by_last_progress)
 {
+    // A received check is read before anything else about the message: it names what
+    // the ranks disagree on, where a size alone would not.
+    if (req->is_recv && req->staging) {
+        std::erase(watched_, req.get());
+        if (req->raw.status == DTP_OK && !req->verified)
+            verify_check(*req);
+    }
     if (req->raw.status != DTP_OK || (req->is_recv && req->raw.bytes != req->len)) {
         // A request that failed in the progress call just made comes with the plugin's
         // message (set_error during that call: "lost connection to rank N ...", a size
@@ -113,6 +202,9 @@ void Comm::finish(Request &req, bool completed_by_last_progress)
             set_last_error("");
         fail(*req);
     }
+    if (req->out != nullptr && req->len > sizeof(CallCheck))
+        std::memcpy(req->out, req->staging.get() + sizeof(CallCheck),
+                    req->len - sizeof(CallCheck));
     req.reset();
 }
 
@@ -120,6 +212,8 @@ void Comm::wait(Request &req)
 {
     if (!req)
         return;
+    if (req->check)
+        wait(req->check); // the check is verified before the data counts
     // The loops end right after the progress call that completed req.
     const bool polled = req->raw.status == DTP_INPROGRESS;
     const auto spin_end = Clock::now() + kSpin;
@@ -132,6 +226,11 @@ void Comm::wait(Request &req)
         if (cancel_ != nullptr && cancel_->load(std::memory_order_relaxed))
             cancelled(*req);
         check_departure(*req);
+        // A check that arrived for another receive of this call is read now: waiting
+        // here for a message that a disagreeing rank will never send must not keep this
+        // rank from seeing the disagreement.
+        if (!watched_.empty())
+            verify_arrived_checks();
         int32_t ms = kBlockMs;
         if (deadline_ != Clock::time_point::max()) {
             auto left = std::chrono::ceil<std::chrono::milliseconds>(deadline_ - now).count();
@@ -238,6 +337,7 @@ void Comm::fail_native(const PendingTransfer &t)
 
 void Comm::abort_and_throw(dt_status_t code, std::string message)
 {
+    watched_.clear(); // their requests go with the unwinding collective
     if (on_failure_) {
         FailureHook hook = std::move(on_failure_); // once, even if the hook fails too
         hook(code, message);

@@ -10,6 +10,7 @@
 #pragma once
 
 #include "plugin/transport.h"
+#include "runtime/call_check.h"
 
 #include <disttrain/disttrain.h>
 
@@ -33,8 +34,45 @@ struct PendingTransfer {
     int peer = -1;
     bool is_recv = false;
     size_t len = 0;
+    // The call check (ordered mode) on the first transfer of a call with a peer. Inline:
+    // the message is `staging` (check, then the data), and a receive copies the data out
+    // to `out` once the check agrees. Separate: `check` is the message just before.
+    std::unique_ptr<std::byte[]> staging;
+    void *out = nullptr;
+    std::unique_ptr<PendingTransfer> check;
+    bool verified = false; // a received check that was compared already
 };
 using Request = std::unique_ptr<PendingTransfer>;
+
+// Messages up to this size carry the call check inline (one copy at each end); larger
+// ones are preceded by a message holding only the check, which costs less than copying.
+constexpr size_t kInlineCheckedBytes = 16 * 1024;
+
+// Which peers (group ranks) this call already sent to, or received from.
+class PeerSet {
+public:
+    // Adds peer; true when it was not in the set yet.
+    bool insert(int peer)
+    {
+        if (peer < 64) {
+            uint64_t bit = uint64_t{1} << peer;
+            bool fresh = (small_ & bit) == 0;
+            small_ |= bit;
+            return fresh;
+        }
+        size_t i = static_cast<size_t>(peer) / 64 - 1;
+        if (big_.size() <= i)
+            big_.resize(i + 1);
+        uint64_t bit = uint64_t{1} << (peer % 64);
+        bool fresh = (big_[i] & bit) == 0;
+        big_[i] |= bit;
+        return fresh;
+    }
+
+private:
+    uint64_t small_ = 0;
+    std::vector<uint64_t> big_;
+};
 
 class Comm {
 public:
@@ -60,6 +98,18 @@ public:
     void wait(Request &req);
     // True when req has completed (throws if it failed). Polls the transport once.
     bool test(Request &req);
+
+    // Ordered mode: the call's check travels with this call's first transfer to and from
+    // each peer, and a receive whose check disagrees fails with DT_ERR_MISMATCH before
+    // its data is used (runtime/call_check.h). name: the operation's, for messages. Both
+    // must outlive the Comm. Null: no check (the engine negotiated the call).
+    void set_check(const CallCheck *check, const char *name)
+    {
+        check_ = check;
+        check_name_ = name;
+    }
+    const CallCheck *check() const { return check_; }
+    const char *check_name() const { return check_name_; }
 
     // For a group of ranks: members[r] is the transport rank of group rank r (rank and
     // size given to the constructor are the group's). The vector must outlive the Comm.
@@ -102,6 +152,8 @@ public:
         c.on_failure_ = on_failure_;
         c.departed_ = departed_;
         c.members_ = world_members;
+        c.check_ = check_;
+        c.check_name_ = check_name_;
         return c;
     }
 
@@ -113,6 +165,14 @@ public:
     }
 
 private:
+    Request post_send(int world_peer, const void *buf, size_t len);
+    Request post_recv(int world_peer, void *buf, size_t len);
+    Request checked_send(int world_peer, const void *buf, size_t len);
+    Request checked_recv(int world_peer, void *buf, size_t len);
+    // A received call check (first bytes of t's message) against this call's.
+    void verify_check(PendingTransfer &t);
+    // Verifies every watched check that has arrived (while waiting for something else).
+    void verify_arrived_checks();
     void progress_once(int32_t timeout_ms);
     // Throws if the completed req failed; with completed_by_last_progress, keeping the
     // plugin's message from that progress call. Then releases req.
@@ -133,6 +193,11 @@ private:
     FailureHook on_failure_;
     DepartureCheck departed_;
     const std::vector<int> *members_ = nullptr;
+    const CallCheck *check_ = nullptr;
+    const char *check_name_ = "";
+    PeerSet checked_sends_;
+    PeerSet checked_recvs_;
+    std::vector<PendingTransfer *> watched_; // checked receives not finished yet
 
     int global(int peer) const { return members_ != nullptr ? (*members_)[peer] : peer; }
 };

@@ -116,6 +116,8 @@ private:
         uint64_t low = (seq << kGroupTagBits) | (group & ((1u << kGroupTagBits) - 1));
         return kOpTagBase + (low & (kOpTagBase - 1));
     }
+    // The per-group call number a tag from next_op_tag holds (for messages).
+    static uint64_t call_number(uint64_t tag) { return (tag - kOpTagBase) >> kGroupTagBits; }
     bool joined_mode() const { return !joined_.empty(); }
     // Members (world ranks) of a group; group 0 is every rank.
     std::vector<int> members(uint32_t group) const;

@@ -1,9 +1,12 @@
 // Ordered mode (DISTTRAIN_ORDERED=1): the user promises that every rank submits the same
 // operations in the same order, as MPI and NCCL require. There is then nothing to
 // negotiate: operations run in submission order, a blocking one on the caller's own
-// thread when nothing is queued ahead of it. Whoever runs an operation holds the
-// transport (transport_busy_), so the plugin still sees one caller at a time.
+// thread when nothing is queued ahead of it. Each call carries a check of what it is
+// (runtime/call_check.h), so a rank that breaks the promise gets an error, not wrong
+// data. Whoever runs an operation holds the transport (transport_busy_), so the plugin
+// still sees one caller at a time.
 #include "algorithms/comm.h"
+#include "runtime/call_check.h"
 #include "runtime/engine.h"
 #include "runtime/error.h"
 #include "runtime/execute.h"
@@ -76,8 +79,12 @@ void Engine::run_ordered(Operation &op)
         // Before, not after: a peer that left fails the operation at once, but one that
         // completed here is not failed because a peer left right after it.
         check_control();
-        algo::Comm c = comm(next_op_tag(d.group), op_kind_name(d.kind),
-                            d.group != 0 ? &ranks : nullptr);
+        const uint64_t tag = next_op_tag(d.group);
+        // Nothing was negotiated: the check that travels with the data is what turns a
+        // rank that disagrees into an error instead of a wrong result.
+        const CallCheck check = call_check_of(d, call_number(tag));
+        algo::Comm c = comm(tag, op_kind_name(d.kind), d.group != 0 ? &ranks : nullptr);
+        c.set_check(&check, d.name.c_str());
         run_collective(c, d, d.group != 0 ? static_cast<int>(ranks.size()) : size_);
         op.complete(DT_OK, {});
     } catch (const Error &e) {

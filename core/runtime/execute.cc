@@ -75,9 +75,21 @@ void run_collective(algo::Comm &comm, const OpDesc &op, int avg_divisor)
             reduce::finish_average(op.recvbuf, op.count, op.dtype, avg_divisor);
         return;
     }
-    case OpKind::broadcast:
+    case OpKind::broadcast: {
+        // The root receives nothing in a broadcast, so two ranks that each take
+        // themselves for the root would both succeed. With a call check, every rank also
+        // sends it to the next rank: a ring that reaches every rank whatever its view.
+        algo::Request from_left, to_right;
+        if (comm.check() != nullptr && comm.size() > 1) {
+            const int n = comm.size();
+            from_left = comm.irecv((comm.rank() + n - 1) % n, nullptr, 0);
+            to_right = comm.isend((comm.rank() + 1) % n, nullptr, 0);
+        }
         algo::broadcast(comm, op.recvbuf, op.count * esize, op.root);
+        comm.wait(from_left);
+        comm.wait(to_right);
         return;
+    }
     case OpKind::allgather:
         algo::allgather_ring(comm, op.sendbuf, op.recvbuf, op.count * esize);
         return;

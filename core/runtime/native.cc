@@ -1,10 +1,12 @@
 #include "runtime/native.h"
 
 #include "reduce/reduce.h"
+#include "runtime/call_check.h"
 #include "runtime/error.h"
 #include "telemetry/log.h"
 
 #include <memory>
+#include <vector>
 
 namespace dt {
 
@@ -48,6 +50,68 @@ int32_t start(const Transport &t, const OpDesc &op, dt_transport_request_t *req)
     return DTP_ERR_UNSUPPORTED;
 }
 
+// Starts a native collective through `begin` and waits for it. False when the plugin
+// declined the call (DTP_ERR_UNSUPPORTED).
+template <typename Begin>
+bool run_and_wait(algo::Comm &comm, const char *what, Begin &&begin)
+{
+    auto req = std::make_unique<algo::PendingTransfer>();
+    req->peer = -1; // the whole job: Comm names the native collective in its errors
+    req->raw.status = DTP_INPROGRESS;
+    set_last_error("");
+    int32_t rc = begin(&req->raw);
+    if (rc == DTP_ERR_UNSUPPORTED) {
+        set_last_error("");
+        return false;
+    }
+    if (rc < 0) {
+        DT_LOG(error, "runtime", what, ": native collective of transport '",
+               comm.transport().name(), "' failed to start: ", last_error());
+        req->raw.status = rc;
+    }
+    comm.wait(req);
+    return true;
+}
+
+// Ordered mode's call check before a native collective (runtime/call_check.h): a
+// two-word MAX allreduce of {h, ~h} gives {max h, ~min h}, equal only when every rank's
+// hash is. Then the data moves; only a disagreement costs an allgather of the checks,
+// which names the rank and field. False when the transport declined the check's
+// allreduce: the core's algorithms, which carry the check themselves, run the call.
+bool native_check_passes(algo::Comm &comm, const OpDesc &op)
+{
+    const dt_transport_v2_t &ops = comm.transport().ops();
+    void *inst = comm.transport().instance();
+    if (ops.allreduce == nullptr)
+        return false;
+    const CallCheck &mine = *comm.check();
+    const uint64_t h = call_check_hash(mine);
+    int64_t words[2] = {static_cast<int64_t>(h), static_cast<int64_t>(~h)};
+    int64_t agreed[2] = {};
+    if (!run_and_wait(comm, "call check", [&](dt_transport_request_t *req) {
+            return ops.allreduce(inst, words, agreed, 2, DT_INT64, DT_MAX, req);
+        }))
+        return false;
+    if (agreed[0] == words[0] && ~agreed[1] == words[0])
+        return true;
+
+    const std::string what = cat(op_kind_name(op.kind), " '", op.name, "'");
+    std::vector<CallCheck> all(static_cast<size_t>(comm.size()));
+    std::string mismatch;
+    if (ops.allgather != nullptr &&
+        run_and_wait(comm, "call check", [&](dt_transport_request_t *req) {
+            return ops.allgather(inst, &mine, all.data(), sizeof mine, DT_UINT8, req);
+        })) {
+        for (int r = 0; r < comm.size() && mismatch.empty(); ++r)
+            mismatch = call_check_mismatch(what, comm.rank(), mine, r, all[r]);
+    }
+    if (mismatch.empty())
+        mismatch = cat(what, ": the ranks' call checks of ordered mode (DISTTRAIN_ORDERED=1) "
+                       "disagree: some rank runs another collective or passes other arguments "
+                       "in this call");
+    comm.fail_collective(DT_ERR_MISMATCH, std::move(mismatch));
+}
+
 } // namespace
 
 bool run_native(algo::Comm &comm, const OpDesc &op, int avg_divisor)
@@ -56,22 +120,12 @@ bool run_native(algo::Comm &comm, const OpDesc &op, int avg_divisor)
     // collectives span every rank.
     if (op.group != 0)
         return false;
-    auto req = std::make_unique<algo::PendingTransfer>();
-    req->peer = -1; // the whole job: Comm names the native collective in its errors
-    req->raw.status = DTP_INPROGRESS;
-    set_last_error("");
-    int32_t rc = start(comm.transport(), op, &req->raw);
-    if (rc == DTP_ERR_UNSUPPORTED) {
-        set_last_error("");
+    if (comm.check() != nullptr && !native_check_passes(comm, op))
         return false;
-    }
-    if (rc < 0) {
-        DT_LOG(error, "runtime", op_kind_name(op.kind), " '", op.name, "': native ",
-               op_kind_name(op.kind), " of transport '", comm.transport().name(),
-               "' failed to start: ", last_error());
-        req->raw.status = rc;
-    }
-    comm.wait(req);
+    if (!run_and_wait(comm, op_kind_name(op.kind), [&](dt_transport_request_t *req) {
+            return start(comm.transport(), op, req);
+        }))
+        return false;
     if (op.op == DT_AVG && (op.kind == OpKind::allreduce || op.kind == OpKind::reduce_scatter))
         reduce::finish_average(op.recvbuf, op.count, op.dtype, avg_divisor);
     return true;

@@ -47,8 +47,7 @@ struct Field {
 
 } // namespace
 
-std::string describe_mismatch(const std::string &name,
-                              const std::vector<std::pair<int, Signature>> &by_rank)
+std::string disagreement(const std::vector<std::pair<int, Signature>> &by_rank)
 {
     static const Field kFields[] = {
         {"collective", [](const Signature &s) { return std::string(op_kind_name(s.kind)); }},
@@ -58,23 +57,32 @@ std::string describe_mismatch(const std::string &name,
         {"reduce op", [](const Signature &s) { return std::string(dt_reduce_op_name(s.op)); }},
         {"root", [](const Signature &s) { return std::to_string(s.root); }},
     };
-    if (by_rank.empty())
-        return {};
     for (const Field &field : kFields) {
+        if (by_rank.empty())
+            break;
         std::string first = field.show(by_rank.front().second);
         bool differs = false;
         for (const auto &[rank, sig] : by_rank)
             differs = differs || field.show(sig) != first;
         if (!differs)
             continue;
-        std::string message = cat(op_kind_name(by_rank.front().second.kind), " '", name,
-                                  "': ranks disagree on ", field.label, ":");
+        std::string message = cat("ranks disagree on ", field.label, ":");
         for (size_t i = 0; i < by_rank.size(); ++i)
             message += cat(i ? "," : "", " rank ", by_rank[i].first, " ",
                            field.show(by_rank[i].second));
-        return message + "; every rank must submit the same operation under this name";
+        return message;
     }
     return {};
+}
+
+std::string describe_mismatch(const std::string &name,
+                              const std::vector<std::pair<int, Signature>> &by_rank)
+{
+    std::string detail = disagreement(by_rank);
+    if (detail.empty())
+        return {};
+    return cat(op_kind_name(by_rank.front().second.kind), " '", name, "': ", detail,
+               "; every rank must submit the same operation under this name");
 }
 
 } // namespace dt

@@ -33,6 +33,10 @@ bool kind_has_root(OpKind kind);
 std::string describe_mismatch(const std::string &name,
                               const std::vector<std::pair<int, Signature>> &by_rank);
 
+// "ranks disagree on dtype: rank 0 float32, rank 1 float64" for the first field that
+// differs (in describe_mismatch's order); empty when all signatures are equal.
+std::string disagreement(const std::vector<std::pair<int, Signature>> &by_rank);
+
 // "0, 2, 5" for messages.
 std::string rank_list(const std::vector<int> &ranks);
 // "rank 3" or "ranks 0, 2, 5".

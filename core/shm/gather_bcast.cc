@@ -81,6 +81,11 @@ void broadcast(Team &team, void *buf, size_t bytes, int root)
             team.post(&Control::reduced, k + 1);
         }
     }
+    // The root reads nobody's tag line, so two members that each take themselves for
+    // the root would both finish. Checked (ordered mode), every member also reads the
+    // previous member's: a ring that reaches every member whatever its view.
+    if (team.checked())
+        team.wait_published((team.rank() + n - 1) % n);
     team.end();
 }
 

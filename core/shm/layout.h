@@ -4,8 +4,10 @@
 //
 //   Header        pid, rank, failure state; the single-copy probe word and verdict
 //   reason        why this rank failed (text), for the peers' error messages
-//   TagLine       the tag of the collective being published + a 56-byte inline payload
-//                 (the single-copy allreduce publishes its buffers there: CallBuffers)
+//   TagLine       the tag of the collective being published, the hash of its call check
+//                 (ordered mode) and a 48-byte inline payload (the single-copy allreduce
+//                 publishes its buffers there: CallBuffers)
+//   call          the call check itself, read by a peer only when the hashes differ
 //   posted        progress counters of the pipelined collectives (pieces done so far)
 //   reduced
 //   done
@@ -16,6 +18,8 @@
 //                 the two shared
 //   data          the staging area (DISTTRAIN_SHM_BYTES), split in slots
 #pragma once
+
+#include "runtime/call_check.h"
 
 #include <atomic>
 #include <cstddef>
@@ -30,14 +34,23 @@ struct alignas(kLine) Line {
 };
 static_assert(sizeof(Line) == kLine);
 
-// A tag and a tiny message in one cache line: the reader that sees the tag has the
-// payload in the same transfer.
-constexpr size_t kInlineBytes = kLine - sizeof(uint64_t);
+// A tag, the call's check and a tiny message in one cache line: the reader that sees the
+// tag has the rest in the same transfer. check: call_check_hash of the call in ordered
+// mode (runtime/call_check.h), 0 for a negotiated call; every reader compares it with
+// its own before it reads anything the writer published.
+constexpr size_t kInlineBytes = kLine - 2 * sizeof(uint64_t);
 struct alignas(kLine) TagLine {
     std::atomic<uint64_t> tag;
+    std::atomic<uint64_t> check;
     std::byte payload[kInlineBytes];
 };
 static_assert(sizeof(TagLine) == kLine);
+
+// The whole call check behind TagLine::check, written before the tag is published.
+struct alignas(kLine) CheckLine {
+    CallCheck call;
+};
+static_assert(sizeof(CheckLine) == kLine);
 
 struct alignas(kLine) WakeLine {
     std::atomic<uint32_t> gen; // a futex word (32 bits)
@@ -94,6 +107,7 @@ struct Control {
     Header header;
     char reason[kReasonBytes];
     TagLine tag;
+    CheckLine call;
     Line posted;
     Line reduced;
     Line done;

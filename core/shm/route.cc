@@ -29,6 +29,8 @@ TeamArgs team_args(algo::Comm &comm, const std::vector<int> &locals, int me, Pha
     a.cancel = comm.cancel_flag();
     a.comm = &comm;
     a.what = name;
+    a.check = comm.check();
+    a.name = comm.check_name();
     return a;
 }
 

@@ -75,7 +75,9 @@ void futex_wait(const std::atomic<uint32_t> &word, uint32_t expected,
 
 } // namespace
 
-Team::Team(Domain &domain, const TeamArgs &args) : dom_(domain), args_(args)
+Team::Team(Domain &domain, const TeamArgs &args)
+    : dom_(domain), args_(args),
+      check_word_(args.check != nullptr ? call_check_hash(*args.check) : 0)
 {
     static const int kCpus = cpus();
     oversubscribed_ = domain.local_size() > kCpus;
@@ -223,7 +225,32 @@ const TagLine &Team::wait_published(int member)
     const uint64_t tag = args_.tag;
     wait_for(args_.locals[member],
              [&] { return line.tag.load(std::memory_order_acquire) == tag; });
+    const uint64_t theirs = line.check.load(std::memory_order_relaxed);
+    if (theirs != check_word_)
+        check_failed(member, theirs);
     return line;
+}
+
+void Team::check_failed(int member, uint64_t theirs)
+{
+    const int me = dom_.world_rank();
+    const int peer = world_rank(member);
+    const std::string what = cat(args_.what, " '", args_.name, "'");
+    std::string message;
+    if (args_.check == nullptr || theirs == 0) {
+        message = cat(what, ": rank ", peer, " ran this call ",
+                      theirs == 0 ? "negotiated" : "in ordered mode", " and rank ", me,
+                      theirs == 0 ? " in ordered mode" : " negotiated",
+                      ": every rank must set DISTTRAIN_ORDERED alike");
+    } else {
+        CallCheck peer_call = control(member).call.call; // written before its tag
+        message = call_check_mismatch(what, me, *args_.check, peer, peer_call);
+        if (message.empty()) // the hashes differ but no compared field does
+            message = cat(what, ": rank ", peer, " runs another call in this place; ",
+                          "with DISTTRAIN_ORDERED=1 every rank must call the same "
+                          "collectives with the same arguments in the same order");
+    }
+    fail(DT_ERR_MISMATCH, message);
 }
 
 void Team::wait_counter(int member, Counter counter, uint64_t at_least)

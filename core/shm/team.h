@@ -49,6 +49,10 @@ struct TeamArgs {
     const std::atomic<bool> *cancel = nullptr;
     algo::Comm *comm = nullptr;  // failures go through its failure hook; may be null
     const char *what = "shm collective";
+    // Ordered mode: this call's check, compared with every published peer's (null: a
+    // negotiated call), and the operation's name for the message.
+    const CallCheck *check = nullptr;
+    const char *name = "";
 };
 
 class Team {
@@ -58,6 +62,8 @@ public:
     int size() const { return args_.size; }
     int rank() const { return args_.rank; }
     uint64_t tag() const { return args_.tag; }
+    // Whether this call carries a call check (ordered mode) that wait_published compares.
+    bool checked() const { return args_.check != nullptr; }
     Domain &domain() { return dom_; }
     const char *what() const { return args_.what; }
 
@@ -70,7 +76,11 @@ public:
     void begin(bool counters = true);
     void publish()
     {
-        dom_.mine().tag.tag.store(args_.tag, std::memory_order_release);
+        Control &me = dom_.mine();
+        if (args_.check != nullptr)
+            me.call.call = *args_.check;
+        me.tag.check.store(check_word_, std::memory_order_relaxed);
+        me.tag.tag.store(args_.tag, std::memory_order_release);
         notify();
     }
     void publish_inline(const void *payload, size_t bytes)
@@ -78,7 +88,8 @@ public:
         std::memcpy(dom_.mine().tag.payload, payload, bytes);
         publish();
     }
-    // Waits until member has published this call; returns its tag line (inline payload).
+    // Waits until member has published this call and checks that it runs the same call
+    // (ordered mode); returns its tag line (inline payload).
     const TagLine &wait_published(int member);
 
     void post(Counter counter, uint64_t value)
@@ -113,6 +124,8 @@ public:
     [[noreturn]] void fail(dt_status_t status, const std::string &message);
 
 private:
+    // member published a check other than this call's: fails with DT_ERR_MISMATCH.
+    [[noreturn]] void check_failed(int member, uint64_t theirs);
     // Waits on something of the rank with local index `local` (named in errors).
     template <typename Ready>
     void wait_for(int local, Ready &&ready);
@@ -135,6 +148,7 @@ private:
 
     Domain &dom_;
     TeamArgs args_;
+    uint64_t check_word_; // call_check_hash of args_.check, 0 without one
     bool oversubscribed_;
 };
 

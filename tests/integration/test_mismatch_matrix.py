@@ -1,0 +1,97 @@
+"""Ranks that disagree on a call, on every transport, with shared memory on and off, in
+ordered and negotiated mode: every rank ends with an error within a bound, no rank
+returns DT_OK with wrong data, none crashes, nothing hangs. dt_mismatch_worker makes
+rank 1 disagree in one call (its header lists the cases); each job runs the cases of
+one configuration in turn and the assertion lists every case that went wrong."""
+import os
+import re
+import time
+
+import pytest
+
+from conftest import build_path, run
+
+CASES = ["count", "count_large", "dtype", "op", "kind", "root", "skip"]
+TIMEOUT_S = 4  # DISTTRAIN_TIMEOUT: a negotiated skip waits this long for the missing call
+
+
+@pytest.fixture(scope="module")
+def worker():
+    return build_path("tests", "integration", "dt_mismatch_worker")
+
+
+def built(transport):
+    return os.path.exists(build_path("plugins", "transport", transport,
+                                     f"libdt-transport-{transport}.so"))
+
+
+def rank_lines(output):
+    """{rank: [line, ...]} from disttrainrun's "[r] " and mpirun's "[1,r]<stdout>:"."""
+    by_rank = {}
+    for line in output.splitlines():
+        m = re.match(r"\[(?:\d+,)?(\d+)\](?:<std\w+>:| )(.*)", line)
+        if m:
+            by_rank.setdefault(int(m.group(1)), []).append(m.group(2))
+    return by_rank
+
+
+def job(disttrainrun, worker, transport, np, shm, ordered, case):
+    env = {"DISTTRAIN_TRANSPORT": transport, "DISTTRAIN_SHM": shm,
+           "DISTTRAIN_ORDERED": ordered, "DISTTRAIN_TIMEOUT": str(TIMEOUT_S),
+           "DISTTRAIN_PLUGIN_PATH": str(build_path("plugins", "transport", transport))}
+    launcher = []
+    if transport == "mpi":
+        launcher = ["--launcher", "mpi"]
+        env.update({"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1"})
+    start = time.monotonic()
+    r = run([disttrainrun, *launcher, "-np", str(np), worker, case], env=env,
+            timeout=TIMEOUT_S + 60)
+    return r, time.monotonic() - start
+
+
+def verdict(r, elapsed, np, ordered, case):
+    """What went wrong in one job, or "" when it behaved."""
+    out = r.stdout + r.stderr
+    if re.search(r"signal \d+|Aborted|Segmentation|double free|backtrace", out):
+        return "a rank crashed"
+    if elapsed > TIMEOUT_S + 20:
+        return f"took {elapsed:.1f} s"
+    lines = rank_lines(r.stdout)
+    wrong = [f"rank {k}: {l}" for k, ls in lines.items() for l in ls if l.startswith("data")
+             and "wrong" in l]
+    if wrong:
+        return "DT_OK with wrong data: " + "; ".join(wrong)
+    calls = {k: [l for l in ls if l.startswith("call ") and not l.startswith("call warm")]
+             for k, ls in lines.items()}
+    if case == "none":
+        bad = [l for ls in calls.values() for l in ls if ": DT_OK" not in l]
+        if r.returncode != 0 or bad or len(calls) != np:
+            return f"the agreeing job failed (exit {r.returncode}): {bad}"
+        return ""
+    if r.returncode == 0:
+        return "the job exited 0"
+    for rank in range(np):
+        if not any(": DT_OK" not in l for l in calls.get(rank, [])):
+            return f"rank {rank} saw no error: {calls.get(rank)}"
+    if ordered == "1" and not re.search(r"disagree|another name", r.stdout):
+        return "no rank named the disagreement"
+    return ""
+
+
+CONFIGS = [(t, np, shm, ordered) for t in ("tcp", "ucx", "mpi") for shm in ("0", "1")
+           for np, ordered in ((3, "1"), (3, "0"), (2, "1"))]
+
+
+@pytest.mark.parametrize("transport,np,shm,ordered", CONFIGS,
+                         ids=[f"{t}-{np}ranks-shm{s}-ordered{o}" for t, np, s, o in CONFIGS])
+def test_every_disagreement_is_an_error_on_every_rank(disttrainrun, worker, transport, np,
+                                                      shm, ordered):
+    if not built(transport):
+        pytest.skip(f"the {transport} transport was not built")
+    failures = []
+    for case in ["none", *CASES]:
+        r, elapsed = job(disttrainrun, worker, transport, np, shm, ordered, case)
+        problem = verdict(r, elapsed, np, ordered, case)
+        if problem:
+            failures.append(f"{case}: {problem}\n{r.stdout[-3000:]}\n{r.stderr[-3000:]}")
+    assert not failures, "\n\n".join(failures)

@@ -186,7 +186,9 @@ typedef struct dt_context_params {
     /** 1: every rank submits the same operations in the same order (as MPI and NCCL
      *  require). The engine then skips negotiation and runs each operation as soon as it
      *  is submitted (a blocking call on the caller's thread when nothing is queued): the
-     *  lowest latency, but no mismatch detection and no fusion. Env DISTTRAIN_ORDERED. */
+     *  lowest latency, but no fusion. Each call still carries a check of its kind,
+     *  count, dtype, op, root, group and name hash: a rank that disagrees or skips a call
+     *  makes it fail with DT_ERR_MISMATCH on every rank. Env DISTTRAIN_ORDERED. */
     int ordered;
 } dt_context_params_t;
 

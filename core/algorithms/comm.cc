@@ -280,13 +280,13 @@ void Comm::check_departure(const PendingTransfer &t)
 {
     if (!departed_ || t.peer < 0)
         return;
-    std::string notice = departed_(t.peer);
-    if (notice.empty())
+    Departure left = departed_(t.peer);
+    if (left.notice.empty())
         return;
-    abort_and_throw(DT_ERR_PEER_LOST, cat(collective_, ": rank ", t.peer,
-                                          " left the job while this rank waited to ",
-                                          t.is_recv ? "receive from" : "send to", " it: ",
-                                          notice));
+    abort_and_throw(left.status, cat(collective_, ": rank ", t.peer,
+                                     " left the job while this rank waited to ",
+                                     t.is_recv ? "receive from" : "send to", " it: ",
+                                     left.notice));
 }
 
 void Comm::fail(const PendingTransfer &t)

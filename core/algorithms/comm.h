@@ -115,11 +115,17 @@ public:
     // size given to the constructor are the group's). The vector must outlive the Comm.
     void set_members(const std::vector<int> *members) { members_ = members; }
 
-    // While waiting on a peer: the notice it sent when it left the job, or "" while it is
-    // in. A peer that left fails the wait at once (as a lost peer), not at the deadline
-    // or when its connection finally drops; its data sent before the notice still
-    // completes the wait, since the notice follows it on the same connection.
-    using DepartureCheck = std::function<std::string(int world_rank)>;
+    // While waiting on a peer: the notice it sent when it left the job (text empty while
+    // it is in). A peer that left fails the wait at once, not at the deadline or when
+    // its connection finally drops; its data sent before the notice still completes the
+    // wait, since the notice follows it on the same connection. The status is the one
+    // this rank fails with: DT_ERR_PEER_LOST, or DT_ERR_MISMATCH when the peer left
+    // because the ranks disagree on a call.
+    struct Departure {
+        dt_status_t status = DT_ERR_PEER_LOST;
+        std::string notice;
+    };
+    using DepartureCheck = std::function<Departure(int world_rank)>;
     void set_departure_check(DepartureCheck check) { departed_ = std::move(check); }
 
     // Called with the error just before a failure aborts the transport: the last moment

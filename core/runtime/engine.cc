@@ -164,6 +164,8 @@ algo::Comm Engine::comm(uint64_t tag, const char *what, const std::vector<int> *
         auto err = error();
         if (status == DT_ERR_ABORTED && err)
             notify_peers(DT_ERR_ABORTED, err->second);
+        else if (status == DT_ERR_MISMATCH)
+            notify_peers(DT_ERR_MISMATCH, message); // every rank's error alike
         else
             notify_peers(DT_ERR_PEER_LOST, root_cause(status, message).second);
     });

@@ -12,6 +12,7 @@
 // context: every pending and later operation fails with it.
 #pragma once
 
+#include "algorithms/comm.h"
 #include "plugin/transport.h"
 #include "runtime/config.h"
 #include "runtime/coordinator.h"
@@ -127,8 +128,9 @@ private:
 
     void post_control_receives();
     void check_control();
-    // The notice of a peer that left the job, or "" while it is in (or lost without one).
-    std::string departure_notice(int peer) const;
+    // The notice of a peer that left the job; its text is "" while the peer is in (or
+    // lost without one).
+    algo::Comm::Departure departure_notice(int peer) const;
     // Clean exit: waits (bounded) until every peer has left too, see engine_control.cc.
     void await_peers_leaving();
     // The best explanation of a failure: a peer's notice or a lost connection seen on

@@ -41,16 +41,26 @@ std::string notice_text(const char *buf, size_t len)
     return std::string(buf + sizeof(int32_t), len - sizeof(int32_t));
 }
 
+// What a rank fails with when a peer's notice ends its operation: the peer left, unless
+// it left because the ranks disagree on a call, which is every rank's error alike.
+dt_status_t notice_status(const char *buf, size_t len)
+{
+    int32_t s = 0;
+    if (len >= sizeof s)
+        std::memcpy(&s, buf, sizeof s);
+    return s == DT_ERR_MISMATCH ? DT_ERR_MISMATCH : DT_ERR_PEER_LOST;
+}
+
 } // namespace
 
-std::string Engine::departure_notice(int peer) const
+algo::Comm::Departure Engine::departure_notice(int peer) const
 {
     if (peer < 0 || peer >= static_cast<int>(control_.size()) || !control_[peer])
         return {};
     const auto &c = *control_[peer];
     if (c.raw.status != DTP_OK)
         return {};
-    return notice_text(c.buf, c.raw.bytes);
+    return {notice_status(c.buf, c.raw.bytes), notice_text(c.buf, c.raw.bytes)};
 }
 
 void Engine::check_control()
@@ -61,8 +71,9 @@ void Engine::check_control()
             continue;
         const auto &c = *control_[peer];
         if (c.raw.status == DTP_OK)
-            throw PeerLeft(DT_ERR_PEER_LOST, cat("rank ", peer, " left the job: ",
-                                                 notice_text(c.buf, c.raw.bytes)));
+            throw PeerLeft(notice_status(c.buf, c.raw.bytes),
+                           cat("rank ", peer, " left the job: ",
+                               notice_text(c.buf, c.raw.bytes)));
         if (c.raw.status != DTP_ERR_ABORTED)
             lost.push_back(peer);
     }

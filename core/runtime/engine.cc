@@ -284,6 +284,9 @@ void Engine::loop()
         fail_all(err->first, err->second);
     if (err && err->first == DT_ERR_ABORTED)
         notify_peers(DT_ERR_ABORTED, err->second);
+    else if (graceful && err) // it failed because a peer left: pass the cause on
+        notify_peers(err->first == DT_ERR_MISMATCH ? DT_ERR_MISMATCH : DT_ERR_PEER_LOST,
+                     cat("rank ", rank_, " has destroyed its context after: ", err->second));
     else if (graceful)
         notify_peers(DT_ERR_PEER_LOST, cat("rank ", rank_, " has destroyed its context"));
     if (graceful)

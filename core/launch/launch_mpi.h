@@ -1,7 +1,7 @@
 // --launcher mpi: mpirun starts the ranks (its placement, its remote start, the cluster's
 // trusted path), while disttrainrun still serves the rendezvous store, passes its address
-// and the job token with `mpirun -x`, and supervises the job (timeout, signals, one
-// summary line). Ranks find rank and size from Open MPI's OMPI_COMM_WORLD_* variables.
+// and the job token with `mpirun -x`, and supervises the job (timeout, signals, the
+// summary; mpirun is its one "rank"). Ranks find rank and size from Open MPI's OMPI_COMM_WORLD_* variables.
 #pragma once
 
 #include "launch/launch_options.h"

@@ -4,7 +4,7 @@ N trials each of 4 ranks in a loop of allreduces, one of them SIGKILLed or SIGST
 a varied iteration (tests/integration/fault_cases.py runs a trial). Prints one row per
 case: the median and the largest time from the victim's signal to a survivor's error,
 and in how many trials something went wrong (a survivor silent, with the wrong error,
-crashed or ended by a signal, or processes left behind). A benchmark: it prints figures
+crashed or ended by a signal, a job that did not end by itself, processes left behind). A benchmark: it prints figures
 and judges no time; test_fault_matrix.py holds the bounds.
 
   /usr/bin/python3 tests/bench/fault_matrix.py --build-dir build --trials 5
@@ -37,7 +37,7 @@ def parse_args():
 
 
 def fmt(seconds):
-    return f"{seconds:6.2f}" if seconds is not None else "     -"
+    return f"{seconds:6.3f}" if seconds is not None else "     -"
 
 
 def main():
@@ -45,7 +45,7 @@ def main():
     build = a.build_dir.resolve()
     header = (f"{'transport':9} {'mode':10} {'shm':4} {'signal':6} {'trials':>6} "
               f"{'median s':>8} {'max s':>6} {'silent':>6} {'wrong':>5} {'crashed':>7} "
-              f"{'left':>4} {'failed':>6}")
+              f"{'left':>4} {'hung':>4} {'failed':>6}")
     print(header)
     print("-" * len(header))
     index = 0
@@ -70,7 +70,9 @@ def main():
           "of both); silent: survivors with no error; wrong: errors other than "
           "DT_ERR_PEER_LOST naming the victim (kill) or DT_ERR_TIMEOUT/PEER_LOST (stop); "
           "crashed: survivors that died by a signal; left: processes alive after the "
-          "launcher returned; failed: trials with any problem, the time bounds included")
+          "launcher returned; hung: trials that did not end by themselves (disttrainrun "
+          "--timeout or the hard limit ended them); failed: trials with any problem, the "
+          "time bounds included")
 
 
 def row(transport, mode, shm, sig, trials):
@@ -80,11 +82,12 @@ def row(transport, mode, shm, sig, trials):
     wrong = sum(1 for t in trials for p in t.problems() if "expected DT_ERR" in p)
     crashed = sum(len(t.crashed) for t in trials)
     left = sum(len(t.leftovers) for t in trials)
+    hung = sum(1 for t in trials if t.returncode in (None, 124))
     failed = sum(1 for t in trials if t.problems())
     return (f"{transport:9} {mode:10} {shm:4} {sig:6} {len(trials):6} "
             f"{fmt(statistics.median(delays) if delays else None):>8} "
             f"{fmt(max(delays) if delays else None):>6} {silent:6} {wrong:5} {crashed:7} "
-            f"{left:4} {failed:6}")
+            f"{left:4} {hung:4} {failed:6}")
 
 
 if __name__ == "__main__":

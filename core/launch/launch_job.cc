@@ -13,6 +13,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstring>
+#include <map>
 #include <optional>
 
 namespace dt::launch {
@@ -44,6 +45,24 @@ std::string format_seconds(double s)
     return text;
 }
 
+// "ranks 0-2, 5" (or "rank 3"): a compact list for jobs of many ranks.
+std::string rank_list(const std::vector<int> &ranks)
+{
+    std::string text = ranks.size() == 1 ? "rank " : "ranks ";
+    for (size_t i = 0; i < ranks.size();) {
+        size_t j = i;
+        while (j + 1 < ranks.size() && ranks[j + 1] == ranks[j] + 1)
+            ++j;
+        if (i > 0)
+            text += ", ";
+        text += std::to_string(ranks[i]);
+        if (j > i)
+            text += (j == i + 1 ? ", " : "-") + std::to_string(ranks[j]);
+        i = j + 1;
+    }
+    return text;
+}
+
 struct Rank {
     Placement place;
     pid_t pid = -1;
@@ -51,6 +70,9 @@ struct Rank {
     LineTagger out_tag, err_tag;
     bool running = false;   // started and not yet reaped
     bool signalled = false; // among the ranks we are stopping
+    bool reaped = false;
+    int status = 0;         // the wait status, once reaped
+    bool ended_by_us = false; // died by the signal we sent to stop it
 
     Rank(const Placement &p, const std::string &prefix)
         : place(p), out_tag(1, prefix), err_tag(2, prefix) {}
@@ -59,6 +81,7 @@ struct Rank {
 struct Outcome {
     std::string message; // the summary line, without "disttrainrun: "
     int code = 1;
+    const Rank *rank = nullptr; // the rank it names, if any
 };
 
 class Job {
@@ -75,8 +98,10 @@ public:
         finish();
         if (!outcome_)
             return 0;
-        std::string line = "disttrainrun: " + outcome_->message + "\n";
-        write_all(2, line.data(), line.size());
+        std::string text;
+        for (const std::string &line : summary())
+            text += "disttrainrun: " + line + "\n";
+        write_all(2, text.data(), text.size());
         return outcome_->code;
     }
 
@@ -144,6 +169,37 @@ private:
             r.out_tag.finish();
             r.err_tag.finish();
         }
+    }
+
+    // The first failure, then every other rank that died by a signal: one line each for
+    // those that met it on their own (a crash must not hide behind the first failure),
+    // one line per signal for those we ended while stopping the job.
+    std::vector<std::string> summary() const
+    {
+        std::vector<std::string> lines{outcome_->message};
+        std::map<int, std::vector<int>> ours;
+        for (const Rank &r : ranks_) {
+            if (!r.reaped || !WIFSIGNALED(r.status) || &r == outcome_->rank)
+                continue;
+            int sig = WTERMSIG(r.status);
+            if (r.ended_by_us)
+                ours[sig].push_back(r.place.rank);
+            else
+                lines.push_back(who(r) + " was also killed by signal " + signal_text(sig) +
+                                ", not sent by disttrainrun");
+        }
+        for (auto &[sig, ranks] : ours) {
+            std::sort(ranks.begin(), ranks.end());
+            lines.push_back(rank_list(ranks) + (ranks.size() == 1 ? " was" : " were") +
+                            " stopped by disttrainrun with signal " + signal_text(sig));
+        }
+        return lines;
+    }
+
+    static std::string who(const Rank &r)
+    {
+        return "rank " + std::to_string(r.place.rank) + " (host " + r.place.host +
+               (r.place.local ? ", pid " : ", ssh pid ") + std::to_string(r.pid) + ")";
     }
 
     int poll_timeout_ms() const
@@ -216,46 +272,43 @@ private:
     void on_exit(Rank &r, int status)
     {
         r.running = false;
+        r.reaped = true;
+        r.status = status;
         r.in.reset();
         bool ok = WIFEXITED(status) && WEXITSTATUS(status) == 0;
         DT_LOG(debug, "launch", "rank ", r.place.rank, " (pid ", r.pid, ") ended, status ",
                status);
         if (ok)
             return;
+        // The signal we sent to stop it, or the SIGKILL after the grace period. We cannot
+        // see who sent a signal: one of the same number from elsewhere counts as ours.
+        int sig = WIFSIGNALED(status) ? WTERMSIG(status) : 0;
+        r.ended_by_us = r.signalled && sig != 0 &&
+                        (sig == stop_signal_ || (killed_ && sig == SIGKILL));
         if (stopping_) {
             // A rank that died by a signal we did not send, soon after the failure we
             // recorded was a non-zero exit: it is the cause, the exit its consequence
             // (that rank saw its peer vanish before the launcher reaped the peer).
-            bool ours = r.signalled && (!WIFSIGNALED(status) || WTERMSIG(status) == stop_signal_ ||
-                                        (killed_ && WTERMSIG(status) == SIGKILL));
-            if (!WIFSIGNALED(status) || ours || !outcome_from_exit_ ||
+            if (sig == 0 || r.ended_by_us || !outcome_from_exit_ ||
                 Clock::now() - failed_at_ > std::chrono::seconds(2))
                 return;
-            stopping_ = false; // let fail() record this one instead
             outcome_from_exit_ = false;
-            std::string who = "rank " + std::to_string(r.place.rank) + " (host " +
-                              r.place.host + ", pid " + std::to_string(r.pid) + ")";
-            int sig = WTERMSIG(status);
-            outcome_ = Outcome{who + " was killed by signal " + signal_text(sig) +
+            outcome_ = Outcome{who(r) + " was killed by signal " + signal_text(sig) +
                                    "; stopped the other ranks",
-                               128 + sig};
-            stopping_ = true;
+                               128 + sig, &r};
             return;
         }
-        std::string who = "rank " + std::to_string(r.place.rank) + " (host " + r.place.host +
-                          (r.place.local ? ", pid " : ", ssh pid ") + std::to_string(r.pid) +
-                          ")";
-        if (WIFSIGNALED(status)) {
-            int sig = WTERMSIG(status);
-            fail({who + " was killed by signal " + signal_text(sig) + others_suffix(r),
-                  128 + sig});
+        if (sig != 0) {
+            fail({who(r) + " was killed by signal " + signal_text(sig) + others_suffix(r),
+                  128 + sig, &r});
         } else {
             int code = WEXITSTATUS(status);
             std::string hint = !r.place.local && code == 255
                                    ? " (ssh exits with 255 when the connection fails)"
                                    : "";
-            fail({who + " exited with code " + std::to_string(code) + hint + others_suffix(r),
-                  code});
+            fail({who(r) + " exited with code " + std::to_string(code) + hint +
+                      others_suffix(r),
+                  code, &r});
             outcome_from_exit_ = true;
         }
     }
@@ -286,7 +339,8 @@ private:
     }
 
     // Records the first failure and stops every rank still running: sig, then SIGKILL
-    // after the grace period.
+    // after the grace period. SIGCONT follows sig, so that a stopped rank (SIGSTOP,
+    // SIGTSTP) acts on it now rather than only at the SIGKILL.
     void fail(Outcome outcome, int sig = SIGTERM)
     {
         if (stopping_)
@@ -304,6 +358,7 @@ private:
             // A remote rank's wrapper stops the rank when its stdin (through ssh) closes.
             r.in.reset();
             kill(-r.pid, sig);
+            kill(-r.pid, SIGCONT);
         }
         if (settings_.grace_s <= 0)
             kill_now();

@@ -6,6 +6,7 @@
 //   twice            the same name submitted twice while in flight
 //   partial          a name only rank 0 submits (partial_cached: after a first round)
 //   fault VICTIM K   allreduce loop; rank VICTIM SIGKILLs itself at iteration K
+//   stop VICTIM K    the same, but rank VICTIM SIGSTOPs itself (it hangs, alive)
 //   leak STEPS       mixed collectives; prints resident memory growth
 //   join             rank 1 runs out of data early and joins
 //   groups           process sets {0,2} and {1,3} (4 ranks)
@@ -26,6 +27,7 @@
 #include <random>
 #include <string>
 #include <thread>
+#include <time.h>
 #include <unistd.h>
 #include <vector>
 
@@ -170,21 +172,48 @@ int cmd_partial(bool cached)
     return 0;
 }
 
-int cmd_fault(int victim, int kill_at)
+double monotonic_s()
+{
+    timespec ts{};
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return double(ts.tv_sec) + double(ts.tv_nsec) * 1e-9;
+}
+
+// A survivor that crashes must say so even where the launcher cannot tell which rank
+// died how (under mpirun): one line, then the default action. (snprintf of integers
+// takes no lock and allocates nothing in glibc.)
+void report_crash(int sig)
+{
+    char line[64];
+    int n = std::snprintf(line, sizeof line, "rank %d crashed by signal %d\n", rank, sig);
+    (void)!write(2, line, size_t(n));
+    std::signal(sig, SIG_DFL);
+    raise(sig);
+}
+
+// The victim prints the CLOCK_MONOTONIC time of its signal and the survivors that of
+// their error, so a test on this host can tell how long the survivors took.
+int cmd_fault(int victim, int at, int sig)
 {
     std::signal(SIGTERM, SIG_IGN); // report the failure ourselves, not die by the launcher
+    for (int crash : {SIGABRT, SIGSEGV, SIGBUS, SIGFPE, SIGILL})
+        std::signal(crash, report_crash);
     std::vector<float> buf(1 << 16, 1.0f);
     auto start = std::chrono::steady_clock::now();
     for (int it = 0;; ++it) {
-        if (rank == victim && it == kill_at)
-            raise(SIGKILL);
+        if (rank == victim && it == at) {
+            std::printf("victim rank %d raises signal %d at clock %.6f\n", rank, sig,
+                        monotonic_s());
+            std::fflush(stdout);
+            raise(sig);
+        }
         dt_status_t s = dt_allreduce(ctx, "loop", buf.data(), buf.data(), buf.size(),
                                      DT_FLOAT32, DT_SUM);
         if (s != DT_OK) {
             double since = std::chrono::duration<double>(std::chrono::steady_clock::now() -
                                                          start).count();
-            std::printf("failed after %d iterations (%.2f s): %s: %s\n", it, since,
-                        dt_status_string(s), dt_last_error());
+            std::printf("failed after %d iterations (%.2f s, rank %d, clock %.6f): %s: %s\n",
+                        it, since, rank, monotonic_s(), dt_status_string(s), dt_last_error());
             std::fflush(stdout);
             return s == DT_ERR_PEER_LOST ? 3 : 1;
         }
@@ -388,7 +417,8 @@ int main(int argc, char **argv)
     else if (cmd == "twice") rc = cmd_twice();
     else if (cmd == "partial") rc = cmd_partial(false);
     else if (cmd == "partial_cached") rc = cmd_partial(true);
-    else if (cmd == "fault") rc = cmd_fault(arg(2), arg(3));
+    else if (cmd == "fault") rc = cmd_fault(arg(2), arg(3), SIGKILL);
+    else if (cmd == "stop") rc = cmd_fault(arg(2), arg(3), SIGSTOP);
     else if (cmd == "leak") rc = cmd_leak(arg(2));
     else if (cmd == "join") rc = cmd_join();
     else if (cmd == "groups") rc = cmd_groups();

@@ -1,4 +1,5 @@
 """Bad input at the public API and in the environment: each is a clear error, never a hang."""
+import re
 import socket
 import threading
 import time
@@ -20,7 +21,13 @@ def free_port():
 
 
 def test_single_process_runs_without_any_variable(worker):
+    # Without DISTTRAIN_TRANSPORT, "auto" takes the fastest transport installed (beside
+    # the library, in the install folder), so which one depends on the machine.
     r = run([worker, "info"])
+    assert r.returncode == 0, r.stderr
+    assert re.search(r"^rank=0 size=1 local_rank=0 local_size=1 transport=[a-z0-9_]+$",
+                     r.stdout, re.M), r.stdout
+    r = run([worker, "info"], env={"DISTTRAIN_TRANSPORT": "tcp"})
     assert r.returncode == 0, r.stderr
     assert "rank=0 size=1 local_rank=0 local_size=1 transport=tcp" in r.stdout
 

@@ -47,6 +47,20 @@ def summaries(stderr):
     return [line for line in stderr.splitlines() if SUMMARY.match(line)]
 
 
+STOPPED_BY_US = re.compile(r"disttrainrun: ranks? [0-9, -]+ (was|were) stopped by "
+                           r"disttrainrun with signal \d+ \(.*\)")
+
+
+def first_failure(stderr):
+    """The summary's first line (the failure), checking that the others only name ranks
+    disttrainrun ended while it stopped the job."""
+    lines = summaries(stderr)
+    assert lines, stderr
+    assert all(STOPPED_BY_US.fullmatch(line) for line in lines[1:]), stderr
+    assert stderr.splitlines()[-len(lines):] == lines  # after the ranks' own output
+    return lines[0]
+
+
 def pids_in(path):
     if not path.exists():
         return []
@@ -253,10 +267,12 @@ def test_failing_rank_stops_the_others(disttrainrun, tmp_path):
     elapsed = time.monotonic() - start
     assert r.returncode == 3, r.stderr
     lines = summaries(r.stderr)
-    assert len(lines) == 1, r.stderr
+    assert len(lines) == 2, r.stderr
     assert re.fullmatch(r"disttrainrun: rank 1 \(host localhost, pid \d+\) exited with "
                         r"code 3; stopped the other ranks", lines[0]), lines[0]
-    assert r.stderr.splitlines()[-1] == lines[0]  # after the ranks' own output
+    assert lines[1] == ("disttrainrun: ranks 0, 2 were stopped by disttrainrun with "
+                        "signal 15 (Terminated)")
+    assert r.stderr.splitlines()[-2:] == lines  # after the ranks' own output
     assert "[1] bye" in r.stdout.splitlines()
     assert elapsed < 10, f"the other ranks were not stopped promptly ({elapsed:.1f} s)"
     assert len(pids_in(pidfile)) == 3
@@ -269,9 +285,11 @@ def test_rank_killed_by_signal_is_reported(disttrainrun, tmp_path):
              sleeping_ranks_script(pidfile, 1, "kill -9 $$")], timeout=30)
     assert r.returncode == 128 + 9, r.stderr
     lines = summaries(r.stderr)
-    assert len(lines) == 1, r.stderr
+    assert len(lines) == 2, r.stderr
     assert re.fullmatch(r"disttrainrun: rank 1 \(host localhost, pid \d+\) was killed by "
                         r"signal 9 \(Killed\); stopped the other ranks", lines[0]), lines[0]
+    assert lines[1] == ("disttrainrun: rank 0 was stopped by disttrainrun with "
+                        "signal 15 (Terminated)")
     assert_all_gone(pids_in(pidfile))
 
 
@@ -280,8 +298,73 @@ def test_first_failure_is_the_one_reported(disttrainrun):
              'if [ "$DISTTRAIN_RANK" = 0 ]; then sleep 0.5; exit 5; fi; exit 4'],
             timeout=30)
     assert r.returncode == 4, r.stderr
+    line = first_failure(r.stderr)
+    assert "rank 1 " in line and "code 4" in line, r.stderr
+
+
+def test_every_rank_killed_by_a_signal_is_reported(disttrainrun, tmp_path):
+    # Rank 3 is SIGKILLed (the OOM killer, say); then rank 1 crashes (SIGABRT) while ranks
+    # 0 and 2 exit with an error, as survivors do. Rank 4 dies by our SIGTERM. The crash
+    # must be named beside the first failure, and told apart from what we ended.
+    pidfile, dead = tmp_path / "pids", tmp_path / "victim-dead"
+    script = (f'echo $$ >> {pidfile}; '
+              f'case "$DISTTRAIN_RANK" in '
+              f'3) sleep 0.2; touch {dead}; kill -9 $$;; '
+              f'4) exec sleep 60;; esac; '
+              f'trap "" TERM; while [ ! -e {dead} ]; do sleep 0.05; done; sleep 0.5; '
+              f'if [ "$DISTTRAIN_RANK" = 1 ]; then kill -ABRT $$; fi; exit 3')
+    r = run([disttrainrun, "-np", "5", "sh", "-c", script], timeout=30)
+    assert r.returncode == 128 + 9, r.stderr
     lines = summaries(r.stderr)
-    assert len(lines) == 1 and "rank 1 " in lines[0] and "code 4" in lines[0], r.stderr
+    assert len(lines) == 3, r.stderr
+    assert re.fullmatch(r"disttrainrun: rank 3 \(host localhost, pid \d+\) was killed by "
+                        r"signal 9 \(Killed\); stopped the other ranks", lines[0]), r.stderr
+    assert re.fullmatch(r"disttrainrun: rank 1 \(host localhost, pid \d+\) was also killed "
+                        r"by signal 6 \(Aborted\), not sent by disttrainrun", lines[1]), \
+        r.stderr
+    assert lines[2] == ("disttrainrun: rank 4 was stopped by disttrainrun with "
+                        "signal 15 (Terminated)")
+    assert r.stderr.splitlines()[-3:] == lines
+    assert_all_gone(pids_in(pidfile))
+
+
+@pytest.mark.parametrize("on_sigterm", ["dies", "ignores"])
+def test_stopped_rank_is_ended_by_the_teardown(disttrainrun, tmp_path, on_sigterm):
+    # Rank 1 and its child are SIGSTOPped; a stopped process acts on SIGTERM only once
+    # continued, so the teardown sends SIGCONT with it (the rank ends at once, long
+    # before the grace period), and SIGKILL after the grace for a rank that ignores it.
+    pidfile = tmp_path / "pids"
+    trap = 'trap "" TERM; ' if on_sigterm == "ignores" else ""
+    grace = "30" if on_sigterm == "dies" else "1"
+    script = (f'{trap}echo $$ >> {pidfile}; '
+              f'if [ "$DISTTRAIN_RANK" = 0 ]; then sleep 0.5; exit 1; fi; '
+              f'sleep 60 & echo $! >> {pidfile}; kill -STOP $! $$; wait')
+    start = time.monotonic()
+    r = run([disttrainrun, "-np", "2", "--grace", grace, "sh", "-c", script], timeout=60)
+    elapsed = time.monotonic() - start
+    assert r.returncode == 1, r.stderr
+    assert elapsed < 10, f"the stopped rank was not ended promptly ({elapsed:.1f} s)"
+    signal_text = "15 (Terminated)" if on_sigterm == "dies" else "9 (Killed)"
+    assert summaries(r.stderr)[1:] == [
+        f"disttrainrun: rank 1 was stopped by disttrainrun with signal {signal_text}"], \
+        r.stderr
+    assert len(pids_in(pidfile)) == 3
+    assert_all_gone(pids_in(pidfile))
+
+
+@pytest.mark.skipif(shutil.which("mpirun") is None, reason="Open MPI's mpirun not installed")
+def test_ranks_under_mpirun_get_the_grace_period(disttrainrun, tmp_path):
+    # Rank 0 fails at once, so mpirun stops the job; rank 1 ignores SIGTERM and needs 2 s
+    # more to finish its work (a survivor reporting its lost peer, say). mpirun's own
+    # SIGKILL would come 2 s after it began stopping the job; --grace 6 must give it 6.
+    marker = tmp_path / "finished"
+    script = (f'if [ "$OMPI_COMM_WORLD_RANK" = 0 ]; then exit 1; fi; '
+              f'trap "" TERM; sleep 3; echo done > {marker}')
+    r = run([disttrainrun, "--launcher", "mpi", "-np", "2", "--grace", "6", "--timeout", "60",
+             "sh", "-c", script], timeout=90,
+            env={"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1"})
+    assert r.returncode != 0, r.stdout + r.stderr
+    assert marker.exists(), f"rank 1 was killed before its grace period ended:\n{r.stderr}"
 
 
 def test_rank_ignoring_sigterm_is_killed_after_grace(disttrainrun, tmp_path):
@@ -294,6 +377,8 @@ def test_rank_ignoring_sigterm_is_killed_after_grace(disttrainrun, tmp_path):
     elapsed = time.monotonic() - start
     assert r.returncode == 1, r.stderr
     assert elapsed < 8, f"SIGKILL did not follow the grace period ({elapsed:.1f} s)"
+    assert summaries(r.stderr)[1:] == [
+        "disttrainrun: rank 1 was stopped by disttrainrun with signal 9 (Killed)"], r.stderr
     assert_all_gone(pids_in(pidfile))
 
 
@@ -303,7 +388,8 @@ def test_job_timeout_stops_all_ranks(disttrainrun, tmp_path):
              "sh", "-c", f"echo $$ >> {pidfile}; exec sleep 60"], timeout=30)
     assert r.returncode == 124, r.stderr
     assert summaries(r.stderr) == [
-        "disttrainrun: the job did not finish within 0.5 s (--timeout); stopped all ranks"]
+        "disttrainrun: the job did not finish within 0.5 s (--timeout); stopped all ranks",
+        "disttrainrun: ranks 0, 1 were stopped by disttrainrun with signal 15 (Terminated)"]
     assert_all_gone(pids_in(pidfile))
 
 
@@ -325,10 +411,12 @@ def test_signal_to_launcher_stops_all_ranks(disttrainrun, tmp_path, sig):
             proc.kill()
             proc.communicate()
     assert proc.returncode == 128 + sig, err
-    lines = summaries(err)
-    assert len(lines) == 1, err
-    assert lines[0].startswith(f"disttrainrun: received signal {int(sig)} ("), lines[0]
-    assert lines[0].endswith("; stopped all ranks")
+    line = first_failure(err)
+    assert line.startswith(f"disttrainrun: received signal {int(sig)} ("), line
+    assert line.endswith("; stopped all ranks")
+    # SIGINT: the ranks' trap exits 0. SIGTERM: they die by it, as we forwarded it.
+    assert summaries(err)[1:] == ([] if sig == signal.SIGINT else [
+        "disttrainrun: ranks 0-2 were stopped by disttrainrun with signal 15 (Terminated)"])
     assert_all_gone(pids_in(pidfile))
 
 
@@ -442,8 +530,7 @@ def test_local_failure_stops_remote_ranks(disttrainrun, fake_ssh, tmp_path):
              sleeping_ranks_script(pidfile, 0, "exit 3")], env=env, timeout=30)
     assert r.returncode == 3, r.stderr
     assert time.monotonic() - start < 10
-    lines = summaries(r.stderr)
-    assert len(lines) == 1 and lines[0].startswith("disttrainrun: rank 0 (host localhost")
+    assert first_failure(r.stderr).startswith("disttrainrun: rank 0 (host localhost")
     assert len(pids_in(pidfile)) == 3
     assert_all_gone(pids_in(pidfile))
 
@@ -454,10 +541,8 @@ def test_remote_rank_failure_is_reported_with_its_host(disttrainrun, fake_ssh):
              'if [ "$DISTTRAIN_RANK" = 1 ]; then exit 6; fi; exec sleep 60'],
             env=env, timeout=30)
     assert r.returncode == 6, r.stderr
-    lines = summaries(r.stderr)
-    assert len(lines) == 1, r.stderr
     assert re.fullmatch(r"disttrainrun: rank 1 \(host nodeA, ssh pid \d+\) exited with "
-                        r"code 6; stopped the other ranks", lines[0]), lines[0]
+                        r"code 6; stopped the other ranks", first_failure(r.stderr)), r.stderr
 
 
 # --- CPU binding ----------------------------------------------------------------------

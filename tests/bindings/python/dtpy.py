@@ -24,10 +24,12 @@ def library():
 
 
 def use_build_tree():
-    """Points this process at the build tree (library, transport plugin); in-process
-    contexts are single-process, so no DISTTRAIN_RANK/SIZE may leak in."""
+    """Points this process at the build tree (library, tcp transport plugin); in-process
+    contexts are single-process, so no DISTTRAIN_RANK/SIZE may leak in. The transport is
+    pinned: "auto" would take any faster one installed on this machine (ucx, mpi)."""
     os.environ["DISTTRAIN_LIBRARY"] = str(library())
     os.environ["DISTTRAIN_PLUGIN_PATH"] = str(BUILD / "plugins" / "transport" / "tcp")
+    os.environ["DISTTRAIN_TRANSPORT"] = "tcp"
     for var in ("DISTTRAIN_RANK", "DISTTRAIN_SIZE", "DISTTRAIN_STORE_ADDR"):
         os.environ.pop(var, None)
 

@@ -101,12 +101,21 @@ TEST_F(OpenTransport, AutoTriesEveryFoundTransportWithTcpLast)
     copy_fixture("fixture_decline", dir.path(), "aaa");
     copy_fixture("fixture_decline", dir.path(), "zzz");
     ScopedEnv path("DISTTRAIN_PLUGIN_PATH", dir.str());
+    // Transports installed beside the library or in the install folder (ucx, mpi) come
+    // after this folder's and before tcp; one of them may well open for a job of one.
+    std::string after_zzz = "tcp";
+    for (const std::string &name : plugin::available("transport"))
+        if (name != "aaa" && name != "zzz" && name != "tcp") {
+            after_zzz = name;
+            break;
+        }
     ::testing::internal::CaptureStderr();
     auto t = plugin::open_transport({"auto"}, args_, test_services());
     std::string log = ::testing::internal::GetCapturedStderr();
-    EXPECT_EQ(t->path(), (dir.path() / "libdt-transport-tcp.so").string());
+    if (after_zzz == "tcp")
+        EXPECT_EQ(t->path(), (dir.path() / "libdt-transport-tcp.so").string());
     size_t aaa = log.find("transport 'aaa' skipped, trying 'zzz' next");
-    size_t zzz = log.find("transport 'zzz' skipped, trying 'tcp' next");
+    size_t zzz = log.find("transport 'zzz' skipped, trying '" + after_zzz + "' next");
     EXPECT_NE(aaa, std::string::npos) << log;
     EXPECT_NE(zzz, std::string::npos) << log;
     EXPECT_LT(aaa, zzz);

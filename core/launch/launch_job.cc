@@ -46,6 +46,8 @@ std::string format_seconds(double s)
 
 struct Rank {
     Placement place;
+    std::string label; // RankLaunch::label
+    std::string cause; // the first answer of RankLaunch::explain
     pid_t pid = -1;
     Fd in, out, err;
     LineTagger out_tag, err_tag;
@@ -75,7 +77,11 @@ public:
         finish();
         if (!outcome_)
             return 0;
-        std::string line = "disttrainrun: " + outcome_->message + "\n";
+        std::string line = "disttrainrun: " + outcome_->message;
+        for (const Rank &r : ranks_)
+            if (!r.cause.empty())
+                line += "; " + r.cause;
+        line += "\n";
         write_all(2, line.data(), line.size());
         return outcome_->code;
     }
@@ -87,7 +93,13 @@ private:
         for (RankLaunch &l : launches_) {
             std::string prefix =
                 settings_.tag_output ? "[" + std::to_string(l.place.rank) + "] " : "";
-            Rank &r = ranks_.emplace_back(l.place, prefix);
+            Rank &r = ranks_.emplace_back(l.place, prefix); // reserved: r stays put
+            r.label = l.label;
+            if (l.explain)
+                r.err_tag.watch([&r, explain = l.explain](std::string_view line) {
+                    if (r.cause.empty())
+                        r.cause = explain(line);
+                });
             try {
                 Child c = spawn(l.spec);
                 r.pid = c.pid;
@@ -233,28 +245,23 @@ private:
                 return;
             stopping_ = false; // let fail() record this one instead
             outcome_from_exit_ = false;
-            std::string who = "rank " + std::to_string(r.place.rank) + " (host " +
-                              r.place.host + ", pid " + std::to_string(r.pid) + ")";
             int sig = WTERMSIG(status);
-            outcome_ = Outcome{who + " was killed by signal " + signal_text(sig) +
+            outcome_ = Outcome{who(r) + " was killed by signal " + signal_text(sig) +
                                    "; stopped the other ranks",
                                128 + sig};
             stopping_ = true;
             return;
         }
-        std::string who = "rank " + std::to_string(r.place.rank) + " (host " + r.place.host +
-                          (r.place.local ? ", pid " : ", ssh pid ") + std::to_string(r.pid) +
-                          ")";
         if (WIFSIGNALED(status)) {
             int sig = WTERMSIG(status);
-            fail({who + " was killed by signal " + signal_text(sig) + others_suffix(r),
+            fail({who(r) + " was killed by signal " + signal_text(sig) + others_suffix(r),
                   128 + sig});
         } else {
             int code = WEXITSTATUS(status);
             std::string hint = !r.place.local && code == 255
                                    ? " (ssh exits with 255 when the connection fails)"
                                    : "";
-            fail({who + " exited with code " + std::to_string(code) + hint + others_suffix(r),
+            fail({who(r) + " exited with code " + std::to_string(code) + hint + others_suffix(r),
                   code});
             outcome_from_exit_ = true;
         }
@@ -315,6 +322,14 @@ private:
         for (Rank &r : ranks_)
             if (r.signalled)
                 kill(-r.pid, SIGKILL);
+    }
+
+    static std::string who(const Rank &r)
+    {
+        if (!r.label.empty())
+            return r.label + " (pid " + std::to_string(r.pid) + ")";
+        return "rank " + std::to_string(r.place.rank) + " (host " + r.place.host +
+               (r.place.local ? ", pid " : ", ssh pid ") + std::to_string(r.pid) + ")";
     }
 
     // "; stopped the other ranks" when any rank other than r is still running.

@@ -65,6 +65,8 @@ std::string rank_list(const std::vector<int> &ranks)
 
 struct Rank {
     Placement place;
+    std::string label; // RankLaunch::label
+    std::string cause; // the first answer of RankLaunch::explain
     pid_t pid = -1;
     Fd in, out, err;
     LineTagger out_tag, err_tag;
@@ -112,7 +114,13 @@ private:
         for (RankLaunch &l : launches_) {
             std::string prefix =
                 settings_.tag_output ? "[" + std::to_string(l.place.rank) + "] " : "";
-            Rank &r = ranks_.emplace_back(l.place, prefix);
+            Rank &r = ranks_.emplace_back(l.place, prefix); // reserved: r stays put
+            r.label = l.label;
+            if (l.explain)
+                r.err_tag.watch([&r, explain = l.explain](std::string_view line) {
+                    if (r.cause.empty())
+                        r.cause = explain(line);
+                });
             try {
                 Child c = spawn(l.spec);
                 r.pid = c.pid;
@@ -176,7 +184,12 @@ private:
     // one line per signal for those we ended while stopping the job.
     std::vector<std::string> summary() const
     {
-        std::vector<std::string> lines{outcome_->message};
+        // The first failure, with what a launcher in between (mpirun) said of its ranks.
+        std::string first = outcome_->message;
+        for (const Rank &r : ranks_)
+            if (!r.cause.empty())
+                first += "; " + r.cause;
+        std::vector<std::string> lines{first};
         std::map<int, std::vector<int>> ours;
         for (const Rank &r : ranks_) {
             if (!r.reaped || !WIFSIGNALED(r.status) || &r == outcome_->rank)
@@ -194,12 +207,6 @@ private:
                             " stopped by disttrainrun with signal " + signal_text(sig));
         }
         return lines;
-    }
-
-    static std::string who(const Rank &r)
-    {
-        return "rank " + std::to_string(r.place.rank) + " (host " + r.place.host +
-               (r.place.local ? ", pid " : ", ssh pid ") + std::to_string(r.pid) + ")";
     }
 
     int poll_timeout_ms() const
@@ -370,6 +377,14 @@ private:
         for (Rank &r : ranks_)
             if (r.signalled)
                 kill(-r.pid, SIGKILL);
+    }
+
+    static std::string who(const Rank &r)
+    {
+        if (!r.label.empty())
+            return r.label + " (pid " + std::to_string(r.pid) + ")";
+        return "rank " + std::to_string(r.place.rank) + " (host " + r.place.host +
+               (r.place.local ? ", pid " : ", ssh pid ") + std::to_string(r.pid) + ")";
     }
 
     // "; stopped the other ranks" when any rank other than r is still running.

@@ -6,7 +6,9 @@
 #include "launch/launch_process.h"
 #include "launch/launch_signals.h"
 
+#include <functional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace dt::launch {
@@ -15,6 +17,12 @@ struct RankLaunch {
     Placement place;
     SpawnSpec spec;
     std::string stdin_data; // written to the rank's stdin pipe (remote ranks: the token)
+    // How the summary line names this process ("mpirun"); empty: "rank N (host H, pid P)".
+    std::string label;
+    // Optional: reads each line the process writes on stderr and returns what it says
+    // failed, else "". The first answer is added to the summary line of a failed job
+    // (mpirun, which starts every rank, names the rank that failed).
+    std::function<std::string(std::string_view line)> explain;
 };
 
 struct JobSettings {

@@ -12,6 +12,8 @@
 #include <algorithm>
 #include <cmath>
 #include <iostream>
+#include <memory>
+#include <regex>
 
 namespace dt::launch {
 namespace {
@@ -25,6 +27,37 @@ const std::vector<std::string> &dropped()
         "DISTTRAIN_LOCAL_SIZE", "DISTTRAIN_STORE_ADDR", "DISTTRAIN_JOB_TOKEN",
         "DISTTRAIN_STORE_SERVER"};
     return names;
+}
+
+// Which rank mpirun's own report of a failed job names, in Open MPI 4.1's words:
+//   mpirun noticed that process rank 1 with PID 0 on node vm exited on signal 9 (Killed).
+//   mpirun has exited due to process rank 0 with PID 0 on   (no MPI_Finalize)
+//   Process name: [[23946,1],3]   and, on a later line,   Exit code:    3
+// Our summary line would otherwise name only mpirun, which starts every rank.
+std::function<std::string(std::string_view)> mpirun_report_reader()
+{
+    auto named = std::make_shared<std::string>(); // "Process name"'s rank
+    return [named](std::string_view line) -> std::string {
+        static const std::regex killed(R"(process rank (\d+) with PID \d+ on node \S+ )"
+                                       R"(exited on signal (\d+ \([^)]*\)))");
+        static const std::regex improper(R"(exited due to process rank (\d+) )");
+        static const std::regex name(R"(Process name: +\[\[\d+,\d+\],(\d+)\])");
+        static const std::regex code(R"(Exit code: +(\d+))");
+        std::match_results<std::string_view::const_iterator> m;
+        auto found = [&](const std::regex &re) {
+            return std::regex_search(line.begin(), line.end(), m, re);
+        };
+        if (found(killed))
+            return "mpirun reports rank " + m[1].str() + " killed by signal " + m[2].str();
+        if (found(improper))
+            return "mpirun reports rank " + m[1].str() + " exiting without MPI_Finalize";
+        if (found(name))
+            *named = m[1].str();
+        else if (!named->empty() && found(code))
+            return "mpirun reports rank " + *named + " as the first to exit non-zero (code " +
+                   m[1].str() + ")";
+        return "";
+    };
 }
 
 } // namespace
@@ -99,6 +132,8 @@ int run_with_mpirun(const Options &opt)
     l.spec.env.push_back("DISTTRAIN_JOB_TOKEN=" + token);
     l.spec.env.push_back("DISTTRAIN_STORE_SERVER=launcher");
     l.spec.argv = mpirun_argv(opt, forwarded);
+    l.label = "mpirun";
+    l.explain = mpirun_report_reader();
     // mpirun tags its ranks' lines itself (--tag-output); ours would say [0] for all.
     JobSettings settings{opt.timeout_s, opt.grace_s, false};
     std::vector<RankLaunch> one;

@@ -28,6 +28,8 @@ void write_all(int fd, const char *data, size_t len) noexcept
 
 void LineTagger::append_line(std::string &out, const char *begin, size_t len) const
 {
+    if (watch_)
+        watch_(std::string_view(begin, len));
     out += prefix_;
     out.append(begin, len);
     out += '\n';

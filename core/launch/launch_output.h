@@ -4,7 +4,9 @@
 #pragma once
 
 #include <cstddef>
+#include <functional>
 #include <string>
+#include <string_view>
 #include <utility>
 
 namespace dt::launch {
@@ -18,6 +20,8 @@ public:
     void feed(const char *data, size_t len);
     // Writes the partial last line, if any, with a '\n' added (call at EOF).
     void finish();
+    // Calls fn with every line written from now on, without prefix and '\n'.
+    void watch(std::function<void(std::string_view)> fn) { watch_ = std::move(fn); }
 
     // A line longer than this without '\n' is written in pieces rather than buffered
     // without bound.
@@ -29,6 +33,7 @@ private:
     int fd_;
     std::string prefix_;
     std::string partial_;
+    std::function<void(std::string_view)> watch_;
 };
 
 // Writes all of data to fd, waiting when fd is non-blocking and full. Errors (a closed

@@ -25,9 +25,11 @@ bool overlap(const void *a, size_t alen, const void *b, size_t blen) {
 
 } // namespace
 
-int32_t Context::start_collective(MPI_Request r, dt_transport_request_t *req, size_t bytes) {
+int32_t Context::start_collective(MPI_Request r, const char *what, dt_transport_request_t *req,
+                                  size_t bytes) {
     auto p = std::make_unique<Pending>();
     p->kind = Kind::collective;
+    p->what = what;
     p->req = req;
     p->done_bytes = bytes;
     p->posted = true;
@@ -53,7 +55,7 @@ int32_t Context::allreduce(const void *sendbuf, void *recvbuf, size_t count, int
     check(MPI_Iallreduce(src, recvbuf, static_cast<int>(count), t.type, mop,
                          tags_->collectives(), &r),
           "MPI_Iallreduce");
-    return start_collective(r, req, count * t.size);
+    return start_collective(r, "MPI_Iallreduce", req, count * t.size);
 }
 
 int32_t Context::broadcast(void *buf, size_t count, int32_t dtype, int32_t root,
@@ -65,7 +67,7 @@ int32_t Context::broadcast(void *buf, size_t count, int32_t dtype, int32_t root,
     MPI_Request r = MPI_REQUEST_NULL;
     check(MPI_Ibcast(buf, static_cast<int>(count), t.type, root, tags_->collectives(), &r),
           "MPI_Ibcast");
-    return start_collective(r, req, count * t.size);
+    return start_collective(r, "MPI_Ibcast", req, count * t.size);
 }
 
 int32_t Context::allgather(const void *sendbuf, void *recvbuf, size_t sendcount,
@@ -88,7 +90,7 @@ int32_t Context::allgather(const void *sendbuf, void *recvbuf, size_t sendcount,
     check(MPI_Iallgather(src, static_cast<int>(sendcount), t.type, recvbuf,
                          static_cast<int>(sendcount), t.type, tags_->collectives(), &r),
           "MPI_Iallgather");
-    return start_collective(r, req, block * static_cast<size_t>(size_));
+    return start_collective(r, "MPI_Iallgather", req, block * static_cast<size_t>(size_));
 }
 
 int32_t Context::reduce_scatter(const void *sendbuf, void *recvbuf, size_t recvcount,
@@ -107,7 +109,7 @@ int32_t Context::reduce_scatter(const void *sendbuf, void *recvbuf, size_t recvc
     check(MPI_Ireduce_scatter_block(sendbuf, recvbuf, static_cast<int>(recvcount), t.type,
                                     mop, tags_->collectives(), &r),
           "MPI_Ireduce_scatter_block");
-    return start_collective(r, req, recvcount * t.size);
+    return start_collective(r, "MPI_Ireduce_scatter_block", req, recvcount * t.size);
 }
 
 int32_t Context::alltoall(const void *sendbuf, void *recvbuf, size_t count, int32_t dtype,
@@ -124,7 +126,7 @@ int32_t Context::alltoall(const void *sendbuf, void *recvbuf, size_t count, int3
     check(MPI_Ialltoall(sendbuf, static_cast<int>(count), t.type, recvbuf,
                         static_cast<int>(count), t.type, tags_->collectives(), &r),
           "MPI_Ialltoall");
-    return start_collective(r, req, total);
+    return start_collective(r, "MPI_Ialltoall", req, total);
 }
 
 int32_t Context::barrier(dt_transport_request_t *req) {
@@ -132,7 +134,7 @@ int32_t Context::barrier(dt_transport_request_t *req) {
     if (aborted_) return complete_request(req, DTP_ERR_ABORTED, 0), DTP_ERR_ABORTED;
     MPI_Request r = MPI_REQUEST_NULL;
     check(MPI_Ibarrier(tags_->collectives(), &r), "MPI_Ibarrier");
-    return start_collective(r, req, 0);
+    return start_collective(r, "MPI_Ibarrier", req, 0);
 }
 
 } // namespace dt::mpi

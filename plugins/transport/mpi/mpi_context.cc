@@ -68,7 +68,7 @@ Context::Context(const dt_transport_init_args_t &args)
 }
 
 Context::~Context() {
-    abort();
+    drop_pending();
     tags_.reset(); // frees the communicators; MPI itself stays up (mpi_runtime.h)
 }
 
@@ -174,9 +174,13 @@ void Context::post_recv_chunk(Pending &p) {
     }
 }
 
+// A request that MPI failed: it completes with the status (testsome hands `why` to the
+// core then), and the wait for the other ranks at exit gets a time limit (mpi_runtime.h).
 void Context::fail(Pending &p, int32_t status, const std::string &why) {
+    mark_failed();
     if (p.error == DTP_OK) {
         p.error = status;
+        p.why = why;
         host_.log(DT_LOG_DEBUG, why);
     }
 }
@@ -184,14 +188,15 @@ void Context::fail(Pending &p, int32_t status, const std::string &why) {
 void Context::on_complete(Pending &p, size_t index, const MPI_Status &st) {
     p.mpi[index] = MPI_REQUEST_NULL;
     if (st.MPI_ERROR != MPI_SUCCESS) {
-        std::string who = p.kind == Kind::collective ? std::string("native collective")
+        std::string who = p.kind == Kind::collective ? std::string(p.what)
                           : p.kind == Kind::send     ? "send to rank " + std::to_string(p.peer)
                                                      : "receive from rank " + std::to_string(p.peer);
         if (status_of(st.MPI_ERROR) == DTP_ERR_PROTOCOL && p.kind == Kind::recv) {
             fail(p, DTP_ERR_PROTOCOL,
                  "mpi: the message from rank " + std::to_string(p.peer) +
                      " is larger than the " + std::to_string(p.cap) +
-                     "-byte receive posted for it; do all ranks pass the same count?");
+                     "-byte receive posted for it (" + mpi_error_text(st.MPI_ERROR) +
+                     "); do all ranks pass the same count?");
         } else {
             fail(p, status_of(st.MPI_ERROR), "mpi: " + who + " failed: " +
                                                  mpi_error_text(st.MPI_ERROR));
@@ -266,6 +271,9 @@ int Context::testsome() {
             p.req->peer = p.peer;
             if (p.chunked) release_key(p); // it held its key: post who waited behind it
         }
+        // The core reads a failed request's message from the progress call that completed
+        // it (services->set_error).
+        if (p.error != DTP_OK) host_.set_error(p.why);
         complete_request(p.req, p.error, p.error == DTP_OK ? p.done_bytes : 0);
         pending_[i] = std::move(pending_.back());
         pending_.pop_back();
@@ -285,10 +293,11 @@ int32_t Context::progress(int32_t timeout_ms) {
 }
 
 // The core's last sends (its notice to the peers that this rank leaves) may still be in
-// flight when a clean exit finalizes the transport. abort() cannot cancel a send that
-// matched, and leaves it to MPI; MPI is then not finalised (mpi_runtime.h), and mpirun
-// reports the rank as exiting improperly although the job succeeded (seen once in the
-// conformance suite on a loaded host). Receives posted ahead stay: abort cancels those.
+// flight when a clean exit finalizes the transport. drop_pending() cannot cancel a send
+// that matched, and leaves it to MPI; MPI is then not finalised (mpi_runtime.h), and
+// mpirun reports the rank as exiting improperly although the job succeeded (seen once in
+// the conformance suite on a loaded host).
+// Receives posted ahead stay: drop_pending cancels those.
 void Context::finish_sends(std::chrono::milliseconds limit) {
     const auto deadline = Clock::now() + limit;
     auto sending = [&] {
@@ -300,7 +309,14 @@ void Context::finish_sends(std::chrono::milliseconds limit) {
     }
 }
 
+// The core aborts after a timeout, a failed request or a broken collective: some peer
+// may never come to exit, so the wait for them there gets a time limit whatever is left.
 void Context::abort() {
+    mark_failed();
+    drop_pending();
+}
+
+void Context::drop_pending() {
     if (aborted_) return;
     aborted_ = true;
     bool clean = true;
@@ -331,7 +347,7 @@ void Context::abort() {
         host_.log(DT_LOG_INFO, "requests MPI could not cancel were left to it; MPI will not "
                                "be finalised at exit (mpirun may report this rank as exiting "
                                "improperly)");
-        mark_aborted();
+        mark_abandoned();
     }
 }
 

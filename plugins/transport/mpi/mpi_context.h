@@ -16,6 +16,7 @@
 #include <deque>
 #include <map>
 #include <memory>
+#include <string>
 #include <tuple>
 #include <vector>
 
@@ -40,7 +41,8 @@ public:
     // MPI_Testsome over every request in flight, repeated (yielding the CPU in between)
     // until one completes or timeout_ms passes (0: once; < 0: until one completes).
     int32_t progress(int32_t timeout_ms);
-    // Cancels what MPI can cancel and fails every pending request with DTP_ERR_ABORTED.
+    // The core's abort: cancels what MPI can cancel, fails every pending request with
+    // DTP_ERR_ABORTED, and marks this process's MPI as failed (mpi_runtime.h).
     void abort();
     // A clean finalize: gives the sends still in flight up to `limit` to complete (see
     // mpi_context.cc).
@@ -73,6 +75,8 @@ private:
         std::vector<MPI_Request> mpi;
         size_t done_bytes = 0; // bytes received so far, or the send's length
         int32_t error = DTP_OK;
+        std::string why;            // the message of error, handed to the core on completion
+        const char *what = nullptr; // collectives: the MPI call, for messages
         // Receives only.
         char *buf = nullptr;
         size_t cap = 0;
@@ -85,13 +89,16 @@ private:
 
     void check_args(int32_t peer, const void *buf, size_t len,
                     const dt_transport_request_t *req) const;
-    int32_t start_collective(MPI_Request r, dt_transport_request_t *req, size_t bytes);
+    int32_t start_collective(MPI_Request r, const char *what, dt_transport_request_t *req,
+                             size_t bytes);
     void post_recv_chunk(Pending &p);
     void on_complete(Pending &p, size_t index, const MPI_Status &st);
     bool finished(const Pending &p) const;
     void release_key(const Pending &p);
     int testsome();
     void fail(Pending &p, int32_t status, const std::string &why);
+    // Fails what is pending with DTP_ERR_ABORTED, cancelling what MPI can cancel.
+    void drop_pending();
 
     // Registers this instance with the process's MPI for as long as it lives (first
     // member after host_, so a constructor that throws later still releases it).

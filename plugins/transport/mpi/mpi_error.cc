@@ -1,5 +1,7 @@
 #include "mpi_error.h"
 
+#include "mpi_runtime.h"
+
 #include <mpi.h>
 
 namespace dt::mpi {
@@ -21,6 +23,7 @@ int32_t status_of(int mpi_code) {
 
 void check(int rc, const char *what) {
     if (rc == MPI_SUCCESS) return;
+    mark_failed();
     throw MpiError(status_of(rc), std::string("mpi: ") + what + " failed: " + mpi_error_text(rc));
 }
 

@@ -29,7 +29,7 @@ std::string mpi_error_text(int code);
 int32_t status_of(int mpi_code);
 
 // Throws MpiError(status_of(rc), "mpi: <what> failed: <MPI's text>") unless rc is
-// MPI_SUCCESS.
+// MPI_SUCCESS; an error also marks this process's MPI as failed (mark_failed).
 void check(int rc, const char *what);
 
 } // namespace dt::mpi

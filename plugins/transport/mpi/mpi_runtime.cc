@@ -6,8 +6,12 @@
 
 #include <dlfcn.h>
 
+#include <atomic>
+#include <chrono>
 #include <cstdlib>
 #include <mutex>
+#include <optional>
+#include <thread>
 
 namespace dt::mpi {
 namespace {
@@ -17,7 +21,11 @@ struct Runtime {
     std::mutex mutex;
     bool we_initialised = false;
     bool pinned = false;
-    bool aborted = false;
+    // Atomic, not under the mutex: check() marks a failure of MPI_Init_thread while
+    // acquire_mpi holds the mutex.
+    std::atomic<bool> failed{false};
+    std::atomic<bool> abandoned{false}; // requests were left to MPI
+    MPI_Comm exit_comm = MPI_COMM_NULL; // the ranks meet there at exit
     int provided = MPI_THREAD_SINGLE;
     int instances = 0;
 };
@@ -27,11 +35,77 @@ Runtime &runtime() {
     return r;
 }
 
+// How long a process whose MPI failed waits at exit for the other ranks.
+constexpr auto kFailedExitLimit = std::chrono::seconds(2);
+
+// Whether every rank has come to exit too: a barrier on a communicator kept for it,
+// waited for up to `limit` (none: without limit). MPI has no wait with a time limit.
+bool every_rank_exiting(MPI_Comm comm, std::optional<std::chrono::milliseconds> limit) {
+    MPI_Request req = MPI_REQUEST_NULL;
+    if (comm == MPI_COMM_NULL || MPI_Ibarrier(comm, &req) != MPI_SUCCESS) return false;
+    const auto deadline = std::chrono::steady_clock::now() + limit.value_or(kFailedExitLimit);
+    for (;;) {
+        int done = 0;
+        if (MPI_Test(&req, &done, MPI_STATUS_IGNORE) != MPI_SUCCESS) return false;
+        if (done) return true;
+        if (limit && std::chrono::steady_clock::now() >= deadline) return false;
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+}
+
+// Open MPI 4.1's MPI_Finalize waits in a PMIx fence for every rank of the job and has no
+// form with a time limit. After a failure some rank may never get there (stopped, hung
+// in user code), and every survivor would hang at exit with its error already reported.
+// Skipping MPI_Finalize at once is no better: mpirun ends the job as soon as one rank
+// exits without it, killing survivors a few milliseconds behind before they report their
+// own error. Leaving the fence from a watchdog (_exit) was tried: now and then mpirun
+// itself then hung in its PMIx server's shutdown. So the ranks first meet in a barrier of
+// our own, which a failed process waits for up to kFailedExitLimit: when every rank comes
+// (all failed together, say), MPI_Finalize ends MPI cleanly; else the process exits
+// without it, its exit code the program's, and mpirun ends the job, killing the ranks
+// still running, a stopped one included (it sends SIGCONT, SIGTERM, then SIGKILL). After
+// requests were left to MPI (a collective cannot be cancelled) MPI_Finalize is skipped
+// even then. A clean process waits without limit: a peer may legitimately come much
+// later (still writing a checkpoint, say).
 void finalize_at_exit() {
     Runtime &r = runtime();
     int finalized = 0;
     MPI_Finalized(&finalized);
-    if (r.we_initialised && !r.aborted && !finalized) MPI_Finalize();
+    if (!r.we_initialised || finalized) return;
+    std::optional<std::chrono::milliseconds> limit;
+    if (r.failed.load()) limit = kFailedExitLimit;
+    if (every_rank_exiting(r.exit_comm, limit) && !r.abandoned.load()) MPI_Finalize();
+}
+
+// Open MPI raises on MPI_COMM_WORLD the errors of calls that name no communicator
+// (MPI_Cancel, MPI_Request_free) and those a non-blocking collective meets inside its
+// schedule (a truncated receive when ranks disagree on a count is reported by
+// MPI_Testsome "on communicator MPI_COMM_WORLD"); MPI-4 names MPI_COMM_SELF for some.
+// Both default to MPI_ERRORS_ARE_FATAL, which aborts the whole job. Set right after
+// MPI_Init_thread, before any other call of ours can raise; the plugin's own
+// communicators are duplicates of MPI_COMM_WORLD and inherit it (mpi_tags.cc sets it
+// again).
+void return_errors() {
+    check(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN),
+          "MPI_Comm_set_errhandler(MPI_COMM_WORLD)");
+    check(MPI_Comm_set_errhandler(MPI_COMM_SELF, MPI_ERRORS_RETURN),
+          "MPI_Comm_set_errhandler(MPI_COMM_SELF)");
+}
+
+// A program that initialised MPI itself chose how errors raised on MPI_COMM_WORLD are
+// handled, for its own calls too; changing that behind its back would let its unchecked
+// calls go on after an error. Say what the default means for us instead.
+void warn_if_fatal(const Host &host) {
+    MPI_Errhandler handler = MPI_ERRHANDLER_NULL;
+    if (MPI_Comm_get_errhandler(MPI_COMM_WORLD, &handler) != MPI_SUCCESS) return;
+    if (handler == MPI_ERRORS_ARE_FATAL) {
+        host.log(DT_LOG_INFO,
+                 "MPI_COMM_WORLD keeps the program's MPI_ERRORS_ARE_FATAL: an error Open MPI "
+                 "raises there (one of a native collective, say) aborts the job instead of "
+                 "failing the operation; set MPI_ERRORS_RETURN on MPI_COMM_WORLD after "
+                 "MPI_Init to get it as an error");
+    }
+    if (handler != MPI_ERRHANDLER_NULL) MPI_Errhandler_free(&handler);
 }
 
 // The core may dlclose the plugin when a context ends, but MPI cannot be initialised a
@@ -104,11 +178,15 @@ void acquire_mpi(const Host &host) {
               "MPI_Init_thread");
         r.we_initialised = true;
         std::atexit(finalize_at_exit);
+        return_errors();
+        // Collective, like MPI_Init_thread: every rank gets here in the same order.
+        check(MPI_Comm_dup(MPI_COMM_WORLD, &r.exit_comm), "MPI_Comm_dup");
         host.log(DT_LOG_DEBUG, std::string("initialised MPI with ") +
                                    thread_level_name(r.provided) + " (launcher variable " +
                                    launcher_variable() + ")");
     } else if (!r.we_initialised && r.instances == 0) {
         MPI_Query_thread(&r.provided);
+        warn_if_fatal(host);
         host.log(DT_LOG_DEBUG, std::string("joining the program's MPI (") +
                                    thread_level_name(r.provided) +
                                    "); the program finalises it");
@@ -137,10 +215,11 @@ void release_mpi() {
     if (r.instances > 0) --r.instances;
 }
 
-void mark_aborted() {
-    Runtime &r = runtime();
-    std::lock_guard<std::mutex> lock(r.mutex);
-    r.aborted = true;
+void mark_failed() { runtime().failed.store(true); }
+
+void mark_abandoned() {
+    runtime().abandoned.store(true);
+    mark_failed();
 }
 
 } // namespace dt::mpi

@@ -31,9 +31,15 @@ void acquire_mpi(const Host &host);
 // in the same process can use it again (MPI cannot be initialised twice).
 void release_mpi();
 
-// Remembers that an instance was aborted with operations in flight: MPI_Finalize (a
-// collective in Open MPI) is then skipped at exit, since a peer in trouble could make it
-// hang; the launcher reports the failed job instead.
-void mark_aborted();
+// Remembers that MPI failed in this process: an MPI call or request returned an error, or
+// the core aborted an instance (a peer timed out, a collective failed, the program gave
+// up). At exit the process then waits only so long for the other ranks, and skips
+// MPI_Finalize when they do not come (mpi_runtime.cc says why). Never blocks, and safe
+// from any thread and from inside acquire_mpi.
+void mark_failed();
+
+// Remembers that requests were left to MPI that it could not cancel (a collective, a
+// matched send): a failure, and MPI_Finalize is skipped at exit whatever happens.
+void mark_abandoned();
 
 } // namespace dt::mpi

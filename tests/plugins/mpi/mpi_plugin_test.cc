@@ -1,9 +1,14 @@
 // The mpi transport plugin on its own, one process per rank under mpirun: negotiation,
 // point-to-point with the core's tag classes, messages split into chunks
-// (DISTTRAIN_MPI_CHUNK_BYTES), order per tag, truncation, every native collective with
-// MPI's and the plugin's own (float16/bfloat16) operators, the calls it declines, abort.
+// (DISTTRAIN_MPI_CHUNK_BYTES), order per tag, every native collective with MPI's and the
+// plugin's own (float16/bfloat16) operators, the calls it declines; with --errors, MPI's
+// errors as statuses and abort.
 // Prints "mpi_plugin_test: PASS rank=R checks=N" or the failed checks, exit 1.
 //   mpi_plugin_test             under mpirun
+//   mpi_plugin_test --errors    under mpirun, 2 ranks or more: a truncated receive and a
+//                               broadcast whose ranks disagree on the count fail their
+//                               requests (never abort the job), the instance still works,
+//                               then abort. MPI is not finalised at exit after an error.
 //   mpi_plugin_test --decline   not under mpirun: negotiation must decline, saying why
 #include <disttrain/plugin/common.h>
 #include <disttrain/plugin/transport.h>
@@ -107,15 +112,54 @@ void point_to_point(int rank, int size) {
         for (size_t k = 0; k < size_of(i); ++k) same &= in[i][k] == pattern(left + i, k);
         CHECK(same);
     }
-    // A message larger than the receive: DTP_ERR_PROTOCOL on the receive.
-    if (size > 1) {
+}
+
+// Errors MPI reports: statuses of the requests with MPI's text, never an abort of the job
+// (MPI_ERRORS_ARE_FATAL on any communicator would end every rank here).
+void errors(int rank, int size) {
+    const int right = (rank + 1) % size, left = (rank + size - 1) % size;
+    {   // A message larger than the receive: DTP_ERR_PROTOCOL on the receive.
         std::vector<uint8_t> big(100, 1), small(10);
         dt_transport_request_t s{}, r{};
         CHECK(g_ops->irecv(g_t, left, 99, small.data(), small.size(), &r) >= 0);
         CHECK(g_ops->isend(g_t, right, 99, big.data(), big.size(), &s) >= 0);
+        g_error.clear();
         CHECK(wait(r) == DTP_ERR_PROTOCOL);
+        CHECK(g_error.find("MPI_ERR_TRUNCATE") != std::string::npos);
         wait(s);
     }
+    {   // A native broadcast whose ranks disagree on the count: the receivers' requests
+        // fail inside Open MPI's schedule, which reports it on MPI_COMM_WORLD.
+        std::vector<uint8_t> v(1000, 7);
+        dt_transport_request_t r{};
+        CHECK(g_ops->broadcast(g_t, v.data(), rank == 0 ? 1000 : 10, DTP_UINT8, 0, &r) >= 0);
+        g_error.clear();
+        int32_t st = wait(r);
+        if (rank == 0) {
+            CHECK(st == DTP_OK);
+        } else {
+            CHECK(st == DTP_ERR_PROTOCOL);
+            CHECK(g_error.find("MPI_Ibcast") != std::string::npos &&
+                  g_error.find("MPI_ERR_TRUNCATE") != std::string::npos);
+        }
+    }
+    {   // The instance still works after the failed requests.
+        dt_transport_request_t r{};
+        CHECK(g_ops->barrier(g_t, &r) >= 0);
+        CHECK(wait(r) == DTP_OK);
+        uint8_t out = static_cast<uint8_t>(rank), in = 0xff;
+        dt_transport_request_t s{}, q{};
+        CHECK(g_ops->irecv(g_t, left, 100, &in, 1, &q) >= 0);
+        CHECK(g_ops->isend(g_t, right, 100, &out, 1, &s) >= 0);
+        CHECK(wait(s) == DTP_OK && wait(q) == DTP_OK && in == left);
+    }
+    // Abort fails what is pending and every later call.
+    uint8_t byte = 0;
+    dt_transport_request_t pending{}, later{};
+    CHECK(g_ops->irecv(g_t, right, 1234, &byte, 1, &pending) == DTP_INPROGRESS);
+    CHECK(g_ops->abort(g_t) == DTP_OK);
+    CHECK(pending.status == DTP_ERR_ABORTED);
+    CHECK(g_ops->isend(g_t, rank, 1, &byte, 1, &later) == DTP_ERR_ABORTED);
 }
 
 uint16_t bf16(float f) {
@@ -201,6 +245,7 @@ void collectives(int rank, int size) {
 
 int main(int argc, char **argv) {
     bool decline = argc > 1 && std::strcmp(argv[1], "--decline") == 0;
+    bool with_errors = argc > 1 && std::strcmp(argv[1], "--errors") == 0;
     void *h = dlopen(MPI_PLUGIN_PATH, RTLD_NOW | RTLD_LOCAL);
     if (h == nullptr) {
         std::fprintf(stderr, "dlopen %s: %s\n", MPI_PLUGIN_PATH, dlerror());
@@ -248,16 +293,13 @@ int main(int argc, char **argv) {
     CHECK(rc == DTP_OK);
     if (rc != DTP_OK) return 1;
 
-    point_to_point(rank, size);
-    collectives(rank, size);
-
-    // Abort fails what is pending and every later call.
-    uint8_t byte = 0;
-    dt_transport_request_t pending{}, later{};
-    CHECK(g_ops->irecv(g_t, (rank + 1) % size, 1234, &byte, 1, &pending) == DTP_INPROGRESS);
-    CHECK(g_ops->abort(g_t) == DTP_OK);
-    CHECK(pending.status == DTP_ERR_ABORTED);
-    CHECK(g_ops->isend(g_t, rank, 1, &byte, 1, &later) == DTP_ERR_ABORTED);
+    if (with_errors) {
+        CHECK(size > 1);
+        if (size > 1) errors(rank, size);
+    } else {
+        point_to_point(rank, size);
+        collectives(rank, size);
+    }
     CHECK(g_ops->finalize(g_t) == DTP_OK);
 
     std::printf("mpi_plugin_test: %s rank=%d size=%d checks=%d failed=%d\n",

@@ -37,6 +37,20 @@ def test_plugin_under_mpirun(ranks):
     assert out.count("mpi_plugin_test: PASS") == ranks, out[-6000:]
 
 
+@pytest.mark.parametrize("ranks", [2, 3])
+def test_plugin_errors_are_statuses_not_aborts(ranks):
+    """A truncated receive and a broadcast whose ranks disagree on the count fail their
+    requests with MPI's text, and the instance goes on; before, Open MPI aborted the job
+    (MPI_ERRORS_ARE_FATAL on MPI_COMM_WORLD). Every rank saw an error, so every rank
+    reaches MPI_Finalize, time-limited after a failure, and the job ends cleanly."""
+    prog = build_path("tests", "plugins", "mpi", "mpi_plugin_test")
+    r = run(MPIRUN + ["-np", ranks, prog, "--errors"], timeout=120)
+    out = r.stdout + r.stderr
+    assert r.returncode == 0, out[-6000:]
+    assert out.count("mpi_plugin_test: PASS") == ranks, out[-6000:]
+    assert "MPI_ERRORS_ARE_FATAL" not in out, out[-6000:]
+
+
 def test_plugin_declines_without_mpirun():
     prog = build_path("tests", "plugins", "mpi", "mpi_plugin_test")
     r = run([prog, "--decline"], timeout=60)

@@ -9,8 +9,6 @@
 #include "bootstrap/auth.h"
 #include "telemetry/log.h"
 
-#include <algorithm>
-#include <cmath>
 #include <iostream>
 #include <memory>
 #include <regex>
@@ -75,15 +73,6 @@ std::vector<std::string> mpirun_argv(const Options &opt,
     }
     if (opt.tag_output)
         argv.push_back("--tag-output");
-    // When mpirun stops the job (a rank died or failed), it sends SIGCONT, waits this
-    // many seconds, SIGTERM, waits again, then SIGKILL; by default 1 s each: too soon for
-    // survivors to report the lost peer themselves. Half of --grace each gives a rank
-    // ignoring SIGTERM about --grace, as under the local launcher. mpirun waits out both
-    // even when every rank has ended, so a failed job ends about --grace later.
-    argv.push_back("--mca");
-    argv.push_back("odls_base_sigkill_timeout");
-    int wait_s = std::max(1, static_cast<int>(std::ceil(opt.grace_s / 2)));
-    argv.push_back(std::to_string(wait_s));
     // -x NAME exports NAME from mpirun's environment: the token never shows in argv.
     for (const char *name : {"DISTTRAIN_STORE_ADDR", "DISTTRAIN_JOB_TOKEN",
                              "DISTTRAIN_STORE_SERVER"}) {

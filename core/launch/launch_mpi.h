@@ -1,8 +1,7 @@
 // --launcher mpi: mpirun starts the ranks (its placement, its remote start, the cluster's
 // trusted path), while disttrainrun still serves the rendezvous store, passes its address
 // and the job token with `mpirun -x`, and supervises the job (timeout, signals, the
-// summary; mpirun is its one "rank"). Ranks find rank and size from Open MPI's
-// OMPI_COMM_WORLD_* variables.
+// summary; mpirun is its one "rank"). Ranks find rank and size from Open MPI's OMPI_COMM_WORLD_* variables.
 #pragma once
 
 #include "launch/launch_options.h"
@@ -14,8 +13,7 @@ namespace dt::launch {
 
 // The mpirun command line for opt (argv[0] is "mpirun"): -np, -H when given, -x for the
 // store variables and every other DISTTRAIN_* setting in env_names, --tag-output when
-// output is tagged, half of --grace for each of mpirun's two waits before its SIGKILL,
-// then the command.
+// output is tagged, then the rank command.
 std::vector<std::string> mpirun_argv(const Options &opt,
                                      const std::vector<std::string> &env_names);
 

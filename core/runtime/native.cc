@@ -86,24 +86,46 @@ bool native_check_passes(algo::Comm &comm, const OpDesc &op)
         return false;
     const CallCheck &mine = *comm.check();
     const uint64_t h = call_check_hash(mine);
-    int64_t words[2] = {static_cast<int64_t>(h), static_cast<int64_t>(~h)};
-    int64_t agreed[2] = {};
-    if (!run_and_wait(comm, "call check", [&](dt_transport_request_t *req) {
+    // On the heap, and left there when the check fails: a native collective that failed
+    // (a peer stopped, say) may still be in the plugin, which cannot always cancel it
+    // (MPI cannot), and the peers' progress may still write into its buffers.
+    struct Buffers {
+        int64_t words[2];
+        int64_t agreed[2];
+    };
+    auto buffers = std::make_unique<Buffers>();
+    auto &[words, agreed] = *buffers;
+    words[0] = static_cast<int64_t>(h);
+    words[1] = static_cast<int64_t>(~h);
+    bool ran;
+    try {
+        ran = run_and_wait(comm, "call check", [&](dt_transport_request_t *req) {
             return ops.allreduce(inst, words, agreed, 2, DT_INT64, DT_MAX, req);
-        }))
+        });
+    } catch (...) {
+        (void)buffers.release();
+        throw;
+    }
+    if (!ran)
         return false;
     if (agreed[0] == words[0] && ~agreed[1] == words[0])
         return true;
 
     const std::string what = cat(op_kind_name(op.kind), " '", op.name, "'");
-    std::vector<CallCheck> all(static_cast<size_t>(comm.size()));
+    const int n = comm.size();
+    auto all = std::make_unique<CallCheck[]>(static_cast<size_t>(n));
     std::string mismatch;
-    if (ops.allgather != nullptr &&
-        run_and_wait(comm, "call check", [&](dt_transport_request_t *req) {
-            return ops.allgather(inst, &mine, all.data(), sizeof mine, DT_UINT8, req);
-        })) {
-        for (int r = 0; r < comm.size() && mismatch.empty(); ++r)
-            mismatch = call_check_mismatch(what, comm.rank(), mine, r, all[r]);
+    try {
+        if (ops.allgather != nullptr &&
+            run_and_wait(comm, "call check", [&](dt_transport_request_t *req) {
+                return ops.allgather(inst, &mine, all.get(), sizeof mine, DT_UINT8, req);
+            })) {
+            for (int r = 0; r < n && mismatch.empty(); ++r)
+                mismatch = call_check_mismatch(what, comm.rank(), mine, r, all[r]);
+        }
+    } catch (...) {
+        (void)all.release(); // as above
+        throw;
     }
     if (mismatch.empty())
         mismatch = cat(what, ": the ranks' call checks of ordered mode (DISTTRAIN_ORDERED=1) "

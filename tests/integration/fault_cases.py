@@ -22,7 +22,7 @@ TIMEOUT_S = 3  # DISTTRAIN_TIMEOUT: the bound on noticing a stopped (hung) rank
 # Survivors ignore SIGTERM and must end on their own: one still running GRACE_S after
 # the launcher began stopping the job dies by its SIGKILL and shows as silent.
 GRACE_S = 6
-# disttrainrun --timeout: a job past every bound (a stop's 8 s, then mpirun's 2 x 3 s of
+# disttrainrun --timeout: a job past every bound (a stop's 8 s, then mpirun's 2 x 1 s of
 # teardown) is stopped by the launcher, and fails; the subprocess limit after it only
 # catches a launcher that itself hangs.
 JOB_TIMEOUT_S = 15
@@ -103,11 +103,39 @@ class Trial:
     at: int
     returncode: int = None  # None: the launcher had to be killed
     victim_clock: float = None
+    ended_clock: float = None  # when the launcher returned (CLOCK_MONOTONIC, as the ranks')
     errors: dict = field(default_factory=dict)  # rank -> (status, message)
     delays: dict = field(default_factory=dict)  # rank -> s from the signal to its error
     crashed: dict = field(default_factory=dict)  # survivor -> how it died
     leftovers: list = field(default_factory=list)
     output: str = ""
+
+    def mpirun_kill_problems(self):
+        """mpirun ends the whole job when a rank dies (SIGTERM to the others about 1 s
+        later, SIGKILL 1 s after that), as Open MPI users know it: the survivors are ended
+        by it rather than by an error of their own. The job must end within the kill's
+        bound, name the killed rank, and leave nothing; a survivor that did report first
+        must report the loss (or a timeout), and none may crash."""
+        out = []
+        named = re.search(rf"rank {self.victim} killed by signal 9|process rank "
+                          rf"{self.victim} with PID \d+ on node \S+ exited on signal 9",
+                          self.output)
+        if not named:
+            out.append(f"the launcher's report does not name rank {self.victim} killed "
+                       f"by signal 9")
+        took = self.ended_clock - self.victim_clock
+        if took > BOUND_S["kill"]:
+            out.append(f"the job ended {took:.2f} s after the kill, over the "
+                       f"{BOUND_S['kill']:.0f} s bound")
+        for r, how in self.crashed.items():
+            if "crashed" in how:
+                out.append(f"survivor {r} {how}")
+        for r, (status, message) in self.errors.items():
+            if status not in ("DT_ERR_PEER_LOST", "DT_ERR_TIMEOUT"):
+                out.append(f"survivor {r}: {status}: {message}")
+        if self.leftovers:
+            out.append(f"processes left behind: {self.leftovers}")
+        return out
 
     @property
     def survivors(self):
@@ -126,6 +154,8 @@ class Trial:
         if self.victim_clock is None:
             out.append(f"rank {self.victim} never reached iteration {self.at}")
             return out
+        if self.transport == "mpi" and self.signal == "kill":
+            return out + self.mpirun_kill_problems()
         for r in self.survivors:
             if r in self.crashed:
                 out.append(f"survivor {r} {self.crashed[r]}")
@@ -187,6 +217,7 @@ def run_trial(build, transport, mode, shm, sig, victim, at):
     try:
         trial.output, _ = proc.communicate(timeout=HARD_LIMIT_S)
         trial.returncode = proc.returncode
+        trial.ended_clock = time.monotonic()
     except subprocess.TimeoutExpired:
         proc.kill()
         trial.output, _ = proc.communicate()

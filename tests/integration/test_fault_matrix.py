@@ -5,6 +5,8 @@ moment in a loop of allreduces, over tcp and ucx (disttrainrun) and mpi (disttra
 Each survivor must end with an error of its own, never by a signal: DT_ERR_PEER_LOST
 naming the victim within 5 s of a kill; DT_ERR_TIMEOUT or DT_ERR_PEER_LOST within
 DISTTRAIN_TIMEOUT (3 s) + 5 s of a stop (a stopped rank is alive, only its silence shows).
+Under mpirun a kill ends the whole job (mpirun's own teardown): there the job must end
+within 5 s naming the killed rank, and no survivor may crash.
 And when the launcher returns, no process of the job may be left (each job's processes
 carry a unique variable, looked for in /proc; any found are killed after the check).
 Every job has a hard limit (fault_cases.HARD_LIMIT_S).
@@ -12,7 +14,7 @@ Every job has a hard limit (fault_cases.HARD_LIMIT_S).
 Two trials per case keep the whole matrix under 4 minutes on 2 cores (about 3.5 while
 the ucx and mpi cases still run into DISTTRAIN_TIMEOUT or --timeout): a kill costs about
 the start of 4 ranks, a stop DISTTRAIN_TIMEOUT more, anything under mpirun its teardown's
-6 s. The victim and the iteration differ from trial to trial and from case to case.
+2 s. The victim and the iteration differ from trial to trial and from case to case.
 tests/bench/fault_matrix.py runs more trials and prints the times.
 """
 import itertools

@@ -60,12 +60,20 @@ Context::Context(const dt_transport_init_args_t &args)
 }
 
 Context::~Context() {
+    // After the core's own abort, the buffers of the requests it failed are gone (the
+    // collective's stack unwound). A receive UCX had already matched to a rendezvous
+    // survives ucp_request_cancel, and progressing the worker would write its data there
+    // (a SIGSEGV in ucp_rndv_data_handler, seen with ranks that disagree on a count). So
+    // then the worker is left alone: ucp_worker_destroy drops what is still under way.
+    const bool unsafe = aborted_ && ucx_requests_out();
     if (!aborted_) flush_and_close();
     abort();
-    // Let UCX finish what abort cancelled, briefly: callbacks still refer to Pending.
-    auto until = Clock::now() + std::chrono::milliseconds(200);
-    while (!pending_.empty() && Clock::now() < until) ucp_worker_progress(worker_.get());
-    drain_unexpected();
+    if (!unsafe) {
+        // Let UCX finish what abort cancelled, briefly: callbacks still refer to Pending.
+        auto until = Clock::now() + std::chrono::milliseconds(200);
+        while (!pending_.empty() && Clock::now() < until) ucp_worker_progress(worker_.get());
+        drain_unexpected();
+    }
     // Whatever UCX still holds might call back during ucp_worker_destroy: leave those few
     // records allocated rather than let a callback touch freed memory.
     for (auto &entry : pending_) entry.second.release();
@@ -291,7 +299,15 @@ void Context::close_endpoint(ucp_ep_h ep) const {
     if (r != nullptr && !UCS_PTR_IS_ERR(r)) ucp_request_free(r);
 }
 
+bool Context::ucx_requests_out() const {
+    return std::any_of(pending_.begin(), pending_.end(),
+                       [](const auto &entry) { return entry.second->ucx_req != nullptr; });
+}
+
 int32_t Context::progress(int32_t timeout_ms) {
+    // Nothing of the core's is pending after an abort, and UCX may still hold requests
+    // whose buffers are freed (see ~Context): progressing could only do harm.
+    if (aborted_) return DTP_OK;
     const uint64_t before = completions_;
     const auto start = Clock::now();
     const auto deadline = timeout_ms < 0 ? Clock::time_point::max()

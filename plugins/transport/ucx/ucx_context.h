@@ -46,6 +46,7 @@ public:
                   dt_transport_request_t *req);
     // ucp_worker_progress until a request completes or timeout_ms passes (0: one round;
     // < 0: until a request completes). A watched peer whose process exited is lost here.
+    // Does nothing once aborted.
     int32_t progress(int32_t timeout_ms);
     // Fails every pending request with DTP_ERR_ABORTED and closes every endpoint.
     void abort();
@@ -85,6 +86,8 @@ private:
     void peer_lost(int peer, const std::string &why);
     void check_liveness();
     void close_dead();
+    // True while UCX holds a request of ours (not yet called back).
+    bool ucx_requests_out() const;
     void flush_and_close();
     void drain_unexpected();
     void close_endpoint(ucp_ep_h ep) const;

@@ -8,6 +8,7 @@
 #include <disttrain/disttrain.h>
 
 #include <chrono>
+#include <csignal>
 #include <cstdio>
 #include <memory>
 #include <thread>
@@ -15,6 +16,9 @@
 int main()
 {
     std::setvbuf(stdout, nullptr, _IOLBF, 0);
+    // The launcher terminates the other ranks once one exits with an error; each must
+    // still report how its own call ended (a hung one is killed after the grace period).
+    std::signal(SIGTERM, SIG_IGN);
     dt_context_h ctx = nullptr;
     dt_status_t s = dt_context_create(nullptr, &ctx);
     if (s != DT_OK) {

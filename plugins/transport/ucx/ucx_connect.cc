@@ -10,7 +10,6 @@
 
 #include <algorithm>
 #include <chrono>
-#include <cstdlib>
 #include <fstream>
 
 namespace dt::ucx {
@@ -23,20 +22,6 @@ std::string rank_text(int rank) { return "rank " + std::to_string(rank); }
 Clock::time_point deadline_after(int32_t timeout_ms) {
     return timeout_ms > 0 ? Clock::now() + std::chrono::milliseconds(timeout_ms)
                           : Clock::time_point::max();
-}
-
-enum class ErrMode { automatic, peer, none };
-
-ErrMode err_mode_from_env() {
-    const char *v = std::getenv("DISTTRAIN_UCX_ERR_HANDLING");
-    std::string s = v != nullptr ? v : "";
-    if (s.empty() || s == "auto") return ErrMode::automatic;
-    if (s == "peer") return ErrMode::peer;
-    if (s == "none") return ErrMode::none;
-    throw UcxError(DTP_ERR_INVALID_CONFIG,
-                   "ucx: DISTTRAIN_UCX_ERR_HANDLING='" + s + "' is not known; use 'auto' (peer "
-                   "failure handling between hosts, shared memory within one), 'peer' "
-                   "(everywhere) or 'none'");
 }
 
 // What UCX itself compares to decide that shared memory reaches a peer: the host name
@@ -75,11 +60,15 @@ void Context::drain_unexpected() {
 }
 
 void Context::connect(int32_t timeout_ms) {
-    const ErrMode mode = err_mode_from_env();
     const std::string &addr = worker_.address();
     const std::string me = host_identity();
+    // "<host>\n<process>": one key tells a peer both whether shared memory reaches this
+    // rank and which process to watch.
+    const std::string here = me + "\n" + Liveness::self();
     int32_t rc = host_.store_set("addr/" + std::to_string(rank_), addr.data(), addr.size());
-    if (rc == DTP_OK) rc = host_.store_set("host/" + std::to_string(rank_), me.data(), me.size());
+    if (rc == DTP_OK) {
+        rc = host_.store_set("host/" + std::to_string(rank_), here.data(), here.size());
+    }
     if (rc != DTP_OK) {
         throw UcxError(rc, "ucx: could not publish this worker's address in the store");
     }
@@ -102,21 +91,26 @@ void Context::connect(int32_t timeout_ms) {
         }
         return value;
     };
-    int peer_mode = 0;
+    const bool handle = mode_ == ErrMode::peer;
     for (int peer = 0; peer < size_; ++peer) {
         std::string remote = peer == rank_ ? addr : fetch("addr", peer);
-        bool same_host = peer == rank_ || fetch("host", peer) == me;
-        // UCX 1.13 has no peer failure handling over shared memory: with it on, ranks of
-        // one host would talk over loopback TCP. Within a host a dead peer is caught by
-        // the core's timeout instead (DISTTRAIN_UCX_ERR_HANDLING=peer keeps it everywhere).
-        bool watch = mode == ErrMode::peer || (mode == ErrMode::automatic && !same_host);
-        peer_mode += watch && peer != rank_;
+        if (handle && peer != rank_) {
+            // Peer failure handling alone leaves a dead peer on this host to UCX's
+            // keepalive (20 s); its pidfd tells at once (ucx_liveness.h).
+            std::string there = fetch("host", peer);
+            size_t nl = there.find('\n');
+            if (nl != std::string::npos && there.compare(0, nl, me) == 0) {
+                live_.watch(peer, there.substr(nl + 1));
+            }
+        }
         ucp_ep_params_t ep{};
         ep.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS | UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE;
         ep.address = reinterpret_cast<const ucp_address_t *>(remote.data());
-        ep.err_mode = watch ? UCP_ERR_HANDLING_MODE_PEER : UCP_ERR_HANDLING_MODE_NONE;
-        if (watch) {
-            // Peer failure must fail requests, never hang: UCX then watches the connection.
+        ep.err_mode = handle ? UCP_ERR_HANDLING_MODE_PEER : UCP_ERR_HANDLING_MODE_NONE;
+        if (handle) {
+            // Peer failure must fail requests, never hang nor abort: without a handler
+            // UCX aborts the process on a transport error (a failed single-copy read of
+            // a peer that is gone, a reset connection).
             ep.field_mask |= UCP_EP_PARAM_FIELD_ERR_HANDLER;
             ep.err_handler.cb = on_peer_error;
             ep.err_handler.arg = this;
@@ -132,8 +126,9 @@ void Context::connect(int32_t timeout_ms) {
                                "choose DISTTRAIN_TRANSPORT=tcp");
         }
     }
-    host_.log(DT_LOG_DEBUG, "peer failure handling on " + std::to_string(peer_mode) + " of " +
-                                std::to_string(size_ - 1) + " endpoints");
+    host_.log(DT_LOG_DEBUG, std::string("peer failure handling ") + (handle ? "on" : "off") +
+                                "; " + std::to_string(live_.fds().size()) + " of " +
+                                std::to_string(size_ - 1) + " peers' processes watched");
 }
 
 void Context::exchange_hello(int32_t timeout_ms) {

@@ -18,6 +18,9 @@ using Clock = std::chrono::steady_clock;
 constexpr auto kSpin = std::chrono::microseconds(50);
 // How long a clean finalize waits for peers to take this rank's last messages.
 constexpr auto kFlushLimit = std::chrono::seconds(10);
+// How often progress looks at the watched peers' pidfds while it does not sleep (a sleep
+// polls them anyway): often enough to beat any TCP reset, rarely enough to cost nothing.
+constexpr auto kLivenessEvery = std::chrono::milliseconds(1);
 
 std::string rank_text(int rank) { return "rank " + std::to_string(rank); }
 
@@ -33,7 +36,8 @@ ucp_request_param_t request_param(void *user_data) {
 } // namespace
 
 Context::Context(const dt_transport_init_args_t &args)
-    : host_(args.host, args.services), rank_(args.rank), size_(args.size) {
+    : host_(args.host, args.services), rank_(args.rank), size_(args.size),
+      mode_(err_mode_from_env()), worker_(mode_) {
     if (size_ > kMaxRanks) {
         throw UcxError(DTP_ERR_INVALID_ARGUMENT,
                        "ucx: " + std::to_string(size_) + " ranks; this plugin encodes the "
@@ -56,12 +60,20 @@ Context::Context(const dt_transport_init_args_t &args)
 }
 
 Context::~Context() {
+    // After the core's own abort, the buffers of the requests it failed are gone (the
+    // collective's stack unwound). A receive UCX had already matched to a rendezvous
+    // survives ucp_request_cancel, and progressing the worker would write its data there
+    // (a SIGSEGV in ucp_rndv_data_handler, seen with ranks that disagree on a count). So
+    // then the worker is left alone: ucp_worker_destroy drops what is still under way.
+    const bool unsafe = aborted_ && ucx_requests_out();
     if (!aborted_) flush_and_close();
     abort();
-    // Let UCX finish what abort cancelled, briefly: callbacks still refer to Pending.
-    auto until = Clock::now() + std::chrono::milliseconds(200);
-    while (!pending_.empty() && Clock::now() < until) ucp_worker_progress(worker_.get());
-    drain_unexpected();
+    if (!unsafe) {
+        // Let UCX finish what abort cancelled, briefly: callbacks still refer to Pending.
+        auto until = Clock::now() + std::chrono::milliseconds(200);
+        while (!pending_.empty() && Clock::now() < until) ucp_worker_progress(worker_.get());
+        drain_unexpected();
+    }
     // Whatever UCX still holds might call back during ucp_worker_destroy: leave those few
     // records allocated rather than let a callback touch freed memory.
     for (auto &entry : pending_) entry.second.release();
@@ -209,13 +221,19 @@ void Context::on_peer_error(void *arg, ucp_ep_h ep, ucs_status_t status) {
     auto *c = static_cast<Context *>(arg);
     auto it = std::find(c->eps_.begin(), c->eps_.end(), ep);
     if (it == c->eps_.end()) return;
-    c->peer_lost(static_cast<int>(it - c->eps_.begin()), status);
+    // Whatever UCX reports (a reset connection, a keepalive timeout, a failed shared
+    // memory attach, an I/O error), the endpoint is unusable from now on.
+    c->peer_lost(static_cast<int>(it - c->eps_.begin()), ucs_status_string(status));
 }
 
-void Context::peer_lost(int peer, ucs_status_t status) {
+void Context::check_liveness() {
+    for (int peer : live_.exited()) peer_lost(peer, "its process exited");
+}
+
+void Context::peer_lost(int peer, const std::string &why) {
     const auto i = static_cast<size_t>(peer);
     if (!lost_[i].empty()) return;
-    lost_[i] = "ucx: lost " + rank_text(peer) + ": " + ucs_status_string(status);
+    lost_[i] = "ucx: lost " + rank_text(peer) + ": " + why;
     host_.log(DT_LOG_INFO, lost_[i]);
     // Its receives would wait forever: fail them now and cancel them in UCX. Its sends
     // UCX fails itself; the core's requests are completed here all the same.
@@ -270,16 +288,26 @@ void Context::flush_and_close() {
     for (void *r : closing) ucp_request_free(r);
 }
 
-void Context::close_endpoint(ucp_ep_h ep) {
+void Context::close_endpoint(ucp_ep_h ep) const {
     ucp_request_param_t prm{};
     prm.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
-    prm.flags = UCP_EP_CLOSE_FLAG_FORCE;
+    // A forced close may fail the peer's side of the connection, which UCX allows only
+    // where every endpoint handles peer failure: a peer without a handler would abort.
+    prm.flags = mode_ == ErrMode::peer ? UCP_EP_CLOSE_FLAG_FORCE : 0;
     ucs_status_ptr_t r = ucp_ep_close_nbx(ep, &prm);
     // The close goes on inside UCX; we need nothing more from it.
     if (r != nullptr && !UCS_PTR_IS_ERR(r)) ucp_request_free(r);
 }
 
+bool Context::ucx_requests_out() const {
+    return std::any_of(pending_.begin(), pending_.end(),
+                       [](const auto &entry) { return entry.second->ucx_req != nullptr; });
+}
+
 int32_t Context::progress(int32_t timeout_ms) {
+    // Nothing of the core's is pending after an abort, and UCX may still hold requests
+    // whose buffers are freed (see ~Context): progressing could only do harm.
+    if (aborted_) return DTP_OK;
     const uint64_t before = completions_;
     const auto start = Clock::now();
     const auto deadline = timeout_ms < 0 ? Clock::time_point::max()
@@ -287,8 +315,12 @@ int32_t Context::progress(int32_t timeout_ms) {
     for (;;) {
         while (ucp_worker_progress(worker_.get()) != 0) {
         }
-        close_dead();
         auto now = Clock::now();
+        if (now >= next_live_check_) {
+            check_liveness();
+            next_live_check_ = now + kLivenessEvery;
+        }
+        close_dead();
         if (completions_ != before || timeout_ms == 0 || pending_.empty() || now >= deadline)
             return DTP_OK;
         // Spin briefly (a small message's round trip), then sleep on the worker's events:
@@ -300,7 +332,11 @@ int32_t Context::progress(int32_t timeout_ms) {
         int ms = deadline == Clock::time_point::max()
                      ? -1
                      : static_cast<int>(std::chrono::ceil<std::chrono::milliseconds>(deadline - now).count());
-        if (!worker_.wait(ms)) sched_yield();
+        if (worker_.wait(ms, live_.fds())) {
+            next_live_check_ = {}; // woken, perhaps by a pidfd: look at once
+        } else {
+            sched_yield();
+        }
     }
 }
 

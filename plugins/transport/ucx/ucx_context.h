@@ -5,12 +5,14 @@
 #pragma once
 
 #include "ucx_host.h"
+#include "ucx_liveness.h"
 #include "ucx_worker.h"
 
 #include <disttrain/plugin/transport.h>
 
 #include <ucp/api/ucp.h>
 
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -22,10 +24,12 @@ namespace dt::ucx {
 
 class Context {
 public:
-    // Publishes this worker's address (addr/<rank>) and host (host/<rank>), reads every
-    // peer's, creates the endpoints (peer error handling towards other hosts, see
-    // ucx_connect.cc) and exchanges a hello with every peer, so that a peer that cannot be
-    // reached fails init (naming it) rather than the first collective. Throws UcxError.
+    // Publishes this worker's address (addr/<rank>) and host and process (host/<rank>),
+    // reads every peer's, creates the endpoints (peer failure handling on every one,
+    // unless DISTTRAIN_UCX_ERR_HANDLING=none), watches the processes of the peers on this
+    // host (ucx_liveness.h) and exchanges a hello with every peer, so that a peer that
+    // cannot be reached fails init (naming it) rather than the first collective. Throws
+    // UcxError.
     explicit Context(const dt_transport_init_args_t &args);
     // finalize: unless aborted, closes the endpoints in flush mode (bounded wait) so the
     // peers get this rank's last messages; then fails what is pending with
@@ -41,7 +45,8 @@ public:
     int32_t irecv(int32_t peer, uint64_t tag, void *buf, size_t len,
                   dt_transport_request_t *req);
     // ucp_worker_progress until a request completes or timeout_ms passes (0: one round;
-    // < 0: until a request completes).
+    // < 0: until a request completes). A watched peer whose process exited is lost here.
+    // Does nothing once aborted.
     int32_t progress(int32_t timeout_ms);
     // Fails every pending request with DTP_ERR_ABORTED and closes every endpoint.
     void abort();
@@ -78,15 +83,19 @@ private:
                     const dt_transport_request_t *req) const;
     int32_t fail_now(dt_transport_request_t *req, int32_t status, const std::string &why);
     void finish(Pending *p, int32_t status, size_t bytes);
-    void peer_lost(int peer, ucs_status_t status);
+    void peer_lost(int peer, const std::string &why);
+    void check_liveness();
     void close_dead();
+    // True while UCX holds a request of ours (not yet called back).
+    bool ucx_requests_out() const;
     void flush_and_close();
     void drain_unexpected();
-    static void close_endpoint(ucp_ep_h ep);
+    void close_endpoint(ucp_ep_h ep) const;
 
     Host host_;
     int rank_;
     int size_;
+    ErrMode mode_;
     // Buffers of drained messages (drain_unexpected); declared before worker_ so they
     // outlive it, in case UCX is still writing one when the worker goes.
     std::vector<std::vector<char>> sinks_;
@@ -94,6 +103,8 @@ private:
     std::vector<ucp_ep_h> eps_;
     std::vector<std::string> lost_;    // per peer: why it is gone; empty while alive
     std::vector<ucp_ep_h> dead_;       // failed endpoints still to close
+    Liveness live_;
+    std::chrono::steady_clock::time_point next_live_check_{};
     std::unordered_map<Pending *, std::unique_ptr<Pending>> pending_;
     uint64_t completions_ = 0;         // requests completed, to tell progress made
     bool aborted_ = false;

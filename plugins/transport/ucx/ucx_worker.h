@@ -5,23 +5,33 @@
 
 #include <ucp/api/ucp.h>
 
+#include <poll.h>
+
+#include <span>
 #include <string>
 
 namespace dt::ucx {
 
+// DISTTRAIN_UCX_ERR_HANDLING: peer (default; "auto" is the same) gives every endpoint
+// UCP_ERR_HANDLING_MODE_PEER; none gives none of them, for measurement only (see
+// README.md). Throws UcxError(DTP_ERR_INVALID_CONFIG) for any other value.
+enum class ErrMode { peer, none };
+ErrMode err_mode_from_env();
+
 class Worker {
 public:
     // Throws UcxError with a message naming UCX_TLS / UCX_NET_DEVICES when UCX finds no
-    // device it can use.
-    Worker();
+    // device it can use. In peer mode UCX's shared-memory transports are allowed on
+    // endpoints that handle peer failure (see ucx_worker.cc).
+    explicit Worker(ErrMode mode);
     ~Worker();
     Worker(const Worker &) = delete;
     Worker &operator=(const Worker &) = delete;
 
     ucp_worker_h get() const { return worker_; }
-    // Sleeps until the worker has events or timeout_ms passes (< 0: no limit). False when
-    // this worker has no event fd (the caller spins instead).
-    bool wait(int timeout_ms) const;
+    // Sleeps until the worker has events, one of `also` is readable, or timeout_ms passes
+    // (< 0: no limit). False when this worker has no event fd (the caller spins instead).
+    bool wait(int timeout_ms, std::span<const pollfd> also) const;
 
     // This worker's address, to publish in the store.
     const std::string &address() const { return address_; }

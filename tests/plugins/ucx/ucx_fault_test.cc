@@ -28,9 +28,6 @@ TEST(UcxFaults, PeerThatLeavesFailsPendingReceivesWithPeerLost) {
     // sees at once; shared memory would rely on UCX's keepalive, which is slower.
     ScopedEnv tls("UCX_TLS", "tcp,self");
     ScopedEnv dev("UCX_NET_DEVICES", "lo");
-    // Both ranks are on this host, where peer failure handling is off by default (so UCX
-    // can use shared memory); ask for it.
-    ScopedEnv err("DISTTRAIN_UCX_ERR_HANDLING", "peer");
     auto store = std::make_shared<MemStore>();
     Instance r0(store, "tok"), r1(store, "tok");
     init_pair(r0, r1);

@@ -91,5 +91,15 @@ TEST(Wire, AStringLongerThanWhatIsLeftIsRefusedBeforeAnyCopy)
     expect_protocol_error([&] { s.get_string(); }, "needs 6 more bytes at offset 4 of 9");
 }
 
+TEST(Wire, FinishRefusesBytesLeftOver)
+{
+    const uint8_t bytes[] = {1, 2, 3, 4, 5};
+    Reader r(bytes, sizeof bytes);
+    r.get<uint32_t>();
+    expect_protocol_error([&] { r.finish(); }, "1 byte after its end at offset 4 of 5");
+    r.get<uint8_t>();
+    EXPECT_NO_THROW(r.finish());
+}
+
 } // namespace
 } // namespace dt::wire

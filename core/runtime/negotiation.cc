@@ -67,6 +67,7 @@ std::vector<Record> decode_records(const std::vector<uint8_t> &bytes)
         }
         out.push_back(std::move(rec));
     }
+    r.finish();
     return out;
 }
 
@@ -127,6 +128,7 @@ ResponseList decode_responses(const std::vector<uint8_t> &bytes)
         }
         list.responses.push_back(std::move(resp));
     }
+    r.finish();
     return list;
 }
 

@@ -54,6 +54,15 @@ public:
         return s;
     }
     bool done() const { return pos_ == size_; }
+    // Refuses bytes after the last field: a message longer than its content means the
+    // sender wrote another format, or another length ahead of it.
+    void finish() const
+    {
+        if (!done())
+            throw_error(DT_ERR_PROTOCOL, "malformed negotiation message: ", size_ - pos_,
+                        size_ - pos_ == 1 ? " byte" : " bytes", " after its end at offset ",
+                        pos_, " of ", size_);
+    }
 
 private:
     void need(size_t n)

@@ -116,19 +116,30 @@ TEST(Policy, EveryIntegerVariableNamesItselfTheValueAndTheRange)
         const char *var, *value, *expect;
     };
     const Case cases[] = {
-        {"DISTTRAIN_SHM", "yes", "DISTTRAIN_SHM='yes' is not an integer; expected an integer in [0, 1]"},
+        {"DISTTRAIN_SHM", "yes",
+         "DISTTRAIN_SHM='yes' is not an integer; expected an integer in [0, 1]"},
         {"DISTTRAIN_SHM", "2", "DISTTRAIN_SHM='2' is out of range; expected an integer in [0, 1]"},
         {"DISTTRAIN_SHM_BYTES", "4M", "DISTTRAIN_SHM_BYTES='4M' is not an integer"},
-        {"DISTTRAIN_SHM_BYTES", "1024", "DISTTRAIN_SHM_BYTES='1024' is out of range; expected an integer in [65536, 17179869184]"},
-        {"DISTTRAIN_SHM_CMA", "-1", "DISTTRAIN_SHM_CMA='-1' is out of range; expected an integer in [0, 1]"},
+        {"DISTTRAIN_SHM_BYTES", "1024",
+         "DISTTRAIN_SHM_BYTES='1024' is out of range; expected an integer in [65536, 17179869184]"},
+        {"DISTTRAIN_SHM_CMA", "-1",
+         "DISTTRAIN_SHM_CMA='-1' is out of range; expected an integer in [0, 1]"},
         {"DISTTRAIN_SHM_LOCAL_SIZE", "two", "DISTTRAIN_SHM_LOCAL_SIZE='two' is not an integer"},
-        {"DISTTRAIN_SHM_LOCAL_SIZE", "-2", "DISTTRAIN_SHM_LOCAL_SIZE='-2' is out of range; expected an integer in [0, 1048576]"},
-        {"DISTTRAIN_SHM_SLICE", "128K", "DISTTRAIN_SHM_SLICE='128K' is not an integer; expected an integer in [0, 1073741824]"},
-        {"DISTTRAIN_SHM_ONESHOT", "-2", "DISTTRAIN_SHM_ONESHOT='-2' is out of range; expected an integer in [-1, 1073741824]"},
-        {"DISTTRAIN_SHM_CMA_BYTES", "1e6", "DISTTRAIN_SHM_CMA_BYTES='1e6' is not an integer; expected an integer in [-1, 9223372036854775807]"},
-        {"DISTTRAIN_SHM_CMA_PIECE", "x", "DISTTRAIN_SHM_CMA_PIECE='x' is not an integer; expected an integer in [0, 1073741824]"},
-        {"DISTTRAIN_SHM_SPIN_US", "10000001", "DISTTRAIN_SHM_SPIN_US='10000001' is out of range; expected an integer in [0, 10000000]"},
-        {"DISTTRAIN_SHM_YIELD_US", "1.5", "DISTTRAIN_SHM_YIELD_US='1.5' is not an integer; expected an integer in [0, 10000000]"},
+        {"DISTTRAIN_SHM_LOCAL_SIZE", "-2",
+         "DISTTRAIN_SHM_LOCAL_SIZE='-2' is out of range; expected an integer in [0, 1048576]"},
+        {"DISTTRAIN_SHM_SLICE", "128K",
+         "DISTTRAIN_SHM_SLICE='128K' is not an integer; expected an integer in [0, 1073741824]"},
+        {"DISTTRAIN_SHM_ONESHOT", "-2",
+         "DISTTRAIN_SHM_ONESHOT='-2' is out of range; expected an integer in [-1, 1073741824]"},
+        {"DISTTRAIN_SHM_CMA_BYTES", "1e6",
+         "DISTTRAIN_SHM_CMA_BYTES='1e6' is not an integer; "
+         "expected an integer in [-1, 9223372036854775807]"},
+        {"DISTTRAIN_SHM_CMA_PIECE", "x",
+         "DISTTRAIN_SHM_CMA_PIECE='x' is not an integer; expected an integer in [0, 1073741824]"},
+        {"DISTTRAIN_SHM_SPIN_US", "10000001",
+         "DISTTRAIN_SHM_SPIN_US='10000001' is out of range; expected an integer in [0, 10000000]"},
+        {"DISTTRAIN_SHM_YIELD_US", "1.5",
+         "DISTTRAIN_SHM_YIELD_US='1.5' is not an integer; expected an integer in [0, 10000000]"},
     };
     for (const Case &c : cases) {
         std::string m = config_error({{c.var, c.value}});

@@ -3,6 +3,7 @@
 // public API's conventions (disttrain.h): counts in elements, in place when documented.
 #pragma once
 
+#include "algorithms/allreduce_select.h"
 #include "algorithms/comm.h"
 
 #include <disttrain/disttrain.h>
@@ -32,8 +33,9 @@ void allreduce_halving_doubling(Comm &comm, const AllreduceArgs &args);
 // Recursive doubling: log2(p) swaps of the whole vector, for the smallest messages (and
 // on 2 ranks up to a few hundred KiB, where it sends what the ring sends in one step).
 void allreduce_recursive_doubling(Comm &comm, const AllreduceArgs &args);
-// Picks an algorithm by size and rank count (DISTTRAIN_ALGORITHM forces one).
-void allreduce(Comm &comm, const AllreduceArgs &args);
+// Picks an algorithm by size and rank count (select_allreduce), or runs `forced`.
+void allreduce(Comm &comm, const AllreduceArgs &args,
+               AllreduceChoice forced = AllreduceChoice::automatic);
 
 // Broadcast of bytes from root: binomial tree for small, pipelined chain for large.
 void broadcast(Comm &comm, void *buf, size_t bytes, int root);

@@ -2,13 +2,11 @@
 // vector log2(p) times and wins while latency dominates; halving-doubling takes twice the
 // steps but moves about half the data; the pipelined ring moves the least data per rank
 // and wins once bandwidth does. DISTTRAIN_ALGORITHM forces one. (Ranks that share a host
-// never get here for allreduce unless DISTTRAIN_SHM=0 or the algorithm is forced:
-// run_collective sends them through core/shm first.)
+// never get here for allreduce unless DISTTRAIN_SHM=0 or the algorithm is forced: the
+// router, core/routing, sends them through core/shm first.)
 #include "algorithms/allreduce_select.h"
 
 #include "algorithms/algorithms.h"
-#include "runtime/env.h"
-#include "runtime/error.h"
 
 namespace dt::algo {
 
@@ -27,48 +25,32 @@ constexpr size_t kRecursiveDoublingMaxBytes = 32 * 1024;
 // each way), in one exchange instead of two pipelined steps: over TCP loopback it beat
 // the ring up to 512 KiB (64 KiB 27 -> 23 us, 128 KiB 48 -> 37 us) and lost from 1 MiB
 // while it copied sendbuf to recvbuf first; reading sendbuf in place, it beat the ring
-// up to 2 MiB and lost at 4 MiB (session 5, compare_allreduce.py -n 2000, busbw against
+// up to 2 MiB and lost at 4 MiB (compare_allreduce.py -n 2000, busbw against
 // Open MPI: 512 KiB 1.13 -> 1.35x, 1 MiB 1.02 -> 1.31x, 2 MiB 1.51 -> 1.77x, 4 MiB
 // 1.80 -> 1.63x).
 constexpr size_t kRecursiveDoublingMaxBytesTwoRanks = 2 * 1024 * 1024;
 
 } // namespace
 
-AllreduceChoice allreduce_choice()
+AllreduceChoice select_allreduce(AllreduceChoice forced, int size, size_t bytes) noexcept
 {
-    auto value = env::get("DISTTRAIN_ALGORITHM");
-    if (!value || *value == "auto")
-        return AllreduceChoice::automatic;
-    if (*value == "ring")
-        return AllreduceChoice::ring;
-    if (*value == "halving_doubling")
-        return AllreduceChoice::halving_doubling;
-    if (*value == "shm")
-        return AllreduceChoice::shm;
-    if (*value == "recursive_doubling")
-        return AllreduceChoice::recursive_doubling;
-    throw_error(DT_ERR_INVALID_CONFIG, "DISTTRAIN_ALGORITHM='", *value,
-                "' is not an allreduce algorithm; expected ring, halving_doubling, "
-                "recursive_doubling, shm or auto");
+    if (forced != AllreduceChoice::automatic && forced != AllreduceChoice::shm)
+        return forced;
+    const size_t rd_max = size == 2 ? kRecursiveDoublingMaxBytesTwoRanks
+                                    : kRecursiveDoublingMaxBytes;
+    return bytes <= rd_max                ? AllreduceChoice::recursive_doubling
+           : bytes < kRingThresholdBytes ? AllreduceChoice::halving_doubling
+                                         : AllreduceChoice::ring;
 }
 
-void allreduce(Comm &comm, const AllreduceArgs &args)
+void allreduce(Comm &comm, const AllreduceArgs &args, AllreduceChoice forced)
 {
-    AllreduceChoice choice = allreduce_choice();
-    if (choice == AllreduceChoice::automatic || choice == AllreduceChoice::shm) {
-        size_t bytes = args.count * dt_dtype_size(args.dtype);
-        size_t rd_max = comm.size() == 2 ? kRecursiveDoublingMaxBytesTwoRanks
-                                         : kRecursiveDoublingMaxBytes;
-        choice = bytes <= rd_max                ? AllreduceChoice::recursive_doubling
-                 : bytes < kRingThresholdBytes ? AllreduceChoice::halving_doubling
-                                               : AllreduceChoice::ring;
+    const size_t bytes = args.count * dt_dtype_size(args.dtype);
+    switch (select_allreduce(forced, comm.size(), bytes)) {
+    case AllreduceChoice::ring: allreduce_ring(comm, args); return;
+    case AllreduceChoice::recursive_doubling: allreduce_recursive_doubling(comm, args); return;
+    default: allreduce_halving_doubling(comm, args); return;
     }
-    if (choice == AllreduceChoice::ring)
-        allreduce_ring(comm, args);
-    else if (choice == AllreduceChoice::recursive_doubling)
-        allreduce_recursive_doubling(comm, args);
-    else
-        allreduce_halving_doubling(comm, args);
 }
 
 } // namespace dt::algo

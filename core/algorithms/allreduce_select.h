@@ -1,15 +1,19 @@
-// DISTTRAIN_ALGORITHM: forces one allreduce algorithm, for measurement. "shm" forces the
-// shared-memory path where the members share a host (hierarchical across hosts) and is
-// "auto" elsewhere; "ring", "halving_doubling" and "recursive_doubling" keep allreduce
-// off shared memory.
+// Which point-to-point allreduce algorithm runs a call. DISTTRAIN_ALGORITHM (parsed once
+// into the routing policy, core/routing/policy.h) forces one, for measurement; "shm"
+// asks for the shared-memory path where the members share a host (hierarchical across
+// hosts) and is "auto" here. The router (core/routing) asks select_allreduce for each
+// call that reaches the algorithms.
 #pragma once
+
+#include <cstddef>
 
 namespace dt::algo {
 
 enum class AllreduceChoice { automatic, ring, halving_doubling, shm, recursive_doubling };
 
-// Reads DISTTRAIN_ALGORITHM (unset or "auto": automatic). Throws DT_ERR_INVALID_CONFIG
-// naming the value and the choices.
-AllreduceChoice allreduce_choice();
+// The algorithm that runs an allreduce of `bytes` per rank on `size` ranks: `forced`
+// when it names a point-to-point algorithm, else the one the size thresholds choose
+// (never automatic or shm).
+AllreduceChoice select_allreduce(AllreduceChoice forced, int size, size_t bytes) noexcept;
 
 } // namespace dt::algo

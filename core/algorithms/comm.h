@@ -28,7 +28,7 @@ namespace dt::algo {
 using Clock = std::chrono::steady_clock;
 
 // A posted send or receive. Heap-allocated so the plugin's view of it never moves.
-// peer -1: a native collective of the transport over the whole job (runtime/native.h).
+// peer -1: a native collective of the transport over the whole job (routing/path_native.cc).
 struct PendingTransfer {
     dt_transport_request_t raw{};
     int peer = -1;

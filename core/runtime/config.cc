@@ -97,6 +97,8 @@ ContextConfig read_config(const dt_context_params_t *params)
     else
         cfg.ordered = env::get_int("DISTTRAIN_ORDERED", 0, 0, 1) == 1;
 
+    cfg.policy = routing::read_policy();
+
     cfg.private_store = mpi_without_store(cfg);
     if (cfg.ranks.size > 1 && cfg.store_addr.empty() && !cfg.private_store)
         throw_error(DT_ERR_INVALID_CONFIG, "this is rank ", cfg.ranks.rank, " of ",

@@ -3,6 +3,7 @@
 #pragma once
 
 #include "bootstrap/rank_discovery.h"
+#include "routing/policy.h"
 
 #include <disttrain/disttrain.h>
 
@@ -26,6 +27,7 @@ struct ContextConfig {
     int64_t fusion_threshold = 64 << 20;  // bytes (used by the engine)
     int64_t cycle_time_ms = 1;
     bool ordered = false; // DISTTRAIN_ORDERED: no negotiation, run in submission order
+    routing::Policy policy; // how collectives run: DISTTRAIN_ALGORITHM, DISTTRAIN_SHM*
 };
 
 // Throws DT_ERR_INVALID_CONFIG naming the variable or param, the value and what is

@@ -47,16 +47,18 @@ Context::Context(const dt_context_params_t *params)
            "), local rank ", local_rank(), " of ", local_size());
     open_store();
     open_transport();
-    shm_ = shm::Attachment::open(*store_, *transport_,
-                                 {rank(), size(), local_rank(), local_size(),
-                                  cfg_.ranks.local_known, cat("ctx", id_, "/shm/"),
-                                  cfg_.timeout});
-    engine_ = std::make_unique<Engine>(*transport_, cfg_);
+    shm_ = shm::attach(*store_, *transport_,
+                       {rank(), size(), local_rank(), local_size(), cfg_.ranks.local_known,
+                        cat("ctx", id_, "/shm/"), cfg_.timeout},
+                       cfg_.policy.shm);
+    router_ = std::make_unique<routing::Router>(cfg_.policy, *transport_, shm_.get(), size());
+    engine_ = std::make_unique<Engine>(*transport_, cfg_, *router_);
 }
 
 Context::~Context()
 {
     engine_.reset();
+    router_.reset();
     shm_.reset(); // after the engine's last collective, before its transport goes
     transport_.reset();
     host_.reset();

@@ -6,6 +6,7 @@
 #include "bootstrap/auth.h"
 #include "bootstrap/store.h"
 #include "plugin/transport.h"
+#include "routing/router.h"
 #include "runtime/config.h"
 #include "runtime/engine.h"
 #include "runtime/host_services.h"
@@ -52,7 +53,8 @@ private:
     std::unique_ptr<bootstrap::StoreClient> store_;
     std::unique_ptr<HostBridge> host_;
     std::unique_ptr<Transport> transport_;
-    std::unique_ptr<shm::Attachment> shm_; // null: no shared memory (core/shm/attach.h)
+    std::unique_ptr<shm::Domain> shm_; // null: no shared memory (core/shm/attach.h)
+    std::unique_ptr<routing::Router> router_;
     std::unique_ptr<Engine> engine_;
     std::atomic<uint64_t> unnamed_ops_{0};
     std::atomic<uint32_t> last_group_id_{0};

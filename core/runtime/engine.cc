@@ -28,8 +28,8 @@ std::vector<int> all_ranks(int size)
 
 } // namespace
 
-Engine::Engine(Transport &transport, const ContextConfig &config)
-    : transport_(transport), rank_(config.ranks.rank), size_(config.ranks.size),
+Engine::Engine(Transport &transport, const ContextConfig &config, routing::Router &router)
+    : transport_(transport), router_(router), rank_(config.ranks.rank), size_(config.ranks.size),
       timeout_(config.timeout), cycle_time_(config.cycle_time_ms),
       fusion_threshold_(static_cast<size_t>(config.fusion_threshold)),
       stall_warn_(stall_warn_from_env()), ordered_(config.ordered)

@@ -14,6 +14,7 @@
 
 #include "algorithms/comm.h"
 #include "plugin/transport.h"
+#include "routing/router.h"
 #include "runtime/config.h"
 #include "runtime/coordinator.h"
 #include "runtime/error.h"
@@ -42,7 +43,8 @@ class Engine {
 public:
     using Clock = std::chrono::steady_clock;
 
-    Engine(Transport &transport, const ContextConfig &config);
+    // router: decides how each collective runs; the context's, it outlives the engine.
+    Engine(Transport &transport, const ContextConfig &config, routing::Router &router);
     // Runs this rank's pending operations to completion (each bounded by the timeout),
     // tells the peers it leaves, then stops the thread.
     ~Engine();
@@ -151,6 +153,7 @@ private:
     static constexpr uint64_t kControlTag = uint64_t(3) << 40;
 
     Transport &transport_;
+    routing::Router &router_;
     const int rank_;
     const int size_;
     const std::chrono::milliseconds timeout_;

@@ -62,7 +62,8 @@ void Engine::cycle()
     std::vector<uint8_t> state = cache_state(now);
     {
         algo::Comm c = comm(kNegotiationTagBase + cycle_seq_++, "negotiation");
-        algo::allreduce(c, {state.data(), state.data(), state.size(), DT_UINT8, DT_MIN});
+        algo::allreduce(c, {state.data(), state.data(), state.size(), DT_UINT8, DT_MIN},
+                        router_.policy().algorithm);
     }
 
     std::vector<Ready> ready;

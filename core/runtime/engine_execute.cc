@@ -5,7 +5,7 @@
 #include "reduce/reduce.h"
 #include "runtime/engine.h"
 #include "runtime/error.h"
-#include "runtime/execute.h"
+#include "runtime/identity.h"
 
 #include <cstring>
 
@@ -72,11 +72,12 @@ void Engine::run_one(Ready &r)
     }
     std::vector<int> ranks = members(r.sig.group);
     algo::Comm c = comm(next_op_tag(r.sig.group), op_kind_name(desc.kind), &ranks);
-    run_collective(c, desc, r.sig.group == 0 ? active_ranks() : static_cast<int>(ranks.size()));
+    const char *path = router_.run(
+        c, desc, r.sig.group == 0 ? active_ranks() : static_cast<int>(ranks.size()));
     auto end = Clock::now();
     if (timeline_)
         timeline_->phase(r.name, op_kind_name(desc.kind), start, end,
-                         cat(R"("bytes":)", bytes_of(r.sig)));
+                         cat(R"("bytes":)", bytes_of(r.sig), R"(,"path":")", path, '"'));
     complete(r, DT_OK, {});
 }
 
@@ -127,11 +128,12 @@ size_t Engine::run_fused(std::vector<Ready> &ready, size_t first)
     fused.dtype = sig.dtype;
     fused.op = sig.op;
     fused.group = sig.group;
+    const char *path;
     {
         std::vector<int> ranks = members(sig.group);
         algo::Comm c = comm(next_op_tag(sig.group), "allreduce", &ranks);
-        run_collective(c, fused,
-                       sig.group == 0 ? active_ranks() : static_cast<int>(ranks.size()));
+        path = router_.run(c, fused,
+                           sig.group == 0 ? active_ranks() : static_cast<int>(ranks.size()));
     }
     auto reduced = Clock::now();
 
@@ -150,7 +152,7 @@ size_t Engine::run_fused(std::vector<Ready> &ready, size_t first)
         for (size_t i = first; i < last; ++i) {
             timeline_->phase(ready[i].name, "MEMCPY_IN_FUSION_BUFFER", start, copied_in);
             timeline_->phase(ready[i].name, "allreduce", copied_in, reduced,
-                             cat(R"("fused_bytes":)", total));
+                             cat(R"("fused_bytes":)", total, R"(,"path":")", path, '"'));
             timeline_->phase(ready[i].name, "MEMCPY_OUT_FUSION_BUFFER", reduced, end);
         }
     }

@@ -9,7 +9,6 @@
 #include "runtime/call_check.h"
 #include "runtime/engine.h"
 #include "runtime/error.h"
-#include "runtime/execute.h"
 #include "runtime/signature.h"
 
 namespace dt {
@@ -85,7 +84,7 @@ void Engine::run_ordered(Operation &op)
         const CallCheck check = call_check_of(d, call_number(tag));
         algo::Comm c = comm(tag, op_kind_name(d.kind), d.group != 0 ? &ranks : nullptr);
         c.set_check(&check, d.name.c_str());
-        run_collective(c, d, d.group != 0 ? static_cast<int>(ranks.size()) : size_);
+        router_.run(c, d, d.group != 0 ? static_cast<int>(ranks.size()) : size_);
         op.complete(DT_OK, {});
     } catch (const Error &e) {
         auto [status, message] = root_cause(e.status(), e.what());

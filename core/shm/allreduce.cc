@@ -189,7 +189,7 @@ void allreduce(Team &team, const void *sendbuf, void *recvbuf, size_t count,
         team.fail(DT_ERR_UNSUPPORTED, "shared memory: more than 256 ranks on one host");
     if (count == 0)
         return;
-    const Tuning tune = tuning(team.size());
+    const Tuning tune = tuning(team.domain().tuning_overrides(), team.size());
     const CmaOptions &cma = team.domain().cma_options();
     const size_t cma_bytes = cma.min_bytes != 0 ? cma.min_bytes : tune.cma_bytes;
     const size_t piece = cma.piece_bytes != 0 ? cma.piece_bytes : tune.cma_piece;

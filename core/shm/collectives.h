@@ -7,6 +7,7 @@
 // runs, so every rank gets the same bits and a size threshold never changes a result.
 #pragma once
 
+#include "shm/settings.h"
 #include "shm/team.h"
 
 #include <disttrain/disttrain.h>
@@ -26,7 +27,7 @@ struct Tuning {
     size_t choose_bytes;  // below cma_bytes, allreduce from this size up takes the path
                           // the measured times choose (path_choice.h); SIZE_MAX: never
 };
-Tuning tuning(int members);
+Tuning tuning(const TuningOverrides &overrides, int members);
 
 // avg_divisor > 0: the result is divided by it (DT_AVG), where it is cheapest: the
 // pipelined path divides each reduced slice while it is in cache, before the peers copy

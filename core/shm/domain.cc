@@ -60,7 +60,7 @@ Domain::Domain(bootstrap::StoreClient &store, const DomainOptions &opts)
     : world_rank_(opts.rank), world_size_(opts.size), local_rank_(opts.local_rank),
       local_size_(opts.local_size), host_start_(opts.rank - opts.local_rank),
       data_bytes_(opts.data_bytes != 0 ? opts.data_bytes : kDefaultDataBytes),
-      allreduce_choice_(opts.allreduce_choice), cma_options_(opts.cma)
+      tuning_(opts.tuning), cma_options_(opts.cma)
 {
     data_bytes_ = (data_bytes_ + 4095) & ~size_t(4095);
     meet(store, opts);

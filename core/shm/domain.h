@@ -4,11 +4,11 @@
 // in one call.
 #pragma once
 
-#include "algorithms/allreduce_select.h"
 #include "bootstrap/store.h"
 #include "shm/layout.h"
 #include "shm/path_choice.h"
 #include "shm/segment.h"
+#include "shm/settings.h"
 
 #include <chrono>
 #include <cstdint>
@@ -38,9 +38,8 @@ struct DomainOptions {
     size_t data_bytes = 0;     // staging area per rank; 0: kDefaultDataBytes
     std::string key_prefix;    // store namespace of this context, e.g. "ctx0/shm/"
     std::chrono::milliseconds timeout{0}; // store waits; 0: none
-    // DISTTRAIN_ALGORITHM as read at start-up: ring or halving_doubling keep allreduce
-    // on the transport.
-    algo::AllreduceChoice allreduce_choice = algo::AllreduceChoice::automatic;
+    // The policy's overrides of the measured thresholds and waits (tuning.cc, team.cc).
+    TuningOverrides tuning;
     CmaOptions cma;
 };
 
@@ -98,7 +97,7 @@ public:
     void mark_failed(const std::string &reason = "");
     bool failed() const { return failed_; }
     const std::string &segment_name(int local) const { return names_[local]; }
-    algo::AllreduceChoice allreduce_choice() const { return allreduce_choice_; }
+    const TuningOverrides &tuning_overrides() const { return tuning_; }
     // Reused between calls so that routing a call allocates nothing.
     std::vector<int> &scratch() { return scratch_; }
 
@@ -135,7 +134,7 @@ private:
     std::vector<uint64_t> owed_;
     std::vector<uint64_t> calls_with_;
     std::vector<int> host_start_of_;
-    algo::AllreduceChoice allreduce_choice_;
+    TuningOverrides tuning_;
     std::vector<int> scratch_;
     bool failed_ = false;
     CmaOptions cma_options_;

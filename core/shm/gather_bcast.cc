@@ -24,7 +24,7 @@ void allgather(Team &team, const void *sendbuf, void *recvbuf, size_t block_byte
         std::memmove(recv + r * block_bytes, send, block_bytes);
     if (n == 1)
         return;
-    const Tuning tune = tuning(n);
+    const Tuning tune = tuning(team.domain().tuning_overrides(), n);
     const Slots slots(team, tune.slots);
     const size_t piece = std::min(slots.slot_bytes, std::max(tune.slice_bytes * n, size_t(64)));
     const uint64_t pieces = (block_bytes + piece - 1) / piece;
@@ -53,7 +53,7 @@ void broadcast(Team &team, void *buf, size_t bytes, int root)
     const int n = team.size();
     if (n == 1 || bytes == 0)
         return;
-    const Tuning tune = tuning(n);
+    const Tuning tune = tuning(team.domain().tuning_overrides(), n);
     const Slots slots(team, tune.slots);
     const size_t piece = std::min(slots.slot_bytes, std::max(tune.slice_bytes * n, size_t(64)));
     const uint64_t pieces = (bytes + piece - 1) / piece;

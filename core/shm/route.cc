@@ -1,8 +1,6 @@
 #include "shm/route.h"
 
 #include "algorithms/algorithms.h"
-#include "algorithms/allreduce_select.h"
-#include "reduce/reduce.h"
 #include "shm/collectives.h"
 
 #include <algorithm>
@@ -34,7 +32,24 @@ TeamArgs team_args(algo::Comm &comm, const std::vector<int> &locals, int me, Pha
     return a;
 }
 
-void run_local(Team &team, const Call &c)
+// The members on this host, in member order, into dom's scratch; this rank's place among
+// them.
+int find_locals(Domain &dom, const algo::Comm &comm, std::vector<int> &locals)
+{
+    locals.clear();
+    int me = -1;
+    for (int i = 0; i < comm.size(); ++i) {
+        int local = dom.local_index(comm.world_rank(i));
+        if (local < 0)
+            continue;
+        if (i == comm.rank())
+            me = static_cast<int>(locals.size());
+        locals.push_back(local);
+    }
+    return me;
+}
+
+void run_team(Team &team, const Call &c)
 {
     const size_t esize = dt_dtype_size(c.dtype);
     switch (c.kind) {
@@ -49,8 +64,6 @@ void run_local(Team &team, const Call &c)
         return;
     case Kind::reduce_scatter:
         reduce_scatter(team, c.sendbuf, c.recvbuf, c.count, c.dtype, c.op);
-        if (c.avg_divisor > 0)
-            reduce::finish_average(c.recvbuf, c.count, c.dtype, c.avg_divisor);
         return;
     case Kind::alltoall:
         alltoall(team, c.sendbuf, c.recvbuf, c.count * esize);
@@ -61,11 +74,11 @@ void run_local(Team &team, const Call &c)
     }
 }
 
-// Allreduce across hosts: the members on each host reduce through shared memory, the
-// first member of each host (its leader) allreduces with the other leaders over the
-// transport, and each leader broadcasts the result on its host.
-void run_hierarchical(Domain &dom, algo::Comm &comm, const Call &c,
-                      const std::vector<int> &locals, int me)
+// The members on each host reduce through shared memory, the first member of each host
+// (its leader) allreduces with the other leaders over the transport, and each leader
+// broadcasts the result on its host.
+void hierarchical(Domain &dom, algo::Comm &comm, const Call &c,
+                  const std::vector<int> &locals, int me)
 {
     std::vector<int> leaders; // world ranks, in member order
     std::vector<int> hosts;
@@ -88,6 +101,8 @@ void run_hierarchical(Domain &dom, algo::Comm &comm, const Call &c,
         std::memmove(c.recvbuf, c.sendbuf, bytes);
     }
     if (my_leader_index >= 0) {
+        // Between hosts the size decides the algorithm: hierarchical runs only where no
+        // point-to-point algorithm was forced (routing/path_shm.cc).
         algo::Comm leaders_comm = comm.subset(my_leader_index, &leaders);
         algo::allreduce(leaders_comm, {c.recvbuf, c.recvbuf, c.count, c.dtype, c.op});
     }
@@ -95,60 +110,38 @@ void run_hierarchical(Domain &dom, algo::Comm &comm, const Call &c,
         Team team(dom, team_args(comm, locals, me, kHostBroadcast, c.name));
         broadcast(team, c.recvbuf, bytes, 0);
     }
-    // Sums travel between hosts; each rank divides its own copy once at the end.
-    if (c.avg_divisor > 0)
-        reduce::finish_average(c.recvbuf, c.count, c.dtype, c.avg_divisor);
+}
+
+// Runs body; a failure marks the domain failed first, since the peers on this host may
+// be waiting for a flag this rank will never set.
+template <typename Body>
+void guarded(Domain &dom, Body &&body)
+{
+    try {
+        body();
+    } catch (const std::exception &e) {
+        dom.mark_failed(e.what());
+        throw;
+    }
 }
 
 } // namespace
 
-bool run(Domain &dom, algo::Comm &comm, const Call &c)
+void run_local(Domain &dom, algo::Comm &comm, const Call &c)
 {
-    const int n = comm.size();
-    if (n <= 1 || dom.failed())
-        return false;
-    const bool allreduce_here =
-        c.kind != Kind::allreduce || dom.allreduce_choice() == algo::AllreduceChoice::automatic ||
-        dom.allreduce_choice() == algo::AllreduceChoice::shm;
-    if (!allreduce_here)
-        return false;
-
-    // The members on this host, in member order, and this rank's place among them.
     std::vector<int> &locals = dom.scratch();
-    locals.clear();
-    int me = -1;
-    for (int i = 0; i < n; ++i) {
-        int local = dom.local_index(comm.world_rank(i));
-        if (local < 0)
-            continue;
-        if (i == comm.rank())
-            me = static_cast<int>(locals.size());
-        locals.push_back(local);
-    }
-    try {
-        if (static_cast<int>(locals.size()) == n) {
-            Team team(dom, team_args(comm, locals, me, kWhole, c.name));
-            run_local(team, c);
-            return true;
-        }
-        // Spanning hosts: only allreduce has a hierarchical form, and it pays only where
-        // some host holds several members.
-        if (c.kind != Kind::allreduce)
-            return false;
-        std::vector<int> hosts;
-        for (int i = 0; i < n; ++i)
-            hosts.push_back(dom.host_of(comm.world_rank(i)));
-        std::sort(hosts.begin(), hosts.end());
-        if (std::unique(hosts.begin(), hosts.end()) - hosts.begin() == n)
-            return false;
-        std::vector<int> mine(locals); // scratch is not ours past this point
-        run_hierarchical(dom, comm, c, mine, me);
-        return true;
-    } catch (const std::exception &e) {
-        // The peers on this host may be waiting for a flag we will never set.
-        dom.mark_failed(e.what());
-        throw;
-    }
+    const int me = find_locals(dom, comm, locals);
+    guarded(dom, [&] {
+        Team team(dom, team_args(comm, locals, me, kWhole, c.name));
+        run_team(team, c);
+    });
+}
+
+void run_hierarchical(Domain &dom, algo::Comm &comm, const Call &c)
+{
+    std::vector<int> locals; // not the scratch: the leaders' step may route a call
+    const int me = find_locals(dom, comm, locals);
+    guarded(dom, [&] { hierarchical(dom, comm, c, locals, me); });
 }
 
 } // namespace dt::shm

@@ -1,8 +1,7 @@
-// Where a collective runs when this context has a shared-memory domain: among ranks that
-// all share this host, through shared memory; an allreduce spanning hosts, where some host
-// holds several of its ranks, hierarchically (shm reduce on each host, allreduce among one
-// leader per host over the transport, shm broadcast on each host); anything else over the
-// transport (run() says false).
+// Running a call through shared memory, once the router (core/routing) has chosen it:
+// among members that all share this host (run_local), or an allreduce spanning hosts
+// where some host holds several members (run_hierarchical: shm reduce on each host,
+// allreduce among one leader per host over the transport, shm broadcast on each host).
 #pragma once
 
 #include "algorithms/comm.h"
@@ -20,15 +19,16 @@ struct Call {
     void *recvbuf = nullptr;
     size_t count = 0; // elements; per-rank block for allgather/reduce_scatter/alltoall
     dt_dtype_t dtype = DT_UINT8;
-    dt_reduce_op_t op = DT_SUM; // DT_AVG already turned into DT_SUM by the caller
-    int avg_divisor = 0;        // > 0 (DT_AVG): the result is divided by it, here
+    dt_reduce_op_t op = DT_SUM; // never DT_AVG: the router divides
+    int avg_divisor = 0;        // allreduce on one host: > 0 divides each reduced slice by
+                                // it while in cache (collectives.h); ignored elsewhere
     int root = 0;
     const char *name = "collective";
 };
 
-// Runs call among comm's members if shared memory applies and returns true; false
-// leaves the call to the transport's algorithms. Throws dt::Error on failure (the domain
-// is then marked failed, so peers waiting on this rank fail at once).
-bool run(Domain &domain, algo::Comm &comm, const Call &call);
+// Both throw dt::Error on failure, having marked the domain failed so that peers
+// waiting on this rank fail at once.
+void run_local(Domain &domain, algo::Comm &comm, const Call &call);
+void run_hierarchical(Domain &domain, algo::Comm &comm, const Call &call);
 
 } // namespace dt::shm

@@ -22,7 +22,7 @@ void exchange_blocks(Team &team, const void *sendbuf, size_t block_bytes, size_t
 {
     const int n = team.size();
     const int r = team.rank();
-    const Tuning tune = tuning(n);
+    const Tuning tune = tuning(team.domain().tuning_overrides(), n);
     const Slots slots(team, tune.slots);
     const size_t fit = detail::align_down(slots.slot_bytes / static_cast<size_t>(n));
     size_t piece = std::min({tune.slice_bytes, fit, detail::align_up(block_bytes)});

@@ -1,7 +1,6 @@
 #include "shm/team.h"
 
 #include "algorithms/comm.h"
-#include "runtime/env.h"
 #include "runtime/error.h"
 
 #include <algorithm>
@@ -18,27 +17,16 @@ namespace dt::shm {
 
 namespace {
 
-// Spinning before sleeping. With a core per rank, a peer a few microseconds behind is
-// the common case and a futex round trip (sleep + wake) costs more than that; with more
-// ranks than cores, spinning only keeps the rank we wait for off the core.
-std::chrono::nanoseconds spin_dedicated()
-{
-    static const auto spin = std::chrono::microseconds(
-        env::get_int("DISTTRAIN_SHM_SPIN_US", 50, 0, 10 * 1000 * 1000));
-    return spin;
-}
+// Spinning before sleeping (for TuningOverrides::spin, DISTTRAIN_SHM_SPIN_US). With a
+// core per rank, a peer a few microseconds behind is the common case and a futex round
+// trip (sleep + wake) costs more than that; with more ranks than cores, spinning only
+// keeps the rank we wait for off the core.
 constexpr uint32_t kSpinOversubscribed = 16; // polls
-// Then, with more ranks than cores, yield for DISTTRAIN_SHM_YIELD_US before sleeping:
-// the rank we wait for is often runnable on this very core, and a yield hands it the core
-// at the cost of one system call, where a futex sleep and wake-up cost two plus an
-// interrupt to another CPU (Open MPI's shared memory yields the same way when
-// oversubscribed).
-std::chrono::nanoseconds yield_oversubscribed()
-{
-    static const auto yield = std::chrono::microseconds(
-        env::get_int("DISTTRAIN_SHM_YIELD_US", 200, 0, 10 * 1000 * 1000));
-    return yield;
-}
+// Then, with more ranks than cores, yield for TuningOverrides::yield
+// (DISTTRAIN_SHM_YIELD_US) before sleeping: the rank we wait for is often runnable on
+// this very core, and a yield hands it the core at the cost of one system call, where a
+// futex sleep and wake-up cost two plus an interrupt to another CPU (Open MPI's shared
+// memory yields the same way when oversubscribed).
 // Longest single sleep: bounds how late the deadline, abort and liveness checks run.
 constexpr auto kSleepMax = std::chrono::milliseconds(1);
 
@@ -94,7 +82,7 @@ void Team::wait_for(int local, Ready &&ready)
                 return;
             cpu_relax();
         }
-        const auto yield_end = Clock::now() + yield_oversubscribed();
+        const auto yield_end = Clock::now() + dom_.tuning_overrides().yield;
         for (uint32_t n = 1;; ++n) {
             if (ready())
                 return;
@@ -118,7 +106,7 @@ void Team::wait_for(int local, Ready &&ready)
                     break;
                 auto now = Clock::now();
                 if (n == 63)
-                    spin_end = now + spin_dedicated();
+                    spin_end = now + dom_.tuning_overrides().spin;
                 else if (now >= spin_end)
                     break;
             }

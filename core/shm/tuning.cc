@@ -1,6 +1,7 @@
 // Size thresholds of the shared-memory collectives, from runs of disttrain-perf on the
 // development host (2-core AMD EPYC, 2 MiB L2 per core, 32 MiB L3) with the
-// DISTTRAIN_SHM_SLICE / DISTTRAIN_SHM_ONESHOT overrides. The host was shared with other
+// DISTTRAIN_SHM_SLICE / DISTTRAIN_SHM_ONESHOT overrides (TuningOverrides, parsed with the
+// routing policy at create). The host was shared with other
 // jobs (load ~17 on 2 cores) while they were taken: slices of 32-64 KiB lost most there
 // (each piece is two handoffs, and a handoff costs a scheduler round when the peer is
 // off its core); 128-256 KiB kept the best figures. Re-measured with the ranks under
@@ -14,14 +15,13 @@
 // call chooses by the times it measured of both (path_choice.h), unless
 // DISTTRAIN_SHM_CMA_BYTES fixes a threshold. Pieces of 512 KiB were the best of
 // 128 KiB-1 MiB by a few percent (2 ranks).
-#include "runtime/env.h"
 #include "shm/collectives.h"
 
 #include <cstdint>
 
 namespace dt::shm {
 
-Tuning tuning(int members)
+Tuning tuning(const TuningOverrides &o, int members)
 {
     // One-shot reads (n-1) whole inputs per rank; the pipelined path two handoffs and
     // 1/n of the reduction. The crossover moves down as n grows.
@@ -30,22 +30,16 @@ Tuning tuning(int members)
     size_t cma = SIZE_MAX;
     size_t cma_piece = 512 * 1024;
     size_t choose = 64 * 1024;
-    static const int64_t slice_env = env::get_int("DISTTRAIN_SHM_SLICE", 0, 0, 1 << 30);
-    static const int64_t oneshot_env = env::get_int("DISTTRAIN_SHM_ONESHOT", -1, -1, 1 << 30);
-    static const int64_t cma_env =
-        env::get_int("DISTTRAIN_SHM_CMA_BYTES", -1, -1, INT64_MAX);
-    static const int64_t cma_piece_env =
-        env::get_int("DISTTRAIN_SHM_CMA_PIECE", 0, 0, 1 << 30);
-    if (slice_env > 0)
-        slice = static_cast<size_t>(slice_env);
-    if (oneshot_env >= 0)
-        oneshot = static_cast<size_t>(oneshot_env);
-    if (cma_env >= 0) { // a fixed threshold: no choosing by measured times
-        cma = static_cast<size_t>(cma_env);
+    if (o.slice_bytes > 0)
+        slice = static_cast<size_t>(o.slice_bytes);
+    if (o.oneshot_bytes >= 0)
+        oneshot = static_cast<size_t>(o.oneshot_bytes);
+    if (o.cma_bytes >= 0) { // a fixed threshold: no choosing by measured times
+        cma = static_cast<size_t>(o.cma_bytes);
         choose = SIZE_MAX;
     }
-    if (cma_piece_env > 0)
-        cma_piece = static_cast<size_t>(cma_piece_env);
+    if (o.cma_piece_bytes > 0)
+        cma_piece = static_cast<size_t>(o.cma_piece_bytes);
     return {oneshot, slice, 4, cma, cma_piece, choose};
 }
 

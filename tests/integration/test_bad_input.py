@@ -61,6 +61,26 @@ def test_malformed_variable_is_named(worker, var, value, expect):
     assert expect in r.stderr
 
 
+@pytest.mark.parametrize("env,expect", [
+    ({"DISTTRAIN_SHM": "0", "DISTTRAIN_ALGORITHM": "bogus"},
+     "DISTTRAIN_ALGORITHM='bogus' is not an allreduce algorithm; expected ring, "
+     "halving_doubling, recursive_doubling, shm or auto"),
+    ({"DISTTRAIN_SHM_SLICE": "128K"},
+     "DISTTRAIN_SHM_SLICE='128K' is not an integer; expected an integer in [0, 1073741824]"),
+    ({"DISTTRAIN_SHM": "0", "DISTTRAIN_SHM_SPIN_US": "-1"},
+     "DISTTRAIN_SHM_SPIN_US='-1' is out of range"),
+    ({"DISTTRAIN_SHM_ONESHOT": "big"}, "DISTTRAIN_SHM_ONESHOT='big' is not an integer"),
+])
+def test_malformed_routing_variable_fails_create(worker, env, expect):
+    # The routing policy is parsed once at dt_context_create: a setting of a path that
+    # this job never takes (shared memory off, one rank) still fails there, not at the
+    # first collective that would read it.
+    r = run([worker, "info"], env=env)
+    assert r.returncode == 1, r.stdout
+    assert "DT_ERR_INVALID_CONFIG" in r.stderr
+    assert expect in r.stderr, r.stderr
+
+
 def test_multi_rank_without_store_address(worker):
     r = run([worker, "info"], env={"DISTTRAIN_RANK": "0", "DISTTRAIN_SIZE": "2",
                                    "DISTTRAIN_JOB_TOKEN": "t"})

@@ -224,9 +224,11 @@ def test_sigkill_of_a_rank_fails_every_survivor_promptly(disttrainrun, worker, o
         assert elapsed < 20, f"trial {trial} took {elapsed:.1f} s"
 
 
-def test_timeline_is_valid_json_with_every_phase(disttrainrun, worker, tmp_path):
+@pytest.mark.parametrize("shm", ["1", "0"])
+def test_timeline_is_valid_json_with_every_phase(disttrainrun, worker, tmp_path, shm):
     path = tmp_path / "timeline.json"
-    r = job(disttrainrun, worker, 2, "fusion", "1", env={"DISTTRAIN_TIMELINE": str(path)})
+    r = job(disttrainrun, worker, 2, "fusion", "1",
+            env={"DISTTRAIN_TIMELINE": str(path), "DISTTRAIN_SHM": shm})
     assert r.returncode == 0, r.stdout + r.stderr
     events = json.loads(path.read_text())
     rows = {e["tid"]: e["args"]["name"] for e in events
@@ -244,6 +246,22 @@ def test_timeline_is_valid_json_with_every_phase(disttrainrun, worker, tmp_path)
             "MEMCPY_OUT_FUSION_BUFFER"} <= fused[0]
     fusions = [e for e in events if e.get("name") == "FUSION"]
     assert fusions and max(f["args"]["tensors"] for f in fusions) > 1
+    # The router names the path that ran each collective: both ranks share this host.
+    paths = {e["args"]["path"] for e in events
+             if e.get("ph") == "X" and e["name"] == "allreduce"}
+    if shm == "1":
+        assert paths == {"shm_local"}, paths
+    else:
+        assert paths and paths <= {"recursive_doubling", "halving_doubling", "ring"}, paths
+
+
+def test_debug_log_names_each_collective_path(disttrainrun, worker):
+    r = job(disttrainrun, worker, 2, "fusion", "1",
+            env={"DISTTRAIN_LOG_LEVEL": "debug", "DISTTRAIN_SHM": "0",
+                 "DISTTRAIN_ALGORITHM": "ring"})
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert re.search(r"routing: allreduce '[^']+' \(\d+ B, 2 ranks\): ring", r.stderr), \
+        r.stderr[-3000:]
 
 
 def test_timeline_survives_a_killed_rank(disttrainrun, worker, tmp_path):

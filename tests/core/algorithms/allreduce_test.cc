@@ -103,31 +103,21 @@ INSTANTIATE_TEST_SUITE_P(AllDtypesAndOps, AllreduceTest,
 // The size-based choice crosses from recursive doubling to halving-doubling (32 KiB on
 // 3 ranks, 2 MiB on 2) and from halving-doubling to ring (64 KiB); each forced
 // algorithm and the automatic choice must give the reference result on both sides.
+// (Which algorithm each size gets is tests/core/routing's; the policy's parsing of
+// DISTTRAIN_ALGORITHM too.)
 TEST(AllreduceSelect, ForcedAlgorithmsAgreeAcrossTheThresholds)
 {
-    for (const char *forced : {"ring", "halving_doubling", "recursive_doubling", "auto"}) {
-        setenv("DISTTRAIN_ALGORITHM", forced, 1);
+    using C = algo::AllreduceChoice;
+    for (C choice : {C::ring, C::halving_doubling, C::recursive_doubling, C::automatic}) {
+        const Variant forced = {"forced", [choice](algo::Comm &c, const algo::AllreduceArgs &a) {
+                                    algo::allreduce(c, a, choice);
+                                }};
         for (size_t count : {size_t{8191}, size_t{8192}, size_t{8193}, size_t{16383},
                              size_t{16384}, size_t{16385}})
-            check_allreduce(kAuto, DT_FLOAT32, DT_SUM, 3, count, false);
+            check_allreduce(forced, DT_FLOAT32, DT_SUM, 3, count, false);
         for (size_t count : {size_t{524288}, size_t{524289}})
-            check_allreduce(kAuto, DT_FLOAT32, DT_SUM, 2, count, false);
+            check_allreduce(forced, DT_FLOAT32, DT_SUM, 2, count, false);
     }
-    unsetenv("DISTTRAIN_ALGORITHM");
-}
-
-TEST(AllreduceSelect, MalformedAlgorithmIsAConfigError)
-{
-    setenv("DISTTRAIN_ALGORITHM", "butterfly", 1);
-    std::vector<float> buf(4, 1.0f);
-    auto outcomes = run_ranks(1, [&](algo::Comm &comm) {
-        algo::allreduce(comm, {buf.data(), buf.data(), buf.size(), DT_FLOAT32, DT_SUM});
-    });
-    unsetenv("DISTTRAIN_ALGORITHM");
-    ASSERT_EQ(outcomes[0].status, DT_ERR_INVALID_CONFIG);
-    EXPECT_NE(outcomes[0].message.find("DISTTRAIN_ALGORITHM='butterfly'"), std::string::npos)
-        << outcomes[0].message;
-    EXPECT_NE(outcomes[0].message.find("halving_doubling"), std::string::npos);
 }
 
 } // namespace

@@ -1,6 +1,8 @@
-#include "runtime/native.h"
-
-#include "reduce/reduce.h"
+// The transport's native collectives (MPI, NCCL) as a router path: it applies to a call
+// over the whole job when the plugin's table has the kind's member, and the plugin may
+// still decline one call (DTP_ERR_UNSUPPORTED), which the router then runs by the next
+// path. Ordered mode's call check runs before the data moves (native_check_passes).
+#include "routing/paths.h"
 #include "runtime/call_check.h"
 #include "runtime/error.h"
 #include "telemetry/log.h"
@@ -8,38 +10,39 @@
 #include <memory>
 #include <vector>
 
-namespace dt {
+namespace dt::routing {
 
 namespace {
 
-// Starts op on the plugin; DTP_ERR_UNSUPPORTED also when the table has no such member.
-int32_t start(const Transport &t, const OpDesc &op, dt_transport_request_t *req)
+// Starts the call on the plugin; DTP_ERR_UNSUPPORTED also when the table has no such
+// member.
+int32_t start(const Transport &t, const Args &a, dt_transport_request_t *req)
 {
     const dt_transport_v2_t &ops = t.ops();
     void *inst = t.instance();
-    const int32_t dtype = op.dtype;
-    const int32_t red = op.op == DT_AVG ? DT_SUM : op.op;
-    switch (op.kind) {
+    const int32_t dtype = a.dtype;
+    const int32_t red = a.op;
+    switch (a.kind) {
     case OpKind::allreduce:
         if (ops.allreduce == nullptr)
             break;
-        return ops.allreduce(inst, op.sendbuf, op.recvbuf, op.count, dtype, red, req);
+        return ops.allreduce(inst, a.sendbuf, a.recvbuf, a.count, dtype, red, req);
     case OpKind::broadcast:
         if (ops.broadcast == nullptr)
             break;
-        return ops.broadcast(inst, op.recvbuf, op.count, dtype, op.root, req);
+        return ops.broadcast(inst, a.recvbuf, a.count, dtype, a.root, req);
     case OpKind::allgather:
         if (ops.allgather == nullptr)
             break;
-        return ops.allgather(inst, op.sendbuf, op.recvbuf, op.count, dtype, req);
+        return ops.allgather(inst, a.sendbuf, a.recvbuf, a.count, dtype, req);
     case OpKind::reduce_scatter:
         if (ops.reduce_scatter == nullptr)
             break;
-        return ops.reduce_scatter(inst, op.sendbuf, op.recvbuf, op.count, dtype, red, req);
+        return ops.reduce_scatter(inst, a.sendbuf, a.recvbuf, a.count, dtype, red, req);
     case OpKind::alltoall:
         if (ops.alltoall == nullptr)
             break;
-        return ops.alltoall(inst, op.sendbuf, op.recvbuf, op.count, dtype, req);
+        return ops.alltoall(inst, a.sendbuf, a.recvbuf, a.count, dtype, req);
     case OpKind::barrier:
         if (ops.barrier == nullptr)
             break;
@@ -78,7 +81,7 @@ bool run_and_wait(algo::Comm &comm, const char *what, Begin &&begin)
 // hash is. Then the data moves; only a disagreement costs an allgather of the checks,
 // which names the rank and field. False when the transport declined the check's
 // allreduce: the core's algorithms, which carry the check themselves, run the call.
-bool native_check_passes(algo::Comm &comm, const OpDesc &op)
+bool native_check_passes(algo::Comm &comm, const Args &a)
 {
     const dt_transport_v2_t &ops = comm.transport().ops();
     void *inst = comm.transport().instance();
@@ -111,7 +114,7 @@ bool native_check_passes(algo::Comm &comm, const OpDesc &op)
     if (agreed[0] == words[0] && ~agreed[1] == words[0])
         return true;
 
-    const std::string what = cat(op_kind_name(op.kind), " '", op.name, "'");
+    const std::string what = cat(op_kind_name(a.kind), " '", a.name, "'");
     const int n = comm.size();
     auto all = std::make_unique<CallCheck[]>(static_cast<size_t>(n));
     std::string mismatch;
@@ -134,23 +137,24 @@ bool native_check_passes(algo::Comm &comm, const OpDesc &op)
     comm.fail_collective(DT_ERR_MISMATCH, std::move(mismatch));
 }
 
-} // namespace
-
-bool run_native(algo::Comm &comm, const OpDesc &op, int avg_divisor)
+// A group's members would need a communicator of their own; the plugin ABI's
+// collectives span every rank.
+bool applies(const Call &call, const Topology &t, const Policy &)
 {
-    // A group's members would need a communicator of their own; the plugin ABI's
-    // collectives span every rank.
-    if (op.group != 0)
-        return false;
-    if (comm.check() != nullptr && !native_check_passes(comm, op))
-        return false;
-    if (!run_and_wait(comm, op_kind_name(op.kind), [&](dt_transport_request_t *req) {
-            return start(comm.transport(), op, req);
-        }))
-        return false;
-    if (op.op == DT_AVG && (op.kind == OpKind::allreduce || op.kind == OpKind::reduce_scatter))
-        reduce::finish_average(op.recvbuf, op.count, op.dtype, avg_divisor);
-    return true;
+    return t.whole_job && (t.native & kind_bit(call.kind)) != 0;
 }
 
-} // namespace dt
+bool run(const Services &, algo::Comm &comm, const Args &a)
+{
+    if (comm.check() != nullptr && !native_check_passes(comm, a))
+        return false;
+    return run_and_wait(comm, op_kind_name(a.kind), [&](dt_transport_request_t *req) {
+        return start(comm.transport(), a, req);
+    });
+}
+
+} // namespace
+
+const Path kNative = {"native", memory_bit(Memory::host), false, applies, run};
+
+} // namespace dt::routing

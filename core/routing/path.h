@@ -1,0 +1,70 @@
+// One way to run a collective: a name (for the debug log and the timeline), the memory
+// it can read and write, a test of whether it applies to a call, and the run itself.
+// The router (router.h) keeps one ordered table of them per collective kind (table.cc).
+#pragma once
+
+#include "algorithms/comm.h"
+#include "routing/policy.h"
+#include "routing/topology.h"
+#include "runtime/operation.h"
+
+#include <disttrain/disttrain.h>
+
+#include <cstddef>
+#include <cstdint>
+
+namespace dt::shm {
+class Domain;
+}
+
+namespace dt::routing {
+
+// Where a call's buffers live. Host memory only today; device memory (told by the call
+// or by a loaded memory provider) becomes a second member, with the paths that accept
+// it: a transport's device-native collective, or staging through pinned host buffers.
+enum class Memory : uint8_t { host = 1 };
+
+// What applies() looks at: the call's shape, never its buffers.
+struct Call {
+    OpKind kind = OpKind::barrier;
+    size_t bytes = 0; // count x dtype size: per rank, or per rank's block
+    Memory memory = Memory::host;
+};
+
+// What run() gets: the operation with DT_AVG already turned into DT_SUM (Router::run
+// divides once at the end, or hands the divisor to a path that divides itself).
+struct Args {
+    OpKind kind = OpKind::barrier;
+    const void *sendbuf = nullptr;
+    void *recvbuf = nullptr;
+    size_t count = 0;
+    dt_dtype_t dtype = DT_UINT8;
+    dt_reduce_op_t op = DT_SUM; // never DT_AVG
+    int root = 0;
+    const char *name = "";      // the operation's, for messages
+    int avg_divisor = 0;        // > 0 only for a path with divides_average, on DT_AVG
+};
+
+// What the context lends its paths: the policy and the shared-memory domain (null:
+// none). Owned by the router, which the context owns.
+struct Services {
+    const Policy *policy = nullptr;
+    shm::Domain *domain = nullptr;
+};
+
+struct Path {
+    const char *name;
+    uint8_t memory; // Memory bits of the buffers it can touch
+    // Divides DT_AVG's sum itself where that is cheapest (shm: each slice while it is in
+    // cache); the router then does not divide again.
+    bool divides_average;
+    bool (*applies)(const Call &call, const Topology &topology, const Policy &policy);
+    // Runs the call and returns true; false, having moved nothing, when it declines at
+    // run time (a native collective that answers DTP_ERR_UNSUPPORTED): the next path in
+    // the table that applies runs. Throws dt::Error on failure.
+    bool (*run)(const Services &services, algo::Comm &comm, const Args &args);
+};
+
+constexpr uint8_t memory_bit(Memory m) { return static_cast<uint8_t>(m); }
+
+} // namespace dt::routing

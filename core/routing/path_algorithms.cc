@@ -1,0 +1,102 @@
+// The core's point-to-point algorithms as router paths: what serves every call that no
+// native collective or shared memory took.
+#include "algorithms/algorithms.h"
+#include "routing/paths.h"
+
+namespace dt::routing {
+
+namespace {
+
+constexpr uint8_t kHost = memory_bit(Memory::host);
+
+size_t bytes_of(const Args &a) { return a.count * dt_dtype_size(a.dtype); }
+
+template <algo::AllreduceChoice Algorithm>
+bool allreduce_applies(const Call &call, const Topology &t, const Policy &p)
+{
+    return algo::select_allreduce(p.algorithm, t.size, call.bytes) == Algorithm;
+}
+
+algo::AllreduceArgs allreduce_args(const Args &a)
+{
+    return {a.sendbuf, a.recvbuf, a.count, a.dtype, a.op};
+}
+
+bool always(const Call &, const Topology &, const Policy &) { return true; }
+
+bool run_recursive_doubling(const Services &, algo::Comm &comm, const Args &a)
+{
+    algo::allreduce_recursive_doubling(comm, allreduce_args(a));
+    return true;
+}
+
+bool run_halving_doubling(const Services &, algo::Comm &comm, const Args &a)
+{
+    algo::allreduce_halving_doubling(comm, allreduce_args(a));
+    return true;
+}
+
+bool run_ring(const Services &, algo::Comm &comm, const Args &a)
+{
+    algo::allreduce_ring(comm, allreduce_args(a));
+    return true;
+}
+
+bool run_broadcast(const Services &, algo::Comm &comm, const Args &a)
+{
+    // The root receives nothing in a broadcast, so two ranks that each take themselves
+    // for the root would both succeed. With a call check, every rank also sends it to
+    // the next rank: a ring that reaches every rank whatever its view.
+    algo::Request from_left, to_right;
+    if (comm.check() != nullptr && comm.size() > 1) {
+        const int n = comm.size();
+        from_left = comm.irecv((comm.rank() + n - 1) % n, nullptr, 0);
+        to_right = comm.isend((comm.rank() + 1) % n, nullptr, 0);
+    }
+    algo::broadcast(comm, a.recvbuf, bytes_of(a), a.root);
+    comm.wait(from_left);
+    comm.wait(to_right);
+    return true;
+}
+
+bool run_allgather(const Services &, algo::Comm &comm, const Args &a)
+{
+    algo::allgather_ring(comm, a.sendbuf, a.recvbuf, bytes_of(a));
+    return true;
+}
+
+bool run_reduce_scatter(const Services &, algo::Comm &comm, const Args &a)
+{
+    algo::reduce_scatter_ring(comm, a.sendbuf, a.recvbuf, a.count, a.dtype, a.op);
+    return true;
+}
+
+bool run_alltoall(const Services &, algo::Comm &comm, const Args &a)
+{
+    algo::alltoall_pairwise(comm, a.sendbuf, a.recvbuf, bytes_of(a));
+    return true;
+}
+
+bool run_barrier(const Services &, algo::Comm &comm, const Args &)
+{
+    algo::barrier_dissemination(comm);
+    return true;
+}
+
+} // namespace
+
+const Path kRecursiveDoubling = {"recursive_doubling", kHost, false,
+                                 allreduce_applies<algo::AllreduceChoice::recursive_doubling>,
+                                 run_recursive_doubling};
+const Path kHalvingDoubling = {"halving_doubling", kHost, false,
+                               allreduce_applies<algo::AllreduceChoice::halving_doubling>,
+                               run_halving_doubling};
+const Path kRing = {"ring", kHost, false, allreduce_applies<algo::AllreduceChoice::ring>,
+                    run_ring};
+const Path kBroadcastTreeChain = {"tree_chain", kHost, false, always, run_broadcast};
+const Path kAllgatherRing = {"ring", kHost, false, always, run_allgather};
+const Path kReduceScatterRing = {"ring", kHost, false, always, run_reduce_scatter};
+const Path kAlltoallPairwise = {"pairwise", kHost, false, always, run_alltoall};
+const Path kBarrierDissemination = {"dissemination", kHost, false, always, run_barrier};
+
+} // namespace dt::routing

@@ -1,0 +1,95 @@
+#include "routing/router.h"
+
+#include "reduce/reduce.h"
+#include "routing/table.h"
+#include "runtime/error.h"
+#include "shm/domain.h"
+#include "telemetry/log.h"
+
+namespace dt::routing {
+
+namespace {
+
+uint32_t native_kinds(const Transport &t)
+{
+    const dt_transport_v2_t &ops = t.ops();
+    uint32_t bits = 0;
+    if (ops.allreduce != nullptr)
+        bits |= kind_bit(OpKind::allreduce);
+    if (ops.broadcast != nullptr)
+        bits |= kind_bit(OpKind::broadcast);
+    if (ops.allgather != nullptr)
+        bits |= kind_bit(OpKind::allgather);
+    if (ops.reduce_scatter != nullptr)
+        bits |= kind_bit(OpKind::reduce_scatter);
+    if (ops.alltoall != nullptr)
+        bits |= kind_bit(OpKind::alltoall);
+    if (ops.barrier != nullptr)
+        bits |= kind_bit(OpKind::barrier);
+    return bits;
+}
+
+bool reduces(OpKind kind) { return kind == OpKind::allreduce || kind == OpKind::reduce_scatter; }
+
+} // namespace
+
+Router::Router(const Policy &policy, const Transport &transport, shm::Domain *domain,
+               int job_size)
+    : policy_(policy), native_(native_kinds(transport))
+{
+    services_.policy = &policy_;
+    services_.domain = domain;
+    if (domain != nullptr) {
+        my_host_ = domain->host_of(domain->world_rank());
+        scratch_.reserve(static_cast<size_t>(job_size));
+        job_spread_ = spread_of(job_size, my_host_, [&](int r) { return domain->host_of(r); },
+                                scratch_);
+    }
+}
+
+Topology Router::topology(const algo::Comm &comm, bool whole_job)
+{
+    Topology t;
+    t.size = comm.size();
+    t.whole_job = whole_job;
+    t.native = native_;
+    shm::Domain *dom = services_.domain;
+    t.shm = dom != nullptr && !dom->failed();
+    if (t.shm)
+        t.spread = whole_job ? job_spread_
+                             : spread_of(t.size, my_host_,
+                                         [&](int i) { return dom->host_of(comm.world_rank(i)); },
+                                         scratch_);
+    return t;
+}
+
+const char *Router::run(algo::Comm &comm, const OpDesc &op, int avg_divisor)
+{
+    const Call call{op.kind, op.count * dt_dtype_size(op.dtype), Memory::host};
+    const Topology topo = topology(comm, op.group == 0);
+    const bool average = op.op == DT_AVG && reduces(op.kind);
+    Args args;
+    args.kind = op.kind;
+    args.sendbuf = op.sendbuf;
+    args.recvbuf = op.recvbuf;
+    args.count = op.count;
+    args.dtype = op.dtype;
+    args.op = op.op == DT_AVG ? DT_SUM : op.op;
+    args.root = op.root;
+    args.name = op.name.c_str();
+    for (const Path *path : paths_for(op.kind)) {
+        if (!applies_to(*path, call, topo, policy_))
+            continue;
+        args.avg_divisor = average && path->divides_average ? avg_divisor : 0;
+        if (!path->run(services_, comm, args))
+            continue; // declined at run time: the next that applies
+        if (average && !path->divides_average)
+            reduce::finish_average(op.recvbuf, op.count, op.dtype, avg_divisor);
+        DT_LOG(debug, "routing", op_kind_name(op.kind), " '", op.name, "' (", call.bytes,
+               " B, ", topo.size, " ranks): ", path->name);
+        return path->name;
+    }
+    throw_error(DT_ERR_INTERNAL, "no path runs ", op_kind_name(op.kind), " '", op.name, "'");
+}
+
+} // namespace dt::routing

@@ -1,0 +1,23 @@
+// The ordered candidate paths of each collective kind (table.cc) and the test that picks
+// one: the memory question first (can the path touch the call's buffers?), then the
+// path's own applies().
+#pragma once
+
+#include "routing/path.h"
+
+#include <span>
+
+namespace dt::routing {
+
+// Empty for join, which never runs as a collective.
+std::span<const Path *const> paths_for(OpKind kind) noexcept;
+
+// Whether path may run the call: it can touch the call's memory and applies().
+bool applies_to(const Path &path, const Call &call, const Topology &topology,
+                const Policy &policy) noexcept;
+
+// The table's first path that applies to the call (what runs unless it declines at run
+// time), or null for join.
+const Path *choose(const Call &call, const Topology &topology, const Policy &policy) noexcept;
+
+} // namespace dt::routing

@@ -1,10 +1,10 @@
 // Which path a large allreduce takes where the ranks may read each other's buffers
 // (process_vm_readv): staging through the segments, or single-copy reads. Neither wins
 // everywhere, and nothing cheap to probe predicts which will:
-//  - on one host (AMD EPYC VM, session 4) the two vCPUs mostly shared an L3: staging
+//  - on one host (an AMD EPYC VM) the two vCPUs mostly shared an L3: staging
 //    won 1.3-1.5x; every few seconds they did not (a cache line's round trip 55 ->
 //    340 ns): staging slowed 2.5-3x and direct reads won 1.5-2.2x;
-//  - on another (AMD EPYC Zen 5 VM under PVM, session 5) process_vm_readv moved ~1 GB/s
+//  - on another (AMD EPYC Zen 5 VM under PVM) process_vm_readv moved ~1 GB/s
 //    on pages the kernel had not touched yet (2 ranks, 64 KiB - 4 MiB; staging 4-6 GB/s)
 //    and 5-6 GB/s on pages it had, where it still lost at 64-256 KiB, whatever the
 //    round trip (100-420 ns): a round-trip threshold chose the slower path, up to 4x.

@@ -20,7 +20,7 @@ when a program failed or gave wrong results.
   /usr/bin/python3 tests/bench/compare_allreduce.py --ranks 2 --paths tcp -n 2000 -w 500
 
 The default 20 timed iterations per size (-n) mostly time connections settling on some
-hosts (plugins/transport/tcp/README.md, session 5): for steady-state figures over TCP
+hosts (plugins/transport/tcp/README.md, the PVM host): for steady-state figures over TCP
 raise -n and -w as in the last line; --rt keeps shared-memory figures repeatable but
 starves the kernel's softirq thread that delivers TCP loopback traffic, so leave it off
 for tcp.

@@ -31,7 +31,7 @@ extern "C" {
 /** API version of this header. A library accepts the same major and a compiled minor
  *  that is not newer than its own. */
 #define DT_API_MAJOR 1
-#define DT_API_MINOR 0
+#define DT_API_MINOR 1
 
 /* ------------------------------------------------------------------------------------ */
 /* Status codes                                                                           */
@@ -106,7 +106,7 @@ typedef struct dt_version {
     int api_major;  /**< DT_API_MAJOR of the library */
     int api_minor;  /**< DT_API_MINOR of the library */
     int patch;      /**< release patch level */
-    const char *string; /**< "1.0.0", static */
+    const char *string; /**< "1.1.0", static */
 } dt_version_t;
 
 /** Writes the version of the loaded library to *out. Thread safe. Errors:
@@ -365,6 +365,124 @@ DT_API dt_status_t dt_alltoall_async(dt_context_h ctx, const char *name,
 DT_API dt_status_t dt_barrier(dt_context_h ctx, const char *name);
 DT_API dt_status_t dt_barrier_async(dt_context_h ctx, const char *name,
                                     dt_request_h *req);
+
+/* ------------------------------------------------------------------------------------ */
+/* Per-call parameters: where the buffers live (API 1.1)                                 */
+/*                                                                                        */
+/* Every collective has an _ex form (blocking and asynchronous) that takes one more      */
+/* argument, a dt_op_params_t, before the request. The forms without _ex are unchanged   */
+/* and mean host memory. One _ex entry point per collective, rather than one generic    */
+/* call, keeps each collective's arguments typed; since dt_op_params_t grows by          */
+/* field_mask bits, later per-call options need no further entry points.                 */
+/* ------------------------------------------------------------------------------------ */
+
+/** Where a collective's buffers live. */
+typedef enum dt_memory_type {
+    DT_MEMORY_HOST = 0,   /**< memory the CPU can read and write: the default */
+    DT_MEMORY_DEVICE = 1, /**< accelerator memory (e.g. from cudaMalloc); needs a memory
+                               provider (the cuDNN compute plugin, or a CUDA memory plugin
+                               to come); without one the call fails with
+                               DT_ERR_UNSUPPORTED */
+    DT_MEMORY_AUTO = 2,   /**< ask the loaded memory providers about the pointers; host
+                               when none is loaded. The library never loads CUDA itself
+                               to classify a pointer. */
+    DT_MEMORY_TYPE_COUNT_ = 3 /**< number of memory types; not a memory type */
+} dt_memory_type_t;
+
+/** Constant name of the memory type ("host", "device", "auto"), or "unknown". Thread
+ *  safe. */
+DT_API const char *dt_memory_type_name(dt_memory_type_t memory_type);
+
+/** Bits of dt_op_params_t.field_mask: which fields the caller set. */
+enum dt_op_param_field {
+    DT_OP_PARAM_FIELD_MEMORY_TYPE = 1u << 0,
+    DT_OP_PARAM_FIELD_DEVICE = 1u << 1,
+    DT_OP_PARAM_FIELD_STREAM = 1u << 2
+};
+
+/**
+ * Parameters of one collective call. Zero-initialise (`= {0}`) and set field_mask bits
+ * for the fields you fill; a field whose bit is clear takes its default. A NULL params
+ * pointer means all defaults, which is what the forms without _ex do. Bits are only ever
+ * appended. The library reads the struct during the call and keeps no pointer to it.
+ *
+ * The memory type is part of what ranks must agree on, like dtype and count: host on one
+ * rank and device on another fails the operation with DT_ERR_MISMATCH on every rank, and
+ * operations of different memory types are never fused.
+ */
+typedef struct dt_op_params {
+    uint64_t field_mask;
+    /** Where sendbuf and recvbuf live (both the same). Default DT_MEMORY_HOST. An
+     *  unknown value is DT_ERR_INVALID_ARGUMENT. */
+    dt_memory_type_t memory_type;
+    /** Device ordinal of device buffers (CUDA's device index), >= 0; a negative value
+     *  is DT_ERR_INVALID_ARGUMENT. Default: the device the memory provider finds the
+     *  buffers on. Ignored for host memory. */
+    int device;
+    /** The producer's stream (e.g. a cudaStream_t), opaque to the library: the
+     *  collective starts after the work queued on it so far. Default NULL, the device's
+     *  default stream. Ignored for host memory. */
+    void *stream;
+} dt_op_params_t;
+
+/**
+ * dt_allreduce and dt_allreduce_async with per-call parameters (params may be NULL:
+ * host memory). Besides the errors of the forms without _ex: DT_ERR_INVALID_ARGUMENT
+ * for a bad params field (named in the message); DT_ERR_UNSUPPORTED, at once, for
+ * device memory while no memory provider is loaded.
+ */
+DT_API dt_status_t dt_allreduce_ex(dt_context_h ctx, const char *name, const void *sendbuf,
+                                   void *recvbuf, size_t count, dt_dtype_t dtype,
+                                   dt_reduce_op_t op, const dt_op_params_t *params);
+DT_API dt_status_t dt_allreduce_async_ex(dt_context_h ctx, const char *name,
+                                         const void *sendbuf, void *recvbuf, size_t count,
+                                         dt_dtype_t dtype, dt_reduce_op_t op,
+                                         const dt_op_params_t *params, dt_request_h *req);
+
+/** dt_broadcast[_async] with per-call parameters; errors as dt_allreduce_ex. */
+DT_API dt_status_t dt_broadcast_ex(dt_context_h ctx, const char *name, void *buf,
+                                   size_t count, dt_dtype_t dtype, int root,
+                                   const dt_op_params_t *params);
+DT_API dt_status_t dt_broadcast_async_ex(dt_context_h ctx, const char *name, void *buf,
+                                         size_t count, dt_dtype_t dtype, int root,
+                                         const dt_op_params_t *params, dt_request_h *req);
+
+/** dt_allgather[_async] with per-call parameters; errors as dt_allreduce_ex. */
+DT_API dt_status_t dt_allgather_ex(dt_context_h ctx, const char *name, const void *sendbuf,
+                                   void *recvbuf, size_t sendcount, dt_dtype_t dtype,
+                                   const dt_op_params_t *params);
+DT_API dt_status_t dt_allgather_async_ex(dt_context_h ctx, const char *name,
+                                         const void *sendbuf, void *recvbuf,
+                                         size_t sendcount, dt_dtype_t dtype,
+                                         const dt_op_params_t *params, dt_request_h *req);
+
+/** dt_reduce_scatter[_async] with per-call parameters; errors as dt_allreduce_ex. */
+DT_API dt_status_t dt_reduce_scatter_ex(dt_context_h ctx, const char *name,
+                                        const void *sendbuf, void *recvbuf,
+                                        size_t recvcount, dt_dtype_t dtype,
+                                        dt_reduce_op_t op, const dt_op_params_t *params);
+DT_API dt_status_t dt_reduce_scatter_async_ex(dt_context_h ctx, const char *name,
+                                              const void *sendbuf, void *recvbuf,
+                                              size_t recvcount, dt_dtype_t dtype,
+                                              dt_reduce_op_t op,
+                                              const dt_op_params_t *params,
+                                              dt_request_h *req);
+
+/** dt_alltoall[_async] with per-call parameters; errors as dt_allreduce_ex. */
+DT_API dt_status_t dt_alltoall_ex(dt_context_h ctx, const char *name, const void *sendbuf,
+                                  void *recvbuf, size_t count, dt_dtype_t dtype,
+                                  const dt_op_params_t *params);
+DT_API dt_status_t dt_alltoall_async_ex(dt_context_h ctx, const char *name,
+                                        const void *sendbuf, void *recvbuf, size_t count,
+                                        dt_dtype_t dtype, const dt_op_params_t *params,
+                                        dt_request_h *req);
+
+/** dt_barrier[_async] with per-call parameters. A barrier moves no buffer: the fields
+ *  are checked (DT_ERR_INVALID_ARGUMENT) but do not change what it does. */
+DT_API dt_status_t dt_barrier_ex(dt_context_h ctx, const char *name,
+                                 const dt_op_params_t *params);
+DT_API dt_status_t dt_barrier_async_ex(dt_context_h ctx, const char *name,
+                                       const dt_op_params_t *params, dt_request_h *req);
 
 #ifdef __cplusplus
 } /* extern "C" */

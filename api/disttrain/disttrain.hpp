@@ -3,7 +3,8 @@
  *
  * It adds RAII handles, enum classes, typed collectives and exceptions, and nothing
  * else: every call goes through the exported C functions, so this header adds no symbol
- * to libdisttrain.so and works with any library of the same API major version.
+ * to libdisttrain.so and works with any library of the same API major version and a
+ * minor version at least this header's (the collectives call the _ex forms of API 1.1).
  * C++17.
  *
  *     disttrain::context ctx;                       // rank and size from the environment
@@ -21,6 +22,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <type_traits>
@@ -88,6 +90,56 @@ inline dt_reduce_op_t to_c(reduce_op op) { return static_cast<dt_reduce_op_t>(op
 inline std::size_t size_of(dtype t) { return dt_dtype_size(to_c(t)); }
 inline std::string name_of(dtype t) { return dt_dtype_name(to_c(t)); }
 inline std::string name_of(reduce_op op) { return dt_reduce_op_name(to_c(op)); }
+
+/** Where a collective's buffers live (dt_memory_type_t). */
+enum class memory_type : int {
+    host = DT_MEMORY_HOST,
+    device = DT_MEMORY_DEVICE,       /**< needs a memory provider; until one is loaded
+                                          the call throws (DT_ERR_UNSUPPORTED) */
+    automatic = DT_MEMORY_AUTO,      /**< ask the loaded memory providers; host if none */
+};
+
+inline dt_memory_type_t to_c(memory_type m) { return static_cast<dt_memory_type_t>(m); }
+inline std::string name_of(memory_type m) { return dt_memory_type_name(to_c(m)); }
+
+/**
+ * Per-call parameters of a collective (dt_op_params_t), the optional last argument of
+ * every collective below. The default is host memory, what the C forms without _ex mean.
+ *
+ *     ctx.allreduce(dev_ptr, dev_ptr, n, dtype::float32, reduce_op::sum, "g",
+ *                   disttrain::op_params::on_device(0, stream));
+ */
+struct op_params {
+    memory_type memory = memory_type::host;
+    std::optional<int> device; /**< device ordinal; empty: the memory provider's choice */
+    void *stream = nullptr;    /**< the producer's stream (a cudaStream_t); null: default */
+
+    static op_params on_device(int device, void *stream = nullptr)
+    {
+        op_params p;
+        p.memory = memory_type::device;
+        p.device = device;
+        p.stream = stream;
+        return p;
+    }
+
+    /** The C struct, with field_mask bits for what is set. */
+    dt_op_params_t c() const
+    {
+        dt_op_params_t p{};
+        p.field_mask = DT_OP_PARAM_FIELD_MEMORY_TYPE;
+        p.memory_type = to_c(memory);
+        if (device) {
+            p.field_mask |= DT_OP_PARAM_FIELD_DEVICE;
+            p.device = *device;
+        }
+        if (stream != nullptr) {
+            p.field_mask |= DT_OP_PARAM_FIELD_STREAM;
+            p.stream = stream;
+        }
+        return p;
+    }
+};
 
 /** dtype_of<T>::value: the dtype of a C++ element type. */
 template <typename T>
@@ -237,93 +289,109 @@ public:
 
     dt_context_h c_handle() const noexcept { return ctx_.get(); }
 
+    /* -- Collectives. Each takes an optional op_params last (default: host memory) --- */
+
     /* -- allreduce: typed pointers, containers (in place), untyped ------------------ */
 
     template <typename T>
     void allreduce(const T *send, T *recv, std::size_t count, reduce_op op = reduce_op::sum,
-                   const char *name = nullptr)
+                   const char *name = nullptr, const op_params &params = {})
     {
-        allreduce(send, recv, count, dtype_v<T>, op, name);
+        allreduce(send, recv, count, dtype_v<T>, op, name, params);
     }
     template <typename T>
     void allreduce(T *buf, std::size_t count, reduce_op op = reduce_op::sum,
-                   const char *name = nullptr)
+                   const char *name = nullptr, const op_params &params = {})
     {
-        allreduce(buf, buf, count, dtype_v<T>, op, name);
+        allreduce(buf, buf, count, dtype_v<T>, op, name, params);
     }
     template <typename C, typename T = detail::element_t<C>>
-    void allreduce(C &buf, reduce_op op = reduce_op::sum, const char *name = nullptr)
+    void allreduce(C &buf, reduce_op op = reduce_op::sum, const char *name = nullptr,
+                   const op_params &params = {})
     {
-        allreduce(buf.data(), buf.data(), buf.size(), dtype_v<T>, op, name);
+        allreduce(buf.data(), buf.data(), buf.size(), dtype_v<T>, op, name, params);
     }
     void allreduce(const void *send, void *recv, std::size_t count, dtype t, reduce_op op,
-                   const char *name = nullptr)
+                   const char *name = nullptr, const op_params &params = {})
     {
-        detail::check(dt_allreduce(ctx_.get(), name, send, recv, count, to_c(t), to_c(op)));
+        const dt_op_params_t p = params.c();
+        detail::check(dt_allreduce_ex(ctx_.get(), name, send, recv, count, to_c(t), to_c(op),
+                                      &p));
     }
 
     template <typename T>
     request allreduce_async(const T *send, T *recv, std::size_t count,
-                            reduce_op op = reduce_op::sum, const char *name = nullptr)
+                            reduce_op op = reduce_op::sum, const char *name = nullptr,
+                            const op_params &params = {})
     {
-        return allreduce_async(send, recv, count, dtype_v<T>, op, name);
+        return allreduce_async(send, recv, count, dtype_v<T>, op, name, params);
     }
     template <typename C, typename T = detail::element_t<C>>
     request allreduce_async(C &buf, reduce_op op = reduce_op::sum,
-                            const char *name = nullptr)
+                            const char *name = nullptr, const op_params &params = {})
     {
-        return allreduce_async(buf.data(), buf.data(), buf.size(), dtype_v<T>,
-                               op, name);
+        return allreduce_async(buf.data(), buf.data(), buf.size(), dtype_v<T>, op, name,
+                               params);
     }
     request allreduce_async(const void *send, void *recv, std::size_t count, dtype t,
-                            reduce_op op, const char *name = nullptr)
+                            reduce_op op, const char *name = nullptr,
+                            const op_params &params = {})
     {
+        const dt_op_params_t p = params.c();
         return start([&](dt_request_h *req) {
-            return dt_allreduce_async(ctx_.get(), name, send, recv, count, to_c(t),
-                                      to_c(op), req);
+            return dt_allreduce_async_ex(ctx_.get(), name, send, recv, count, to_c(t),
+                                         to_c(op), &p, req);
         });
     }
 
     /* -- broadcast ------------------------------------------------------------------ */
 
     template <typename T>
-    void broadcast(T *buf, std::size_t count, int root, const char *name = nullptr)
+    void broadcast(T *buf, std::size_t count, int root, const char *name = nullptr,
+                   const op_params &params = {})
     {
-        broadcast(static_cast<void *>(buf), count, dtype_v<T>, root, name);
+        broadcast(static_cast<void *>(buf), count, dtype_v<T>, root, name, params);
     }
     template <typename C, typename T = detail::element_t<C>>
-    void broadcast(C &buf, int root, const char *name = nullptr)
+    void broadcast(C &buf, int root, const char *name = nullptr, const op_params &params = {})
     {
-        broadcast(buf.data(), buf.size(), root, name);
+        broadcast(buf.data(), buf.size(), root, name, params);
     }
-    void broadcast(void *buf, std::size_t count, dtype t, int root, const char *name = nullptr)
+    void broadcast(void *buf, std::size_t count, dtype t, int root, const char *name = nullptr,
+                   const op_params &params = {})
     {
-        detail::check(dt_broadcast(ctx_.get(), name, buf, count, to_c(t), root));
+        const dt_op_params_t p = params.c();
+        detail::check(dt_broadcast_ex(ctx_.get(), name, buf, count, to_c(t), root, &p));
     }
     template <typename T>
-    request broadcast_async(T *buf, std::size_t count, int root, const char *name = nullptr)
+    request broadcast_async(T *buf, std::size_t count, int root, const char *name = nullptr,
+                            const op_params &params = {})
     {
+        const dt_op_params_t p = params.c();
         return start([&](dt_request_h *req) {
-            return dt_broadcast_async(ctx_.get(), name, buf, count, to_c(dtype_v<T>), root,
-                                      req);
+            return dt_broadcast_async_ex(ctx_.get(), name, buf, count, to_c(dtype_v<T>),
+                                         root, &p, req);
         });
     }
 
     /* -- allgather: recv holds size() * sendcount elements -------------------------- */
 
     template <typename T>
-    void allgather(const T *send, T *recv, std::size_t sendcount, const char *name = nullptr)
+    void allgather(const T *send, T *recv, std::size_t sendcount, const char *name = nullptr,
+                   const op_params &params = {})
     {
-        detail::check(dt_allgather(ctx_.get(), name, send, recv, sendcount,
-                                   to_c(dtype_v<T>)));
+        const dt_op_params_t p = params.c();
+        detail::check(dt_allgather_ex(ctx_.get(), name, send, recv, sendcount,
+                                      to_c(dtype_v<T>), &p));
     }
     template <typename T>
     request allgather_async(const T *send, T *recv, std::size_t sendcount,
-                            const char *name = nullptr)
+                            const char *name = nullptr, const op_params &params = {})
     {
+        const dt_op_params_t p = params.c();
         return start([&](dt_request_h *req) {
-            return dt_allgather_async(ctx_.get(), name, send, recv, sendcount,
-                                      to_c(dtype_v<T>), req);
+            return dt_allgather_async_ex(ctx_.get(), name, send, recv, sendcount,
+                                         to_c(dtype_v<T>), &p, req);
         });
     }
 
@@ -331,44 +399,59 @@ public:
 
     template <typename T>
     void reduce_scatter(const T *send, T *recv, std::size_t recvcount,
-                        reduce_op op = reduce_op::sum, const char *name = nullptr)
+                        reduce_op op = reduce_op::sum, const char *name = nullptr,
+                        const op_params &params = {})
     {
-        detail::check(dt_reduce_scatter(ctx_.get(), name, send, recv, recvcount,
-                                        to_c(dtype_v<T>), to_c(op)));
+        const dt_op_params_t p = params.c();
+        detail::check(dt_reduce_scatter_ex(ctx_.get(), name, send, recv, recvcount,
+                                           to_c(dtype_v<T>), to_c(op), &p));
     }
     template <typename T>
     request reduce_scatter_async(const T *send, T *recv, std::size_t recvcount,
-                                 reduce_op op = reduce_op::sum, const char *name = nullptr)
+                                 reduce_op op = reduce_op::sum, const char *name = nullptr,
+                                 const op_params &params = {})
     {
+        const dt_op_params_t p = params.c();
         return start([&](dt_request_h *req) {
-            return dt_reduce_scatter_async(ctx_.get(), name, send, recv, recvcount,
-                                           to_c(dtype_v<T>), to_c(op), req);
+            return dt_reduce_scatter_async_ex(ctx_.get(), name, send, recv, recvcount,
+                                              to_c(dtype_v<T>), to_c(op), &p, req);
         });
     }
 
     /* -- alltoall: send and recv hold size() * count elements each ------------------ */
 
     template <typename T>
-    void alltoall(const T *send, T *recv, std::size_t count, const char *name = nullptr)
+    void alltoall(const T *send, T *recv, std::size_t count, const char *name = nullptr,
+                  const op_params &params = {})
     {
-        detail::check(dt_alltoall(ctx_.get(), name, send, recv, count, to_c(dtype_v<T>)));
+        const dt_op_params_t p = params.c();
+        detail::check(dt_alltoall_ex(ctx_.get(), name, send, recv, count, to_c(dtype_v<T>),
+                                     &p));
     }
     template <typename T>
     request alltoall_async(const T *send, T *recv, std::size_t count,
-                           const char *name = nullptr)
+                           const char *name = nullptr, const op_params &params = {})
     {
+        const dt_op_params_t p = params.c();
         return start([&](dt_request_h *req) {
-            return dt_alltoall_async(ctx_.get(), name, send, recv, count, to_c(dtype_v<T>),
-                                     req);
+            return dt_alltoall_async_ex(ctx_.get(), name, send, recv, count,
+                                        to_c(dtype_v<T>), &p, req);
         });
     }
 
-    /* -- barrier -------------------------------------------------------------------- */
+    /* -- barrier: moves no buffer; params are checked only -------------------------- */
 
-    void barrier(const char *name = nullptr) { detail::check(dt_barrier(ctx_.get(), name)); }
-    request barrier_async(const char *name = nullptr)
+    void barrier(const char *name = nullptr, const op_params &params = {})
     {
-        return start([&](dt_request_h *req) { return dt_barrier_async(ctx_.get(), name, req); });
+        const dt_op_params_t p = params.c();
+        detail::check(dt_barrier_ex(ctx_.get(), name, &p));
+    }
+    request barrier_async(const char *name = nullptr, const op_params &params = {})
+    {
+        const dt_op_params_t p = params.c();
+        return start([&](dt_request_h *req) {
+            return dt_barrier_async_ex(ctx_.get(), name, &p, req);
+        });
     }
 
 private:

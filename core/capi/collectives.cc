@@ -1,6 +1,8 @@
-// dt_<collective>[_async]: argument checks, then a queued operation. The blocking form is
-// the asynchronous one followed by a wait, so both take exactly the same path.
+// dt_<collective>[_async][_ex]: argument checks, then a queued operation. Every form is
+// the asynchronous _ex one: the forms without _ex pass no params (host memory), and a
+// blocking form is the asynchronous one followed by a wait, so all take the same path.
 #include "capi/guard.h"
+#include "runtime/buffer_memory.h"
 #include "runtime/enum_value.h"
 
 #include <cstdint>
@@ -82,7 +84,9 @@ dt_status_t submit(dt_context_h ctx, const char *fn, OpDesc desc, dt_request_h *
         // A small blocking call runs on this thread at once: start fetching the first
         // lines of its buffers now, so that their cache misses overlap the call path
         // instead of stalling the shared-memory exchange.
-        const size_t bytes = desc.count * dt_dtype_size(desc.dtype);
+        // Device memory is not the CPU's to touch, not even with a prefetch hint.
+        const size_t bytes =
+            desc.memory == DT_MEMORY_HOST ? desc.count * dt_dtype_size(desc.dtype) : 0;
         for (size_t off = 0; off < bytes && off < 256; off += 64) {
             if (desc.sendbuf != nullptr)
                 __builtin_prefetch(static_cast<const char *>(desc.sendbuf) + off, 0);
@@ -121,7 +125,8 @@ dt_status_t blocking(Async async, Args... args)
 }
 
 OpDesc describe(OpKind kind, const char *name, const void *send, void *recv, size_t count,
-                dt_dtype_t dtype, dt_reduce_op_t op = DT_SUM, int root = 0)
+                dt_dtype_t dtype, const dt::BufferMemory &memory, dt_reduce_op_t op = DT_SUM,
+                int root = 0)
 {
     OpDesc d;
     d.kind = kind;
@@ -132,16 +137,30 @@ OpDesc describe(OpKind kind, const char *name, const void *send, void *recv, siz
     d.dtype = dtype;
     d.op = op;
     d.root = root;
+    d.memory = memory.type;
+    d.device = memory.device;
+    d.stream = memory.stream;
     return d;
+}
+
+// Where the call's buffers live (runtime/buffer_memory.h), or its error, at once.
+dt::BufferMemory memory_of(dt_context_h ctx, const char *fn, const char *name,
+                           const dt_op_params_t *params, const void *sendbuf,
+                           const void *recvbuf)
+{
+    return dt::resolve_buffer_memory(fn, name, params, {sendbuf, recvbuf},
+                                     {"sendbuf", "recvbuf"},
+                                     ctx->impl->world().memory_classifier());
 }
 
 } // namespace
 
 extern "C" {
 
-DT_API dt_status_t dt_allreduce_async(dt_context_h ctx, const char *name,
-                                      const void *sendbuf, void *recvbuf, size_t count,
-                                      dt_dtype_t dtype, dt_reduce_op_t op, dt_request_h *req)
+DT_API dt_status_t dt_allreduce_async_ex(dt_context_h ctx, const char *name,
+                                         const void *sendbuf, void *recvbuf, size_t count,
+                                         dt_dtype_t dtype, dt_reduce_op_t op,
+                                         const dt_op_params_t *params, dt_request_h *req)
 {
     const char *fn = "dt_allreduce";
     return guard([&] {
@@ -153,22 +172,39 @@ DT_API dt_status_t dt_allreduce_async(dt_context_h ctx, const char *name,
         require_buffer(recvbuf, bytes, fn, "recvbuf");
         refuse_overlap(fn, sendbuf != recvbuf && overlap(sendbuf, bytes, recvbuf, bytes),
                        "pass the same pointer for an in-place allreduce");
+        auto memory = memory_of(ctx, fn, name, params, sendbuf, recvbuf);
         return submit(ctx, fn,
-                      describe(OpKind::allreduce, name, sendbuf, recvbuf, count, dtype, op),
+                      describe(OpKind::allreduce, name, sendbuf, recvbuf, count, dtype,
+                               memory, op),
                       req);
     });
+}
+
+DT_API dt_status_t dt_allreduce_async(dt_context_h ctx, const char *name,
+                                      const void *sendbuf, void *recvbuf, size_t count,
+                                      dt_dtype_t dtype, dt_reduce_op_t op, dt_request_h *req)
+{
+    return dt_allreduce_async_ex(ctx, name, sendbuf, recvbuf, count, dtype, op, nullptr, req);
+}
+
+DT_API dt_status_t dt_allreduce_ex(dt_context_h ctx, const char *name, const void *sendbuf,
+                                   void *recvbuf, size_t count, dt_dtype_t dtype,
+                                   dt_reduce_op_t op, const dt_op_params_t *params)
+{
+    return blocking(dt_allreduce_async_ex, ctx, name, sendbuf, recvbuf, count, dtype, op,
+                    params);
 }
 
 DT_API dt_status_t dt_allreduce(dt_context_h ctx, const char *name, const void *sendbuf,
                                 void *recvbuf, size_t count, dt_dtype_t dtype,
                                 dt_reduce_op_t op)
 {
-    return blocking(dt_allreduce_async, ctx, name, sendbuf, recvbuf, count, dtype, op);
+    return dt_allreduce_ex(ctx, name, sendbuf, recvbuf, count, dtype, op, nullptr);
 }
 
-DT_API dt_status_t dt_broadcast_async(dt_context_h ctx, const char *name, void *buf,
-                                      size_t count, dt_dtype_t dtype, int root,
-                                      dt_request_h *req)
+DT_API dt_status_t dt_broadcast_async_ex(dt_context_h ctx, const char *name, void *buf,
+                                         size_t count, dt_dtype_t dtype, int root,
+                                         const dt_op_params_t *params, dt_request_h *req)
 {
     const char *fn = "dt_broadcast";
     return guard([&] {
@@ -180,21 +216,39 @@ DT_API dt_status_t dt_broadcast_async(dt_context_h ctx, const char *name, void *
         if (root < 0 || root >= size)
             throw_error(DT_ERR_INVALID_ARGUMENT, fn, ": root ", root,
                         " is not a rank of this context; use 0 <= root < ", size);
+        auto memory = dt::resolve_buffer_memory(fn, name, params, {buf}, {"buf"},
+                                                ctx->impl->world().memory_classifier());
         return submit(ctx, fn,
-                      describe(OpKind::broadcast, name, buf, buf, count, dtype, DT_SUM, root),
+                      describe(OpKind::broadcast, name, buf, buf, count, dtype, memory,
+                               DT_SUM, root),
                       req);
     });
+}
+
+DT_API dt_status_t dt_broadcast_async(dt_context_h ctx, const char *name, void *buf,
+                                      size_t count, dt_dtype_t dtype, int root,
+                                      dt_request_h *req)
+{
+    return dt_broadcast_async_ex(ctx, name, buf, count, dtype, root, nullptr, req);
+}
+
+DT_API dt_status_t dt_broadcast_ex(dt_context_h ctx, const char *name, void *buf,
+                                   size_t count, dt_dtype_t dtype, int root,
+                                   const dt_op_params_t *params)
+{
+    return blocking(dt_broadcast_async_ex, ctx, name, buf, count, dtype, root, params);
 }
 
 DT_API dt_status_t dt_broadcast(dt_context_h ctx, const char *name, void *buf,
                                 size_t count, dt_dtype_t dtype, int root)
 {
-    return blocking(dt_broadcast_async, ctx, name, buf, count, dtype, root);
+    return dt_broadcast_ex(ctx, name, buf, count, dtype, root, nullptr);
 }
 
-DT_API dt_status_t dt_allgather_async(dt_context_h ctx, const char *name,
-                                      const void *sendbuf, void *recvbuf, size_t sendcount,
-                                      dt_dtype_t dtype, dt_request_h *req)
+DT_API dt_status_t dt_allgather_async_ex(dt_context_h ctx, const char *name,
+                                         const void *sendbuf, void *recvbuf,
+                                         size_t sendcount, dt_dtype_t dtype,
+                                         const dt_op_params_t *params, dt_request_h *req)
 {
     const char *fn = "dt_allgather";
     return guard([&] {
@@ -210,22 +264,42 @@ DT_API dt_status_t dt_allgather_async(dt_context_h ctx, const char *name,
         refuse_overlap(fn, sendbuf != in_place && overlap(sendbuf, block, recvbuf, total),
                        "for an in-place allgather pass sendbuf = recvbuf + rank * "
                        "sendcount elements");
+        auto memory = memory_of(ctx, fn, name, params, sendbuf, recvbuf);
         return submit(ctx, fn,
-                      describe(OpKind::allgather, name, sendbuf, recvbuf, sendcount, dtype),
+                      describe(OpKind::allgather, name, sendbuf, recvbuf, sendcount, dtype,
+                               memory),
                       req);
     });
+}
+
+DT_API dt_status_t dt_allgather_async(dt_context_h ctx, const char *name,
+                                      const void *sendbuf, void *recvbuf, size_t sendcount,
+                                      dt_dtype_t dtype, dt_request_h *req)
+{
+    return dt_allgather_async_ex(ctx, name, sendbuf, recvbuf, sendcount, dtype, nullptr,
+                                 req);
+}
+
+DT_API dt_status_t dt_allgather_ex(dt_context_h ctx, const char *name, const void *sendbuf,
+                                   void *recvbuf, size_t sendcount, dt_dtype_t dtype,
+                                   const dt_op_params_t *params)
+{
+    return blocking(dt_allgather_async_ex, ctx, name, sendbuf, recvbuf, sendcount, dtype,
+                    params);
 }
 
 DT_API dt_status_t dt_allgather(dt_context_h ctx, const char *name, const void *sendbuf,
                                 void *recvbuf, size_t sendcount, dt_dtype_t dtype)
 {
-    return blocking(dt_allgather_async, ctx, name, sendbuf, recvbuf, sendcount, dtype);
+    return dt_allgather_ex(ctx, name, sendbuf, recvbuf, sendcount, dtype, nullptr);
 }
 
-DT_API dt_status_t dt_reduce_scatter_async(dt_context_h ctx, const char *name,
-                                           const void *sendbuf, void *recvbuf,
-                                           size_t recvcount, dt_dtype_t dtype,
-                                           dt_reduce_op_t op, dt_request_h *req)
+DT_API dt_status_t dt_reduce_scatter_async_ex(dt_context_h ctx, const char *name,
+                                              const void *sendbuf, void *recvbuf,
+                                              size_t recvcount, dt_dtype_t dtype,
+                                              dt_reduce_op_t op,
+                                              const dt_op_params_t *params,
+                                              dt_request_h *req)
 {
     const char *fn = "dt_reduce_scatter";
     return guard([&] {
@@ -239,24 +313,43 @@ DT_API dt_status_t dt_reduce_scatter_async(dt_context_h ctx, const char *name,
         require_buffer(recvbuf, block, fn, "recvbuf");
         refuse_overlap(fn, overlap(sendbuf, total, recvbuf, block),
                        "reduce_scatter needs separate buffers");
+        auto memory = memory_of(ctx, fn, name, params, sendbuf, recvbuf);
         return submit(ctx, fn,
                       describe(OpKind::reduce_scatter, name, sendbuf, recvbuf, recvcount,
-                               dtype, op),
+                               dtype, memory, op),
                       req);
     });
+}
+
+DT_API dt_status_t dt_reduce_scatter_async(dt_context_h ctx, const char *name,
+                                           const void *sendbuf, void *recvbuf,
+                                           size_t recvcount, dt_dtype_t dtype,
+                                           dt_reduce_op_t op, dt_request_h *req)
+{
+    return dt_reduce_scatter_async_ex(ctx, name, sendbuf, recvbuf, recvcount, dtype, op,
+                                      nullptr, req);
+}
+
+DT_API dt_status_t dt_reduce_scatter_ex(dt_context_h ctx, const char *name,
+                                        const void *sendbuf, void *recvbuf,
+                                        size_t recvcount, dt_dtype_t dtype,
+                                        dt_reduce_op_t op, const dt_op_params_t *params)
+{
+    return blocking(dt_reduce_scatter_async_ex, ctx, name, sendbuf, recvbuf, recvcount,
+                    dtype, op, params);
 }
 
 DT_API dt_status_t dt_reduce_scatter(dt_context_h ctx, const char *name,
                                      const void *sendbuf, void *recvbuf, size_t recvcount,
                                      dt_dtype_t dtype, dt_reduce_op_t op)
 {
-    return blocking(dt_reduce_scatter_async, ctx, name, sendbuf, recvbuf, recvcount, dtype,
-                    op);
+    return dt_reduce_scatter_ex(ctx, name, sendbuf, recvbuf, recvcount, dtype, op, nullptr);
 }
 
-DT_API dt_status_t dt_alltoall_async(dt_context_h ctx, const char *name, const void *sendbuf,
-                                     void *recvbuf, size_t count, dt_dtype_t dtype,
-                                     dt_request_h *req)
+DT_API dt_status_t dt_alltoall_async_ex(dt_context_h ctx, const char *name,
+                                        const void *sendbuf, void *recvbuf, size_t count,
+                                        dt_dtype_t dtype, const dt_op_params_t *params,
+                                        dt_request_h *req)
 {
     const char *fn = "dt_alltoall";
     return guard([&] {
@@ -268,29 +361,60 @@ DT_API dt_status_t dt_alltoall_async(dt_context_h ctx, const char *name, const v
         require_buffer(recvbuf, total, fn, "recvbuf");
         refuse_overlap(fn, overlap(sendbuf, total, recvbuf, total),
                        "alltoall needs separate buffers");
+        auto memory = memory_of(ctx, fn, name, params, sendbuf, recvbuf);
         return submit(ctx, fn,
-                      describe(OpKind::alltoall, name, sendbuf, recvbuf, count, dtype), req);
+                      describe(OpKind::alltoall, name, sendbuf, recvbuf, count, dtype, memory),
+                      req);
     });
+}
+
+DT_API dt_status_t dt_alltoall_async(dt_context_h ctx, const char *name, const void *sendbuf,
+                                     void *recvbuf, size_t count, dt_dtype_t dtype,
+                                     dt_request_h *req)
+{
+    return dt_alltoall_async_ex(ctx, name, sendbuf, recvbuf, count, dtype, nullptr, req);
+}
+
+DT_API dt_status_t dt_alltoall_ex(dt_context_h ctx, const char *name, const void *sendbuf,
+                                  void *recvbuf, size_t count, dt_dtype_t dtype,
+                                  const dt_op_params_t *params)
+{
+    return blocking(dt_alltoall_async_ex, ctx, name, sendbuf, recvbuf, count, dtype, params);
 }
 
 DT_API dt_status_t dt_alltoall(dt_context_h ctx, const char *name, const void *sendbuf,
                                void *recvbuf, size_t count, dt_dtype_t dtype)
 {
-    return blocking(dt_alltoall_async, ctx, name, sendbuf, recvbuf, count, dtype);
+    return dt_alltoall_ex(ctx, name, sendbuf, recvbuf, count, dtype, nullptr);
+}
+
+DT_API dt_status_t dt_barrier_async_ex(dt_context_h ctx, const char *name,
+                                       const dt_op_params_t *params, dt_request_h *req)
+{
+    return guard([&] {
+        require(ctx, "dt_barrier", "ctx");
+        // A barrier moves no buffer: its params are checked, and mean nothing yet.
+        dt::check_op_params("dt_barrier", name, params);
+        return submit(ctx, "dt_barrier",
+                      describe(OpKind::barrier, name, nullptr, nullptr, 0, DT_UINT8, {}),
+                      req);
+    });
 }
 
 DT_API dt_status_t dt_barrier_async(dt_context_h ctx, const char *name, dt_request_h *req)
 {
-    return guard([&] {
-        require(ctx, "dt_barrier", "ctx");
-        return submit(ctx, "dt_barrier",
-                      describe(OpKind::barrier, name, nullptr, nullptr, 0, DT_UINT8), req);
-    });
+    return dt_barrier_async_ex(ctx, name, nullptr, req);
+}
+
+DT_API dt_status_t dt_barrier_ex(dt_context_h ctx, const char *name,
+                                 const dt_op_params_t *params)
+{
+    return blocking(dt_barrier_async_ex, ctx, name, params);
 }
 
 DT_API dt_status_t dt_barrier(dt_context_h ctx, const char *name)
 {
-    return blocking(dt_barrier_async, ctx, name);
+    return dt_barrier_ex(ctx, name, nullptr);
 }
 
 } // extern "C"

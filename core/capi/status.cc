@@ -1,5 +1,6 @@
 // Status strings, the last error, versions, dtype and operator names.
 #include "capi/guard.h"
+#include "runtime/enum_value.h"
 
 #include <cstdint>
 
@@ -57,7 +58,7 @@ DT_API dt_status_t dt_get_version(dt_version_t *out)
 {
     return dt::capi::guard([&] {
         dt::capi::require(out, "dt_get_version", "out");
-        *out = dt_version_t{DT_API_MAJOR, DT_API_MINOR, 0, "1.0.0"};
+        *out = dt_version_t{DT_API_MAJOR, DT_API_MINOR, 0, "1.1.0"};
         return DT_OK;
     });
 }
@@ -100,6 +101,16 @@ DT_API const char *dt_reduce_op_name(dt_reduce_op_t op)
     case DT_MIN: return "min";
     case DT_MAX: return "max";
     case DT_PROD: return "prod";
+    default: return "unknown";
+    }
+}
+
+DT_API const char *dt_memory_type_name(dt_memory_type_t memory_type)
+{
+    switch (dt::enum_value(memory_type)) {
+    case DT_MEMORY_HOST: return "host";
+    case DT_MEMORY_DEVICE: return "device";
+    case DT_MEMORY_AUTO: return "auto";
     default: return "unknown";
     }
 }

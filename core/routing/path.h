@@ -19,10 +19,18 @@ class Domain;
 
 namespace dt::routing {
 
-// Where a call's buffers live. Host memory only today; device memory (told by the call
-// or by a loaded memory provider) becomes a second member, with the paths that accept
-// it: a transport's device-native collective, or staging through pinned host buffers.
-enum class Memory : uint8_t { host = 1 };
+// Where a call's buffers live (the call's dt_op_params_t, or a loaded memory provider for
+// DT_MEMORY_AUTO), as bits of Path::memory. No path accepts device memory yet: the ones
+// to come are a transport's device-native collective and staging through pinned host
+// buffers. Until then a device call finds no path, and the C API refuses device memory
+// before it is queued while no memory provider is loaded.
+enum class Memory : uint8_t { host = 1, device = 2 };
+
+// The router's member for a resolved dt_memory_type_t (host or device).
+constexpr Memory memory_of(dt_memory_type_t type)
+{
+    return type == DT_MEMORY_DEVICE ? Memory::device : Memory::host;
+}
 
 // What applies() looks at: the call's shape, never its buffers.
 struct Call {

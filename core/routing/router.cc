@@ -65,7 +65,7 @@ Topology Router::topology(const algo::Comm &comm, bool whole_job)
 
 const char *Router::run(algo::Comm &comm, const OpDesc &op, int avg_divisor)
 {
-    const Call call{op.kind, op.count * dt_dtype_size(op.dtype), Memory::host};
+    const Call call{op.kind, op.count * dt_dtype_size(op.dtype), memory_of(op.memory)};
     const Topology topo = topology(comm, op.group == 0);
     const bool average = op.op == DT_AVG && reduces(op.kind);
     Args args;
@@ -89,6 +89,10 @@ const char *Router::run(algo::Comm &comm, const OpDesc &op, int avg_divisor)
                " B, ", topo.size, " ranks): ", path->name);
         return path->name;
     }
+    if (!accepts_memory(op.kind, call.memory))
+        throw_error(DT_ERR_UNSUPPORTED, op_kind_name(op.kind), " '", op.name, "': no path "
+                    "of this build moves ", dt_memory_type_name(op.memory), " memory (",
+                    op_kind_name(op.kind), " runs on host memory only); pass host buffers");
     throw_error(DT_ERR_INTERNAL, "no path runs ", op_kind_name(op.kind), " '", op.name, "'");
 }
 

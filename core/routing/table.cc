@@ -40,6 +40,14 @@ bool applies_to(const Path &path, const Call &call, const Topology &topology,
     return (path.memory & memory_bit(call.memory)) != 0 && path.applies(call, topology, policy);
 }
 
+bool accepts_memory(OpKind kind, Memory memory) noexcept
+{
+    for (const Path *p : paths_for(kind))
+        if ((p->memory & memory_bit(memory)) != 0)
+            return true;
+    return false;
+}
+
 const Path *choose(const Call &call, const Topology &topology, const Policy &policy) noexcept
 {
     for (const Path *p : paths_for(call.kind))

@@ -16,6 +16,10 @@ std::span<const Path *const> paths_for(OpKind kind) noexcept;
 bool applies_to(const Path &path, const Call &call, const Topology &topology,
                 const Policy &policy) noexcept;
 
+// Whether some path of the kind's table can touch memory at all, whatever the topology:
+// false means the call cannot run in this build, which is the caller's error to hear.
+bool accepts_memory(OpKind kind, Memory memory) noexcept;
+
 // The table's first path that applies to the call (what runs unless it declines at run
 // time), or null for join.
 const Path *choose(const Call &call, const Topology &topology, const Policy &policy) noexcept;

@@ -33,6 +33,7 @@ Signature signature(const CallCheck &c)
     s.count = c.count;
     s.root = c.root;
     s.group = c.group;
+    s.memory = static_cast<dt_memory_type_t>(c.memory);
     return s;
 }
 
@@ -52,6 +53,8 @@ CallCheck call_check_of(const OpDesc &desc, uint64_t call)
     c.op = kind_reduces(desc.kind) ? static_cast<uint8_t>(desc.op) : 0;
     c.root = kind_has_root(desc.kind) ? desc.root : 0;
     c.group = desc.group;
+    // A barrier moves no buffer, so where buffers live cannot make ranks disagree on it.
+    c.memory = static_cast<uint8_t>(desc.kind == OpKind::barrier ? DT_MEMORY_HOST : desc.memory);
     c.count = desc.kind == OpKind::barrier ? 0 : desc.count;
     c.name_hash = name_hash(desc.name);
     c.call = static_cast<uint32_t>(call);
@@ -60,7 +63,8 @@ CallCheck call_check_of(const OpDesc &desc, uint64_t call)
 
 uint64_t call_check_hash(const CallCheck &c)
 {
-    uint64_t h = mix(c.magic, (uint64_t{c.kind} << 16) | (uint64_t{c.dtype} << 8) | c.op);
+    uint64_t h = mix(c.magic, (uint64_t{c.memory} << 24) | (uint64_t{c.kind} << 16) |
+                                  (uint64_t{c.dtype} << 8) | c.op);
     h = mix(h, static_cast<uint32_t>(c.root));
     h = mix(h, c.group);
     h = mix(h, c.count);

@@ -22,7 +22,7 @@ struct CallCheck {
     uint8_t kind = 0;
     uint8_t dtype = 0;
     uint8_t op = 0;
-    uint8_t reserved = 0;
+    uint8_t memory = 0; // dt_memory_type_t: host or device
     int32_t root = 0;
     uint32_t group = 0;
     uint64_t count = 0;

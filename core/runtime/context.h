@@ -10,6 +10,7 @@
 #include "runtime/config.h"
 #include "runtime/engine.h"
 #include "runtime/host_services.h"
+#include "runtime/memory_classifier.h"
 #include "shm/attach.h"
 
 #include <disttrain/disttrain.h>
@@ -38,6 +39,10 @@ public:
     // The error that broke the context (a lost peer, a time-out, an abort), if any.
     std::optional<std::pair<dt_status_t, std::string>> error() const;
 
+    // The loaded memory provider's pointer query, or null while none is loaded (always,
+    // today): DT_MEMORY_AUTO then means host, and DT_MEMORY_DEVICE is refused.
+    const MemoryClassifier *memory_classifier() const noexcept { return memory_.get(); }
+
     // Groups: ids are handed out in call order, the same on every rank.
     uint32_t next_group_id() { return ++last_group_id_; }
     void register_group(uint32_t id, std::vector<int> members);
@@ -54,6 +59,7 @@ private:
     std::unique_ptr<HostBridge> host_;
     std::unique_ptr<Transport> transport_;
     std::unique_ptr<shm::Domain> shm_; // null: no shared memory (core/shm/attach.h)
+    std::unique_ptr<MemoryClassifier> memory_; // filled by a memory provider, to come
     std::unique_ptr<routing::Router> router_;
     std::unique_ptr<Engine> engine_;
     std::atomic<uint64_t> unnamed_ops_{0};

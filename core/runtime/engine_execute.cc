@@ -1,31 +1,17 @@
-// Running what negotiation found ready, in the agreed order: consecutive allreduces of
-// the same dtype and operator are packed into the fusion buffer (at most
-// DISTTRAIN_FUSION_THRESHOLD bytes, so fusion memory is bounded) and run as one.
+// Running what negotiation found ready, in the agreed order: consecutive small host
+// allreduces of the same dtype, operator and memory type (fusion.h) are packed into the
+// fusion buffer (at most DISTTRAIN_FUSION_THRESHOLD bytes, so fusion memory is bounded)
+// and run as one.
 #include "algorithms/algorithms.h"
 #include "reduce/reduce.h"
 #include "runtime/engine.h"
 #include "runtime/error.h"
+#include "runtime/fusion.h"
 #include "runtime/identity.h"
 
 #include <cstring>
 
 namespace dt {
-
-namespace {
-
-size_t bytes_of(const Signature &sig) { return sig.count * dt_dtype_size(sig.dtype); }
-
-// Fusion pays for small tensors (one transfer instead of many); a large one gains nothing
-// and would only be copied in and out, so it runs on its own.
-constexpr size_t kFuseBelowBytes = 1 << 20;
-
-bool fusable(const Signature &a, const Signature &b)
-{
-    return a.kind == OpKind::allreduce && b.kind == OpKind::allreduce &&
-           a.dtype == b.dtype && a.op == b.op && a.group == b.group;
-}
-
-} // namespace
 
 void Engine::execute(std::vector<Ready> &ready)
 {
@@ -33,8 +19,7 @@ void Engine::execute(std::vector<Ready> &ready)
         timeline_->marker("CYCLE", Clock::now(), cat(R"("ready":)", ready.size()));
     size_t i = 0;
     while (i < ready.size()) {
-        if (ready[i].sig.kind == OpKind::allreduce && fusion_threshold_ > 0 &&
-            bytes_of(ready[i].sig) < kFuseBelowBytes) {
+        if (fusion_threshold_ > 0 && fuses(ready[i].sig)) {
             i = run_fused(ready, i);
         } else {
             run_one(ready[i]);
@@ -86,7 +71,6 @@ size_t Engine::run_fused(std::vector<Ready> &ready, size_t first)
     size_t total = bytes_of(ready[first].sig);
     size_t last = first + 1;
     while (last < ready.size() && fusable(ready[first].sig, ready[last].sig) &&
-           bytes_of(ready[last].sig) < kFuseBelowBytes &&
            total + bytes_of(ready[last].sig) <= fusion_threshold_) {
         total += bytes_of(ready[last].sig);
         ++last;

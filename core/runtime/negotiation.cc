@@ -14,6 +14,7 @@ void put_sig(wire::Writer &w, const Signature &s)
     w.put<uint64_t>(s.count);
     w.put<int32_t>(s.root);
     w.put<uint32_t>(s.group);
+    w.put<uint8_t>(static_cast<uint8_t>(s.memory));
 }
 
 Signature get_sig(wire::Reader &r)
@@ -31,6 +32,12 @@ Signature get_sig(wire::Reader &r)
     s.count = r.get<uint64_t>();
     s.root = r.get<int32_t>();
     s.group = r.get<uint32_t>();
+    auto memory = r.get<uint8_t>();
+    // Only resolved types travel: the sender turned DT_MEMORY_AUTO into host or device.
+    if (memory != DT_MEMORY_HOST && memory != DT_MEMORY_DEVICE)
+        throw_error(DT_ERR_PROTOCOL, "malformed negotiation message: bad signature (memory type ",
+                    int{memory}, ")");
+    s.memory = static_cast<dt_memory_type_t>(memory);
     return s;
 }
 

@@ -26,6 +26,12 @@ struct OpDesc {
     dt_reduce_op_t op = DT_SUM;
     int root = 0;
     uint32_t group = 0; // 0: the whole job; else a group made by dt_group_create
+    // Where sendbuf and recvbuf live, as the C API resolved it: host or device, never
+    // DT_MEMORY_AUTO. Ranks must agree on it (signature.h); device and stream are this
+    // rank's own and are not compared.
+    dt_memory_type_t memory = DT_MEMORY_HOST;
+    int device = -1;          // device ordinal of device memory; -1: the provider's choice
+    void *stream = nullptr;   // the producer's stream (opaque), for device memory
     bool blocking = false; // the caller waits for it at once (nothing else will follow)
 };
 

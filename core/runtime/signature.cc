@@ -15,6 +15,8 @@ Signature signature_of(const OpDesc &desc, uint32_t group)
     s.count = desc.count;
     s.root = kind_has_root(desc.kind) ? desc.root : 0;
     s.group = group;
+    // A barrier moves no buffer, so where buffers live cannot make ranks disagree on it.
+    s.memory = desc.kind == OpKind::barrier ? DT_MEMORY_HOST : desc.memory;
     return s;
 }
 
@@ -56,6 +58,7 @@ std::string disagreement(const std::vector<std::pair<int, Signature>> &by_rank)
         {"element count", [](const Signature &s) { return std::to_string(s.count); }},
         {"reduce op", [](const Signature &s) { return std::string(dt_reduce_op_name(s.op)); }},
         {"root", [](const Signature &s) { return std::to_string(s.root); }},
+        {"memory", [](const Signature &s) { return std::string(dt_memory_type_name(s.memory)); }},
     };
     for (const Field &field : kFields) {
         if (by_rank.empty())

@@ -17,6 +17,7 @@ struct Signature {
     uint64_t count = 0;
     int32_t root = 0;
     uint32_t group = 0; // 0: the whole context
+    dt_memory_type_t memory = DT_MEMORY_HOST; // host or device, never auto
 
     bool operator==(const Signature &) const = default;
 };
@@ -29,7 +30,8 @@ bool kind_has_root(OpKind kind);
 
 // "allreduce 'grad.w': ranks disagree on dtype: rank 0 float32, rank 1 float64". Empty when
 // all signatures are equal. Fields are checked in the order kind, group, dtype, count,
-// op, root, and the first that differs is named.
+// op, root, memory, and the first that differs is named ("ranks disagree on memory:
+// rank 0 host, rank 1 device").
 std::string describe_mismatch(const std::string &name,
                               const std::vector<std::pair<int, Signature>> &by_rank);
 

@@ -13,6 +13,7 @@ static_assert(disttrain::dtype_v<std::uint8_t> == disttrain::dtype::uint8);
 static_assert(disttrain::dtype_v<std::int32_t> == disttrain::dtype::int32);
 static_assert(disttrain::dtype_v<std::int64_t> == disttrain::dtype::int64);
 static_assert(static_cast<int>(disttrain::reduce_op::prod) == DT_PROD);
+static_assert(static_cast<int>(disttrain::memory_type::automatic) == DT_MEMORY_AUTO);
 static_assert(!std::is_copy_constructible_v<disttrain::request>);
 static_assert(std::is_nothrow_move_constructible_v<disttrain::request>);
 
@@ -45,6 +46,23 @@ void cxx_disttrain_hpp_instantiate(disttrain::context &ctx)
     r = ctx.alltoall_async(in, out, 4);
     ctx.barrier();
     r = ctx.barrier_async("b");
+    // Per-call parameters: where the buffers live.
+    const auto dev = disttrain::op_params::on_device(0, nullptr);
+    disttrain::op_params automatic;
+    automatic.memory = disttrain::memory_type::automatic;
+    ctx.allreduce(v, disttrain::reduce_op::sum, "p", automatic);
+    ctx.allreduce(in, out, 8, disttrain::reduce_op::sum, "p", dev);
+    r = ctx.allreduce_async(v, disttrain::reduce_op::avg, nullptr, dev);
+    ctx.broadcast(v, 0, nullptr, dev);
+    r = ctx.broadcast_async(d, 4, 0, nullptr, dev);
+    ctx.allgather(in, out, 4, nullptr, dev);
+    r = ctx.allgather_async(in, out, 4, nullptr, dev);
+    ctx.reduce_scatter(in, out, 4, disttrain::reduce_op::sum, nullptr, dev);
+    r = ctx.reduce_scatter_async(in, out, 4, disttrain::reduce_op::sum, nullptr, dev);
+    ctx.alltoall(in, out, 4, nullptr, dev);
+    r = ctx.alltoall_async(in, out, 4, nullptr, dev);
+    ctx.barrier(nullptr, dev);
+    r = ctx.barrier_async(nullptr, dev);
     (void)ctx.rank();
     (void)ctx.size();
     (void)ctx.local_rank();

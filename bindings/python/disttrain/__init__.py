@@ -20,7 +20,7 @@ from .context import Context
 from .errors import (DisttrainError, InternalError, NotInitializedError, PeerLostError,
                      PluginError, TimeoutError, TransportError, UsageError)
 from .handle import Handle
-from .types import Average, DType, Max, Min, Product, ReduceOp, Sum
+from .types import Average, DType, Max, Min, MemoryType, Product, ReduceOp, Sum
 
 __all__ = [
     "init", "shutdown", "is_initialized", "context", "rank", "size", "local_rank",
@@ -28,7 +28,7 @@ __all__ = [
     "allreduce_async_", "broadcast", "broadcast_", "broadcast_async", "broadcast_async_",
     "allgather", "allgather_async", "reduce_scatter", "reduce_scatter_async", "alltoall",
     "alltoall_async", "barrier", "barrier_async", "Context", "Handle", "DType",
-    "ReduceOp", "Sum", "Average", "Min", "Max", "Product", "DisttrainError",
+    "ReduceOp", "MemoryType", "Sum", "Average", "Min", "Max", "Product", "DisttrainError",
     "UsageError", "NotInitializedError", "PluginError", "TransportError",
     "PeerLostError", "TimeoutError", "InternalError", "library_path", "version",
 ]
@@ -81,7 +81,7 @@ def library_path():
 
 
 def version():
-    """Version string of the loaded library ("1.0.0")."""
+    """Version string of the loaded library ("1.1.0")."""
     import ctypes
     v = _lib.Version()
     _lib.lib().dt_get_version(ctypes.byref(v))

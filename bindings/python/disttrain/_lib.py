@@ -20,7 +20,7 @@ import threading
 # The header this module was written against; the library accepts the same major and a
 # minor that is not newer than its own.
 API_MAJOR = 1
-API_MINOR = 0
+API_MINOR = 1
 
 _c_int_p = ctypes.POINTER(ctypes.c_int)
 _ctx = ctypes.c_void_p
@@ -43,6 +43,17 @@ class ContextParams(ctypes.Structure):
                 ("timeout_ms", ctypes.c_int), ("ordered", ctypes.c_int)]
 
 
+class OpParams(ctypes.Structure):
+    """dt_op_params_t; field_mask says which fields were set."""
+    _fields_ = [("field_mask", ctypes.c_uint64), ("memory_type", ctypes.c_int),
+                ("device", ctypes.c_int), ("stream", ctypes.c_void_p)]
+
+
+# dt_op_param_field bits, in OpParams order.
+OP_PARAM_BITS = {"memory_type": 1 << 0, "device": 1 << 1, "stream": 1 << 2}
+
+_op_params_p = ctypes.POINTER(OpParams)
+
 # dt_context_param_field bits, in ContextParams order.
 PARAM_BITS = {"rank": 1 << 0, "size": 1 << 1, "local_rank": 1 << 2, "local_size": 1 << 3,
               "store_addr": 1 << 4, "job_token": 1 << 5, "transport": 1 << 6,
@@ -56,6 +67,7 @@ _PROTOTYPES = {
     "dt_dtype_size": (_size, [ctypes.c_int]),
     "dt_dtype_name": (ctypes.c_char_p, [ctypes.c_int]),
     "dt_reduce_op_name": (ctypes.c_char_p, [ctypes.c_int]),
+    "dt_memory_type_name": (ctypes.c_char_p, [ctypes.c_int]),
     "dt_context_create_versioned": (_status, [ctypes.c_int, ctypes.c_int,
                                               ctypes.POINTER(ContextParams),
                                               ctypes.POINTER(_ctx)]),
@@ -70,24 +82,28 @@ _PROTOTYPES = {
     "dt_request_wait": (_status, [_req, ctypes.c_int]),
     "dt_request_free": (_status, [_req]),
     # The blocking form: one foreign call, and the engine starts it at once (in ordered
-    # mode it runs on the calling thread when nothing is queued ahead of it).
-    "dt_allreduce": (_status, [_ctx, ctypes.c_char_p, ctypes.c_void_p, ctypes.c_void_p,
-                               _size, ctypes.c_int, ctypes.c_int]),
-    "dt_allreduce_async": (_status, [_ctx, ctypes.c_char_p, ctypes.c_void_p,
-                                     ctypes.c_void_p, _size, ctypes.c_int, ctypes.c_int,
-                                     ctypes.POINTER(_req)]),
-    "dt_broadcast_async": (_status, [_ctx, ctypes.c_char_p, ctypes.c_void_p, _size,
-                                     ctypes.c_int, ctypes.c_int, ctypes.POINTER(_req)]),
-    "dt_allgather_async": (_status, [_ctx, ctypes.c_char_p, ctypes.c_void_p,
-                                     ctypes.c_void_p, _size, ctypes.c_int,
-                                     ctypes.POINTER(_req)]),
-    "dt_reduce_scatter_async": (_status, [_ctx, ctypes.c_char_p, ctypes.c_void_p,
-                                          ctypes.c_void_p, _size, ctypes.c_int,
-                                          ctypes.c_int, ctypes.POINTER(_req)]),
-    "dt_alltoall_async": (_status, [_ctx, ctypes.c_char_p, ctypes.c_void_p,
-                                    ctypes.c_void_p, _size, ctypes.c_int,
-                                    ctypes.POINTER(_req)]),
-    "dt_barrier_async": (_status, [_ctx, ctypes.c_char_p, ctypes.POINTER(_req)]),
+    # mode it runs on the calling thread when nothing is queued ahead of it). Every
+    # collective goes through the _ex forms of API 1.1: params NULL (None) is host memory.
+    "dt_allreduce_ex": (_status, [_ctx, ctypes.c_char_p, ctypes.c_void_p, ctypes.c_void_p,
+                                  _size, ctypes.c_int, ctypes.c_int, _op_params_p]),
+    "dt_allreduce_async_ex": (_status, [_ctx, ctypes.c_char_p, ctypes.c_void_p,
+                                        ctypes.c_void_p, _size, ctypes.c_int, ctypes.c_int,
+                                        _op_params_p, ctypes.POINTER(_req)]),
+    "dt_broadcast_async_ex": (_status, [_ctx, ctypes.c_char_p, ctypes.c_void_p, _size,
+                                        ctypes.c_int, ctypes.c_int, _op_params_p,
+                                        ctypes.POINTER(_req)]),
+    "dt_allgather_async_ex": (_status, [_ctx, ctypes.c_char_p, ctypes.c_void_p,
+                                        ctypes.c_void_p, _size, ctypes.c_int, _op_params_p,
+                                        ctypes.POINTER(_req)]),
+    "dt_reduce_scatter_async_ex": (_status, [_ctx, ctypes.c_char_p, ctypes.c_void_p,
+                                             ctypes.c_void_p, _size, ctypes.c_int,
+                                             ctypes.c_int, _op_params_p,
+                                             ctypes.POINTER(_req)]),
+    "dt_alltoall_async_ex": (_status, [_ctx, ctypes.c_char_p, ctypes.c_void_p,
+                                       ctypes.c_void_p, _size, ctypes.c_int, _op_params_p,
+                                       ctypes.POINTER(_req)]),
+    "dt_barrier_async_ex": (_status, [_ctx, ctypes.c_char_p, _op_params_p,
+                                      ctypes.POINTER(_req)]),
 }
 
 

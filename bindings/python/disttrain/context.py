@@ -112,13 +112,14 @@ class Context(NumpyCollectives):
         handle first and a request pointer last; returns the request."""
         req = ctypes.c_void_p()
         fn = getattr(_lib.lib(), function)
-        check(fn(self._live_handle(), *args, ctypes.byref(req)), function.replace("_async", ""))
+        check(fn(self._live_handle(), *args, ctypes.byref(req)),
+              function.replace("_async", "").replace("_ex", ""))
         return req
 
     def _call(self, function, *args):
         """Calls the blocking C function `function` with the context handle first."""
         fn = getattr(_lib.lib(), function)
-        check(fn(self._live_handle(), *args), function)
+        check(fn(self._live_handle(), *args), function.replace("_ex", ""))
 
     def _track(self, handle):
         with self._lock:

@@ -56,6 +56,30 @@ def to_op(op):
                 f"'max', 'prod' (or disttrain.Sum, Average, Min, Max, Product)")
 
 
+class MemoryType(enum.IntEnum):
+    """dt_memory_type_t: where a collective's buffers live."""
+    HOST = 0
+    DEVICE = 1  # needs a memory provider in the library; none is loaded yet
+    AUTO = 2    # asks the library's loaded memory providers; host when there are none
+
+
+def to_memory(memory):
+    """A MemoryType from a MemoryType, its int value or a name ('host', 'device', 'auto')."""
+    if isinstance(memory, MemoryType):
+        return memory
+    if isinstance(memory, str):
+        found = MemoryType.__members__.get(memory.upper())
+        if found is not None:
+            return found
+    elif isinstance(memory, int) and not isinstance(memory, bool):
+        try:
+            return MemoryType(memory)
+        except ValueError:
+            pass
+    raise usage(f"memory={memory!r} is not a memory type; use 'host', 'device' or 'auto' "
+                f"(or disttrain.MemoryType)")
+
+
 # numpy dtype -> DType. Native byte order only: the library reduces host-order values.
 NUMPY_DTYPES = {
     np.dtype(np.float32): DType.FLOAT32,

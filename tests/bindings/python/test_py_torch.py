@@ -84,6 +84,51 @@ def test_unsupported_device_and_layout(ctx):
         dt.allreduce_([1.0])
 
 
+class _FakeCudaTensor(torch.Tensor):
+    """A CPU tensor that reports device cuda:1: what disttrain.torch reads of a CUDA
+    tensor, on a machine without a GPU. The library must refuse it before any byte of
+    it is touched, so its real (CPU) memory is never read as device memory."""
+
+    @property
+    def device(self):
+        return torch.device("cuda", 1)
+
+
+def _fake_cuda(monkeypatch, values):
+    streams = []
+
+    def current_stream(device=None):
+        streams.append(device)
+        return type("Stream", (), {"cuda_stream": 0xC0FFEE})()
+
+    monkeypatch.setattr(torch.cuda, "current_stream", current_stream)
+    return values.as_subclass(_FakeCudaTensor), streams
+
+
+def test_cuda_tensors_pass_device_memory_with_index_and_current_stream(monkeypatch):
+    from disttrain.torch import ops
+    t, streams = _fake_cuda(monkeypatch, torch.zeros(3))
+    p = ops.tensor_memory(t)
+    assert (p.memory_type, p.device, p.stream) == (1, 1, 0xC0FFEE)
+    assert p.field_mask == 0b111
+    assert streams == [torch.device("cuda", 1)]
+    assert ops.tensor_memory(torch.zeros(3)) is None  # CPU: host, the default
+
+
+@pytest.mark.parametrize("call", [dt.allreduce, dt.allreduce_, dt.allreduce_async_,
+                                  dt.broadcast_, dt.allgather, dt.reduce_scatter,
+                                  dt.alltoall])
+def test_cuda_tensors_are_refused_clearly_until_a_memory_provider_exists(ctx, monkeypatch,
+                                                                         call):
+    t, _ = _fake_cuda(monkeypatch, torch.ones(4))
+    with pytest.raises(disttrain.UsageError) as e:
+        r = call(t)
+        if isinstance(r, disttrain.Handle):
+            r.wait()
+    assert e.value.status_name == "DT_ERR_UNSUPPORTED"
+    assert "needs a memory provider" in e.value.message
+
+
 def test_before_init_is_a_clear_error():
     r = dtpy.run([dtpy.PYTHON, "-c",
                   "import torch, disttrain.torch as dt\n"

@@ -213,5 +213,42 @@ TEST(Router, EveryTableEndsWithAPathThatAlwaysApplies)
                 EXPECT_NE(chosen(job, kind, 4, forced(choice)), "(none)");
 }
 
+TEST(Router, APathThatCannotTouchTheCallsMemoryDoesNotApply)
+{
+    const Path device_only = {"device_only", memory_bit(Memory::device), false,
+                              [](const Call &, const Topology &, const Policy &) { return true; },
+                              nullptr};
+    const Path host_only = {"host_only", memory_bit(Memory::host), false,
+                            [](const Call &, const Topology &, const Policy &) { return true; },
+                            nullptr};
+    const Topology topo = Job{{0, 1}}.topology();
+    const Call host{OpKind::allreduce, 4, Memory::host};
+    const Call device{OpKind::allreduce, 4, Memory::device};
+    EXPECT_TRUE(applies_to(device_only, device, topo, {}));
+    EXPECT_FALSE(applies_to(device_only, host, topo, {}));
+    EXPECT_TRUE(applies_to(host_only, host, topo, {}));
+    EXPECT_FALSE(applies_to(host_only, device, topo, {}));
+}
+
+TEST(Router, TheCallsMemoryTypeComesFromTheOperation)
+{
+    EXPECT_EQ(memory_of(DT_MEMORY_HOST), Memory::host);
+    EXPECT_EQ(memory_of(DT_MEMORY_DEVICE), Memory::device);
+}
+
+TEST(Router, NoPathTakesDeviceMemoryYet)
+{
+    // Device memory waits for the paths that accept it (a device-native transport,
+    // staging through pinned host memory); until then no table has one, which the
+    // router reports as DT_ERR_UNSUPPORTED rather than run a host path on it.
+    for (const Job &job : {Job{{0}}, Job{{0, 0}}, Job{{0, 1}, 0, false, kAllNative, true}})
+        for (OpKind kind : kKinds) {
+            EXPECT_EQ(choose({kind, 4, Memory::device}, job.topology(), {}), nullptr)
+                << op_kind_name(kind);
+            EXPECT_FALSE(accepts_memory(kind, Memory::device)) << op_kind_name(kind);
+            EXPECT_TRUE(accepts_memory(kind, Memory::host)) << op_kind_name(kind);
+        }
+}
+
 } // namespace
 } // namespace dt::routing

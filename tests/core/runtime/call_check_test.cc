@@ -54,6 +54,18 @@ TEST(CallCheck, EveryComparedFieldChangesTheHash)
     EXPECT_TRUE(differs([](OpDesc &d) { d.kind = OpKind::reduce_scatter; }));
     EXPECT_TRUE(differs([](OpDesc &d) { d.group = 2; }));
     EXPECT_TRUE(differs([](OpDesc &d) { d.name = "grad.1"; }));
+    EXPECT_TRUE(differs([](OpDesc &d) { d.memory = DT_MEMORY_DEVICE; }));
+    EXPECT_FALSE(differs([](OpDesc &d) { d.device = 2; })) << "each rank has its own device";
+}
+
+TEST(CallCheck, MemoryTypeTakesTheSpareByte)
+{
+    OpDesc d = allreduce(8);
+    EXPECT_EQ(call_check_of(d, 0).memory, DT_MEMORY_HOST);
+    d.memory = DT_MEMORY_DEVICE;
+    EXPECT_EQ(call_check_of(d, 0).memory, DT_MEMORY_DEVICE);
+    d.kind = OpKind::barrier; // moves no buffer: never a disagreement
+    EXPECT_EQ(call_check_of(d, 0).memory, DT_MEMORY_HOST);
 }
 
 TEST(CallCheck, AgreementIsNoMessage)
@@ -72,6 +84,11 @@ TEST(CallCheck, ADisagreementNamesTheFieldAndBothValues)
     EXPECT_TRUE(contains(m, "allreduce 'grad.0'")) << m;
     EXPECT_TRUE(contains(m, "ranks disagree on dtype: rank 0 float32, rank 2 float64")) << m;
     EXPECT_TRUE(contains(m, "DISTTRAIN_ORDERED=1")) << m;
+
+    other = allreduce(8);
+    other.memory = DT_MEMORY_DEVICE;
+    m = call_check_mismatch("allreduce 'grad.0'", 0, mine, 1, call_check_of(other, 3));
+    EXPECT_TRUE(contains(m, "ranks disagree on memory: rank 0 host, rank 1 device")) << m;
 
     other = allreduce(8);
     other.name = "grad.7";

@@ -178,6 +178,24 @@ TEST(Negotiation, EveryRecordKindAndFieldRoundTrips)
     expect_same(decode_records(encode(records)), records);
 }
 
+TEST(Negotiation, TheMemoryTypeRoundTripsAndOnlyHostOrDeviceDecode)
+{
+    Signature s = sig(OpKind::allreduce, DT_FLOAT32, DT_SUM, 4, 0, 0);
+    s.memory = DT_MEMORY_DEVICE;
+    const std::vector<Record> records{request("n", s)};
+    const std::vector<uint8_t> good = encode(records);
+    expect_same(decode_records(good), records);
+    // The memory byte is the signature's last: kind, dtype, op (3), count (8), root (4),
+    // group (4), after count (4), type (1), name length (4) and name (1).
+    const size_t memory_at = 10 + 3 + 8 + 4 + 4;
+    ASSERT_EQ(good.size(), memory_at + 1);
+    for (uint8_t value : {uint8_t{DT_MEMORY_AUTO}, uint8_t{DT_MEMORY_TYPE_COUNT_}, uint8_t{0xff}}) {
+        std::vector<uint8_t> bytes = good;
+        bytes[memory_at] = value;
+        expect_protocol_error([&] { decode_records(bytes); }, "bad signature");
+    }
+}
+
 TEST(Negotiation, EveryResponseKindAndFieldRoundTrips)
 {
     const ResponseList list = sample_responses();

@@ -52,6 +52,31 @@ TEST(Signature, OnlyFieldsThatMatterForTheKindAreKept)
     EXPECT_EQ(signature_of(d, 0), signature_of(e, 0));
 }
 
+TEST(Signature, MemoryTypeIsComparedExceptForABarrier)
+{
+    OpDesc d;
+    d.kind = OpKind::allreduce;
+    d.count = 4;
+    d.memory = DT_MEMORY_DEVICE;
+    d.device = 3;
+    d.stream = &d;
+    OpDesc e = d;
+    e.device = 0; // each rank has its own device and stream: never compared
+    e.stream = nullptr;
+    EXPECT_EQ(signature_of(d, 0).memory, DT_MEMORY_DEVICE);
+    EXPECT_EQ(signature_of(d, 0), signature_of(e, 0));
+    e.memory = DT_MEMORY_HOST;
+    EXPECT_NE(signature_of(d, 0), signature_of(e, 0));
+    EXPECT_EQ(describe_mismatch("grad.w", two(signature_of(e, 0), signature_of(d, 0))),
+              "allreduce 'grad.w': ranks disagree on memory: rank 0 host, rank 1 device; "
+              "every rank must submit the same operation under this name");
+
+    // A barrier moves no buffer.
+    d.kind = e.kind = OpKind::barrier;
+    EXPECT_EQ(signature_of(d, 0).memory, DT_MEMORY_HOST);
+    EXPECT_EQ(signature_of(d, 0), signature_of(e, 0));
+}
+
 TEST(Signature, KindsThatReduceOrHaveARoot)
 {
     EXPECT_TRUE(kind_reduces(OpKind::allreduce));
@@ -106,6 +131,8 @@ TEST(Signature, EachFieldIsNamedWithItsValues)
         {[](Signature &s) { s.op = DT_PROD; },
          "ranks disagree on reduce op: rank 0 sum, rank 1 prod"},
         {[](Signature &s) { s.root = -4; }, "ranks disagree on root: rank 0 1, rank 1 -4"},
+        {[](Signature &s) { s.memory = DT_MEMORY_DEVICE; },
+         "ranks disagree on memory: rank 0 host, rank 1 device"},
     };
     for (const Case &c : cases) {
         Signature other = base;
@@ -116,10 +143,12 @@ TEST(Signature, EachFieldIsNamedWithItsValues)
 
 TEST(Signature, TheFirstDifferingFieldInTheDocumentedOrderIsNamed)
 {
-    // Documented order: kind, group, dtype, count, op, root. Each step changes every field
-    // from the named one onwards, so only the order decides which is reported.
+    // Documented order: kind, group, dtype, count, op, root, memory. Each step changes every
+    // field from the named one onwards, so only the order decides which is reported.
     Signature a = sig(OpKind::allreduce, DT_FLOAT32, 4);
     Signature b = a;
+    b.memory = DT_MEMORY_DEVICE;
+    EXPECT_NE(disagreement(two(a, b)).find("on memory"), std::string::npos);
     b.root = 5;
     EXPECT_NE(disagreement(two(a, b)).find("on root"), std::string::npos);
     b.op = DT_MAX;

@@ -1,4 +1,10 @@
-"""Collectives on CPU torch tensors, sharing the tensor's memory (tensor.data_ptr()).
+"""Collectives on torch tensors, sharing the tensor's memory (tensor.data_ptr()).
+
+Each call tells the library where the tensor lives (dt_op_params_t, tensor_memory()): a
+CPU tensor is host memory; a CUDA tensor is device memory on its device index, ordered
+after torch's current stream there. The library refuses device memory
+(DT_ERR_UNSUPPORTED, raised as UsageError) until a memory provider is loaded, so today
+CUDA tensors fail clearly instead of being read by the CPU.
 
 As in horovod.torch, allreduce averages by default (op=Average). In-place forms (the ones
 ending in `_`) need a contiguous CPU tensor and write its memory directly (outside
@@ -12,6 +18,7 @@ import torch
 import disttrain
 from disttrain.errors import usage
 from disttrain.handle import Handle
+from disttrain.memory import op_params, params_arg
 from disttrain.types import Average, DType, to_op
 
 # torch dtype -> DType. bfloat16 exists only here: numpy has no bfloat16.
@@ -41,9 +48,10 @@ def tensor_dtype(tensor, what="tensor"):
     """Checks device, layout and dtype; returns the DType."""
     if not isinstance(tensor, torch.Tensor):
         raise usage(f"{what} must be a torch.Tensor, got {type(tensor).__name__}")
-    if tensor.device.type != "cpu":
+    if tensor.device.type not in ("cpu", "cuda"):
         raise usage(f"{what} is on device '{tensor.device}'; disttrain.torch works on CPU "
-                    f"tensors only: move it with {what}.cpu() (and back afterwards)")
+                    f"tensors only (and CUDA tensors once the library has a memory "
+                    f"provider): move it with {what}.cpu() (and back afterwards)")
     if tensor.layout != torch.strided:
         raise usage(f"{what} has layout {tensor.layout}; only dense (torch.strided) "
                     f"tensors are supported: use {what}.to_dense()")
@@ -52,6 +60,22 @@ def tensor_dtype(tensor, what="tensor"):
         raise usage(f"dtype {str(tensor.dtype).replace('torch.', '')} of {what} is not "
                     f"supported by libdisttrain; supported: {SUPPORTED}")
     return found
+
+
+def tensor_memory(tensor):
+    """The call's params for where `tensor` lives, as _lib.OpParams or None (host, the
+    default). A CUDA tensor: DEVICE, its device index, and torch's current stream on
+    that device, after whose queued work the collective must start."""
+    device = tensor.device
+    if device.type != "cuda":
+        return None
+    index = device.index if device.index is not None else torch.cuda.current_device()
+    stream = torch.cuda.current_stream(device).cuda_stream
+    return op_params("device", index, stream)
+
+
+def _params(tensor):
+    return params_arg(tensor_memory(tensor))
 
 
 def inplace_tensor(tensor, what="tensor"):
@@ -76,8 +100,8 @@ def allreduce_async_(tensor, op=Average, name=None, context=None):
     dtype = inplace_tensor(tensor)
     op, ctx = to_op(op), _ctx(context)
     ptr = tensor.data_ptr()
-    req = ctx._submit("dt_allreduce_async", _name(name), ptr, ptr, tensor.numel(),
-                      int(dtype), int(op))
+    req = ctx._submit("dt_allreduce_async_ex", _name(name), ptr, ptr, tensor.numel(),
+                      int(dtype), int(op), _params(tensor))
     return Handle(ctx, req, (tensor,), result=tensor, name=name)
 
 
@@ -87,7 +111,8 @@ def allreduce_(tensor, op=Average, name=None, context=None):
     dtype = inplace_tensor(tensor)
     op, ctx = to_op(op), _ctx(context)
     ptr = tensor.data_ptr()
-    ctx._call("dt_allreduce", _name(name), ptr, ptr, tensor.numel(), int(dtype), int(op))
+    ctx._call("dt_allreduce_ex", _name(name), ptr, ptr, tensor.numel(), int(dtype), int(op),
+              _params(tensor))
     return tensor
 
 
@@ -103,8 +128,8 @@ def allreduce_async(tensor, op=Average, name=None, out=None, context=None):
         if inplace_tensor(out, "out") != dtype or out.shape != src.shape:
             raise usage(f"out has dtype {out.dtype} and shape {tuple(out.shape)} but the "
                         f"input has {src.dtype} and {tuple(src.shape)}; they must match")
-    req = ctx._submit("dt_allreduce_async", _name(name), src.data_ptr(), out.data_ptr(),
-                      src.numel(), int(dtype), int(op))
+    req = ctx._submit("dt_allreduce_async_ex", _name(name), src.data_ptr(), out.data_ptr(),
+                      src.numel(), int(dtype), int(op), _params(src))
     return Handle(ctx, req, (src, out), result=out, name=name)
 
 
@@ -119,8 +144,8 @@ def broadcast_async_(tensor, root_rank=0, name=None, context=None):
     dtype = inplace_tensor(tensor)
     ctx = _ctx(context)
     ctx._check_root(root_rank)
-    req = ctx._submit("dt_broadcast_async", _name(name), tensor.data_ptr(), tensor.numel(),
-                      int(dtype), int(root_rank))
+    req = ctx._submit("dt_broadcast_async_ex", _name(name), tensor.data_ptr(),
+                      tensor.numel(), int(dtype), int(root_rank), _params(tensor))
     return Handle(ctx, req, (tensor,), result=tensor, name=name)
 
 
@@ -148,8 +173,8 @@ def allgather_async(tensor, name=None, context=None):
         src = src.reshape(1)
     ctx = _ctx(context)
     out = src.new_empty((ctx.size() * src.shape[0],) + tuple(src.shape[1:]))
-    req = ctx._submit("dt_allgather_async", _name(name), src.data_ptr(), out.data_ptr(),
-                      src.numel(), int(dtype))
+    req = ctx._submit("dt_allgather_async_ex", _name(name), src.data_ptr(), out.data_ptr(),
+                      src.numel(), int(dtype), _params(src))
     return Handle(ctx, req, (src, out), result=out, name=name)
 
 
@@ -169,8 +194,8 @@ def reduce_scatter_async(tensor, op=Average, name=None, context=None):
     op, ctx = to_op(op), _ctx(context)
     _blocks(src, ctx.size(), "reduce_scatter")
     out = src.new_empty((src.shape[0] // ctx.size(),) + tuple(src.shape[1:]))
-    req = ctx._submit("dt_reduce_scatter_async", _name(name), src.data_ptr(),
-                      out.data_ptr(), out.numel(), int(dtype), int(op))
+    req = ctx._submit("dt_reduce_scatter_async_ex", _name(name), src.data_ptr(),
+                      out.data_ptr(), out.numel(), int(dtype), int(op), _params(src))
     return Handle(ctx, req, (src, out), result=out, name=name)
 
 
@@ -184,8 +209,8 @@ def alltoall_async(tensor, name=None, context=None):
     ctx = _ctx(context)
     _blocks(src, ctx.size(), "alltoall")
     out = torch.empty_like(src, memory_format=torch.contiguous_format)
-    req = ctx._submit("dt_alltoall_async", _name(name), src.data_ptr(), out.data_ptr(),
-                      src.numel() // ctx.size(), int(dtype))
+    req = ctx._submit("dt_alltoall_async_ex", _name(name), src.data_ptr(), out.data_ptr(),
+                      src.numel() // ctx.size(), int(dtype), _params(src))
     return Handle(ctx, req, (src, out), result=out, name=name)
 
 

@@ -7,7 +7,7 @@
 use std::os::raw::{c_char, c_int};
 
 pub const DT_API_MAJOR: c_int = 1;
-pub const DT_API_MINOR: c_int = 0;
+pub const DT_API_MINOR: c_int = 1;
 
 // ---- status codes ---------------------------------------------------------------------
 pub type dt_status_t = c_int;
@@ -83,6 +83,34 @@ pub const DT_MAX: dt_reduce_op_t = 3;
 pub const DT_PROD: dt_reduce_op_t = 4;
 pub const DT_REDUCE_OP_COUNT_: dt_reduce_op_t = 5;
 
+// ---- per-call parameters (API 1.1) ---------------------------------------------------
+pub type dt_memory_type_t = c_int;
+pub const DT_MEMORY_HOST: dt_memory_type_t = 0;
+pub const DT_MEMORY_DEVICE: dt_memory_type_t = 1;
+pub const DT_MEMORY_AUTO: dt_memory_type_t = 2;
+pub const DT_MEMORY_TYPE_COUNT_: dt_memory_type_t = 3;
+
+pub const DT_OP_PARAM_FIELD_MEMORY_TYPE: u64 = 1 << 0;
+pub const DT_OP_PARAM_FIELD_DEVICE: u64 = 1 << 1;
+pub const DT_OP_PARAM_FIELD_STREAM: u64 = 1 << 2;
+
+/// Zero it (`dt_op_params_t::default()`) and set field_mask bits for what you fill.
+#[repr(C)]
+#[derive(Debug, Copy, Clone)]
+pub struct dt_op_params_t {
+    pub field_mask: u64,
+    pub memory_type: dt_memory_type_t,
+    pub device: c_int,
+    pub stream: *mut std::ffi::c_void,
+}
+
+impl Default for dt_op_params_t {
+    fn default() -> Self {
+        dt_op_params_t { field_mask: 0, memory_type: DT_MEMORY_HOST, device: 0,
+                         stream: std::ptr::null_mut() }
+    }
+}
+
 // ---- context --------------------------------------------------------------------------
 #[repr(C)]
 pub struct dt_context {
@@ -144,6 +172,7 @@ extern "C" {
     pub fn dt_dtype_size(dtype: dt_dtype_t) -> usize;
     pub fn dt_dtype_name(dtype: dt_dtype_t) -> *const c_char;
     pub fn dt_reduce_op_name(op: dt_reduce_op_t) -> *const c_char;
+    pub fn dt_memory_type_name(memory_type: dt_memory_type_t) -> *const c_char;
 
     pub fn dt_context_create_versioned(
         api_major: c_int,
@@ -263,6 +292,118 @@ extern "C" {
         name: *const c_char,
         req: *mut dt_request_h,
     ) -> dt_status_t;
+
+    // The _ex forms of API 1.1: one more argument, the call's params (NULL: host memory).
+    pub fn dt_allreduce_ex(
+        ctx: dt_context_h,
+        name: *const c_char,
+        sendbuf: *const std::ffi::c_void,
+        recvbuf: *mut std::ffi::c_void,
+        count: usize,
+        dtype: dt_dtype_t,
+        op: dt_reduce_op_t,
+        params: *const dt_op_params_t,
+    ) -> dt_status_t;
+    pub fn dt_allreduce_async_ex(
+        ctx: dt_context_h,
+        name: *const c_char,
+        sendbuf: *const std::ffi::c_void,
+        recvbuf: *mut std::ffi::c_void,
+        count: usize,
+        dtype: dt_dtype_t,
+        op: dt_reduce_op_t,
+        params: *const dt_op_params_t,
+        req: *mut dt_request_h,
+    ) -> dt_status_t;
+    pub fn dt_broadcast_ex(
+        ctx: dt_context_h,
+        name: *const c_char,
+        buf: *mut std::ffi::c_void,
+        count: usize,
+        dtype: dt_dtype_t,
+        root: c_int,
+        params: *const dt_op_params_t,
+    ) -> dt_status_t;
+    pub fn dt_broadcast_async_ex(
+        ctx: dt_context_h,
+        name: *const c_char,
+        buf: *mut std::ffi::c_void,
+        count: usize,
+        dtype: dt_dtype_t,
+        root: c_int,
+        params: *const dt_op_params_t,
+        req: *mut dt_request_h,
+    ) -> dt_status_t;
+    pub fn dt_allgather_ex(
+        ctx: dt_context_h,
+        name: *const c_char,
+        sendbuf: *const std::ffi::c_void,
+        recvbuf: *mut std::ffi::c_void,
+        sendcount: usize,
+        dtype: dt_dtype_t,
+        params: *const dt_op_params_t,
+    ) -> dt_status_t;
+    pub fn dt_allgather_async_ex(
+        ctx: dt_context_h,
+        name: *const c_char,
+        sendbuf: *const std::ffi::c_void,
+        recvbuf: *mut std::ffi::c_void,
+        sendcount: usize,
+        dtype: dt_dtype_t,
+        params: *const dt_op_params_t,
+        req: *mut dt_request_h,
+    ) -> dt_status_t;
+    pub fn dt_reduce_scatter_ex(
+        ctx: dt_context_h,
+        name: *const c_char,
+        sendbuf: *const std::ffi::c_void,
+        recvbuf: *mut std::ffi::c_void,
+        recvcount: usize,
+        dtype: dt_dtype_t,
+        op: dt_reduce_op_t,
+        params: *const dt_op_params_t,
+    ) -> dt_status_t;
+    pub fn dt_reduce_scatter_async_ex(
+        ctx: dt_context_h,
+        name: *const c_char,
+        sendbuf: *const std::ffi::c_void,
+        recvbuf: *mut std::ffi::c_void,
+        recvcount: usize,
+        dtype: dt_dtype_t,
+        op: dt_reduce_op_t,
+        params: *const dt_op_params_t,
+        req: *mut dt_request_h,
+    ) -> dt_status_t;
+    pub fn dt_alltoall_ex(
+        ctx: dt_context_h,
+        name: *const c_char,
+        sendbuf: *const std::ffi::c_void,
+        recvbuf: *mut std::ffi::c_void,
+        count: usize,
+        dtype: dt_dtype_t,
+        params: *const dt_op_params_t,
+    ) -> dt_status_t;
+    pub fn dt_alltoall_async_ex(
+        ctx: dt_context_h,
+        name: *const c_char,
+        sendbuf: *const std::ffi::c_void,
+        recvbuf: *mut std::ffi::c_void,
+        count: usize,
+        dtype: dt_dtype_t,
+        params: *const dt_op_params_t,
+        req: *mut dt_request_h,
+    ) -> dt_status_t;
+    pub fn dt_barrier_ex(
+        ctx: dt_context_h,
+        name: *const c_char,
+        params: *const dt_op_params_t,
+    ) -> dt_status_t;
+    pub fn dt_barrier_async_ex(
+        ctx: dt_context_h,
+        name: *const c_char,
+        params: *const dt_op_params_t,
+        req: *mut dt_request_h,
+    ) -> dt_status_t;
 }
 
 /// The header's `static inline dt_context_create`: passes this crate's API version.
@@ -287,6 +428,16 @@ mod tests {
         // uint64 + 4 ints + 3 pointers + int, padded to 8 on LP64.
         assert_eq!(std::mem::size_of::<dt_context_params_t>(), 56);
         assert_eq!(std::mem::size_of::<dt_version_t>(), 24);
+        // uint64 + memory type + int + pointer.
+        assert_eq!(std::mem::size_of::<dt_op_params_t>(), 24);
+    }
+
+    #[test]
+    fn memory_type_names_come_from_the_library() {
+        let s = unsafe { CStr::from_ptr(dt_memory_type_name(DT_MEMORY_DEVICE)) };
+        assert_eq!(s.to_str().unwrap(), "device");
+        let s = unsafe { CStr::from_ptr(dt_memory_type_name(DT_MEMORY_TYPE_COUNT_)) };
+        assert_eq!(s.to_str().unwrap(), "unknown");
     }
 
     #[test]

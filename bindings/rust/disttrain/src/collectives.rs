@@ -1,5 +1,7 @@
 //! Blocking collectives on slices, on Context and on Named (the same, with an operation
-//! name that shows in errors and the timeline).
+//! name that shows in errors and the timeline, and/or per-call parameters: where the
+//! buffers live, memory.rs). Every method calls the C API's `_ex` form; the Context's
+//! pass NULL params, which is host memory.
 //!
 //! Lengths are checked here and a mismatch is an Err, never a read or write past a
 //! slice. Every rank must call the same collectives in the same order with the same
@@ -11,6 +13,7 @@ use disttrain_sys as sys;
 
 use crate::context::Context;
 use crate::element::{Element, ReduceOp};
+use crate::memory::OpParams;
 use crate::error::{check, Error, Result};
 
 pub(crate) fn same_len(what: &str, send: usize, recv: usize) -> Result<()> {
@@ -52,7 +55,7 @@ pub(crate) fn c_name(name: &str) -> CString {
     CString::new(name.replace('\0', "?")).expect("NUL bytes were replaced")
 }
 
-/// Blocking collective methods for a type with `ctx()` and `name_ptr()`.
+/// Blocking collective methods for a type with `ctx()`, `name_ptr()` and `params_ptr()`.
 macro_rules! blocking_collectives {
     () => {
         /// Reduces `send` across ranks with `op` into `recv` (same length).
@@ -60,8 +63,9 @@ macro_rules! blocking_collectives {
             -> Result<()> {
             same_len("allreduce", send.len(), recv.len())?;
             check(unsafe {
-                sys::dt_allreduce(self.ctx().as_raw(), self.name_ptr(), send.as_ptr().cast(),
-                                  recv.as_mut_ptr().cast(), send.len(), T::DTYPE, op.raw())
+                sys::dt_allreduce_ex(self.ctx().as_raw(), self.name_ptr(), send.as_ptr().cast(),
+                                     recv.as_mut_ptr().cast(), send.len(), T::DTYPE, op.raw(),
+                                     self.params_ptr())
             })
         }
 
@@ -70,8 +74,8 @@ macro_rules! blocking_collectives {
             -> Result<()> {
             let p = buf.as_mut_ptr().cast();
             check(unsafe {
-                sys::dt_allreduce(self.ctx().as_raw(), self.name_ptr(), p, p, buf.len(),
-                                  T::DTYPE, op.raw())
+                sys::dt_allreduce_ex(self.ctx().as_raw(), self.name_ptr(), p, p, buf.len(),
+                                     T::DTYPE, op.raw(), self.params_ptr())
             })
         }
 
@@ -79,8 +83,9 @@ macro_rules! blocking_collectives {
         pub fn broadcast<T: Element>(&self, buf: &mut [T], root: usize) -> Result<()> {
             let root = root_of(root, self.ctx().size())?;
             check(unsafe {
-                sys::dt_broadcast(self.ctx().as_raw(), self.name_ptr(),
-                                  buf.as_mut_ptr().cast(), buf.len(), T::DTYPE, root)
+                sys::dt_broadcast_ex(self.ctx().as_raw(), self.name_ptr(),
+                                     buf.as_mut_ptr().cast(), buf.len(), T::DTYPE, root,
+                                     self.params_ptr())
             })
         }
 
@@ -89,8 +94,9 @@ macro_rules! blocking_collectives {
         pub fn allgather<T: Element>(&self, send: &[T], recv: &mut [T]) -> Result<()> {
             blocks("allgather", "recv", recv.len(), "send", send.len(), self.ctx().size())?;
             check(unsafe {
-                sys::dt_allgather(self.ctx().as_raw(), self.name_ptr(), send.as_ptr().cast(),
-                                  recv.as_mut_ptr().cast(), send.len(), T::DTYPE)
+                sys::dt_allgather_ex(self.ctx().as_raw(), self.name_ptr(), send.as_ptr().cast(),
+                                     recv.as_mut_ptr().cast(), send.len(), T::DTYPE,
+                                     self.params_ptr())
             })
         }
 
@@ -101,9 +107,9 @@ macro_rules! blocking_collectives {
             blocks("reduce_scatter", "send", send.len(), "recv", recv.len(),
                    self.ctx().size())?;
             check(unsafe {
-                sys::dt_reduce_scatter(self.ctx().as_raw(), self.name_ptr(),
+                sys::dt_reduce_scatter_ex(self.ctx().as_raw(), self.name_ptr(),
                                        send.as_ptr().cast(), recv.as_mut_ptr().cast(),
-                                       recv.len(), T::DTYPE, op.raw())
+                                          recv.len(), T::DTYPE, op.raw(), self.params_ptr())
             })
         }
 
@@ -113,15 +119,17 @@ macro_rules! blocking_collectives {
             same_len("alltoall", send.len(), recv.len())?;
             divisible("alltoall", send.len(), self.ctx().size())?;
             check(unsafe {
-                sys::dt_alltoall(self.ctx().as_raw(), self.name_ptr(), send.as_ptr().cast(),
-                                 recv.as_mut_ptr().cast(), send.len() / self.ctx().size(),
-                                 T::DTYPE)
+                sys::dt_alltoall_ex(self.ctx().as_raw(), self.name_ptr(), send.as_ptr().cast(),
+                                    recv.as_mut_ptr().cast(), send.len() / self.ctx().size(),
+                                    T::DTYPE, self.params_ptr())
             })
         }
 
         /// Returns once every rank has entered the barrier.
         pub fn barrier(&self) -> Result<()> {
-            check(unsafe { sys::dt_barrier(self.ctx().as_raw(), self.name_ptr()) })
+            check(unsafe {
+                sys::dt_barrier_ex(self.ctx().as_raw(), self.name_ptr(), self.params_ptr())
+            })
         }
     };
 }
@@ -135,27 +143,49 @@ impl Context {
         std::ptr::null()
     }
 
+    fn params_ptr(&self) -> *const sys::dt_op_params_t {
+        std::ptr::null() // host memory
+    }
+
     /// The collectives of this context under an operation name.
     pub fn named(&self, name: &str) -> Named<'_> {
-        Named { ctx: self, name: c_name(name) }
+        Named { ctx: self, name: Some(c_name(name)), params: None }
+    }
+
+    /// The collectives of this context with per-call parameters (where the buffers
+    /// live): `ctx.with_op_params(&OpParams { memory: Memory::Auto, ..Default::default() })`.
+    pub fn with_op_params(&self, params: &OpParams) -> Named<'_> {
+        Named { ctx: self, name: None, params: Some(params.to_sys()) }
     }
 
     blocking_collectives!();
 }
 
-/// A context's collectives under an operation name: `ctx.named("grad.w").allreduce(..)`.
+/// A context's collectives under an operation name, per-call parameters, or both:
+/// `ctx.named("grad.w").with_op_params(&params).allreduce(..)`.
 pub struct Named<'c> {
     ctx: &'c Context,
-    name: CString,
+    name: Option<CString>,
+    params: Option<sys::dt_op_params_t>,
 }
 
 impl<'c> Named<'c> {
+    /// The same collectives with per-call parameters (where the buffers live).
+    pub fn with_op_params(mut self, params: &OpParams) -> Self {
+        self.params = Some(params.to_sys());
+        self
+    }
+
     fn ctx(&self) -> &Context {
         self.ctx
     }
 
     fn name_ptr(&self) -> *const c_char {
-        self.name.as_ptr()
+        self.name.as_ref().map_or(std::ptr::null(), |n| n.as_ptr())
+    }
+
+    fn params_ptr(&self) -> *const sys::dt_op_params_t {
+        self.params.as_ref().map_or(std::ptr::null(), |p| p as *const _)
     }
 
     blocking_collectives!();

@@ -15,6 +15,9 @@
 //! - Asynchronous collectives in a [`Scope`], returning [`Request`]s that borrow their
 //!   buffers and cannot outlive them.
 //! - [`Error`]: status code, [`ErrorKind`] and the library's message.
+//! - [`OpParams`] with [`Context::with_op_params`]: where a call's buffers live
+//!   ([`Memory`]); slices are host memory, the default. Asynchronous collectives in a
+//!   [`Scope`] run on host memory.
 //!
 //! Run a job with `disttrainrun -np 2 -- ./my_program`; a single process needs nothing.
 //! Process groups will come as further types offering the same collective methods.
@@ -22,6 +25,7 @@ mod collectives;
 mod context;
 mod element;
 mod error;
+mod memory;
 mod request;
 
 pub use disttrain_sys as sys;
@@ -30,9 +34,10 @@ pub use collectives::Named;
 pub use context::{Context, Params};
 pub use element::{Bf16, Element, ReduceOp, F16};
 pub use error::{Error, ErrorKind, Result};
+pub use memory::{Memory, OpParams};
 pub use request::{NamedScope, Request, Scope};
 
-/// Version string of the loaded library ("1.0.0").
+/// Version string of the loaded library ("1.1.0").
 pub fn version() -> String {
     let mut v = sys::dt_version_t { api_major: 0, api_minor: 0, patch: 0,
                                     string: std::ptr::null() };

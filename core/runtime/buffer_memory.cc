@@ -1,0 +1,118 @@
+#include "runtime/buffer_memory.h"
+
+#include "runtime/enum_value.h"
+#include "runtime/error.h"
+
+namespace dt {
+
+namespace {
+
+bool has(const dt_op_params_t *params, uint64_t bit)
+{
+    return params != nullptr && (params->field_mask & bit) != 0;
+}
+
+// What the classifier says of the buffers: one memory type for all of them (a call's
+// buffers are one memory, as dt_op_params_t documents), host when there are none.
+PointerMemory classify_all(const char *fn, const char *name,
+                           const MemoryClassifier &classifier,
+                           std::initializer_list<const void *> buffers,
+                           std::initializer_list<const char *> names)
+{
+    PointerMemory found;
+    const char *first_name = nullptr;
+    auto next_name = names.begin();
+    for (const void *buf : buffers) {
+        const char *this_name = next_name != names.end() ? *next_name++ : "buffer";
+        if (buf == nullptr)
+            continue;
+        PointerMemory m = classifier.classify(buf);
+        if (first_name == nullptr) {
+            found = m;
+            first_name = this_name;
+        } else if (m.type != found.type) {
+            throw_error(DT_ERR_INVALID_ARGUMENT, call_label(fn, name),
+                        ": with DT_MEMORY_AUTO the ",
+                        classifier.provider(), " memory provider finds ", first_name,
+                        " in ", dt_memory_type_name(found.type), " memory but ", this_name,
+                        " in ", dt_memory_type_name(m.type),
+                        " memory; a call's buffers must live in the same memory");
+        }
+    }
+    return found;
+}
+
+} // namespace
+
+std::string call_label(const char *fn, const char *name)
+{
+    if (name == nullptr || *name == '\0')
+        return fn;
+    return cat(fn, " '", name, "'");
+}
+
+void check_op_params(const char *fn, const char *name, const dt_op_params_t *params)
+{
+    if (has(params, DT_OP_PARAM_FIELD_MEMORY_TYPE)) {
+        const int t = enum_value(params->memory_type);
+        if (t < 0 || t >= DT_MEMORY_TYPE_COUNT_)
+            throw_error(DT_ERR_INVALID_ARGUMENT, call_label(fn, name),
+                        ": params->memory_type ", t, " is not a dt_memory_type_t; use "
+                        "DT_MEMORY_HOST, DT_MEMORY_DEVICE or DT_MEMORY_AUTO");
+    }
+    if (has(params, DT_OP_PARAM_FIELD_DEVICE) && params->device < 0)
+        throw_error(DT_ERR_INVALID_ARGUMENT, call_label(fn, name), ": params->device ",
+                    params->device, " is negative; pass the device ordinal (>= 0), or "
+                    "clear DT_OP_PARAM_FIELD_DEVICE for the provider's choice");
+}
+
+BufferMemory resolve_buffer_memory(const char *fn, const char *name,
+                                   const dt_op_params_t *params,
+                                   std::initializer_list<const void *> buffers,
+                                   std::initializer_list<const char *> buffer_names,
+                                   const MemoryClassifier *classifier)
+{
+    BufferMemory out;
+    if (params == nullptr)
+        return out; // the forms without _ex: host memory, nothing to check
+    check_op_params(fn, name, params);
+    const dt_memory_type_t requested = has(params, DT_OP_PARAM_FIELD_MEMORY_TYPE)
+                                           ? params->memory_type
+                                           : DT_MEMORY_HOST;
+    if (has(params, DT_OP_PARAM_FIELD_DEVICE))
+        out.device = params->device;
+    if (has(params, DT_OP_PARAM_FIELD_STREAM))
+        out.stream = params->stream;
+
+    out.type = requested;
+    if (requested == DT_MEMORY_AUTO) {
+        // No provider loaded: nothing in this process can have made device memory that
+        // the library could move, so the buffers are taken as host memory.
+        out.type = DT_MEMORY_HOST;
+        if (classifier != nullptr) {
+            PointerMemory m = classify_all(fn, name, *classifier, buffers, buffer_names);
+            out.type = m.type;
+            if (out.device < 0)
+                out.device = m.device;
+        }
+    }
+    if (out.type == DT_MEMORY_DEVICE && classifier == nullptr) {
+        std::string what;
+        for (const char *n : buffer_names)
+            what += cat(what.empty() ? "" : " and ", n);
+        throw_error(DT_ERR_UNSUPPORTED, call_label(fn, name), ": ",
+                    what.empty() ? std::string("the call") : what,
+                    buffer_names.size() > 1 ? " are" : " is",
+                    " device memory (DT_MEMORY_DEVICE), but no memory provider is loaded: "
+                    "device memory needs a memory provider (the cuDNN compute plugin or a "
+                    "CUDA memory plugin, to come); until then copy the data to host memory "
+                    "and pass DT_MEMORY_HOST");
+    }
+    if (out.type == DT_MEMORY_HOST) {
+        out.device = -1;
+        out.stream = nullptr;
+    }
+    return out;
+}
+
+} // namespace dt

@@ -231,7 +231,8 @@ void Team::check_failed(int member, uint64_t theirs)
                       theirs == 0 ? " in ordered mode" : " negotiated",
                       ": every rank must set DISTTRAIN_ORDERED alike");
     } else {
-        CallCheck peer_call = control(member).call.call; // written before its tag
+        // Written before its tag.
+        CallCheck peer_call = call_line(control(member), dom_.local_size()).call;
         message = call_check_mismatch(what, me, *args_.check, peer, peer_call);
         if (message.empty()) // the hashes differ but no compared field does
             message = cat(what, ": rank ", peer, " runs another call in this place; ",

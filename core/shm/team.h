@@ -78,7 +78,7 @@ public:
     {
         Control &me = dom_.mine();
         if (args_.check != nullptr)
-            me.call.call = *args_.check;
+            call_line(me, dom_.local_size()).call = *args_.check;
         me.tag.check.store(check_word_, std::memory_order_relaxed);
         me.tag.tag.store(args_.tag, std::memory_order_release);
         notify();

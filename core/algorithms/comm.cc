@@ -98,7 +98,7 @@ Request Comm::checked_send(int world_peer, const void *buf, size_t len)
 {
     constexpr size_t kCheck = sizeof(CallCheck);
     if (len <= kInlineCheckedBytes) {
-        auto staging = std::make_unique_for_overwrite<std::byte[]>(kCheck + len);
+        Staging staging = take_staging();
         std::memcpy(staging.get(), check_, kCheck);
         if (len > 0)
             std::memcpy(staging.get() + kCheck, buf, len);
@@ -106,7 +106,7 @@ Request Comm::checked_send(int world_peer, const void *buf, size_t len)
         req->staging = std::move(staging);
         return req;
     }
-    auto staging = std::make_unique_for_overwrite<std::byte[]>(kCheck);
+    Staging staging = take_staging();
     std::memcpy(staging.get(), check_, kCheck);
     Request check = post_send(world_peer, staging.get(), kCheck);
     check->staging = std::move(staging);
@@ -121,9 +121,8 @@ Request Comm::checked_recv(int world_peer, void *buf, size_t len)
     // Room for any inline message: a peer that disagrees on the count sends more or less
     // than this rank expects, and reading its check names the disagreement, where a
     // message too large for the receive would only be a transport error.
-    const size_t room = kCheck + kInlineCheckedBytes;
-    auto staging = std::make_unique_for_overwrite<std::byte[]>(room);
-    Request req = post_recv(world_peer, staging.get(), room);
+    Staging staging = take_staging();
+    Request req = post_recv(world_peer, staging.get(), kStagingBytes);
     req->staging = std::move(staging);
     watched_.push_back(req.get());
     if (len <= kInlineCheckedBytes) {
@@ -147,15 +146,20 @@ void Comm::verify_arrived_checks()
 void Comm::verify_check(PendingTransfer &t)
 {
     t.verified = true;
+    CallCheck theirs;
+    if (t.raw.bytes >= sizeof theirs) {
+        std::memcpy(&theirs, t.staging.get(), sizeof theirs);
+        if (call_checks_agree(theirs, *check_))
+            return; // the common case: no message to build
+    }
     const std::string what = cat(collective_, " '", check_name_, "'");
     if (t.raw.bytes < sizeof(CallCheck))
         abort_and_throw(DT_ERR_MISMATCH, call_check_missing(what, global(rank_), t.peer,
                                                             t.raw.bytes));
-    CallCheck theirs;
-    std::memcpy(&theirs, t.staging.get(), sizeof theirs);
     std::string mismatch = call_check_mismatch(what, global(rank_), *check_, t.peer, theirs);
-    if (!mismatch.empty())
-        abort_and_throw(DT_ERR_MISMATCH, std::move(mismatch));
+    if (mismatch.empty()) // agreeing fields compare equal above: a corrupt check
+        mismatch = cat(what, ": rank ", t.peer, " sent a malformed call check");
+    abort_and_throw(DT_ERR_MISMATCH, std::move(mismatch));
 }
 
 void Comm::progress_once(int32_t timeout_ms)

@@ -9,6 +9,7 @@
 // this rank left so they fail fast. A failed collective therefore ends the transport.
 #pragma once
 
+#include "algorithms/staging.h"
 #include "plugin/transport.h"
 #include "runtime/call_check.h"
 
@@ -37,16 +38,12 @@ struct PendingTransfer {
     // The call check (ordered mode) on the first transfer of a call with a peer. Inline:
     // the message is `staging` (check, then the data), and a receive copies the data out
     // to `out` once the check agrees. Separate: `check` is the message just before.
-    std::unique_ptr<std::byte[]> staging;
+    Staging staging;
     void *out = nullptr;
     std::unique_ptr<PendingTransfer> check;
     bool verified = false; // a received check that was compared already
 };
 using Request = std::unique_ptr<PendingTransfer>;
-
-// Messages up to this size carry the call check inline (one copy at each end); larger
-// ones are preceded by a message holding only the check, which costs less than copying.
-constexpr size_t kInlineCheckedBytes = 16 * 1024;
 
 // Which peers (group ranks) this call already sent to, or received from.
 class PeerSet {

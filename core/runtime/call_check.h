@@ -11,7 +11,9 @@
 
 #include "runtime/operation.h"
 
+#include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <string>
 
 namespace dt {
@@ -36,6 +38,13 @@ constexpr uint32_t kCallCheckMagic = 0x6b636364; // "dcck"
 // The check of one call: fields that do not matter for the kind (the op of a broadcast,
 // the root of an allreduce) are zero, so they never count as a disagreement.
 CallCheck call_check_of(const OpDesc &desc, uint64_t call);
+
+// Whether two checks describe the same call: every field but `call`, which ends the
+// struct (and which the tag that carried the check already matched).
+inline bool call_checks_agree(const CallCheck &a, const CallCheck &b)
+{
+    return std::memcmp(&a, &b, offsetof(CallCheck, call)) == 0;
+}
 
 // One word that differs when any compared field differs (not `call`).
 uint64_t call_check_hash(const CallCheck &c);

@@ -19,11 +19,6 @@ class Domain;
 
 namespace dt::routing {
 
-// Where a call's buffers live. Host memory only today; device memory (told by the call
-// or by a loaded memory provider) becomes a second member, with the paths that accept
-// it: a transport's device-native collective, or staging through pinned host buffers.
-enum class Memory : uint8_t { host = 1 };
-
 // What applies() looks at: the call's shape, never its buffers.
 struct Call {
     OpKind kind = OpKind::barrier;
@@ -52,9 +47,18 @@ struct Services {
     shm::Domain *domain = nullptr;
 };
 
+// What moves a path's data between ranks, so that the router also asks whether that
+// carrier accepts the call's memory (the transport says so in its capability answer).
+enum class Carrier : uint8_t {
+    native,         // the transport's native collectives
+    point_to_point, // the transport's isend/irecv (under the core's algorithms)
+    shared_memory,  // this host's shared-memory domain only; no transport involved
+};
+
 struct Path {
     const char *name;
     uint8_t memory; // Memory bits of the buffers it can touch
+    Carrier carrier;
     // Divides DT_AVG's sum itself where that is cheapest (shm: each slice while it is in
     // cache); the router then does not divide again.
     bool divides_average;
@@ -64,7 +68,5 @@ struct Path {
     // the table that applies runs. Throws dt::Error on failure.
     bool (*run)(const Services &services, algo::Comm &comm, const Args &args);
 };
-
-constexpr uint8_t memory_bit(Memory m) { return static_cast<uint8_t>(m); }
 
 } // namespace dt::routing

@@ -106,7 +106,7 @@ LoadedPlugin::LoadedPlugin(void *handle, std::string path, uint32_t kind,
       name_(std::move(name)), ops_(ops)
 {
     if (kind_ == DT_PLUGIN_KIND_TRANSPORT && ops_ != nullptr)
-        transport_table_ = std::make_unique<dt_transport_v2_t>(
+        transport_table_ = std::make_unique<dt_transport_v3_t>(
             upgrade_transport_ops(ops_version_, ops_));
 }
 
@@ -165,7 +165,7 @@ std::unique_ptr<LoadedPlugin> load(const std::string &kind, const std::string &n
                                           answer.ops_version, answer.name, answer.ops);
 }
 
-const dt_transport_v2_t *transport_ops(const LoadedPlugin &plugin)
+const dt_transport_v3_t *transport_ops(const LoadedPlugin &plugin)
 {
     if (plugin.transport_table_ == nullptr)
         throw_error(DT_ERR_INTERNAL, "plugin '", plugin.name(), "' (", plugin.path(),

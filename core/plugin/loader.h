@@ -46,8 +46,8 @@ private:
 
     // Added: the transport table copied (min(struct_size, sizeof)) or upgraded from an
     // older version, owned here so it lives exactly as long as the plugin.
-    std::unique_ptr<dt_transport_v2_t> transport_table_;
-    friend const dt_transport_v2_t *transport_ops(const LoadedPlugin &plugin);
+    std::unique_ptr<dt_transport_v3_t> transport_table_;
+    friend const dt_transport_v3_t *transport_ops(const LoadedPlugin &plugin);
 };
 
 // Finds, opens and negotiates the plugin of `kind` ("transport") and `name` ("tcp").
@@ -63,14 +63,16 @@ std::vector<std::string> available(const std::string &kind);
 
 // A transport table upgraded to the current version (v1 tables gain NULL members).
 // The returned table lives as long as `plugin`.
-const dt_transport_v2_t *transport_ops(const LoadedPlugin &plugin);
+const dt_transport_v3_t *transport_ops(const LoadedPlugin &plugin);
 
 // Opens the first transport of `names` that loads, negotiates and initialises: "auto"
 // expands to available("transport") with tcp last; duplicates are tried once. A failure
 // is logged at warn with its reason and the next name is tried. With one name tried, its
 // own error is rethrown unchanged; with several, the error names each transport tried
-// and its reason (a name with no file lists the folders searched). The returned
-// Transport keeps its plugin loaded for as long as it lives.
+// and its reason (a name with no file lists the folders searched). The transport opened
+// is the context's only one, so one whose capabilities say it cannot carry control
+// traffic (a device-only transport) fails like an init failure, DT_ERR_INVALID_CONFIG
+// naming it. The returned Transport keeps its plugin loaded for as long as it lives.
 std::unique_ptr<Transport> open_transport(const std::vector<std::string> &names,
                                           const dt_transport_init_args_t &args,
                                           const dt_host_services_t *services);

@@ -41,12 +41,25 @@ std::vector<std::string> expand(const std::vector<std::string> &names)
     return out;
 }
 
+// The transport opened here is the context's only one, so it must carry the engine's
+// control traffic. A device-only transport (one that says it cannot) runs only beside a
+// host transport, which a context cannot load yet.
+void require_control(const Transport &t)
+{
+    if (t.carries_control())
+        return;
+    throw_error(DT_ERR_INVALID_CONFIG, "transport '", t.name(), "' (", t.path(),
+                ") cannot carry the engine's control traffic (it says so in its "
+                "capabilities), and it would be the only transport; choose one that "
+                "can (tcp, ucx, mpi) in DISTTRAIN_TRANSPORT");
+}
+
 std::unique_ptr<Transport> open_one(const std::string &name,
                                     const dt_transport_init_args_t &args,
                                     const dt_host_services_t *services)
 {
     std::shared_ptr<LoadedPlugin> plugin = load("transport", name, services);
-    const dt_transport_v2_t *ops = transport_ops(*plugin);
+    const dt_transport_v3_t *ops = transport_ops(*plugin);
 
     // The plugin explains a failed init through services->set_error, which writes the
     // thread's last error; clear it first so an old message is never blamed on it.
@@ -63,6 +76,7 @@ std::unique_ptr<Transport> open_one(const std::string &name,
     auto transport = std::make_unique<Transport>(plugin->name(), plugin->path(), ops,
                                                  instance, plugin->ops_version());
     transport->keep_alive(std::move(plugin));
+    require_control(*transport);
     return transport;
 }
 

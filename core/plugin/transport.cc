@@ -4,11 +4,18 @@
 
 namespace dt {
 
-Transport::Transport(std::string name, std::string path, const dt_transport_v2_t *ops,
+Transport::Transport(std::string name, std::string path, const dt_transport_v3_t *ops,
                      void *instance, uint32_t plugin_ops_version)
     : name_(std::move(name)), path_(std::move(path)), ops_(ops), instance_(instance),
       plugin_ops_version_(plugin_ops_version)
 {
+    try {
+        caps_ = query_transport_caps(*ops_, instance_, name_, path_);
+    } catch (...) {
+        // The destructor never runs for a constructor that throws.
+        ops_->finalize(instance_);
+        throw;
+    }
 }
 
 Transport::~Transport()

@@ -51,14 +51,20 @@ std::string check_transport_ops(uint32_t version, const void *ops)
     return {};
 }
 
-dt_transport_v2_t upgrade_transport_ops(uint32_t version, const void *ops)
+dt_transport_v3_t upgrade_transport_ops(uint32_t version, const void *ops)
 {
     switch (version) {
     case DT_TRANSPORT_VERSION_1:
-        return adapt_transport_v1(copy_table<dt_transport_v1_t>(ops));
-    case DT_TRANSPORT_VERSION_2: {
-        dt_transport_v2_t table = copy_table<dt_transport_v2_t>(ops);
+        return adapt_transport_v2(adapt_transport_v1(copy_table<dt_transport_v1_t>(ops)));
+    case DT_TRANSPORT_VERSION_2:
+        return adapt_transport_v2(copy_table<dt_transport_v2_t>(ops));
+    case DT_TRANSPORT_VERSION_3: {
+        dt_transport_v3_t table = copy_table<dt_transport_v3_t>(ops);
         table.struct_size = sizeof(table);
+        // A NULL member means "not supported"; for the query, the core's default is
+        // the answer old plugins are taken to give.
+        if (table.query == nullptr)
+            table.query = host_only_query;
         return table;
     }
     default:

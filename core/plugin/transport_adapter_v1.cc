@@ -1,7 +1,7 @@
 // Adapter for transport ops version 1 (point-to-point only). Version 2 kept v1's members
 // in place and appended abort and the native collectives, so the upgrade copies the five
 // functions and leaves the rest NULL: the core then calls finalize instead of abort and
-// runs its own collective algorithms over isend/irecv.
+// runs its own collective algorithms over isend/irecv. The v2 adapter takes it from there.
 #include "plugin/transport_adapter.h"
 
 namespace dt::plugin {

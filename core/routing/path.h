@@ -19,13 +19,6 @@ class Domain;
 
 namespace dt::routing {
 
-// Where a call's buffers live (the call's dt_op_params_t, or a loaded memory provider for
-// DT_MEMORY_AUTO), as bits of Path::memory. No path accepts device memory yet: the ones
-// to come are a transport's device-native collective and staging through pinned host
-// buffers. Until then a device call finds no path, and the C API refuses device memory
-// before it is queued while no memory provider is loaded.
-enum class Memory : uint8_t { host = 1, device = 2 };
-
 // The router's member for a resolved dt_memory_type_t (host or device).
 constexpr Memory memory_of(dt_memory_type_t type)
 {
@@ -60,9 +53,18 @@ struct Services {
     shm::Domain *domain = nullptr;
 };
 
+// What moves a path's data between ranks, so that the router also asks whether that
+// carrier accepts the call's memory (the transport says so in its capability answer).
+enum class Carrier : uint8_t {
+    native,         // the transport's native collectives
+    point_to_point, // the transport's isend/irecv (under the core's algorithms)
+    shared_memory,  // this host's shared-memory domain only; no transport involved
+};
+
 struct Path {
     const char *name;
     uint8_t memory; // Memory bits of the buffers it can touch
+    Carrier carrier;
     // Divides DT_AVG's sum itself where that is cheapest (shm: each slice while it is in
     // cache); the router then does not divide again.
     bool divides_average;
@@ -72,7 +74,5 @@ struct Path {
     // the table that applies runs. Throws dt::Error on failure.
     bool (*run)(const Services &services, algo::Comm &comm, const Args &args);
 };
-
-constexpr uint8_t memory_bit(Memory m) { return static_cast<uint8_t>(m); }
 
 } // namespace dt::routing

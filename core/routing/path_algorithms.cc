@@ -8,6 +8,7 @@ namespace dt::routing {
 namespace {
 
 constexpr uint8_t kHost = memory_bit(Memory::host);
+constexpr Carrier kP2p = Carrier::point_to_point; // every one runs over isend/irecv
 
 size_t bytes_of(const Args &a) { return a.count * dt_dtype_size(a.dtype); }
 
@@ -85,18 +86,18 @@ bool run_barrier(const Services &, algo::Comm &comm, const Args &)
 
 } // namespace
 
-const Path kRecursiveDoubling = {"recursive_doubling", kHost, false,
+const Path kRecursiveDoubling = {"recursive_doubling", kHost, kP2p, false,
                                  allreduce_applies<algo::AllreduceChoice::recursive_doubling>,
                                  run_recursive_doubling};
-const Path kHalvingDoubling = {"halving_doubling", kHost, false,
+const Path kHalvingDoubling = {"halving_doubling", kHost, kP2p, false,
                                allreduce_applies<algo::AllreduceChoice::halving_doubling>,
                                run_halving_doubling};
-const Path kRing = {"ring", kHost, false, allreduce_applies<algo::AllreduceChoice::ring>,
-                    run_ring};
-const Path kBroadcastTreeChain = {"tree_chain", kHost, false, always, run_broadcast};
-const Path kAllgatherRing = {"ring", kHost, false, always, run_allgather};
-const Path kReduceScatterRing = {"ring", kHost, false, always, run_reduce_scatter};
-const Path kAlltoallPairwise = {"pairwise", kHost, false, always, run_alltoall};
-const Path kBarrierDissemination = {"dissemination", kHost, false, always, run_barrier};
+const Path kRing = {"ring", kHost, kP2p, false,
+                    allreduce_applies<algo::AllreduceChoice::ring>, run_ring};
+const Path kBroadcastTreeChain = {"tree_chain", kHost, kP2p, false, always, run_broadcast};
+const Path kAllgatherRing = {"ring", kHost, kP2p, false, always, run_allgather};
+const Path kReduceScatterRing = {"ring", kHost, kP2p, false, always, run_reduce_scatter};
+const Path kAlltoallPairwise = {"pairwise", kHost, kP2p, false, always, run_alltoall};
+const Path kBarrierDissemination = {"dissemination", kHost, kP2p, false, always, run_barrier};
 
 } // namespace dt::routing

@@ -18,7 +18,7 @@ namespace {
 // member.
 int32_t start(const Transport &t, const Args &a, dt_transport_request_t *req)
 {
-    const dt_transport_v2_t &ops = t.ops();
+    const dt_transport_v3_t &ops = t.ops();
     void *inst = t.instance();
     const int32_t dtype = a.dtype;
     const int32_t red = a.op;
@@ -83,7 +83,7 @@ bool run_and_wait(algo::Comm &comm, const char *what, Begin &&begin)
 // allreduce: the core's algorithms, which carry the check themselves, run the call.
 bool native_check_passes(algo::Comm &comm, const Args &a)
 {
-    const dt_transport_v2_t &ops = comm.transport().ops();
+    const dt_transport_v3_t &ops = comm.transport().ops();
     void *inst = comm.transport().instance();
     if (ops.allreduce == nullptr)
         return false;
@@ -155,6 +155,7 @@ bool run(const Services &, algo::Comm &comm, const Args &a)
 
 } // namespace
 
-const Path kNative = {"native", memory_bit(Memory::host), false, applies, run};
+const Path kNative = {"native", memory_bit(Memory::host), Carrier::native, false, applies,
+                      run};
 
 } // namespace dt::routing

@@ -63,9 +63,12 @@ bool run_hierarchical(const Services &s, algo::Comm &comm, const Args &a)
 
 } // namespace
 
-const Path kShmLocalAllreduce = {"shm_local", kHost, true, local_applies, run_local};
-const Path kShmLocal = {"shm_local", kHost, false, local_applies, run_local};
-const Path kShmHierarchical = {"shm_hierarchical", kHost, false, hierarchical_applies,
-                               run_hierarchical};
+const Path kShmLocalAllreduce = {"shm_local", kHost, Carrier::shared_memory, true,
+                                 local_applies, run_local};
+const Path kShmLocal = {"shm_local", kHost, Carrier::shared_memory, false, local_applies,
+                        run_local};
+// Its leaders' allreduce runs over the transport's point-to-point ops.
+const Path kShmHierarchical = {"shm_hierarchical", kHost, Carrier::point_to_point, false,
+                               hierarchical_applies, run_hierarchical};
 
 } // namespace dt::routing

@@ -12,7 +12,7 @@ namespace {
 
 uint32_t native_kinds(const Transport &t)
 {
-    const dt_transport_v2_t &ops = t.ops();
+    const dt_transport_v3_t &ops = t.ops();
     uint32_t bits = 0;
     if (ops.allreduce != nullptr)
         bits |= kind_bit(OpKind::allreduce);
@@ -29,13 +29,27 @@ uint32_t native_kinds(const Transport &t)
     return bits;
 }
 
+// The Memory bits of what the transport accepts, from the answer it gave once at load.
+// Host is the only Memory the router knows today; device maps here when it gains one.
+uint8_t accepted_memory(const Transport &t, bool native)
+{
+    uint8_t bits = 0;
+    if (t.accepts(TransportMemory::host, native))
+        bits |= memory_bit(Memory::host);
+    if (t.accepts(TransportMemory::device, native))
+        bits |= memory_bit(Memory::device);
+    return bits;
+}
+
 bool reduces(OpKind kind) { return kind == OpKind::allreduce || kind == OpKind::reduce_scatter; }
 
 } // namespace
 
 Router::Router(const Policy &policy, const Transport &transport, shm::Domain *domain,
                int job_size)
-    : policy_(policy), native_(native_kinds(transport))
+    : policy_(policy), native_(native_kinds(transport)),
+      p2p_memory_(accepted_memory(transport, false)),
+      native_memory_(accepted_memory(transport, true))
 {
     services_.policy = &policy_;
     services_.domain = domain;
@@ -53,6 +67,8 @@ Topology Router::topology(const algo::Comm &comm, bool whole_job)
     t.size = comm.size();
     t.whole_job = whole_job;
     t.native = native_;
+    t.p2p_memory = p2p_memory_;
+    t.native_memory = native_memory_;
     shm::Domain *dom = services_.domain;
     t.shm = dom != nullptr && !dom->failed();
     if (t.shm)

@@ -8,8 +8,8 @@
 // unless the path divides itself where it is cheaper (Path::divides_average).
 //
 // Per call it allocates nothing, looks nothing up by name and builds no string unless
-// debug logging is on: the transport's native kinds and the whole job's spread over
-// hosts are found once, here.
+// debug logging is on: the transport's native kinds, the memory it accepts (its
+// capability answer) and the whole job's spread over hosts are found once, here.
 #pragma once
 
 #include "plugin/transport.h"
@@ -48,6 +48,8 @@ private:
     Policy policy_;
     Services services_;
     uint32_t native_ = 0;    // kind_bit() per native collective of the transport
+    uint8_t p2p_memory_ = 0;    // memory_bit() per memory type its isend/irecv accept
+    uint8_t native_memory_ = 0; // ... and its native collectives accept
     Spread job_spread_ = Spread::one_per_host;
     int my_host_ = -1;
     std::vector<int> scratch_; // spread_of() of a group's members

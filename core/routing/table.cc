@@ -18,6 +18,17 @@ constexpr const Path *kReduceScatter[] = {&kNative, &kShmLocal, &kReduceScatterR
 constexpr const Path *kAlltoall[] = {&kNative, &kShmLocal, &kAlltoallPairwise};
 constexpr const Path *kBarrier[] = {&kNative, &kShmLocal, &kBarrierDissemination};
 
+// The memory the transport accepts where the path hands it the call's buffers.
+uint8_t carrier_memory(Carrier carrier, const Topology &topology) noexcept
+{
+    switch (carrier) {
+    case Carrier::native: return topology.native_memory;
+    case Carrier::point_to_point: return topology.p2p_memory;
+    case Carrier::shared_memory: break;
+    }
+    return 0xFF; // no transport: the path's own memory bits decide
+}
+
 } // namespace
 
 std::span<const Path *const> paths_for(OpKind kind) noexcept
@@ -37,7 +48,9 @@ std::span<const Path *const> paths_for(OpKind kind) noexcept
 bool applies_to(const Path &path, const Call &call, const Topology &topology,
                 const Policy &policy) noexcept
 {
-    return (path.memory & memory_bit(call.memory)) != 0 && path.applies(call, topology, policy);
+    const uint8_t bit = memory_bit(call.memory);
+    return (path.memory & bit) != 0 && (carrier_memory(path.carrier, topology) & bit) != 0 &&
+           path.applies(call, topology, policy);
 }
 
 bool accepts_memory(OpKind kind, Memory memory) noexcept

@@ -1,6 +1,6 @@
 // The ordered candidate paths of each collective kind (table.cc) and the test that picks
-// one: the memory question first (can the path touch the call's buffers?), then the
-// path's own applies().
+// one: the memory question first (can the path touch the call's buffers, and does the
+// transport it runs over accept them?), then the path's own applies().
 #pragma once
 
 #include "routing/path.h"
@@ -12,7 +12,8 @@ namespace dt::routing {
 // Empty for join, which never runs as a collective.
 std::span<const Path *const> paths_for(OpKind kind) noexcept;
 
-// Whether path may run the call: it can touch the call's memory and applies().
+// Whether path may run the call: it and its carrier accept the call's memory, and it
+// applies().
 bool applies_to(const Path &path, const Call &call, const Topology &topology,
                 const Policy &policy) noexcept;
 

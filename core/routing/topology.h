@@ -1,7 +1,8 @@
-// What the router knows about the ranks of one call: how many, whether they are the
-// whole job (a transport's native collectives span every rank), which collectives the
-// transport runs natively, whether a shared-memory domain serves this context and how
-// the members spread over hosts. A plain value, so tests describe any job without one.
+// What the router knows about the ranks of one call: how many, whether they are the whole
+// job (a transport's native collectives span every rank), which collectives the transport
+// runs natively and which memory it accepts, whether a shared-memory domain serves this
+// context and how the members spread over hosts. A plain value, so tests describe any job
+// without one.
 #pragma once
 
 #include "runtime/operation.h"
@@ -11,6 +12,15 @@
 #include <vector>
 
 namespace dt::routing {
+
+// Where a call's buffers live (the call's dt_op_params_t, or a loaded memory provider for
+// DT_MEMORY_AUTO), as bits of Path::memory and of what a transport accepts. No path
+// accepts device memory yet: the ones to come are a transport's device-native collective
+// and staging through pinned host buffers. Until then a device call finds no path, and
+// the C API refuses device memory before it is queued while no memory provider is loaded.
+enum class Memory : uint8_t { host = 1, device = 2 };
+
+constexpr uint8_t memory_bit(Memory m) { return static_cast<uint8_t>(m); }
 
 enum class Spread : uint8_t {
     all_local,    // every member runs on this host
@@ -24,6 +34,10 @@ struct Topology {
     int size = 1;           // members of the call
     bool whole_job = true;  // the call spans every rank of the job (group 0)
     uint32_t native = 0;    // kind_bit() of each collective the transport runs itself
+    // memory_bit() of each memory type the transport accepts, in isend/irecv and in its
+    // native collectives: its capability answer, read once at load.
+    uint8_t p2p_memory = memory_bit(Memory::host);
+    uint8_t native_memory = memory_bit(Memory::host);
     bool shm = false;       // a working shared-memory domain serves this context
     Spread spread = Spread::one_per_host; // meaningful only with shm
 };

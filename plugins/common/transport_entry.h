@@ -13,6 +13,9 @@
 //   static constexpr const char *name;      // "tcp": the prefix of every message
 //   static constexpr const char *services;  // the host services it needs, for messages
 //   static void finalize(Context &);         // a clean finalize, before the destructor
+//
+// Every plugin built on this answers the capability query host-only (its sockets, UCX
+// tags and MPI calls read buffers with the CPU) and carries control traffic.
 #pragma once
 
 #include <disttrain/plugin/common.h>
@@ -114,6 +117,23 @@ struct TransportEntry {
         return call(t, [&](Context &c) { return c.progress(timeout_ms); });
     }
 
+    // Host memory for point-to-point and native collectives, control traffic carried.
+    // Writes only what fits the core's struct, after the header the core set.
+    static int32_t query(void *t, dt_transport_caps_t *caps) {
+        constexpr size_t header = offsetof(dt_transport_caps_t, p2p_memory);
+        if (t == nullptr || caps == nullptr || caps->struct_size < header) {
+            return DTP_ERR_INVALID_ARGUMENT;
+        }
+        dt_transport_caps_t answer{};
+        answer.p2p_memory = DT_TRANSPORT_MEMORY_HOST;
+        answer.native_memory = DT_TRANSPORT_MEMORY_HOST;
+        answer.flags = DT_TRANSPORT_CAP_CONTROL;
+        const size_t size = std::min<size_t>(caps->struct_size, sizeof(answer));
+        std::memcpy(reinterpret_cast<char *>(caps) + header,
+                    reinterpret_cast<const char *>(&answer) + header, size - header);
+        return DTP_OK;
+    }
+
     static int32_t abort(void *t) {
         return call(t, [&](Context &c) {
             c.abort();
@@ -123,26 +143,26 @@ struct TransportEntry {
 
     // The ops table of a transport without native collectives (the core runs its
     // algorithms over isend/irecv); a plugin that has some fills them in.
-    static constexpr dt_transport_v2_t point_to_point_ops() {
-        return {sizeof(dt_transport_v2_t), DT_TRANSPORT_VERSION_2, T::name, init, finalize,
+    static constexpr dt_transport_v3_t point_to_point_ops() {
+        return {sizeof(dt_transport_v3_t), DT_TRANSPORT_VERSION_3, T::name, init, finalize,
                 isend, irecv, progress, abort, nullptr, nullptr, nullptr, nullptr, nullptr,
-                nullptr};
+                nullptr, query};
     }
 
-    // The answer to the core's offer: ops version 2, or a decline with its reason.
+    // The answer to the core's offer: ops version 3, or a decline with its reason.
     // unusable: why this plugin cannot serve this process (null when it can).
     static int32_t answer(const dt_plugin_offer_t *offer, dt_plugin_answer_t *answer,
-                          const dt_transport_v2_t *ops, const char *unusable = nullptr) {
+                          const dt_transport_v3_t *ops, const char *unusable = nullptr) {
         if (offer == nullptr || answer == nullptr) return DTP_ERR_INVALID_ARGUMENT;
         // Write only the fields the core's answer struct has room for.
         auto fits = [&](size_t end) { return answer->struct_size >= end; };
         const bool has_reason =
             fits(offsetof(dt_plugin_answer_t, decline_reason) + sizeof(const char *));
         if (has_reason) answer->decline_reason = nullptr;
-        if (offer->max_ops_version < DT_TRANSPORT_VERSION_2 ||
-            offer->min_ops_version > DT_TRANSPORT_VERSION_2) {
+        if (offer->max_ops_version < DT_TRANSPORT_VERSION_3 ||
+            offer->min_ops_version > DT_TRANSPORT_VERSION_3) {
             static const std::string reason =
-                std::string("the ") + T::name + " transport speaks transport ops version 2 "
+                std::string("the ") + T::name + " transport speaks transport ops version 3 "
                 "only; this core offers a range without it";
             if (has_reason) answer->decline_reason = reason.c_str();
             return DTP_ERR_UNSUPPORTED;
@@ -155,7 +175,7 @@ struct TransportEntry {
             return DTP_ERR_UNSUPPORTED;
         }
         answer->kind = DT_PLUGIN_KIND_TRANSPORT;
-        answer->ops_version = DT_TRANSPORT_VERSION_2;
+        answer->ops_version = DT_TRANSPORT_VERSION_3;
         answer->name = T::name;
         answer->ops = ops;
         return DTP_OK;

@@ -26,6 +26,13 @@ static_assert(DTP_MAX == DT_MAX && DTP_PROD == DT_PROD);
 // Version 2 kept version 1's members in place (the v1 adapter relies on it).
 static_assert(offsetof(dt_transport_v2_t, progress) == offsetof(dt_transport_v1_t, progress));
 static_assert(offsetof(dt_transport_v2_t, abort) == sizeof(dt_transport_v1_t));
+// Version 3 kept version 2's members in place and appended query (the v2 adapter).
+static_assert(offsetof(dt_transport_v3_t, barrier) == offsetof(dt_transport_v2_t, barrier));
+static_assert(offsetof(dt_transport_v3_t, query) == sizeof(dt_transport_v2_t));
+// The capability answer starts with the grow-only header every host/plugin struct has.
+static_assert(offsetof(dt_transport_caps_t, struct_size) == 0);
+static_assert(offsetof(dt_transport_caps_t, abi_version) == sizeof(uint32_t));
+static_assert((DT_TRANSPORT_MEMORY_HOST & DT_TRANSPORT_MEMORY_DEVICE) == 0);
 
 int main()
 {

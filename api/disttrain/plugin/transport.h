@@ -23,8 +23,20 @@ extern "C" {
 
 #define DT_TRANSPORT_VERSION_1 1u
 #define DT_TRANSPORT_VERSION_2 2u
+#define DT_TRANSPORT_VERSION_3 3u
 /** The newest transport ops version this header describes. */
-#define DT_TRANSPORT_VERSION DT_TRANSPORT_VERSION_2
+#define DT_TRANSPORT_VERSION DT_TRANSPORT_VERSION_3
+
+/** Memory a transport accepts (bits of dt_transport_caps_t's memory masks). Device
+ *  memory is the memory of an accelerator that the host must not read or write. */
+#define DT_TRANSPORT_MEMORY_HOST   (1u << 0)
+#define DT_TRANSPORT_MEMORY_DEVICE (1u << 1)
+
+/** dt_transport_caps_t flags. CONTROL: the transport can carry the engine's control
+ *  traffic (negotiation of ready tensors, barriers, liveness), which is small messages in
+ *  host memory between every pair of ranks. A transport without it (device-only, NCCL)
+ *  must run beside one that has it. */
+#define DT_TRANSPORT_CAP_CONTROL (1u << 0)
 
 /**
  * A point-to-point or collective operation in flight, owned by the core. The plugin sets
@@ -82,7 +94,28 @@ typedef struct dt_transport_v1 {
 } dt_transport_v1_t;
 
 /**
- * Version 2 (current): version 1's members unchanged, then
+ * What a transport accepts (plugin to core), filled by dt_transport_v3_t's query.
+ * Grow-only: members are only ever appended, and each new member is defined so that
+ * zero is what a plugin that does not know it means. The core zeroes the struct and sets
+ * struct_size and abi_version; the plugin leaves those two as they are and writes only
+ * the members after them that end within struct_size (a copy of min(struct_size, the
+ * plugin's sizeof) bytes, header excluded).
+ *
+ * Which native collectives a transport runs stays the ops table's NULL-member rule, and
+ * a dtype or reduction it cannot run is DTP_ERR_UNSUPPORTED for that one call; neither
+ * is repeated here, so the table and this answer can never disagree.
+ */
+typedef struct dt_transport_caps {
+    uint32_t struct_size;
+    uint32_t abi_version;   /**< DT_TRANSPORT_VERSION of the core, which sets it */
+    uint32_t p2p_memory;    /**< DT_TRANSPORT_MEMORY_* bits that isend/irecv accept */
+    uint32_t native_memory; /**< DT_TRANSPORT_MEMORY_* bits the native collectives accept */
+    uint32_t flags;         /**< DT_TRANSPORT_CAP_* bits */
+    uint32_t reserved;      /**< zero */
+} dt_transport_caps_t;
+
+/**
+ * Version 2 (frozen): version 1's members unchanged, then
  *
  * abort     fails every pending request with DTP_ERR_ABORTED and tells peers this rank
  *           leaves (closing connections is enough). NULL: the core calls finalize.
@@ -118,6 +151,51 @@ typedef struct dt_transport_v2 {
                         int32_t dtype, dt_transport_request_t *req);
     int32_t (*barrier)(void *transport, dt_transport_request_t *req);
 } dt_transport_v2_t;
+
+/**
+ * Version 3 (current): version 2's members unchanged, then
+ *
+ * query     fills *caps with what this instance accepts (see dt_transport_caps_t). The
+ *           core calls it once, after a successful init and before any other op, and
+ *           never again: the answer must hold for the instance's whole life, so a
+ *           plugin that probes devices does so in init. caps is owned by the core and
+ *           valid only during the call. NULL: the core takes the answer of an older
+ *           plugin (host memory only for point-to-point and native collectives, carries
+ *           control traffic). A plugin whose p2p_memory lacks DT_TRANSPORT_MEMORY_HOST
+ *           or that clears DT_TRANSPORT_CAP_CONTROL is never handed host control
+ *           traffic, and is never used as the only transport; one that leaves a memory
+ *           type out of a mask is never handed a pointer to that memory through the
+ *           members the mask covers.
+ */
+typedef struct dt_transport_v3 {
+    uint32_t struct_size;
+    uint32_t abi_version; /**< DT_TRANSPORT_VERSION_3 */
+    const char *name;
+    int32_t (*init)(const dt_transport_init_args_t *args, void **transport);
+    int32_t (*finalize)(void *transport);
+    int32_t (*isend)(void *transport, int32_t peer, uint64_t tag, const void *buf,
+                     size_t len, dt_transport_request_t *req);
+    int32_t (*irecv)(void *transport, int32_t peer, uint64_t tag, void *buf, size_t len,
+                     dt_transport_request_t *req);
+    int32_t (*progress)(void *transport, int32_t timeout_ms);
+
+    int32_t (*abort)(void *transport);
+
+    int32_t (*allreduce)(void *transport, const void *sendbuf, void *recvbuf, size_t count,
+                         int32_t dtype, int32_t op, dt_transport_request_t *req);
+    int32_t (*broadcast)(void *transport, void *buf, size_t count, int32_t dtype,
+                         int32_t root, dt_transport_request_t *req);
+    int32_t (*allgather)(void *transport, const void *sendbuf, void *recvbuf,
+                         size_t sendcount, int32_t dtype, dt_transport_request_t *req);
+    int32_t (*reduce_scatter)(void *transport, const void *sendbuf, void *recvbuf,
+                              size_t recvcount, int32_t dtype, int32_t op,
+                              dt_transport_request_t *req);
+    int32_t (*alltoall)(void *transport, const void *sendbuf, void *recvbuf, size_t count,
+                        int32_t dtype, dt_transport_request_t *req);
+    int32_t (*barrier)(void *transport, dt_transport_request_t *req);
+
+    int32_t (*query)(void *transport, dt_transport_caps_t *caps);
+} dt_transport_v3_t;
 
 #ifdef __cplusplus
 } /* extern "C" */

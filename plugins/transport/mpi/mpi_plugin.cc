@@ -66,9 +66,9 @@ int32_t mpi_barrier(void *t, dt_transport_request_t *req) {
     return call(t, [&](Context &c) { return c.barrier(req); });
 }
 
-const dt_transport_v2_t kOps = {
-    sizeof(dt_transport_v2_t),
-    DT_TRANSPORT_VERSION_2,
+const dt_transport_v3_t kOps = {
+    sizeof(dt_transport_v3_t),
+    DT_TRANSPORT_VERSION_3,
     Traits::name,
     Entry::init,
     Entry::finalize,
@@ -82,6 +82,7 @@ const dt_transport_v2_t kOps = {
     mpi_reduce_scatter,
     mpi_alltoall,
     mpi_barrier,
+    Entry::query, // host only: a CUDA-aware MPI is not detected, so only host buffers
 };
 
 } // namespace

@@ -21,7 +21,7 @@ struct Traits {
 using Entry = dtp::TransportEntry<Traits>;
 
 // No native collectives (UCP has none): the core runs its algorithms over isend/irecv.
-constexpr dt_transport_v2_t kOps = Entry::point_to_point_ops();
+constexpr dt_transport_v3_t kOps = Entry::point_to_point_ops();
 
 } // namespace
 } // namespace dt::ucx

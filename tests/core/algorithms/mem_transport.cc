@@ -1,5 +1,6 @@
 #include "mem_transport.h"
 
+#include "plugin/transport_adapter.h"
 #include "runtime/error.h"
 
 #include <chrono>
@@ -18,7 +19,7 @@ std::unique_ptr<Transport> MemFabric::make_transport(int rank)
     auto endpoint = std::make_unique<Endpoint>(Endpoint{this, rank});
     // dt::Transport owns the instance from here and frees it through op_finalize.
     return std::make_unique<Transport>("mem", "(in process)", &ops(), endpoint.release(),
-                                       DT_TRANSPORT_VERSION_2);
+                                       DT_TRANSPORT_VERSION_3);
 }
 
 void MemFabric::fail_next_recv(int rank, int from, int32_t status)
@@ -41,12 +42,12 @@ void MemFabric::fail_next_progress(int rank, int32_t status, std::string message
     ranks_[rank]->progress_fault_message = std::move(message);
 }
 
-const dt_transport_v2_t &MemFabric::ops()
+const dt_transport_v3_t &MemFabric::ops()
 {
-    static const dt_transport_v2_t table = [] {
-        dt_transport_v2_t t{};
+    static const dt_transport_v3_t table = [] {
+        dt_transport_v3_t t{};
         t.struct_size = sizeof(t);
-        t.abi_version = DT_TRANSPORT_VERSION_2;
+        t.abi_version = DT_TRANSPORT_VERSION_3;
         t.name = "mem";
         t.init = op_init;
         t.finalize = op_finalize;
@@ -54,6 +55,7 @@ const dt_transport_v2_t &MemFabric::ops()
         t.irecv = op_irecv;
         t.progress = op_progress;
         t.abort = op_abort;
+        t.query = plugin::host_only_query; // a host transport, as the algorithms need
         return t;
     }();
     return table;

@@ -1,5 +1,5 @@
 // An in-memory transport for tests: N ranks of one process (one thread each) exchange
-// tagged messages through a shared MemFabric, implementing dt_transport_v2_t's
+// tagged messages through a shared MemFabric, implementing dt_transport_v3_t's
 // point-to-point ops. Messages between a pair with the same tag match in order; a send
 // with no receive posted yet waits in the receiver's unexpected-message queue (sends
 // are eager and always complete). Completions are applied by the owner's progress(),
@@ -45,7 +45,7 @@ public:
     // The next progress call of rank fails as a whole, with message.
     void fail_next_progress(int rank, int32_t status, std::string message);
 
-    static const dt_transport_v2_t &ops();
+    static const dt_transport_v3_t &ops();
 
 private:
     struct Message {

@@ -104,8 +104,9 @@ TEST(AdapterV2, ShortTableIsNotReadPastItsEnd)
     EXPECT_EQ(plugin::check_transport_ops(DT_TRANSPORT_VERSION_2, memory.data()), "");
     plugin::LoadedPlugin plugin(nullptr, "(memory)", DT_PLUGIN_KIND_TRANSPORT,
                                 DT_TRANSPORT_VERSION_2, "short", memory.data());
-    const dt_transport_v2_t *ops = plugin::transport_ops(plugin);
-    EXPECT_EQ(ops->struct_size, sizeof(dt_transport_v2_t));
+    const dt_transport_v3_t *ops = plugin::transport_ops(plugin);
+    EXPECT_EQ(ops->struct_size, sizeof(dt_transport_v3_t));
+    EXPECT_EQ(ops->query, plugin::host_only_query);
     EXPECT_EQ(ops->abort, full.abort);
     EXPECT_EQ(ops->allreduce, nullptr);
     EXPECT_EQ(ops->broadcast, nullptr);

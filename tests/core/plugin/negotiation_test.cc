@@ -1,6 +1,7 @@
 // Negotiation against every fixture plugin: what is accepted, what is refused and with
 // which status and message.
 #include "plugin/loader.h"
+#include "plugin/transport_adapter.h"
 #include "plugin_test_util.h"
 
 #include <fstream>
@@ -29,23 +30,35 @@ TEST_F(Negotiation, AcceptsVersion1AndUpgradesItsTable)
     EXPECT_EQ(plugin->path(), file("fixture_v1"));
     EXPECT_EQ(plugin->kind(), DT_PLUGIN_KIND_TRANSPORT);
     EXPECT_EQ(plugin->ops_version(), DT_TRANSPORT_VERSION_1);
-    const dt_transport_v2_t *ops = plugin::transport_ops(*plugin);
+    const dt_transport_v3_t *ops = plugin::transport_ops(*plugin);
     ASSERT_NE(ops, nullptr);
     EXPECT_NE(ops, plugin->ops()); // an owned, upgraded copy, never the v1 table itself
-    EXPECT_EQ(ops->abi_version, DT_TRANSPORT_VERSION_2);
-    EXPECT_EQ(ops->struct_size, sizeof(dt_transport_v2_t));
+    EXPECT_EQ(ops->abi_version, DT_TRANSPORT_VERSION_3);
+    EXPECT_EQ(ops->struct_size, sizeof(dt_transport_v3_t));
+    EXPECT_EQ(ops->query, plugin::host_only_query); // through the v2 adapter
 }
 
-TEST_F(Negotiation, AcceptsCurrentVersion)
+TEST_F(Negotiation, AcceptsVersion2)
 {
     auto plugin = plugin::load("transport", "fixture_v2", nullptr);
     EXPECT_EQ(plugin->name(), "fixture_v2");
     EXPECT_EQ(plugin->ops_version(), DT_TRANSPORT_VERSION_2);
-    const dt_transport_v2_t *ops = plugin::transport_ops(*plugin);
+    const dt_transport_v3_t *ops = plugin::transport_ops(*plugin);
     EXPECT_NE(ops->abort, nullptr);
     EXPECT_NE(ops->barrier, nullptr);
     EXPECT_EQ(ops->allreduce, nullptr);
     EXPECT_EQ(ops->alltoall, nullptr);
+    EXPECT_EQ(ops->query, plugin::host_only_query);
+}
+
+TEST_F(Negotiation, AcceptsCurrentVersionWithItsOwnQuery)
+{
+    auto plugin = plugin::load("transport", "fixture_v3_device", nullptr);
+    EXPECT_EQ(plugin->ops_version(), DT_TRANSPORT_VERSION_3);
+    const dt_transport_v3_t *ops = plugin::transport_ops(*plugin);
+    ASSERT_NE(ops->query, nullptr);
+    EXPECT_NE(ops->query, plugin::host_only_query);
+    EXPECT_NE(ops->barrier, nullptr);
 }
 
 TEST_F(Negotiation, DeclineIsAnAbiErrorWithThePluginsReason)
@@ -83,8 +96,8 @@ TEST_F(Negotiation, NewerOpsVersionThanOfferedIsRefused)
     EXPECT_EQ(e.status(), DT_ERR_PLUGIN_ABI);
     EXPECT_EQ(std::string(e.what()),
               who("fixture_future") +
-                  " answered transport ops version 3, newer than this libdisttrain speaks "
-                  "(1 to 2); upgrade libdisttrain or install a plugin built for this "
+                  " answered transport ops version 4, newer than this libdisttrain speaks "
+                  "(1 to 3); upgrade libdisttrain or install a plugin built for this "
                   "version");
 }
 

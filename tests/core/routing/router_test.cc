@@ -1,8 +1,9 @@
-// Which path the router picks for each collective kind, over fake jobs: which ranks
-// share a host, whether the transport has native collectives, shared memory on or off,
-// a forced algorithm, a group or the whole job, and sizes on both sides of the
-// thresholds. Only the choice: what each path computes is tested in tests/core/algorithms
-// and tests/core/shm, and the whole chain in tests/integration and tests/plugins.
+// Which path the router picks for each collective kind, over fake jobs: which ranks share
+// a host, whether the transport has native collectives and which memory it accepts,
+// shared memory on or off, a forced algorithm, a group or the whole job, and sizes on
+// both sides of the thresholds. Only the choice: what each path computes is tested in
+// tests/core/algorithms and tests/core/shm, and the whole chain in tests/integration and
+// tests/plugins.
 #include "routing/table.h"
 #include "routing/topology.h"
 
@@ -28,6 +29,9 @@ struct Job {
     bool shm = true;
     uint32_t native = 0;
     bool whole_job = true;
+    // What the transport accepts (its capability answer): host, as every transport today.
+    uint8_t p2p_memory = memory_bit(Memory::host);
+    uint8_t native_memory = memory_bit(Memory::host);
 
     Topology topology() const
     {
@@ -35,6 +39,8 @@ struct Job {
         t.size = static_cast<int>(hosts.size());
         t.whole_job = whole_job;
         t.native = native;
+        t.p2p_memory = p2p_memory;
+        t.native_memory = native_memory;
         t.shm = shm;
         std::vector<int> scratch;
         t.spread = spread_of(t.size, hosts[me], [&](int i) { return hosts[i]; }, scratch);
@@ -141,6 +147,26 @@ TEST(Router, NativeCollectivesServeOnlyTheKindsTheTransportHas)
     EXPECT_EQ(chosen(job, OpKind::barrier, 0), "dissemination");
 }
 
+TEST(Router, NativeCollectivesServeOnlyMemoryTheTransportAccepts)
+{
+    // A transport whose native collectives take no host memory: host calls go past them.
+    Job job{{0, 1, 2}, 0, false, kAllNative};
+    job.native_memory = 0;
+    for (OpKind kind : kKinds)
+        EXPECT_EQ(chosen(job, kind, 4), point_to_point(kind, 4, 3)) << op_kind_name(kind);
+}
+
+TEST(Router, PointToPointPathsNeedTheTransportToAcceptTheMemory)
+{
+    // Nothing runs a host call over a transport whose isend/irecv refuse host memory
+    // (the core refuses such a transport as the only one); shared memory still does.
+    Job job{{0, 0}, 0, false};
+    job.p2p_memory = 0;
+    EXPECT_EQ(chosen(job, OpKind::broadcast, 4), "(none)");
+    job.shm = true;
+    EXPECT_EQ(chosen(job, OpKind::broadcast, 4), "shm_local");
+}
+
 TEST(Router, AGroupNeverRunsNatively)
 {
     Job group{{0, 1}, 0, false, kAllNative, false};
@@ -215,10 +241,13 @@ TEST(Router, EveryTableEndsWithAPathThatAlwaysApplies)
 
 TEST(Router, APathThatCannotTouchTheCallsMemoryDoesNotApply)
 {
-    const Path device_only = {"device_only", memory_bit(Memory::device), false,
+    // Carried by shared memory: no transport's accepted memory gates it.
+    const Path device_only = {"device_only", memory_bit(Memory::device),
+                              Carrier::shared_memory, false,
                               [](const Call &, const Topology &, const Policy &) { return true; },
                               nullptr};
-    const Path host_only = {"host_only", memory_bit(Memory::host), false,
+    const Path host_only = {"host_only", memory_bit(Memory::host), Carrier::shared_memory,
+                            false,
                             [](const Call &, const Topology &, const Policy &) { return true; },
                             nullptr};
     const Topology topo = Job{{0, 1}}.topology();

@@ -49,7 +49,7 @@ const dt_host_services_t kServices = {
     sizeof(dt_host_services_t), DT_HOST_SERVICES_VERSION, log_fn, set_error_fn,
     nullptr, nullptr, nullptr, nullptr, nullptr};
 
-const dt_transport_v2_t *g_ops = nullptr;
+const dt_transport_v3_t *g_ops = nullptr;
 void *g_t = nullptr;
 
 int32_t wait(dt_transport_request_t &r) {
@@ -252,7 +252,7 @@ int main(int argc, char **argv) {
         return 1;
     }
     auto negotiate = reinterpret_cast<dt_plugin_negotiate_fn>(dlsym(h, DT_PLUGIN_ENTRY_NAME));
-    dt_plugin_offer_t offer{sizeof(offer), DT_PLUGIN_NEGOTIATION_VERSION, 2, 1, &kServices};
+    dt_plugin_offer_t offer{sizeof(offer), DT_PLUGIN_NEGOTIATION_VERSION, 3, 1, &kServices};
     dt_plugin_answer_t answer{};
     answer.struct_size = sizeof(answer);
     answer.abi_version = DT_PLUGIN_NEGOTIATION_VERSION;
@@ -268,8 +268,10 @@ int main(int argc, char **argv) {
     }
     CHECK(rc == DTP_OK);
     if (rc != DTP_OK) return 1;
-    g_ops = static_cast<const dt_transport_v2_t *>(answer.ops);
+    g_ops = static_cast<const dt_transport_v3_t *>(answer.ops);
+    CHECK(answer.ops_version == DT_TRANSPORT_VERSION_3);
     CHECK(g_ops->allreduce != nullptr && g_ops->barrier != nullptr && g_ops->abort != nullptr);
+    CHECK(g_ops->query != nullptr);
 
     const char *r = std::getenv("OMPI_COMM_WORLD_RANK");
     const char *s = std::getenv("OMPI_COMM_WORLD_SIZE");
@@ -292,6 +294,15 @@ int main(int argc, char **argv) {
     rc = g_ops->init(&args, &g_t);
     CHECK(rc == DTP_OK);
     if (rc != DTP_OK) return 1;
+
+    // What it accepts: host memory everywhere, and it carries control traffic.
+    dt_transport_caps_t caps{};
+    caps.struct_size = sizeof(caps);
+    caps.abi_version = DT_TRANSPORT_VERSION;
+    CHECK(g_ops->query(g_t, &caps) == DTP_OK);
+    CHECK(caps.p2p_memory == DT_TRANSPORT_MEMORY_HOST);
+    CHECK(caps.native_memory == DT_TRANSPORT_MEMORY_HOST);
+    CHECK(caps.flags == DT_TRANSPORT_CAP_CONTROL);
 
     if (with_errors) {
         CHECK(size > 1);

@@ -21,27 +21,42 @@ dt_plugin_answer_t fresh_answer() {
 
 } // namespace
 
-TEST(TcpNegotiate, AcceptsVersion2) {
-    dt_plugin_offer_t offer{sizeof(offer), DT_PLUGIN_NEGOTIATION_VERSION, 2, 1,
+TEST(TcpNegotiate, AcceptsVersion3) {
+    dt_plugin_offer_t offer{sizeof(offer), DT_PLUGIN_NEGOTIATION_VERSION, 3, 1,
                             FakeHost::services()};
     dt_plugin_answer_t a = fresh_answer();
     ASSERT_EQ(plugin().negotiate(&offer, &a), DTP_OK);
     EXPECT_EQ(a.kind, DT_PLUGIN_KIND_TRANSPORT);
-    EXPECT_EQ(a.ops_version, DT_TRANSPORT_VERSION_2);
+    EXPECT_EQ(a.ops_version, DT_TRANSPORT_VERSION_3);
     EXPECT_STREQ(a.name, "tcp");
-    auto *ops = static_cast<const dt_transport_v2_t *>(a.ops);
-    EXPECT_EQ(ops->abi_version, DT_TRANSPORT_VERSION_2);
+    auto *ops = static_cast<const dt_transport_v3_t *>(a.ops);
+    EXPECT_EQ(ops->abi_version, DT_TRANSPORT_VERSION_3);
+    EXPECT_NE(ops->query, nullptr);
     EXPECT_NE(ops->abort, nullptr);
     EXPECT_EQ(ops->allreduce, nullptr); // no native collectives: the core's algorithms run
 }
 
-TEST(TcpNegotiate, DeclinesCoreWithoutVersion2) {
-    dt_plugin_offer_t offer{sizeof(offer), DT_PLUGIN_NEGOTIATION_VERSION, 1, 1,
+TEST(TcpNegotiate, DeclinesCoreWithoutVersion3) {
+    dt_plugin_offer_t offer{sizeof(offer), DT_PLUGIN_NEGOTIATION_VERSION, 2, 1,
                             FakeHost::services()};
     dt_plugin_answer_t a = fresh_answer();
     EXPECT_EQ(plugin().negotiate(&offer, &a), DTP_ERR_UNSUPPORTED);
     ASSERT_NE(a.decline_reason, nullptr);
-    EXPECT_NE(std::string(a.decline_reason).find("version 2"), std::string::npos);
+    EXPECT_NE(std::string(a.decline_reason).find("version 3"), std::string::npos);
+}
+
+TEST(TcpNegotiate, AnswersTheQueryHostOnlyWithControlTraffic) {
+    Instance inst(std::make_shared<MemStore>(), "tok");
+    ASSERT_EQ(inst.init(0, 1), DTP_OK) << inst.host.last_error();
+    dt_transport_caps_t caps{};
+    caps.struct_size = sizeof(caps);
+    caps.abi_version = DT_TRANSPORT_VERSION;
+    ASSERT_EQ(plugin().ops->query(inst.transport, &caps), DTP_OK);
+    EXPECT_EQ(caps.struct_size, sizeof(caps)); // the core's header is left alone
+    EXPECT_EQ(caps.p2p_memory, DT_TRANSPORT_MEMORY_HOST);
+    EXPECT_EQ(caps.native_memory, DT_TRANSPORT_MEMORY_HOST);
+    EXPECT_EQ(caps.flags, DT_TRANSPORT_CAP_CONTROL);
+    EXPECT_EQ(plugin().ops->query(nullptr, &caps), DTP_ERR_INVALID_ARGUMENT);
 }
 
 TEST(TcpPlugin, ExportsOnlyTheEntryPoint) {

@@ -157,13 +157,13 @@ const Plugin &plugin() {
             dlsym(out.handle, DT_PLUGIN_ENTRY_NAME));
         if (out.negotiate == nullptr) throw std::runtime_error("no entry point");
         dt_plugin_offer_t offer{sizeof(offer), DT_PLUGIN_NEGOTIATION_VERSION,
-                                DT_TRANSPORT_VERSION_2, DT_TRANSPORT_VERSION_1,
+                                DT_TRANSPORT_VERSION, DT_TRANSPORT_VERSION_1,
                                 FakeHost::services()};
         dt_plugin_answer_t answer{};
         answer.struct_size = sizeof(answer);
         answer.abi_version = DT_PLUGIN_NEGOTIATION_VERSION;
         if (out.negotiate(&offer, &answer) != DTP_OK) throw std::runtime_error("declined");
-        out.ops = static_cast<const dt_transport_v2_t *>(answer.ops);
+        out.ops = static_cast<const dt_transport_v3_t *>(answer.ops);
         return out;
     }();
     return p;
@@ -178,7 +178,7 @@ int32_t Instance::init(int r, int size, int timeout_ms, int local_size) {
     rank = r;
     dt_transport_init_args_t args{};
     args.struct_size = sizeof(args);
-    args.abi_version = DT_TRANSPORT_VERSION_2;
+    args.abi_version = DT_TRANSPORT_VERSION;
     args.rank = r;
     args.size = size;
     args.local_rank = r;

@@ -79,7 +79,7 @@ std::vector<uint8_t> hmac(const std::string &token, const void *data, size_t len
 struct Plugin {
     void *handle = nullptr;
     dt_plugin_negotiate_fn negotiate = nullptr;
-    const dt_transport_v2_t *ops = nullptr;
+    const dt_transport_v3_t *ops = nullptr;
 };
 const Plugin &plugin();
 const char *plugin_path();

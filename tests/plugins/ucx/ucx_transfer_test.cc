@@ -43,13 +43,26 @@ void exchange(size_t size, bool prepost) {
 
 } // namespace
 
-TEST(UcxNegotiate, AnswersVersion2WithNoNativeCollectives) {
+TEST(UcxNegotiate, AnswersVersion3WithNoNativeCollectives) {
     const Plugin &p = plugin();
     ASSERT_NE(p.ops, nullptr);
     EXPECT_STREQ(p.ops->name, "ucx");
-    EXPECT_EQ(p.ops->abi_version, DT_TRANSPORT_VERSION_2);
+    EXPECT_EQ(p.ops->abi_version, DT_TRANSPORT_VERSION_3);
+    EXPECT_NE(p.ops->query, nullptr);
     EXPECT_EQ(p.ops->allreduce, nullptr);
     EXPECT_NE(p.ops->abort, nullptr);
+}
+
+TEST(UcxNegotiate, AnswersTheQueryHostOnlyWithControlTraffic) {
+    Instance inst(std::make_shared<MemStore>(), "tok");
+    ASSERT_EQ(inst.init(0, 1), DTP_OK) << inst.host.last_error();
+    dt_transport_caps_t caps{};
+    caps.struct_size = sizeof(caps);
+    caps.abi_version = DT_TRANSPORT_VERSION;
+    ASSERT_EQ(plugin().ops->query(inst.transport, &caps), DTP_OK);
+    EXPECT_EQ(caps.p2p_memory, DT_TRANSPORT_MEMORY_HOST);
+    EXPECT_EQ(caps.native_memory, DT_TRANSPORT_MEMORY_HOST);
+    EXPECT_EQ(caps.flags, DT_TRANSPORT_CAP_CONTROL);
 }
 
 class UcxSizes : public ::testing::TestWithParam<std::tuple<size_t, bool>> {};

@@ -4,8 +4,10 @@ N trials each of 4 ranks in a loop of allreduces, one of them SIGKILLed or SIGST
 a varied iteration (tests/integration/fault_cases.py runs a trial). Prints one row per
 case: the median and the largest time from the victim's signal to a survivor's error,
 and in how many trials something went wrong (a survivor silent, with the wrong error,
-crashed or ended by a signal, a job that did not end by itself, processes left behind). A benchmark: it prints figures
-and judges no time; test_fault_matrix.py holds the bounds.
+crashed or ended by a signal, a job that did not end by itself, processes left behind).
+Under mpirun a kill ends the whole job (mpirun's teardown), so there the times are those
+of the survivors that reported before it. A benchmark: it prints figures and judges no
+time; test_fault_matrix.py holds the bounds.
 
   /usr/bin/python3 tests/bench/fault_matrix.py --build-dir build --trials 5
   /usr/bin/python3 tests/bench/fault_matrix.py --transports tcp --signals kill -v

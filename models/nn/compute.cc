@@ -57,4 +57,10 @@ int Compute::threads() const { return query(get()).threads; }
 
 bool Compute::bf16_active() const { return query(get()).compute_dtype == DT_BFLOAT16; }
 
+dt_memory_type_t Compute::tensor_memory() const
+{
+    return query(get()).device_kind == DT_COMPUTE_DEVICE_GPU ? DT_MEMORY_DEVICE
+                                                             : DT_MEMORY_HOST;
+}
+
 } // namespace dt::models

@@ -27,6 +27,8 @@ public:
     std::string describe() const;
     int threads() const;
     bool bf16_active() const;
+    // Where the context's tensors live: device memory on a GPU plugin, else host memory.
+    dt_memory_type_t tensor_memory() const;
 
 private:
     struct Deleter {

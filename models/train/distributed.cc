@@ -37,6 +37,12 @@ std::string Distributed::transport() const
     return std::string(name ? name : "?") + (ordered_ ? " (ordered)" : " (negotiated)");
 }
 
+void Distributed::set_tensor_memory(dt_memory_type_t memory)
+{
+    tensor_params_.field_mask = DT_OP_PARAM_FIELD_MEMORY_TYPE;
+    tensor_params_.memory_type = memory;
+}
+
 void Distributed::broadcast(const std::vector<Tensor> &tensors, const std::string &prefix)
 {
     if (size_ == 1)
@@ -45,8 +51,8 @@ void Distributed::broadcast(const std::vector<Tensor> &tensors, const std::strin
     for (size_t i = 0; i < tensors.size(); ++i) {
         dt_request_h r = nullptr;
         const std::string name = prefix + std::to_string(i);
-        check(dt_broadcast_async(get(), name.c_str(), tensors[i].data(), tensors[i].numel(),
-                                 DT_FLOAT32, 0, &r),
+        check(dt_broadcast_async_ex(get(), name.c_str(), tensors[i].data(),
+                                    tensors[i].numel(), DT_FLOAT32, 0, tensor_params(), &r),
               "dt_broadcast_async");
         reqs.emplace_back(r);
     }
@@ -76,8 +82,9 @@ void Distributed::average(const std::vector<Tensor> &tensors, const std::string 
     for (size_t i = 0; i < tensors.size(); ++i) {
         dt_request_h r = nullptr;
         const std::string name = prefix + std::to_string(i);
-        check(dt_allreduce_async(get(), name.c_str(), tensors[i].data(), tensors[i].data(),
-                                 tensors[i].numel(), DT_FLOAT32, DT_AVG, &r),
+        check(dt_allreduce_async_ex(get(), name.c_str(), tensors[i].data(), tensors[i].data(),
+                                    tensors[i].numel(), DT_FLOAT32, DT_AVG, tensor_params(),
+                                    &r),
               "dt_allreduce_async");
         reqs.emplace_back(r);
     }
@@ -93,8 +100,8 @@ void GradientSync::start(Parameter &p)
     // The gradient's name identifies it across ranks, so the engine matches and fuses
     // by name whatever order the ranks produced them in.
     const std::string name = "grad/" + p.name;
-    check(dt_allreduce_async(dist_.get(), name.c_str(), p.grad.data(), p.grad.data(),
-                             p.grad.numel(), DT_FLOAT32, DT_AVG, &r),
+    check(dt_allreduce_async_ex(dist_.get(), name.c_str(), p.grad.data(), p.grad.data(),
+                                p.grad.numel(), DT_FLOAT32, DT_AVG, dist_.tensor_params(), &r),
           "dt_allreduce_async of a gradient");
     pending_.emplace_back(r);
 }

@@ -34,6 +34,10 @@ public:
     void sum(std::vector<double> &values, const char *name);
     // Averages float32 tensors across ranks in place (blocking).
     void average(const std::vector<Tensor> &tensors, const std::string &prefix);
+    // Where tensors live (Compute::tensor_memory): what the collectives on tensors tell
+    // the library, so device memory is never handed to it as host memory.
+    void set_tensor_memory(dt_memory_type_t memory);
+    const dt_op_params_t *tensor_params() const { return &tensor_params_; }
 
 private:
     struct Deleter {
@@ -42,6 +46,7 @@ private:
     std::unique_ptr<dt_context, Deleter> ctx_;
     int rank_ = 0, size_ = 1;
     bool ordered_ = true;
+    dt_op_params_t tensor_params_ = {}; // host memory until set_tensor_memory
 };
 
 // Averages gradients across ranks as they become ready: start() launches one named

@@ -64,18 +64,22 @@ bool every_rank_exiting(MPI_Comm comm, std::optional<std::chrono::milliseconds> 
 // (all failed together, say), MPI_Finalize ends MPI cleanly; else the process exits
 // without it, its exit code the program's, and mpirun ends the job, killing the ranks
 // still running, a stopped one included (it sends SIGCONT, SIGTERM, then SIGKILL). After
-// requests were left to MPI (a collective cannot be cancelled) the process exits at once,
-// with neither the barrier nor MPI_Finalize: any progress of MPI would let the peers'
+// requests were left to MPI (a collective cannot be cancelled) the process calls MPI no
+// more, neither the barrier nor MPI_Finalize: any progress of MPI would let the peers'
 // side of that collective write into buffers the program has freed since it failed
-// (survivors of a stopped rank crashed so at exit). A survivor has reported its own error
-// by then, and mpirun gives the others a second before it stops them. A clean process
-// waits without limit: a peer may legitimately come much later (still writing a
-// checkpoint, say).
+// (survivors of a stopped rank crashed so at exit). It only waits out the same limit
+// before it exits, so that survivors a little behind it still report their own error
+// before mpirun, seeing this rank gone, stops the job. A clean process waits without
+// limit: a peer may legitimately come much later (still writing a checkpoint, say).
 void finalize_at_exit() {
     Runtime &r = runtime();
     int finalized = 0;
     MPI_Finalized(&finalized);
-    if (!r.we_initialised || finalized || r.abandoned.load()) return;
+    if (!r.we_initialised || finalized) return;
+    if (r.abandoned.load()) {
+        std::this_thread::sleep_for(kFailedExitLimit);
+        return;
+    }
     std::optional<std::chrono::milliseconds> limit;
     if (r.failed.load()) limit = kFailedExitLimit;
     if (every_rank_exiting(r.exit_comm, limit)) MPI_Finalize();

@@ -88,8 +88,9 @@ typedef struct dt_memory_pointer_info {
  * copy_async     queues a copy of bytes from src to dst in direction (DTP_MEMORY_COPY_*)
  *                on stream, after everything queued on it before, and returns at once.
  *                Both buffers must stay valid and untouched until an event recorded after
- *                the copy completes. stream is one from stream_create, or a stream of the
- *                same runtime that the user handed the core (dt_op_params_t.stream).
+ *                the copy completes. stream is one from stream_create, a stream of the
+ *                same runtime that the user handed the core (dt_op_params_t.stream), or
+ *                NULL for the runtime's default stream (also in event_record).
  * event_create   writes a new event to *event; owned by the core until event_destroy. A
  *                new event counts as complete.
  * event_destroy  destroys an event; it may still be pending.

@@ -2,6 +2,7 @@
 // offers the ops versions it speaks, the plugin answers with one, and every field of the
 // answer is checked before the core trusts it.
 #include "plugin/loader.h"
+#include "plugin/memory_provider.h"
 #include "plugin/plugin_files.h"
 #include "plugin/transport_adapter.h"
 
@@ -9,6 +10,7 @@
 #include "telemetry/log.h"
 
 #include <disttrain/plugin/compute.h>
+#include <disttrain/plugin/memory.h>
 
 #include <dlfcn.h>
 
@@ -29,6 +31,7 @@ struct KindInfo {
 constexpr KindInfo kKinds[] = {
     {"transport", DT_PLUGIN_KIND_TRANSPORT, DT_TRANSPORT_VERSION_1, DT_TRANSPORT_VERSION},
     {"compute", DT_PLUGIN_KIND_COMPUTE, DT_COMPUTE_VERSION_1, DT_COMPUTE_VERSION},
+    {"memory", DT_PLUGIN_KIND_MEMORY, DT_MEMORY_VERSION_1, DT_MEMORY_VERSION},
 };
 
 const KindInfo &kind_info(const std::string &kind)
@@ -37,7 +40,7 @@ const KindInfo &kind_info(const std::string &kind)
         if (kind == info.name)
             return info;
     throw_error(DT_ERR_INVALID_ARGUMENT, "unknown plugin kind '", kind,
-                "'; this libdisttrain loads transport and compute plugins");
+                "'; this libdisttrain loads transport, compute and memory plugins");
 }
 
 std::string kind_name(uint32_t kind)
@@ -45,6 +48,7 @@ std::string kind_name(uint32_t kind)
     switch (kind) {
     case DT_PLUGIN_KIND_TRANSPORT: return "transport";
     case DT_PLUGIN_KIND_COMPUTE: return "compute";
+    case DT_PLUGIN_KIND_MEMORY: return "memory";
     default: return cat("unknown-kind (", kind, ")");
     }
 }
@@ -93,6 +97,11 @@ void check_answer(const KindInfo &info, const std::string &who, int32_t rc,
         throw_error(DT_ERR_PLUGIN_ABI, who, " answered no ops table; the plugin is broken");
     if (info.kind == DT_PLUGIN_KIND_TRANSPORT) {
         std::string why = check_transport_ops(answer.ops_version, answer.ops);
+        if (!why.empty())
+            throw_error(DT_ERR_PLUGIN_ABI, who, ": ", why, "; the plugin is broken");
+    }
+    if (info.kind == DT_PLUGIN_KIND_MEMORY) {
+        std::string why = check_memory_ops(answer.ops);
         if (!why.empty())
             throw_error(DT_ERR_PLUGIN_ABI, who, ": ", why, "; the plugin is broken");
     }

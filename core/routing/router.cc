@@ -106,9 +106,12 @@ const char *Router::run(algo::Comm &comm, const OpDesc &op, int avg_divisor)
         return path->name;
     }
     if (!accepts_memory(op.kind, call.memory))
-        throw_error(DT_ERR_UNSUPPORTED, op_kind_name(op.kind), " '", op.name, "': no path "
-                    "of this build moves ", dt_memory_type_name(op.memory), " memory (",
-                    op_kind_name(op.kind), " runs on host memory only); pass host buffers");
+        throw_error(DT_ERR_UNSUPPORTED, op_kind_name(op.kind), " '", op.name, "': the "
+                    "buffers are ", dt_memory_type_name(op.memory), " memory, and no path "
+                    "of this build carries ", dt_memory_type_name(op.memory),
+                    " memory yet (", op_kind_name(op.kind), " runs on host memory only; "
+                    "staging through pinned host buffers is still to come); copy the data "
+                    "to host memory and pass host buffers");
     throw_error(DT_ERR_INTERNAL, "no path runs ", op_kind_name(op.kind), " '", op.name, "'");
 }
 

@@ -34,6 +34,20 @@ std::vector<std::string> parse_transports(const std::string &what, const std::st
     return names;
 }
 
+// DISTTRAIN_MEMORY: one memory provider's name, or "none". Checked here so a typo fails
+// dt_context_create before any plugin is looked for.
+std::string parse_memory(const std::string &value)
+{
+    bool valid = !value.empty() && std::all_of(value.begin(), value.end(), [](unsigned char c) {
+        return std::islower(c) || std::isdigit(c) || c == '_';
+    });
+    if (!valid)
+        throw_error(DT_ERR_INVALID_CONFIG, "DISTTRAIN_MEMORY='", value, "' is not a memory "
+                    "provider's name; use one name of lowercase letters, digits and '_' "
+                    "(e.g. cuda), or 'none' for host memory only");
+    return value;
+}
+
 // A job that mpirun started, with no store given (bare `mpirun -np N prog`): MPI already
 // wires the ranks up, so with the mpi transport no shared store is needed and each rank
 // gets a private one. "auto" means mpi here, the one transport that can work without a
@@ -82,6 +96,8 @@ ContextConfig read_config(const dt_context_params_t *params)
         cfg.transports =
             parse_transports("DISTTRAIN_TRANSPORT",
                              env::get("DISTTRAIN_TRANSPORT").value_or("auto"));
+
+    cfg.memory = parse_memory(env::get("DISTTRAIN_MEMORY").value_or("none"));
 
     if (has(params, DT_CONTEXT_PARAM_FIELD_TIMEOUT_MS))
         cfg.timeout = std::chrono::milliseconds(std::max(0, params->timeout_ms));

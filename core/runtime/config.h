@@ -23,6 +23,7 @@ struct ContextConfig {
     // no DISTTRAIN_STORE_ADDR, whose transport (mpi) wires the ranks up by itself.
     bool private_store = false;
     std::vector<std::string> transports; // ordered; "auto" expanded by the loader
+    std::string memory = "none"; // DISTTRAIN_MEMORY: the memory provider's name, or none
     std::chrono::milliseconds timeout{0}; // 0: no limit
     int64_t fusion_threshold = 64 << 20;  // bytes (used by the engine)
     int64_t cycle_time_ms = 1;

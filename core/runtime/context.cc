@@ -1,6 +1,7 @@
 #include "runtime/context.h"
 
 #include "plugin/loader.h"
+#include "plugin/memory_provider.h"
 #include "runtime/error.h"
 #include "telemetry/log.h"
 
@@ -46,6 +47,7 @@ Context::Context(const dt_context_params_t *params)
     DT_LOG(info, "context", "rank ", rank(), " of ", size(), " (from ", cfg_.ranks.source,
            "), local rank ", local_rank(), " of ", local_size());
     open_store();
+    open_memory(); // before the transport, so a wrong provider fails before peers connect
     open_transport();
     shm_ = shm::attach(*store_, *transport_,
                        {rank(), size(), local_rank(), local_size(), cfg_.ranks.local_known,
@@ -61,6 +63,8 @@ Context::~Context()
     router_.reset();
     shm_.reset(); // after the engine's last collective, before its transport goes
     transport_.reset();
+    memory_.reset(); // nothing queued can still use its streams: the engine is gone
+    memory_host_.reset();
     host_.reset();
     store_.reset();
     store_server_.reset();
@@ -122,6 +126,23 @@ void Context::open_transport()
     }
     throw_error(DT_ERR_PLUGIN_NOT_FOUND, "no transport could be started (tried in the "
                 "order of DISTTRAIN_TRANSPORT):", failures);
+}
+
+void Context::open_memory()
+{
+    if (cfg_.memory == "none")
+        return;
+    memory_host_ = std::make_unique<HostBridge>(store_.get(), auth_.get(),
+                                                cat("ctx", id_, "/memory/", cfg_.memory, "/"),
+                                                cfg_.timeout);
+    dt_memory_init_args_t args{};
+    args.struct_size = sizeof(args);
+    args.abi_version = DT_MEMORY_VERSION;
+    args.local_rank = local_rank();
+    args.local_size = local_size();
+    args.host = memory_host_->host();
+    args.services = HostBridge::services();
+    memory_ = plugin::open_memory(cfg_.memory, args, HostBridge::services());
 }
 
 std::shared_ptr<Operation> Context::submit(OpDesc desc)

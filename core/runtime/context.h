@@ -39,8 +39,8 @@ public:
     // The error that broke the context (a lost peer, a time-out, an abort), if any.
     std::optional<std::pair<dt_status_t, std::string>> error() const;
 
-    // The loaded memory provider's pointer query, or null while none is loaded (always,
-    // today): DT_MEMORY_AUTO then means host, and DT_MEMORY_DEVICE is refused.
+    // The memory provider's pointer query (DISTTRAIN_MEMORY), or null when none is
+    // loaded: DT_MEMORY_AUTO then means host, and DT_MEMORY_DEVICE is refused.
     const MemoryClassifier *memory_classifier() const noexcept { return memory_.get(); }
 
     // Groups: ids are handed out in call order, the same on every rank.
@@ -50,6 +50,7 @@ public:
 private:
     void open_store();
     void open_transport();
+    void open_memory();
 
     ContextConfig cfg_;
     uint64_t id_;
@@ -59,7 +60,8 @@ private:
     std::unique_ptr<HostBridge> host_;
     std::unique_ptr<Transport> transport_;
     std::unique_ptr<shm::Domain> shm_; // null: no shared memory (core/shm/attach.h)
-    std::unique_ptr<MemoryClassifier> memory_; // filled by a memory provider, to come
+    std::unique_ptr<HostBridge> memory_host_; // the memory provider's services
+    std::unique_ptr<MemoryClassifier> memory_; // null: DISTTRAIN_MEMORY=none
     std::unique_ptr<routing::Router> router_;
     std::unique_ptr<Engine> engine_;
     std::atomic<uint64_t> unnamed_ops_{0};

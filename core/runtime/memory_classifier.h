@@ -1,7 +1,8 @@
 // The hook through which a memory provider tells the core where a buffer lives. The core
 // never links or loads CUDA (or any accelerator runtime) to look at a pointer: only a
 // provider that is already loaded (the cuDNN compute plugin, a CUDA memory plugin) can
-// answer, through this interface. The context holds one, or none; none today, so
+// answer, through this interface. The context holds one (the memory provider that
+// DISTTRAIN_MEMORY names, core/plugin/memory_provider.h) or none; with none,
 // DT_MEMORY_AUTO means host and DT_MEMORY_DEVICE is refused (buffer_memory.h).
 #pragma once
 

@@ -3,6 +3,7 @@
 #include <disttrain/disttrain.h>
 #include <disttrain/disttrain.hpp>
 #include <disttrain/plugin/common.h>
+#include <disttrain/plugin/memory.h>
 #include <disttrain/plugin/transport.h>
 
 #include <cstdio>
@@ -17,6 +18,7 @@ static_assert(DTP_ERR_PROTOCOL == DT_ERR_PROTOCOL && DTP_ERR_AUTH == DT_ERR_AUTH
 static_assert(DTP_ERR_STORE == DT_ERR_STORE && DTP_ERR_PEER_LOST == DT_ERR_PEER_LOST);
 static_assert(DTP_ERR_ABORTED == DT_ERR_ABORTED && DTP_ERR_TIMEOUT == DT_ERR_TIMEOUT);
 static_assert(DTP_ERR_INTERNAL == DT_ERR_INTERNAL);
+static_assert(DTP_MEMORY_HOST == DT_MEMORY_HOST && DTP_MEMORY_DEVICE == DT_MEMORY_DEVICE);
 static_assert(DTP_FLOAT32 == DT_FLOAT32 && DTP_FLOAT64 == DT_FLOAT64);
 static_assert(DTP_FLOAT16 == DT_FLOAT16 && DTP_BFLOAT16 == DT_BFLOAT16);
 static_assert(DTP_INT8 == DT_INT8 && DTP_UINT8 == DT_UINT8);

@@ -65,6 +65,7 @@ extern "C" {
 /** Plugin kinds. */
 #define DT_PLUGIN_KIND_TRANSPORT 1u
 #define DT_PLUGIN_KIND_COMPUTE 2u
+#define DT_PLUGIN_KIND_MEMORY 3u
 
 /** Log levels of dt_host_services_t.log. */
 #define DT_LOG_ERROR 0

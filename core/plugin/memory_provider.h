@@ -1,0 +1,52 @@
+// A loaded memory-provider plugin (api/disttrain/plugin/memory.h), initialised and kept
+// for the context's lifetime. It is the context's MemoryClassifier, so DT_MEMORY_AUTO
+// asks it where a buffer lives; its other services (allocation, copies, streams, events)
+// are there for the staging path, which is the next user.
+#pragma once
+
+#include "plugin/loader.h"
+#include "runtime/memory_classifier.h"
+
+#include <disttrain/plugin/memory.h>
+
+#include <memory>
+#include <string>
+
+namespace dt::plugin {
+
+// Why a memory table cannot be used (empty: it can): a struct_size too small for the
+// version it claims, or a NULL init, finalize or pointer_query. The loader calls it on
+// every memory plugin's answer.
+std::string check_memory_ops(const void *ops);
+
+class MemoryProvider final : public MemoryClassifier {
+public:
+    MemoryProvider(std::shared_ptr<LoadedPlugin> plugin, const dt_memory_v1_t *ops,
+                   void *instance);
+    ~MemoryProvider() override; // finalizes the instance, then lets the plugin go
+    MemoryProvider(const MemoryProvider &) = delete;
+    MemoryProvider &operator=(const MemoryProvider &) = delete;
+
+    const char *provider() const noexcept override { return plugin_->name().c_str(); }
+    PointerMemory classify(const void *ptr) const override;
+
+    const std::string &path() const { return plugin_->path(); }
+    // The table (v1, copied to its full size with NULL for members an older plugin's
+    // struct_size leaves out) and the instance, for the paths that copy through it.
+    const dt_memory_v1_t &ops() const { return ops_; }
+    void *instance() const { return instance_; }
+
+private:
+    std::shared_ptr<LoadedPlugin> plugin_;
+    dt_memory_v1_t ops_{};
+    void *instance_;
+};
+
+// Loads the memory provider `name` (from DISTTRAIN_MEMORY) and initialises it. Errors
+// name the variable and the value: DT_ERR_PLUGIN_NOT_FOUND with the folders searched,
+// the loader's other errors, or the plugin's own init failure with its message.
+std::unique_ptr<MemoryProvider> open_memory(const std::string &name,
+                                            const dt_memory_init_args_t &args,
+                                            const dt_host_services_t *services);
+
+} // namespace dt::plugin

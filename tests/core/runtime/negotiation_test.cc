@@ -6,6 +6,8 @@
 
 #include "runtime/error.h"
 
+#include "expect_protocol_error.h"
+
 #include <gtest/gtest.h>
 
 #include <limits>
@@ -14,17 +16,7 @@
 namespace dt {
 namespace {
 
-template <typename F>
-void expect_protocol_error(F f, const std::string &part)
-{
-    try {
-        f();
-        ADD_FAILURE() << "no error; expected one containing '" << part << "'";
-    } catch (const Error &e) {
-        EXPECT_EQ(e.status(), DT_ERR_PROTOCOL) << e.what();
-        EXPECT_NE(std::string(e.what()).find(part), std::string::npos) << e.what();
-    }
-}
+using test::expect_protocol_error;
 
 // Decoding must either succeed or fail with DT_ERR_PROTOCOL; any other exception (a
 // length_error, bad_alloc) would mean a length was trusted before it was checked.

@@ -3,6 +3,8 @@
 // would take it past the end of its buffer.
 #include "runtime/wire.h"
 
+#include "expect_protocol_error.h"
+
 #include <gtest/gtest.h>
 
 #include <limits>
@@ -10,18 +12,7 @@
 namespace dt::wire {
 namespace {
 
-// Runs f, which must throw a DT_ERR_PROTOCOL error whose message contains part.
-template <typename F>
-void expect_protocol_error(F f, const std::string &part)
-{
-    try {
-        f();
-        ADD_FAILURE() << "no error; expected one containing '" << part << "'";
-    } catch (const Error &e) {
-        EXPECT_EQ(e.status(), DT_ERR_PROTOCOL) << e.what();
-        EXPECT_NE(std::string(e.what()).find(part), std::string::npos) << e.what();
-    }
-}
+using test::expect_protocol_error;
 
 TEST(Wire, IntegersAreLittleEndian)
 {

@@ -166,7 +166,9 @@ enum dt_compute_attr_field {
     DT_COMPUTE_ATTR_FIELD_DEVICE_NAME = 1u << 2,
     DT_COMPUTE_ATTR_FIELD_THREADS = 1u << 3,
     DT_COMPUTE_ATTR_FIELD_COMPUTE_DTYPE = 1u << 4,
-    DT_COMPUTE_ATTR_FIELD_BF16_NATIVE = 1u << 5
+    DT_COMPUTE_ATTR_FIELD_BF16_NATIVE = 1u << 5,
+    DT_COMPUTE_ATTR_FIELD_STREAM = 1u << 6,
+    DT_COMPUTE_ATTR_FIELD_MEMORY_PROVIDER = 1u << 7
 };
 
 /** What a context runs on. Strings are static or live as long as the context. */
@@ -178,6 +180,13 @@ typedef struct dt_compute_attr {
     int threads;                     /**< CPU threads used by operations */
     dt_dtype_t compute_dtype;        /**< in effect: DT_FLOAT32 or DT_BFLOAT16 */
     int bf16_native;                 /**< 1 when the device computes bfloat16 in hardware */
+    /** The device queue the context's operations run on (a cudaStream_t for cuDNN), to
+     *  pass as dt_op_params_t.stream so that a collective on a tensor starts after the
+     *  operations that produced it; NULL where operations block (CPU). */
+    void *stream;
+    /** The memory provider that knows the context's memory ("cuda" for cuDNN), to pass
+     *  as dt_context_params_t.memory (or DISTTRAIN_MEMORY); NULL: host memory. */
+    const char *memory_provider;
 } dt_compute_attr_t;
 
 /** Fills the fields of *attr whose bits attr->field_mask has. Never blocks. */

@@ -164,7 +164,8 @@ enum dt_context_param_field {
     DT_CONTEXT_PARAM_FIELD_JOB_TOKEN = 1u << 5,
     DT_CONTEXT_PARAM_FIELD_TRANSPORT = 1u << 6,
     DT_CONTEXT_PARAM_FIELD_TIMEOUT_MS = 1u << 7,
-    DT_CONTEXT_PARAM_FIELD_ORDERED = 1u << 8
+    DT_CONTEXT_PARAM_FIELD_ORDERED = 1u << 8,
+    DT_CONTEXT_PARAM_FIELD_MEMORY = 1u << 9
 };
 
 /**
@@ -190,6 +191,9 @@ typedef struct dt_context_params {
      *  count, dtype, op, root, group and name hash: a rank that disagrees or skips a call
      *  makes it fail with DT_ERR_MISMATCH on every rank. Env DISTTRAIN_ORDERED. */
     int ordered;
+    /** The memory provider plugin (libdt-memory-<name>.so) that knows device buffers,
+     *  e.g. "cuda", or "none" for host memory only. Env DISTTRAIN_MEMORY. Since 1.1. */
+    const char *memory;
 } dt_context_params_t;
 
 /** The exported constructor; call dt_context_create, which passes the header version. */

@@ -61,6 +61,10 @@ DT_API dt_status_t dt_compute_query(dt_compute_h compute, dt_compute_attr_t *att
             attr->compute_dtype = static_cast<dt_dtype_t>(info.compute_dtype);
         if (mask & DT_COMPUTE_ATTR_FIELD_BF16_NATIVE)
             attr->bf16_native = info.bf16_native;
+        if (mask & DT_COMPUTE_ATTR_FIELD_STREAM)
+            attr->stream = info.stream;
+        if (mask & DT_COMPUTE_ATTR_FIELD_MEMORY_PROVIDER)
+            attr->memory_provider = info.memory_provider;
         return DT_OK;
     });
 }

@@ -36,13 +36,13 @@ std::vector<std::string> parse_transports(const std::string &what, const std::st
 
 // DISTTRAIN_MEMORY: one memory provider's name, or "none". Checked here so a typo fails
 // dt_context_create before any plugin is looked for.
-std::string parse_memory(const std::string &value)
+std::string parse_memory(const char *what, const std::string &value)
 {
     bool valid = !value.empty() && std::all_of(value.begin(), value.end(), [](unsigned char c) {
         return std::islower(c) || std::isdigit(c) || c == '_';
     });
     if (!valid)
-        throw_error(DT_ERR_INVALID_CONFIG, "DISTTRAIN_MEMORY='", value, "' is not a memory "
+        throw_error(DT_ERR_INVALID_CONFIG, what, "='", value, "' is not a memory "
                     "provider's name; use one name of lowercase letters, digits and '_' "
                     "(e.g. cuda), or 'none' for host memory only");
     return value;
@@ -97,7 +97,11 @@ ContextConfig read_config(const dt_context_params_t *params)
             parse_transports("DISTTRAIN_TRANSPORT",
                              env::get("DISTTRAIN_TRANSPORT").value_or("auto"));
 
-    cfg.memory = parse_memory(env::get("DISTTRAIN_MEMORY").value_or("none"));
+    if (has(params, DT_CONTEXT_PARAM_FIELD_MEMORY) && params->memory != nullptr)
+        cfg.memory = parse_memory("dt_context_params_t.memory", params->memory);
+    else
+        cfg.memory =
+            parse_memory("DISTTRAIN_MEMORY", env::get("DISTTRAIN_MEMORY").value_or("none"));
 
     if (has(params, DT_CONTEXT_PARAM_FIELD_TIMEOUT_MS))
         cfg.timeout = std::chrono::milliseconds(std::max(0, params->timeout_ms));

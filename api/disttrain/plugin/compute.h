@@ -111,6 +111,11 @@ typedef struct dt_compute_info {
     int32_t compute_dtype; /**< in effect */
     int32_t bf16_native;
     const char *device_name;
+    /* Appended (a core that sets a smaller struct_size never reads them). */
+    void *stream;                /**< the queue operations run on, in the runtime of the
+                                      memory provider below; NULL: every op blocks (CPU) */
+    const char *memory_provider; /**< the memory provider (DISTTRAIN_MEMORY name) that
+                                      knows this instance's memory; NULL: host memory */
 } dt_compute_info_t;
 
 /**

@@ -194,6 +194,8 @@ int32_t info(void *c, dt_compute_info_t *out)
     mine.compute_dtype = in.bf16_compute ? DTP_BFLOAT16 : DTP_FLOAT32;
     mine.bf16_native = in.bf16_native ? 1 : 0;
     mine.device_name = in.device_name.c_str();
+    mine.stream = in.stream;
+    mine.memory_provider = "cuda"; // plugins/memory/cuda knows cudaMalloc'd memory
     std::memcpy(out, &mine, std::min<size_t>(out->struct_size, sizeof(mine)));
     return DTP_OK;
 }

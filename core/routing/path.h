@@ -44,13 +44,22 @@ struct Args {
     int root = 0;
     const char *name = "";      // the operation's, for messages
     int avg_divisor = 0;        // > 0 only for a path with divides_average, on DT_AVG
+    void *stream = nullptr;     // device memory: the producer's stream (null: default)
+    bool whole_job = true;      // the call spans every rank of the job (group 0)
 };
 
-// What the context lends its paths: the policy and the shared-memory domain (null:
-// none). Owned by the router, which the context owns.
+class Router;
+class Staging;
+
+// What the context lends its paths: the policy, the shared-memory domain (null: none),
+// the staging buffers of the memory provider (null: none) and the router itself, which
+// staging hands the host copy of a device call. Owned by the router, which the context
+// owns.
 struct Services {
     const Policy *policy = nullptr;
     shm::Domain *domain = nullptr;
+    Staging *staging = nullptr;
+    Router *router = nullptr;
 };
 
 // What moves a path's data between ranks, so that the router also asks whether that
@@ -59,6 +68,7 @@ enum class Carrier : uint8_t {
     native,         // the transport's native collectives
     point_to_point, // the transport's isend/irecv (under the core's algorithms)
     shared_memory,  // this host's shared-memory domain only; no transport involved
+    none,           // the path hands the transport no buffer of the call (staging)
 };
 
 struct Path {

@@ -1,8 +1,7 @@
 // The paths the router's tables (table.cc) are made of, one family per file:
 // path_native.cc (the transport's own collectives), path_shm.cc (shared memory on this
 // host, hierarchical across hosts) and path_algorithms.cc (the core's point-to-point
-// algorithms). A future staging path (device memory through pinned host buffers) is
-// one more family here.
+// algorithms) and path_staging.cc (device memory through pinned host buffers).
 #pragma once
 
 #include "routing/path.h"
@@ -11,6 +10,10 @@ namespace dt::routing {
 
 // The transport's native collective of the call's kind (MPI): the whole job only.
 extern const Path kNative;
+
+// Device memory on host-only paths: copied to pinned host buffers, run as a host call,
+// copied back. Needs a memory provider. Divides DT_AVG on the host copy.
+extern const Path kStaging;
 
 // Shared memory, every member on this host. Allreduce divides DT_AVG's sum itself.
 extern const Path kShmLocalAllreduce;

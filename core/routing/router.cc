@@ -1,5 +1,6 @@
 #include "routing/router.h"
 
+#include "plugin/memory_provider.h"
 #include "reduce/reduce.h"
 #include "routing/table.h"
 #include "runtime/error.h"
@@ -46,13 +47,17 @@ bool reduces(OpKind kind) { return kind == OpKind::allreduce || kind == OpKind::
 } // namespace
 
 Router::Router(const Policy &policy, const Transport &transport, shm::Domain *domain,
-               int job_size)
+               plugin::MemoryProvider *memory, int job_size)
     : policy_(policy), native_(native_kinds(transport)),
       p2p_memory_(accepted_memory(transport, false)),
       native_memory_(accepted_memory(transport, true))
 {
+    if (memory != nullptr)
+        staging_ = std::make_unique<Staging>(*memory);
     services_.policy = &policy_;
     services_.domain = domain;
+    services_.staging = staging_.get();
+    services_.router = this;
     if (domain != nullptr) {
         my_host_ = domain->host_of(domain->world_rank());
         scratch_.reserve(static_cast<size_t>(job_size));
@@ -60,6 +65,8 @@ Router::Router(const Policy &policy, const Transport &transport, shm::Domain *do
                                 scratch_);
     }
 }
+
+Router::~Router() = default;
 
 Topology Router::topology(const algo::Comm &comm, bool whole_job)
 {
@@ -69,6 +76,7 @@ Topology Router::topology(const algo::Comm &comm, bool whole_job)
     t.native = native_;
     t.p2p_memory = p2p_memory_;
     t.native_memory = native_memory_;
+    t.staging = staging_ != nullptr;
     shm::Domain *dom = services_.domain;
     t.shm = dom != nullptr && !dom->failed();
     if (t.shm)
@@ -93,26 +101,52 @@ const char *Router::run(algo::Comm &comm, const OpDesc &op, int avg_divisor)
     args.op = op.op == DT_AVG ? DT_SUM : op.op;
     args.root = op.root;
     args.name = op.name.c_str();
-    for (const Path *path : paths_for(op.kind)) {
+    args.stream = op.stream;
+    args.whole_job = op.group == 0;
+    if (const char *path = dispatch(comm, call, topo, args, average, avg_divisor))
+        return path;
+    if (!accepts_memory(op.kind, call.memory))
+        throw_error(DT_ERR_UNSUPPORTED, op_kind_name(op.kind), " '", op.name, "': the "
+                    "buffers are ", dt_memory_type_name(op.memory), " memory, and no path "
+                    "of this build carries ", dt_memory_type_name(op.memory),
+                    " memory; copy the data to host memory and pass host buffers");
+    if (call.memory == Memory::device && !topo.staging)
+        throw_error(DT_ERR_UNSUPPORTED, op_kind_name(op.kind), " '", op.name, "': the "
+                    "buffers are device memory, which this context's transport does not "
+                    "take and no memory provider can stage through host memory; set "
+                    "DISTTRAIN_MEMORY (e.g. cuda) or pass host buffers");
+    throw_error(DT_ERR_INTERNAL, "no path runs ", op_kind_name(op.kind), " '", op.name, "'");
+}
+
+const char *Router::run_host(algo::Comm &comm, const Args &host)
+{
+    const Call call{host.kind, host.count * dt_dtype_size(host.dtype), Memory::host};
+    const Topology topo = topology(comm, host.whole_job);
+    Args args = host;
+    const int divisor = host.avg_divisor;
+    if (const char *path = dispatch(comm, call, topo, args, divisor > 0, divisor))
+        return path;
+    throw_error(DT_ERR_INTERNAL, "no host path runs ", op_kind_name(host.kind), " '",
+                host.name, "'");
+}
+
+const char *Router::dispatch(algo::Comm &comm, const Call &call, const Topology &topo,
+                             Args &args, bool average, int avg_divisor)
+{
+    for (const Path *path : paths_for(args.kind)) {
         if (!applies_to(*path, call, topo, policy_))
             continue;
         args.avg_divisor = average && path->divides_average ? avg_divisor : 0;
         if (!path->run(services_, comm, args))
             continue; // declined at run time: the next that applies
         if (average && !path->divides_average)
-            reduce::finish_average(op.recvbuf, op.count, op.dtype, avg_divisor);
-        DT_LOG(debug, "routing", op_kind_name(op.kind), " '", op.name, "' (", call.bytes,
-               " B, ", topo.size, " ranks): ", path->name);
+            reduce::finish_average(args.recvbuf, args.count, args.dtype, avg_divisor);
+        DT_LOG(debug, "routing", op_kind_name(args.kind), " '", args.name, "' (", call.bytes,
+               " B, ", topo.size, " ranks, ", call.memory == Memory::device ? "device" : "host",
+               " memory): ", path->name);
         return path->name;
     }
-    if (!accepts_memory(op.kind, call.memory))
-        throw_error(DT_ERR_UNSUPPORTED, op_kind_name(op.kind), " '", op.name, "': the "
-                    "buffers are ", dt_memory_type_name(op.memory), " memory, and no path "
-                    "of this build carries ", dt_memory_type_name(op.memory),
-                    " memory yet (", op_kind_name(op.kind), " runs on host memory only; "
-                    "staging through pinned host buffers is still to come); copy the data "
-                    "to host memory and pass host buffers");
-    throw_error(DT_ERR_INTERNAL, "no path runs ", op_kind_name(op.kind), " '", op.name, "'");
+    return nullptr;
 }
 
 } // namespace dt::routing

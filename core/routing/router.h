@@ -15,22 +15,29 @@
 #include "plugin/transport.h"
 #include "routing/path.h"
 #include "routing/policy.h"
+#include "routing/staging.h"
 #include "runtime/operation.h"
 
+#include <memory>
 #include <vector>
 
 namespace dt::shm {
 class Domain;
+}
+namespace dt::plugin {
+class MemoryProvider;
 }
 
 namespace dt::routing {
 
 class Router {
 public:
-    // domain: the context's shared-memory domain, or null; it must outlive the router.
-    // job_size: the world size.
+    // domain: the context's shared-memory domain, or null; memory: the context's memory
+    // provider, or null (no staging). Both must outlive the router. job_size: the world
+    // size. Throws dt::Error when the provider cannot stage (a table without copies).
     Router(const Policy &policy, const Transport &transport, shm::Domain *domain,
-           int job_size);
+           plugin::MemoryProvider *memory, int job_size);
+    ~Router();
     Router(const Router &) = delete;
     Router &operator=(const Router &) = delete;
 
@@ -41,11 +48,26 @@ public:
     // the transport at a time. Throws dt::Error on failure.
     const char *run(algo::Comm &comm, const OpDesc &op, int avg_divisor);
 
+    // Runs a host-memory call (the host copy of a staged device call) on the first host
+    // path that applies, dividing DT_AVG's sum when args.avg_divisor > 0. Returns the
+    // path's name.
+    const char *run_host(algo::Comm &comm, const Args &args);
+
+    // The memory provider's pinned buffers and copies, or null without a provider: what
+    // fusion stages a batch of device calls through.
+    Staging *staging() const { return staging_.get(); }
+
     // The members of a call on comm as the paths' applies() see them.
     Topology topology(const algo::Comm &comm, bool whole_job);
 
 private:
+    // Runs args on the first path of its kind's table that applies to call; average:
+    // divide the sum by avg_divisor once.
+    const char *dispatch(algo::Comm &comm, const Call &call, const Topology &topo,
+                         Args &args, bool average, int avg_divisor);
+
     Policy policy_;
+    std::unique_ptr<Staging> staging_;
     Services services_;
     uint32_t native_ = 0;    // kind_bit() per native collective of the transport
     uint8_t p2p_memory_ = 0;    // memory_bit() per memory type its isend/irecv accept

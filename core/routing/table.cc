@@ -1,7 +1,7 @@
 // The router's tables: per collective kind, the candidate paths in order of preference.
-// The first that applies (and does not decline at run time) runs. Device memory will
-// add a staging path (pinned host buffers) after the paths that take it natively and
-// before the point-to-point algorithms, which read host memory only.
+// The first that applies (and does not decline at run time) runs. Staging (device memory
+// through pinned host buffers) comes after the transport's native collectives, which may
+// take device memory themselves, and before the host-only paths.
 #include "routing/table.h"
 
 #include "routing/paths.h"
@@ -10,12 +10,14 @@ namespace dt::routing {
 
 namespace {
 
-constexpr const Path *kAllreduce[] = {&kNative, &kShmLocalAllreduce, &kShmHierarchical,
+constexpr const Path *kAllreduce[] = {&kNative,           &kStaging,
+                                      &kShmLocalAllreduce, &kShmHierarchical,
                                       &kRecursiveDoubling, &kHalvingDoubling, &kRing};
-constexpr const Path *kBroadcast[] = {&kNative, &kShmLocal, &kBroadcastTreeChain};
-constexpr const Path *kAllgather[] = {&kNative, &kShmLocal, &kAllgatherRing};
-constexpr const Path *kReduceScatter[] = {&kNative, &kShmLocal, &kReduceScatterRing};
-constexpr const Path *kAlltoall[] = {&kNative, &kShmLocal, &kAlltoallPairwise};
+constexpr const Path *kBroadcast[] = {&kNative, &kStaging, &kShmLocal, &kBroadcastTreeChain};
+constexpr const Path *kAllgather[] = {&kNative, &kStaging, &kShmLocal, &kAllgatherRing};
+constexpr const Path *kReduceScatter[] = {&kNative, &kStaging, &kShmLocal,
+                                          &kReduceScatterRing};
+constexpr const Path *kAlltoall[] = {&kNative, &kStaging, &kShmLocal, &kAlltoallPairwise};
 constexpr const Path *kBarrier[] = {&kNative, &kShmLocal, &kBarrierDissemination};
 
 // The memory the transport accepts where the path hands it the call's buffers.
@@ -24,7 +26,8 @@ uint8_t carrier_memory(Carrier carrier, const Topology &topology) noexcept
     switch (carrier) {
     case Carrier::native: return topology.native_memory;
     case Carrier::point_to_point: return topology.p2p_memory;
-    case Carrier::shared_memory: break;
+    case Carrier::shared_memory:
+    case Carrier::none: break;
     }
     return 0xFF; // no transport: the path's own memory bits decide
 }

@@ -14,10 +14,9 @@
 namespace dt::routing {
 
 // Where a call's buffers live (the call's dt_op_params_t, or a loaded memory provider for
-// DT_MEMORY_AUTO), as bits of Path::memory and of what a transport accepts. No path
-// accepts device memory yet: the ones to come are a transport's device-native collective
-// and staging through pinned host buffers. Until then a device call finds no path, and
-// the C API refuses device memory before it is queued while no memory provider is loaded.
+// DT_MEMORY_AUTO), as bits of Path::memory and of what a transport accepts. Device memory
+// runs where a transport accepts it, else through staging (pinned host buffers of the
+// memory provider); the C API refuses it while no memory provider is loaded.
 enum class Memory : uint8_t { host = 1, device = 2 };
 
 constexpr uint8_t memory_bit(Memory m) { return static_cast<uint8_t>(m); }
@@ -39,6 +38,7 @@ struct Topology {
     uint8_t p2p_memory = memory_bit(Memory::host);
     uint8_t native_memory = memory_bit(Memory::host);
     bool shm = false;       // a working shared-memory domain serves this context
+    bool staging = false;   // a memory provider can stage device buffers through the host
     Spread spread = Spread::one_per_host; // meaningful only with shm
 };
 

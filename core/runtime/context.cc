@@ -53,7 +53,8 @@ Context::Context(const dt_context_params_t *params)
                        {rank(), size(), local_rank(), local_size(), cfg_.ranks.local_known,
                         cat("ctx", id_, "/shm/"), cfg_.timeout},
                        cfg_.policy.shm);
-    router_ = std::make_unique<routing::Router>(cfg_.policy, *transport_, shm_.get(), size());
+    router_ = std::make_unique<routing::Router>(cfg_.policy, *transport_, shm_.get(),
+                                                memory_.get(), size());
     engine_ = std::make_unique<Engine>(*transport_, cfg_, *router_);
 }
 

@@ -5,6 +5,7 @@
 
 #include "bootstrap/auth.h"
 #include "bootstrap/store.h"
+#include "plugin/memory_provider.h"
 #include "plugin/transport.h"
 #include "routing/router.h"
 #include "runtime/config.h"
@@ -61,7 +62,7 @@ private:
     std::unique_ptr<Transport> transport_;
     std::unique_ptr<shm::Domain> shm_; // null: no shared memory (core/shm/attach.h)
     std::unique_ptr<HostBridge> memory_host_; // the memory provider's services
-    std::unique_ptr<MemoryClassifier> memory_; // null: DISTTRAIN_MEMORY=none
+    std::unique_ptr<plugin::MemoryProvider> memory_; // null: DISTTRAIN_MEMORY=none
     std::unique_ptr<routing::Router> router_;
     std::unique_ptr<Engine> engine_;
     std::atomic<uint64_t> unnamed_ops_{0};

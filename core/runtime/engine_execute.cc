@@ -1,7 +1,9 @@
-// Running what negotiation found ready, in the agreed order: consecutive small host
-// allreduces of the same dtype, operator and memory type (fusion.h) are packed into the
-// fusion buffer (at most DISTTRAIN_FUSION_THRESHOLD bytes, so fusion memory is bounded)
-// and run as one.
+// Running what negotiation found ready, in the agreed order: consecutive small
+// allreduces of the same dtype, operator and memory type (fusion.h) are packed into one
+// buffer (at most DISTTRAIN_FUSION_THRESHOLD bytes, so fusion memory is bounded) and run
+// as one host allreduce. Host tensors are copied with memcpy into the fusion buffer;
+// device tensors with the memory provider's copies into a pinned staging buffer, on each
+// tensor's producer stream, with one wait for all copies in and one for all copies out.
 #include "algorithms/algorithms.h"
 #include "reduce/reduce.h"
 #include "runtime/engine.h"
@@ -85,49 +87,75 @@ size_t Engine::run_fused(std::vector<Ready> &ready, size_t first)
     }
 
     const Signature &sig = ready[first].sig;
-    if (fusion_buffer_.size() < total)
-        fusion_buffer_.resize(total);
+    const bool device = sig.memory == DT_MEMORY_DEVICE;
+    routing::Staging *staging = device ? router_.staging() : nullptr;
+    if (device && staging == nullptr)
+        throw_error(DT_ERR_INTERNAL, "a fused batch of device allreduces reached the engine "
+                    "of a context without a memory provider");
+    std::vector<int> ranks = members(sig.group);
+    algo::Comm c = comm(next_op_tag(sig.group), "allreduce", &ranks);
+    uint8_t *buffer = nullptr;
     auto start = Clock::now();
-    size_t offset = 0;
-    for (size_t i = first; i < last; ++i) {
-        Ready &r = ready[i];
-        size_t bytes = bytes_of(r.sig);
-        if (timeline_) {
-            timeline_->phase(r.name, "NEGOTIATE", r.submitted, r.ready_at);
-            timeline_->phase(r.name, "QUEUE", r.ready_at, start);
+    try {
+        if (device) {
+            buffer = static_cast<uint8_t *>(staging->buffer(0, total));
+        } else {
+            if (fusion_buffer_.size() < total)
+                fusion_buffer_.resize(total);
+            buffer = fusion_buffer_.data();
         }
-        if (r.op && bytes > 0)
-            std::memcpy(fusion_buffer_.data() + offset, r.op->desc().sendbuf, bytes);
-        else if (!r.op)
-            fill_identity(fusion_buffer_.data() + offset, r.sig.count, r.sig.dtype, r.sig.op);
-        offset += bytes;
+        size_t offset = 0;
+        for (size_t i = first; i < last; ++i) {
+            Ready &r = ready[i];
+            size_t bytes = bytes_of(r.sig);
+            if (timeline_) {
+                timeline_->phase(r.name, "NEGOTIATE", r.submitted, r.ready_at);
+                timeline_->phase(r.name, "QUEUE", r.ready_at, start);
+            }
+            if (!r.op)
+                fill_identity(buffer + offset, r.sig.count, r.sig.dtype, r.sig.op);
+            else if (bytes > 0 && device)
+                staging->to_host(buffer + offset, r.op->desc().sendbuf, bytes,
+                                 r.op->desc().stream);
+            else if (bytes > 0)
+                std::memcpy(buffer + offset, r.op->desc().sendbuf, bytes);
+            offset += bytes;
+        }
+        if (device)
+            wait_streams(*staging, ready, first, last, c);
+    } catch (const Error &e) {
+        c.fail_collective(e.status(), e.what()); // the peers must not wait for this rank
     }
     auto copied_in = Clock::now();
 
     OpDesc fused;
     fused.kind = OpKind::allreduce;
     fused.name = "fusion";
-    fused.sendbuf = fused.recvbuf = fusion_buffer_.data();
+    fused.sendbuf = fused.recvbuf = buffer;
     fused.count = total / dt_dtype_size(sig.dtype);
     fused.dtype = sig.dtype;
     fused.op = sig.op;
     fused.group = sig.group;
-    const char *path;
-    {
-        std::vector<int> ranks = members(sig.group);
-        algo::Comm c = comm(next_op_tag(sig.group), "allreduce", &ranks);
-        path = router_.run(c, fused,
-                           sig.group == 0 ? active_ranks() : static_cast<int>(ranks.size()));
-    }
+    const char *path = router_.run(
+        c, fused, sig.group == 0 ? active_ranks() : static_cast<int>(ranks.size()));
     auto reduced = Clock::now();
 
-    offset = 0;
-    for (size_t i = first; i < last; ++i) {
-        Ready &r = ready[i];
-        size_t bytes = bytes_of(r.sig);
-        if (r.op && bytes > 0)
-            std::memcpy(r.op->desc().recvbuf, fusion_buffer_.data() + offset, bytes);
-        offset += bytes;
+    try {
+        size_t offset = 0;
+        for (size_t i = first; i < last; ++i) {
+            Ready &r = ready[i];
+            size_t bytes = bytes_of(r.sig);
+            if (r.op && bytes > 0 && device)
+                staging->to_device(r.op->desc().recvbuf, buffer + offset, bytes,
+                                   r.op->desc().stream);
+            else if (r.op && bytes > 0)
+                std::memcpy(r.op->desc().recvbuf, buffer + offset, bytes);
+            offset += bytes;
+        }
+        if (device)
+            wait_streams(*staging, ready, first, last, c);
+    } catch (const Error &e) {
+        c.fail_collective(e.status(), e.what());
     }
     auto end = Clock::now();
     if (timeline_) {
@@ -143,6 +171,22 @@ size_t Engine::run_fused(std::vector<Ready> &ready, size_t first)
     for (size_t i = first; i < last; ++i)
         complete(ready[i], DT_OK, {});
     return last;
+}
+
+void Engine::wait_streams(routing::Staging &staging, const std::vector<Ready> &ready,
+                          size_t first, size_t last, const algo::Comm &c)
+{
+    // Usually every tensor of a batch comes from the same stream: wait once per stream.
+    for (size_t i = first; i < last; ++i) {
+        if (!ready[i].op)
+            continue;
+        void *stream = ready[i].op->desc().stream;
+        bool seen = false;
+        for (size_t j = first; j < i && !seen; ++j)
+            seen = ready[j].op && ready[j].op->desc().stream == stream;
+        if (!seen)
+            staging.wait(stream, c, "fused device allreduce");
+    }
 }
 
 } // namespace dt

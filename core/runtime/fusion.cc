@@ -6,8 +6,7 @@ size_t bytes_of(const Signature &sig) { return sig.count * dt_dtype_size(sig.dty
 
 bool fuses(const Signature &sig)
 {
-    return sig.kind == OpKind::allreduce && sig.memory == DT_MEMORY_HOST &&
-           bytes_of(sig) < kFuseBelowBytes;
+    return sig.kind == OpKind::allreduce && bytes_of(sig) < kFuseBelowBytes;
 }
 
 bool fusable(const Signature &a, const Signature &b)

@@ -14,9 +14,9 @@ constexpr size_t kFuseBelowBytes = size_t{1} << 20;
 
 size_t bytes_of(const Signature &sig);
 
-// Whether sig may start or join a fused batch: a small allreduce in host memory. The
-// fusion buffer is host memory and the engine copies in and out with memcpy, which
-// must never touch device memory; a device batch needs the provider's copies.
+// Whether sig may start or join a fused batch: a small allreduce. A host batch is
+// copied with memcpy into the fusion buffer; a device batch with the memory provider's
+// copies into a pinned staging buffer, one wait each way for the whole batch.
 bool fuses(const Signature &sig);
 
 // Whether b may join a batch that a started: the same kind, dtype, operator, group and

@@ -48,15 +48,15 @@ TEST(Fusion, EveryFieldOfTheBatchMustAgree)
     EXPECT_FALSE(fusable(a, b));
 }
 
-TEST(Fusion, MemoryTypesAreNeverMixedAndDeviceMemoryIsNotFusedIntoHostMemory)
+TEST(Fusion, MemoryTypesAreNeverMixedButDeviceBatchesFuseAmongThemselves)
 {
     const Signature host = allreduce(16);
     const Signature device = allreduce(16, DT_MEMORY_DEVICE);
     EXPECT_FALSE(fusable(host, device));
     EXPECT_FALSE(fusable(device, host));
-    // The fusion buffer is host memory, filled with memcpy.
-    EXPECT_FALSE(fuses(device));
-    EXPECT_FALSE(fusable(device, device));
+    // A device batch is staged through pinned host memory with the provider's copies.
+    EXPECT_TRUE(fuses(device));
+    EXPECT_TRUE(fusable(device, device));
 }
 
 } // namespace

@@ -1,11 +1,13 @@
 // A one-rank context with DISTTRAIN_MEMORY=fakedevice: the provider loads through the
-// plugin path, DT_MEMORY_AUTO asks it, and a collective on its device memory is refused
-// with a clear message before anything touches the buffers. A wrong DISTTRAIN_MEMORY
-// fails dt_context_create naming the variable.
+// plugin path, DT_MEMORY_AUTO asks it, and a collective on its device memory runs through
+// staging (a CPU touch of the memory would kill the process) with the right values; a
+// device that never finishes its copies is a time-out, not a hang. A wrong
+// DISTTRAIN_MEMORY fails dt_context_create naming the variable.
 #include "fakedevice_test_util.h"
 
 #include <disttrain/disttrain.h>
 
+#include <chrono>
 #include <cstdlib>
 #include <string>
 #include <vector>
@@ -54,25 +56,53 @@ TEST_F(Context, AutoOnHostMemoryRunsOnTheHost)
     EXPECT_EQ(buf[7], 2.0f); // one rank: the sum is the input
 }
 
-TEST_F(Context, AutoOnDeviceMemoryIsRefusedClearly)
+TEST_F(Context, AutoOnDeviceMemoryRunsThroughStagingWithTheRightValues)
 {
-    void *dev = device_.device_alloc(64 * sizeof(float));
+    constexpr size_t kCount = 1000;
+    std::vector<float> in(kCount), out(kCount, -1.0f);
+    for (size_t i = 0; i < kCount; ++i)
+        in[i] = static_cast<float>(i) * 0.25f;
+    const size_t bytes = kCount * sizeof(float);
+    void *src = device_.device_alloc(bytes);
+    void *dst = device_.device_alloc(bytes);
+    device_.copy(src, in.data(), bytes, DTP_MEMORY_COPY_HOST_TO_DEVICE);
     dt_op_params_t p = auto_memory();
-    // Reaching the engine is the point: a CPU touch of dev would kill this process.
-    EXPECT_EQ(dt_allreduce_ex(ctx_, "grad", dev, dev, 64, DT_FLOAT32, DT_SUM, &p),
-              DT_ERR_UNSUPPORTED);
-    std::string why = dt_last_error();
-    EXPECT_TRUE(has(why, "device memory")) << why;
-    EXPECT_TRUE(has(why, "no path of this build carries device memory yet")) << why;
-    EXPECT_TRUE(has(why, "'grad'")) << why;
+    // Out of place, averaged over the one rank: dst must equal src.
+    ASSERT_EQ(dt_allreduce_ex(ctx_, "grad", src, dst, kCount, DT_FLOAT32, DT_AVG, &p), DT_OK)
+        << dt_last_error();
+    device_.copy(out.data(), dst, bytes, DTP_MEMORY_COPY_DEVICE_TO_HOST);
+    EXPECT_EQ(out, in);
+    // A broadcast from the only rank leaves its buffer as it was.
+    ASSERT_EQ(dt_broadcast_ex(ctx_, "params", src, kCount, DT_FLOAT32, 0, &p), DT_OK)
+        << dt_last_error();
+    device_.copy(out.data(), src, bytes, DTP_MEMORY_COPY_DEVICE_TO_HOST);
+    EXPECT_EQ(out, in);
+    EXPECT_EQ(device_.ops().device_free(device_.m(), src), DTP_OK);
+    EXPECT_EQ(device_.ops().device_free(device_.m(), dst), DTP_OK);
+}
 
-    // The router refuses it in the engine, which breaks the context like any failed
-    // collective: later calls fail naming the cause rather than run on half a job.
-    float one = 1.0f;
-    EXPECT_EQ(dt_allreduce(ctx_, "after", &one, &one, 1, DT_FLOAT32, DT_SUM),
-              DT_ERR_UNSUPPORTED);
-    EXPECT_TRUE(has(dt_last_error(), "'grad'")) << dt_last_error();
-    EXPECT_EQ(device_.ops().device_free(device_.m(), dev), DTP_OK);
+TEST(StuckDevice, AWaitForTheDeviceEndsAtTheDeadlineNamingTheDevice)
+{
+    // Every copy of the context's provider takes 3 s; the deadline is 1 s.
+    setenv("DISTTRAIN_FAKE_DEVICE_DELAY_US", "3000000", 1);
+    setenv("DISTTRAIN_TIMEOUT", "1", 1);
+    MemoryEnv memory("fakedevice");
+    dt_context_h ctx = nullptr;
+    ASSERT_EQ(dt_context_create(nullptr, &ctx), DT_OK) << dt_last_error();
+    unsetenv("DISTTRAIN_FAKE_DEVICE_DELAY_US");
+    unsetenv("DISTTRAIN_TIMEOUT");
+    Provider device; // no delay of its own
+    void *dev = device.device_alloc(64 * sizeof(float));
+    dt_op_params_t p = auto_memory();
+    const auto start = std::chrono::steady_clock::now();
+    EXPECT_EQ(dt_allreduce_ex(ctx, "stuck", dev, dev, 64, DT_FLOAT32, DT_SUM, &p),
+              DT_ERR_TIMEOUT);
+    const std::chrono::duration<double> took = std::chrono::steady_clock::now() - start;
+    std::string why = dt_last_error();
+    EXPECT_TRUE(has(why, "'stuck'") && has(why, "the device did not finish")) << why;
+    EXPECT_LT(took.count(), 2.9) << "the wait outlived the deadline";
+    dt_context_destroy(ctx); // lets the queued copy finish first
+    EXPECT_EQ(device.ops().device_free(device.m(), dev), DTP_OK);
 }
 
 TEST_F(Context, MixedHostAndDeviceBuffersAreAnError)

@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <stdexcept>
 #include <string>
+#include <thread>
 
 namespace fakedevice::test {
 
@@ -57,6 +58,21 @@ public:
         void *p = nullptr;
         EXPECT_EQ(ops_->device_alloc(m_, 0, bytes, &p), DTP_OK);
         return p;
+    }
+
+    // Blocking copies between host and device memory on the default stream, as a user's
+    // runtime would write inputs and read results.
+    void copy(void *dst, const void *src, size_t bytes, int32_t direction) const
+    {
+        void *event = nullptr;
+        ASSERT_EQ(ops_->event_create(m_, &event), DTP_OK);
+        ASSERT_EQ(ops_->copy_async(m_, dst, src, bytes, direction, nullptr), DTP_OK);
+        ASSERT_EQ(ops_->event_record(m_, event, nullptr), DTP_OK);
+        int32_t rc;
+        while ((rc = ops_->event_query(m_, event)) == DTP_INPROGRESS)
+            std::this_thread::yield();
+        EXPECT_EQ(rc, DTP_OK);
+        ops_->event_destroy(m_, event);
     }
 
 private:

@@ -1,0 +1,57 @@
+// Device memory on paths that only read host memory: pinned host buffers from the memory
+// provider, copies queued on the producer's stream (so they start after the work that
+// wrote the buffer), and waits that poll the provider's events against the operation's
+// deadline and abort flag. A stuck device becomes DT_ERR_TIMEOUT, never a hang.
+//
+// The pinned buffers are kept and grown (never shrunk) for the context's lifetime:
+// allocating pinned memory costs far more than a collective on it. One engine thread uses
+// a Staging at a time.
+#pragma once
+
+#include "algorithms/comm.h"
+
+#include <cstddef>
+
+namespace dt::plugin {
+class MemoryProvider;
+}
+
+namespace dt::routing {
+
+class Staging {
+public:
+    // Slots of pinned buffers a call may hold at once: what is sent, what is received.
+    static constexpr int kSlots = 2;
+
+    explicit Staging(plugin::MemoryProvider &provider);
+    ~Staging(); // frees the buffers and the event; nothing may still be queued on them
+    Staging(const Staging &) = delete;
+    Staging &operator=(const Staging &) = delete;
+
+    const char *provider() const noexcept;
+
+    // Pinned host buffer `slot` of at least bytes (> 0). Growing a slot frees its old
+    // buffer, so call it only while no copy from that slot is queued.
+    void *buffer(int slot, size_t bytes);
+
+    // Queue a copy on stream (the producer's; null: the runtime's default) and return.
+    void to_host(void *dst, const void *src, size_t bytes, void *stream);
+    void to_device(void *dst, const void *src, size_t bytes, void *stream);
+
+    // Waits until everything queued on stream so far has run. Polls the provider's
+    // event, sleeping briefly between polls (a host spinning on a busy device takes a
+    // core from the training step). Throws DT_ERR_TIMEOUT at comm's deadline and
+    // DT_ERR_ABORTED when its cancel flag turns, naming `what` (the call); the caller
+    // fails the collective with it, so that the peers hear of it.
+    void wait(void *stream, const algo::Comm &comm, const char *what);
+
+private:
+    [[noreturn]] void fail(int32_t rc, const char *step, const char *what);
+
+    plugin::MemoryProvider &provider_;
+    void *event_ = nullptr;
+    void *slots_[kSlots] = {};
+    size_t capacity_[kSlots] = {};
+};
+
+} // namespace dt::routing

@@ -32,6 +32,7 @@ struct Job {
     // What the transport accepts (its capability answer): host, as every transport today.
     uint8_t p2p_memory = memory_bit(Memory::host);
     uint8_t native_memory = memory_bit(Memory::host);
+    bool staging = false; // a memory provider stages device memory through the host
 
     Topology topology() const
     {
@@ -42,6 +43,7 @@ struct Job {
         t.p2p_memory = p2p_memory;
         t.native_memory = native_memory;
         t.shm = shm;
+        t.staging = staging;
         std::vector<int> scratch;
         t.spread = spread_of(t.size, hosts[me], [&](int i) { return hosts[i]; }, scratch);
         return t;
@@ -265,18 +267,40 @@ TEST(Router, TheCallsMemoryTypeComesFromTheOperation)
     EXPECT_EQ(memory_of(DT_MEMORY_DEVICE), Memory::device);
 }
 
-TEST(Router, NoPathTakesDeviceMemoryYet)
+std::string chosen_device(const Job &job, OpKind kind)
 {
-    // Device memory waits for the paths that accept it (a device-native transport,
-    // staging through pinned host memory); until then no table has one, which the
-    // router reports as DT_ERR_UNSUPPORTED rather than run a host path on it.
-    for (const Job &job : {Job{{0}}, Job{{0, 0}}, Job{{0, 1}, 0, false, kAllNative, true}})
+    const Path *p = choose({kind, 4, Memory::device}, job.topology(), {});
+    return p != nullptr ? p->name : "(none)";
+}
+
+TEST(Router, DeviceMemoryIsStagedWhereAProviderCanAndTheTransportCannotTakeIt)
+{
+    for (Job job : {Job{{0}}, Job{{0, 0}}, Job{{0, 1}, 0, false}, Job{{0, 0, 1, 1}}}) {
+        job.staging = true;
         for (OpKind kind : kKinds) {
-            EXPECT_EQ(choose({kind, 4, Memory::device}, job.topology(), {}), nullptr)
-                << op_kind_name(kind);
-            EXPECT_FALSE(accepts_memory(kind, Memory::device)) << op_kind_name(kind);
-            EXPECT_TRUE(accepts_memory(kind, Memory::host)) << op_kind_name(kind);
+            if (kind == OpKind::barrier)
+                continue; // moves no buffer, so never device memory
+            EXPECT_EQ(chosen_device(job, kind), "staging") << op_kind_name(kind);
+            EXPECT_TRUE(accepts_memory(kind, Memory::device)) << op_kind_name(kind);
         }
+    }
+}
+
+TEST(Router, WithoutAProviderNoPathTakesDeviceMemory)
+{
+    // The router then fails the call with DT_ERR_UNSUPPORTED rather than run a host path
+    // on it (the C API refuses it earlier, while no memory provider is loaded).
+    for (const Job &job : {Job{{0}}, Job{{0, 0}}, Job{{0, 1}, 0, false, kAllNative, true}})
+        for (OpKind kind : kKinds)
+            EXPECT_EQ(chosen_device(job, kind), "(none)") << op_kind_name(kind);
+}
+
+TEST(Router, HostCallsNeverStage)
+{
+    Job job{{0, 0}};
+    job.staging = true;
+    for (OpKind kind : kKinds)
+        EXPECT_EQ(chosen(job, kind, 4), "shm_local") << op_kind_name(kind);
 }
 
 } // namespace

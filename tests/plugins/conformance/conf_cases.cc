@@ -26,9 +26,9 @@ bool reduces(Kind kind) { return kind == Kind::allreduce || kind == Kind::reduce
 } // namespace
 
 Case::Case(Kind kind, dt_dtype_t dtype, dt_reduce_op_t op, size_t count, bool inplace,
-           int root, bool async, int rank, int ranks)
+           int root, bool async, int rank, int ranks, const DeviceMemory *device)
     : kind_(kind), dtype_(dtype), op_(op), count_(count), inplace_(inplace), root_(root),
-      async_(async), rank_(rank), ranks_(ranks), elt_(dt_dtype_size(dtype))
+      async_(async), rank_(rank), ranks_(ranks), elt_(dt_dtype_size(dtype)), device_(device)
 {
     what_ = std::string(kind_name(kind)) + " " + dt_dtype_name(dtype);
     if (reduces(kind))
@@ -40,6 +40,7 @@ Case::Case(Kind kind, dt_dtype_t dtype, dt_reduce_op_t op, size_t count, bool in
         what_ += " #" + std::to_string(root);
     what_ += inplace ? " in-place" : "";
     what_ += async ? " async" : " blocking";
+    what_ += device ? " device" : "";
     // Buffers are never empty, so a count of 0 still passes valid pointers.
     out_.resize((out_count() + kGuard) * elt_);
     in_.resize((in_count() + 1) * elt_);
@@ -49,11 +50,19 @@ Case::Case(Case &&o) noexcept
     : kind_(o.kind_), dtype_(o.dtype_), op_(o.op_), count_(o.count_), inplace_(o.inplace_),
       root_(o.root_), async_(o.async_), rank_(o.rank_), ranks_(o.ranks_), elt_(o.elt_),
       what_(std::move(o.what_)), in_(std::move(o.in_)), out_(std::move(o.out_)),
-      req_(std::exchange(o.req_, nullptr))
+      req_(std::exchange(o.req_, nullptr)), device_(o.device_),
+      dev_in_(std::exchange(o.dev_in_, nullptr)), dev_out_(std::exchange(o.dev_out_, nullptr))
 {
 }
 
-Case::~Case() { dt_request_free(req_); }
+Case::~Case()
+{
+    dt_request_free(req_);
+    if (device_ != nullptr) {
+        device_->free(dev_in_);
+        device_->free(dev_out_);
+    }
+}
 
 size_t Case::out_count() const
 {
@@ -81,6 +90,18 @@ const void *Case::in_ptr()
     if (kind_ == Kind::allgather)
         return out_.data() + static_cast<size_t>(rank_) * count_ * elt_;
     return out_.data();
+}
+
+const void *Case::call_in()
+{
+    if (device_ == nullptr)
+        return in_ptr();
+    if (!inplace_)
+        return dev_in_;
+    if (kind_ == Kind::allgather)
+        return static_cast<unsigned char *>(dev_out_) +
+               static_cast<size_t>(rank_) * count_ * elt_;
+    return dev_out_;
 }
 
 void Case::prepare()
@@ -113,32 +134,46 @@ void Case::prepare()
     case Kind::barrier:
         break;
     }
+    if (device_ != nullptr) {
+        const size_t out_bytes = out_.size();
+        dev_out_ = device_->alloc(out_bytes);
+        device_->to_device(dev_out_, out_.data(), out_bytes);
+        if (!inplace_) {
+            dev_in_ = device_->alloc(in_.size());
+            device_->to_device(dev_in_, in_.data(), in_.size());
+        }
+    }
 }
 
 dt_status_t Case::launch(dt_context_h ctx)
 {
     const std::string name = "conformance " + what_;
     dt_request_h *req = async_ ? &req_ : nullptr;
-    const void *in = in_ptr();
+    const void *in = call_in();
+    void *out = call_out();
+    dt_op_params_t params{};
+    params.field_mask = DT_OP_PARAM_FIELD_MEMORY_TYPE;
+    params.memory_type = device_ != nullptr ? DT_MEMORY_DEVICE : DT_MEMORY_HOST;
+    const dt_op_params_t *p = &params;
+    const char *n = name.c_str();
     switch (kind_) {
     case Kind::allreduce:
-        return req ? dt_allreduce_async(ctx, name.c_str(), in, out(), count_, dtype_, op_, req)
-                   : dt_allreduce(ctx, name.c_str(), in, out(), count_, dtype_, op_);
+        return req ? dt_allreduce_async_ex(ctx, n, in, out, count_, dtype_, op_, p, req)
+                   : dt_allreduce_ex(ctx, n, in, out, count_, dtype_, op_, p);
     case Kind::broadcast:
-        return req ? dt_broadcast_async(ctx, name.c_str(), out(), count_, dtype_, root_, req)
-                   : dt_broadcast(ctx, name.c_str(), out(), count_, dtype_, root_);
+        return req ? dt_broadcast_async_ex(ctx, n, out, count_, dtype_, root_, p, req)
+                   : dt_broadcast_ex(ctx, n, out, count_, dtype_, root_, p);
     case Kind::allgather:
-        return req ? dt_allgather_async(ctx, name.c_str(), in, out(), count_, dtype_, req)
-                   : dt_allgather(ctx, name.c_str(), in, out(), count_, dtype_);
+        return req ? dt_allgather_async_ex(ctx, n, in, out, count_, dtype_, p, req)
+                   : dt_allgather_ex(ctx, n, in, out, count_, dtype_, p);
     case Kind::reduce_scatter:
-        return req ? dt_reduce_scatter_async(ctx, name.c_str(), in, out(), count_, dtype_,
-                                             op_, req)
-                   : dt_reduce_scatter(ctx, name.c_str(), in, out(), count_, dtype_, op_);
+        return req ? dt_reduce_scatter_async_ex(ctx, n, in, out, count_, dtype_, op_, p, req)
+                   : dt_reduce_scatter_ex(ctx, n, in, out, count_, dtype_, op_, p);
     case Kind::alltoall:
-        return req ? dt_alltoall_async(ctx, name.c_str(), in, out(), count_, dtype_, req)
-                   : dt_alltoall(ctx, name.c_str(), in, out(), count_, dtype_);
+        return req ? dt_alltoall_async_ex(ctx, n, in, out, count_, dtype_, p, req)
+                   : dt_alltoall_ex(ctx, n, in, out, count_, dtype_, p);
     case Kind::barrier:
-        return req ? dt_barrier_async(ctx, name.c_str(), req) : dt_barrier(ctx, name.c_str());
+        return req ? dt_barrier_async_ex(ctx, n, p, req) : dt_barrier_ex(ctx, n, p);
     }
     return DT_ERR_INVALID_ARGUMENT;
 }
@@ -163,6 +198,8 @@ double Case::expected(size_t i) const
 uint64_t Case::verify(std::vector<Mismatch> &out_list, size_t limit)
 {
     dt_request_free(std::exchange(req_, nullptr));
+    if (device_ != nullptr)
+        device_->to_host(out_.data(), dev_out_, out_.size()); // guards included
     uint64_t wrong = 0;
     const size_t total = out_count() + kGuard;
     for (size_t i = 0; i < total; ++i) {

@@ -2,6 +2,8 @@
 // output, to catch writes past the end), how to launch it and how to verify it.
 #pragma once
 
+#include "conf_device.h"
+
 #include <disttrain/disttrain.h>
 
 #include <cstddef>
@@ -28,8 +30,10 @@ struct Mismatch {
 
 class Case {
 public:
+    // device: null for host buffers; else the call runs on device buffers that mirror
+    // the host ones (copied in by prepare, out by verify).
     Case(Kind kind, dt_dtype_t dtype, dt_reduce_op_t op, size_t count, bool inplace,
-         int root, bool async, int rank, int ranks);
+         int root, bool async, int rank, int ranks, const DeviceMemory *device = nullptr);
 
     // Fills inputs and poisons outputs; call before launch.
     void prepare();
@@ -51,6 +55,9 @@ private:
     size_t out_count() const;  // elements of the output buffer
     size_t in_count() const;   // elements of the separate input buffer (0 when in place)
     void *out() { return out_.data(); }
+    // The buffers the call gets: the host ones, or their device mirrors.
+    void *call_out() { return device_ != nullptr ? dev_out_ : out(); }
+    const void *call_in();
     const void *in_ptr();
     double expected(size_t index) const;
 
@@ -66,6 +73,8 @@ private:
     std::string what_;
     std::vector<unsigned char> in_, out_;
     dt_request_h req_ = nullptr;
+    const DeviceMemory *device_ = nullptr;
+    void *dev_in_ = nullptr, *dev_out_ = nullptr;
 };
 
 } // namespace dt::conformance

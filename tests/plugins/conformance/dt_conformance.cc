@@ -3,7 +3,9 @@
 // (all variants of a group in flight at once), and compares every output element (plus
 // guard elements behind it) with a locally computed reference.
 //
-//   disttrainrun -np 4 dt_conformance [--no-large] [--verbose]
+//   disttrainrun -np 4 dt_conformance [--no-large] [--verbose] [--device]
+// --device runs every call on device buffers of the memory provider DISTTRAIN_MEMORY
+// names (the fake device in CI, cuda on a GPU), checked through copies back to the host.
 // Exit status: 0 when every rank matched, 1 on a mismatch or a failed call, 2 on bad flags.
 #include "conf_cases.h"
 
@@ -13,6 +15,8 @@
 #include <cinttypes>
 #include <cstdio>
 #include <cstring>
+#include <exception>
+#include <memory>
 #include <vector>
 
 namespace dt::conformance {
@@ -30,12 +34,14 @@ constexpr size_t kReportLimit = 10;                  // mismatches described per
 struct Settings {
     bool large = true;
     bool verbose = false;
+    bool device = false;
 };
 
 class Suite {
 public:
-    Suite(dt_context_h ctx, int rank, int ranks, Settings settings)
-        : ctx_(ctx), rank_(rank), ranks_(ranks), settings_(settings)
+    Suite(dt_context_h ctx, int rank, int ranks, Settings settings,
+          const DeviceMemory *device)
+        : ctx_(ctx), rank_(rank), ranks_(ranks), settings_(settings), device_(device)
     {
     }
 
@@ -46,7 +52,8 @@ public:
     {
         std::vector<Case> cases;
         auto add = [&](dt_reduce_op_t op, bool inplace, int root) {
-            cases.emplace_back(kind, dtype, op, count, inplace, root, async, rank_, ranks_);
+            cases.emplace_back(kind, dtype, op, count, inplace, root, async, rank_, ranks_,
+                               device_);
         };
         switch (kind) {
         case Kind::allreduce:
@@ -133,6 +140,7 @@ private:
     dt_context_h ctx_;
     int rank_, ranks_;
     Settings settings_;
+    const DeviceMemory *device_;
     uint64_t cases_ = 0, failed_cases_ = 0;
     std::vector<Mismatch> mismatches_;
 };
@@ -173,7 +181,17 @@ int run(const Settings &settings)
     dt_context_size(ctx, &ranks);
     dt_context_transport(ctx, &transport);
 
-    Suite suite(ctx, rank, ranks, settings);
+    std::unique_ptr<DeviceMemory> device;
+    if (settings.device) {
+        try {
+            device = std::make_unique<DeviceMemory>();
+        } catch (const std::exception &e) {
+            std::fprintf(stderr, "dt_conformance: --device: %s\n", e.what());
+            dt_context_destroy(ctx);
+            return 1;
+        }
+    }
+    Suite suite(ctx, rank, ranks, settings, device.get());
     if (!run_plan(suite, settings)) {
         // Peers may wait in a collective this rank will never join: abort wakes them.
         dt_context_abort(ctx);
@@ -196,9 +214,10 @@ int run(const Settings &settings)
     }
     const std::chrono::duration<double> elapsed = std::chrono::steady_clock::now() - start;
     if (rank == 0)
-        std::printf("dt_conformance: %s ranks=%d transport=%s checks=%" PRId64
+        std::printf("dt_conformance: %s ranks=%d transport=%s memory=%s checks=%" PRId64
                     " failed=%" PRId64 " time=%.1fs\n",
-                    totals[1] ? "FAIL" : "PASS", ranks, transport, totals[0], totals[1],
+                    totals[1] ? "FAIL" : "PASS", ranks, transport,
+                    device ? device->name().c_str() : "host", totals[0], totals[1],
                     elapsed.count());
     std::fflush(stdout);
     status = dt_context_destroy(ctx);
@@ -221,9 +240,12 @@ int main(int argc, char **argv)
             settings.large = false;
         } else if (std::strcmp(argv[i], "--verbose") == 0) {
             settings.verbose = true;
+        } else if (std::strcmp(argv[i], "--device") == 0) {
+            settings.device = true;
         } else {
             std::fprintf(stderr, "dt_conformance: unknown argument '%s'; accepted: "
-                                 "--no-large (skip the 64 MiB cases), --verbose\n", argv[i]);
+                                 "--no-large (skip the 64 MiB cases), --verbose, --device "
+                                 "(device buffers of DISTTRAIN_MEMORY's provider)\n", argv[i]);
             return 2;
         }
     }

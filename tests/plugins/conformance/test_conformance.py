@@ -72,3 +72,44 @@ def test_conformance_rejects_unknown_flags():
     result = run([program, "--no-such-flag"], timeout=30)
     assert result.returncode == 2
     assert "--no-such-flag" in result.stderr
+
+
+# Device memory: the same plan on buffers of the fake device (tests/plugins/fakedevice),
+# whose memory the CPU cannot touch, so every call must go through staging. Its copies
+# take a delay, so a result read before its copy has finished is caught too.
+FAKE_DEVICE_DIR = BUILD / "tests" / "plugins" / "fakedevice"
+DEVICE_MODES = {
+    "shm1": {"DISTTRAIN_SHM": "1"},
+    "shm0": {"DISTTRAIN_SHM": "0"},
+    "ordered": {"DISTTRAIN_ORDERED": "1"},
+    "nofusion": {"DISTTRAIN_FUSION_THRESHOLD": "0"},
+    "slowcopies": {"DISTTRAIN_FAKE_DEVICE_DELAY_US": "200"},
+}
+
+
+# tcp runs every mode on 2 and 4 ranks; the other transports one job each.
+DEVICE_JOBS = ([("tcp", ranks, mode) for ranks in (2, 4) for mode in sorted(DEVICE_MODES)] +
+               [(transport, 2, "shm1") for transport in TRANSPORTS if transport != "tcp"])
+
+
+@pytest.mark.parametrize("transport,ranks,mode", DEVICE_JOBS)
+def test_conformance_on_device_memory(transport, ranks, mode):
+    if not plugin_built(transport):
+        pytest.skip(f"transport '{transport}' was not built")
+    if not (FAKE_DEVICE_DIR / "libdt-memory-fakedevice.so").exists():
+        pytest.skip("the fake device was not built")
+    env = {"DISTTRAIN_TRANSPORT": transport,
+           "DISTTRAIN_PLUGIN_PATH": f"{plugin_dir(transport)}:{FAKE_DEVICE_DIR}",
+           "DISTTRAIN_MEMORY": "fakedevice",
+           "DISTTRAIN_TIMEOUT": "60", **DEVICE_MODES[mode]}
+    result = run(launch_command(transport, ranks) + ["--device", "--no-large"], env=env,
+                 timeout=TIMEOUT_S)
+    output = result.stdout + result.stderr
+    assert result.returncode == 0, (
+        f"dt_conformance --device failed on {transport} with {ranks} ranks, {mode} "
+        f"(exit {result.returncode}):\n{output[-8000:]}")
+    summary = [line for line in result.stdout.splitlines() if "dt_conformance:" in line]
+    assert summary, f"no summary line in the output:\n{output[-4000:]}"
+    assert f"PASS ranks={ranks} transport={transport} memory=fakedevice" in summary[-1], \
+        summary[-1]
+    assert "failed=0" in summary[-1], summary[-1]

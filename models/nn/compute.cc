@@ -63,4 +63,20 @@ dt_memory_type_t Compute::tensor_memory() const
                                                              : DT_MEMORY_HOST;
 }
 
+void *Compute::stream() const
+{
+    dt_compute_attr_t a = {};
+    a.field_mask = DT_COMPUTE_ATTR_FIELD_STREAM;
+    check(dt_compute_query(get(), &a), "dt_compute_query");
+    return a.stream;
+}
+
+const char *Compute::memory_provider() const
+{
+    dt_compute_attr_t a = {};
+    a.field_mask = DT_COMPUTE_ATTR_FIELD_MEMORY_PROVIDER;
+    check(dt_compute_query(get(), &a), "dt_compute_query");
+    return a.memory_provider;
+}
+
 } // namespace dt::models

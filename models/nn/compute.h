@@ -29,6 +29,11 @@ public:
     bool bf16_active() const;
     // Where the context's tensors live: device memory on a GPU plugin, else host memory.
     dt_memory_type_t tensor_memory() const;
+    // The device queue its operations run on (null where they block, on CPU): the stream
+    // after whose work a collective on a tensor must start.
+    void *stream() const;
+    // The memory provider that knows its tensors ("cuda"), or null for host memory.
+    const char *memory_provider() const;
 
 private:
     struct Deleter {

@@ -39,8 +39,7 @@ int bench(const BenchOptions &o)
 {
     const InputShape in = default_input(o.model);
     Compute compute(ComputeOptions{o.threads, o.bf16, ""});
-    Distributed dist;
-    dist.set_tensor_memory(compute.tensor_memory());
+    Distributed dist(compute);
     Model model = build_model(compute, o.model, in, o.seed);
     Optimizer optimizer(compute, OptimizerConfig{parse_optimizer(o.optimizer)},
                         model.parameters());

@@ -33,7 +33,7 @@ int main(int argc, char **argv)
         const Dataset train = load_fashion_mnist(o.data_dir, Split::train, o.train_limit);
         const Dataset test = load_fashion_mnist(o.data_dir, Split::test, o.test_limit);
         Compute compute(ComputeOptions{o.threads, o.bf16, ""});
-        Distributed dist;
+        Distributed dist(compute);
         Trainer trainer(o, train, test, compute, dist);
         trainer.run();
         return 0;

@@ -6,7 +6,7 @@
 #include <stdexcept>
 
 namespace dt::models {
-Distributed::Distributed()
+Distributed::Distributed(const Compute &compute)
 {
     // The trainer calls every collective in the same order on every rank (same model,
     // same steps per epoch), so it makes the ordered promise: the engine then runs each
@@ -23,6 +23,15 @@ Distributed::Distributed()
     }
     // For the header line only; the library parses the variable (and refuses bad values).
     ordered_ = env == nullptr || std::atoi(env) == 1;
+    const char *provider = compute.memory_provider();
+    const char *memory_env = std::getenv("DISTTRAIN_MEMORY");
+    if (provider != nullptr && (memory_env == nullptr || *memory_env == '\0')) {
+        params.field_mask |= DT_CONTEXT_PARAM_FIELD_MEMORY;
+        params.memory = provider;
+    }
+    tensor_params_.field_mask = DT_OP_PARAM_FIELD_MEMORY_TYPE | DT_OP_PARAM_FIELD_STREAM;
+    tensor_params_.memory_type = compute.tensor_memory();
+    tensor_params_.stream = compute.stream();
     dt_context_h ctx = nullptr;
     check(dt_context_create(&params, &ctx), "dt_context_create");
     ctx_.reset(ctx);
@@ -35,12 +44,6 @@ std::string Distributed::transport() const
     const char *name = nullptr;
     check(dt_context_transport(get(), &name), "dt_context_transport");
     return std::string(name ? name : "?") + (ordered_ ? " (ordered)" : " (negotiated)");
-}
-
-void Distributed::set_tensor_memory(dt_memory_type_t memory)
-{
-    tensor_params_.field_mask = DT_OP_PARAM_FIELD_MEMORY_TYPE;
-    tensor_params_.memory_type = memory;
 }
 
 void Distributed::broadcast(const std::vector<Tensor> &tensors, const std::string &prefix)

@@ -3,6 +3,7 @@
 // them, and summing metrics.
 #pragma once
 
+#include "nn/compute.h"
 #include "nn/layer.h"
 
 #include <disttrain/disttrain.h>
@@ -20,8 +21,11 @@ using Request = std::unique_ptr<dt_request, RequestFree>;
 class Distributed {
 public:
     // dt_context_create from the environment (disttrainrun sets it), in ordered mode
-    // unless DISTTRAIN_ORDERED says otherwise.
-    Distributed();
+    // unless DISTTRAIN_ORDERED says otherwise. The collectives on tensors tell the
+    // library where compute's tensors live and the stream that produces them; for device
+    // tensors the context loads the memory provider compute names, unless
+    // DISTTRAIN_MEMORY chooses another.
+    explicit Distributed(const Compute &compute);
     int rank() const { return rank_; }
     int size() const { return size_; }
     dt_context_h get() const { return ctx_.get(); }
@@ -34,9 +38,7 @@ public:
     void sum(std::vector<double> &values, const char *name);
     // Averages float32 tensors across ranks in place (blocking).
     void average(const std::vector<Tensor> &tensors, const std::string &prefix);
-    // Where tensors live (Compute::tensor_memory): what the collectives on tensors tell
-    // the library, so device memory is never handed to it as host memory.
-    void set_tensor_memory(dt_memory_type_t memory);
+    // What the collectives on tensors pass: their memory type and producer stream.
     const dt_op_params_t *tensor_params() const { return &tensor_params_; }
 
 private:
@@ -46,7 +48,7 @@ private:
     std::unique_ptr<dt_context, Deleter> ctx_;
     int rank_ = 0, size_ = 1;
     bool ordered_ = true;
-    dt_op_params_t tensor_params_ = {}; // host memory until set_tensor_memory
+    dt_op_params_t tensor_params_ = {};
 };
 
 // Averages gradients across ranks as they become ready: start() launches one named

@@ -63,7 +63,6 @@ Trainer::Trainer(const TrainOptions &options, const Dataset &train, const Datase
                 sampler_.steps_per_epoch(), sampler_.global_batch()),
       table_(stdout), params_(model_.parameters())
 {
-    dist_.set_tensor_memory(compute.tensor_memory());
 }
 
 double Trainer::seconds_since_start() const

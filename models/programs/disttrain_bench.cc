@@ -33,6 +33,7 @@ struct BenchOptions {
     bool bf16 = false;
     std::string optimizer = "momentum";
     uint64_t seed = 1;
+    bool print_checksum = false;
 };
 
 int bench(const BenchOptions &o)
@@ -107,6 +108,9 @@ int bench(const BenchOptions &o)
                     std::sqrt(sums[1]));
         std::printf("images per CPU-second per worker: %.2f\n", sums[2] / dist.size());
     }
+    if (o.print_checksum)
+        std::printf("rank %d model checksum %016llx\n", dist.rank(),
+                    static_cast<unsigned long long>(model_checksum(compute, model)));
     return 0;
 }
 
@@ -134,6 +138,8 @@ int main(int argc, char **argv)
     app.add_option("--threads", o.threads, "compute threads per worker")
         ->check(CLI::NonNegativeNumber);
     app.add_flag("--bf16", o.bf16, "matmul and convolution in bfloat16 where the CPU has it");
+    app.add_flag("--print-checksum", o.print_checksum,
+                 "every rank prints a hash of its final model (equal ranks, equal hashes)");
     app.add_option("--optimizer", o.optimizer, "sgd, momentum, nesterov, adam or adamw")
         ->capture_default_str()
         ->check(CLI::IsMember({"sgd", "momentum", "nesterov", "adam", "adamw"}));

@@ -2,6 +2,8 @@
 
 #include "common/error.h"
 
+#include <cstring>
+
 namespace dt::models {
 
 void save_model(const Compute &c, const Model &model, CheckpointState &out)
@@ -47,6 +49,19 @@ std::vector<Tensor> buffer_tensors(const Model &model)
     for (Buffer *b : model.buffers())
         out.push_back(b->value);
     return out;
+}
+
+uint64_t model_checksum(const Compute &c, const Model &model)
+{
+    uint64_t h = 0xcbf29ce484222325ull;
+    for (const Tensor &t : model_tensors(model))
+        for (float v : t.to_vector(c)) {
+            unsigned char bytes[sizeof v];
+            std::memcpy(bytes, &v, sizeof v);
+            for (unsigned char b : bytes)
+                h = (h ^ b) * 0x100000001b3ull;
+        }
+    return h;
 }
 
 } // namespace dt::models

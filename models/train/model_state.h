@@ -14,6 +14,11 @@ void load_model(const Compute &c, Model &model, const CheckpointState &in);
 
 // Every tensor that must agree across ranks: parameters then buffers.
 std::vector<Tensor> model_tensors(const Model &model);
+
+// A 64-bit FNV-1a hash of the bytes of every model tensor (parameters then buffers, read
+// back to the host), so that runs can show their ranks hold bit-identical models, or
+// that two runs agree, without writing a checkpoint.
+uint64_t model_checksum(const Compute &c, const Model &model);
 std::vector<Tensor> buffer_tensors(const Model &model);
 
 } // namespace dt::models

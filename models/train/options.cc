@@ -54,6 +54,8 @@ TrainParse parse_train_options(int argc, char **argv)
     bool no_progress = false;
     app.add_flag("--no-progress", no_progress, "no progress bar even on a terminal");
     app.add_flag("--quiet", o.quiet, "no table on stdout");
+    app.add_flag("--print-checksum", o.print_checksum,
+                 "every rank prints a hash of its final model (equal ranks, equal hashes)");
     try {
         app.parse(argc, argv);
     } catch (const CLI::CallForHelp &e) {

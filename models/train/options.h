@@ -31,6 +31,7 @@ struct TrainOptions {
     uint64_t train_limit = 0;  // use only the first N training samples (0: all)
     uint64_t test_limit = 0;
     bool progress = true;
+    bool print_checksum = false; // every rank prints model_checksum() at the end
     bool quiet = false;        // no table (tests read the metrics file)
 };
 

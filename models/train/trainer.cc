@@ -97,6 +97,9 @@ void Trainer::run()
                      sampler_.global_batch(), sampler_.steps_per_epoch(), schedule_.peak());
     while (pos_.epoch < o_.epochs)
         train_epoch();
+    if (o_.print_checksum)
+        std::printf("rank %d model checksum %016llx\n", dist_.rank(),
+                    static_cast<unsigned long long>(model_checksum(c_, model_)));
 }
 
 void Trainer::train_epoch()

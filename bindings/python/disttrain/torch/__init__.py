@@ -8,8 +8,11 @@
     opt = dt.DistributedOptimizer(opt, named_parameters=model.named_parameters())
     for x, y in loader: opt.zero_grad(); loss(model(x), y).backward(); opt.step()
 
-Run with `disttrainrun -np 2 -- python3 train.py`. CPU tensors only; works with any torch
-version that has Tensor.data_ptr() (no compiled extension).
+Run with `disttrainrun -np 2 -- python3 train.py`. CPU and CUDA tensors: a CUDA tensor's
+collective starts after the work queued on torch's current stream, and needs a memory
+provider (DISTTRAIN_MEMORY=cuda, the CUDA memory plugin), which stages it through pinned
+host memory. Works with any torch version that has Tensor.data_ptr() (no compiled
+extension).
 """
 try:
     import torch as _torch  # noqa: F401  (the real PyTorch: absolute import)

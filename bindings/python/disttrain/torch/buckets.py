@@ -19,13 +19,14 @@ from . import ops
 
 def plan(params, bucket_bytes):
     """Groups params (in the order given: backward's usual order) into lists of one dtype
+    and device
     whose sizes add up to at most bucket_bytes (a larger tensor gets a bucket of its
     own). bucket_bytes=0: one bucket per tensor."""
     buckets, current, current_bytes = [], [], 0
     for p in params:
         nbytes = p.numel() * p.element_size()
         fits = current and current[0].dtype == p.dtype and \
-            current_bytes + nbytes <= bucket_bytes
+            current[0].device == p.device and current_bytes + nbytes <= bucket_bytes
         if current and not fits:
             buckets.append(current)
             current, current_bytes = [], 0
@@ -43,7 +44,10 @@ class Bucket:
     def __init__(self, params, name):
         self.params = params
         self.name = name
-        self.flat = torch.zeros(sum(p.numel() for p in params), dtype=params[0].dtype)
+        # On the parameters' device: CUDA parameters get a CUDA bucket, which the library
+        # stages through pinned host memory (DISTTRAIN_MEMORY=cuda).
+        self.flat = torch.zeros(sum(p.numel() for p in params), dtype=params[0].dtype,
+                                device=params[0].device)
         self.views = {}
         offset = 0
         for p in params:

@@ -26,7 +26,7 @@ bool reduces(Kind kind) { return kind == Kind::allreduce || kind == Kind::reduce
 } // namespace
 
 Case::Case(Kind kind, dt_dtype_t dtype, dt_reduce_op_t op, size_t count, bool inplace,
-           int root, bool async, int rank, int ranks, const DeviceMemory *device)
+           int root, bool async, int rank, int ranks, const testing::DeviceMemory *device)
     : kind_(kind), dtype_(dtype), op_(op), count_(count), inplace_(inplace), root_(root),
       async_(async), rank_(rank), ranks_(ranks), elt_(dt_dtype_size(dtype)), device_(device)
 {

@@ -2,7 +2,7 @@
 // output, to catch writes past the end), how to launch it and how to verify it.
 #pragma once
 
-#include "conf_device.h"
+#include "device_memory.h"
 
 #include <disttrain/disttrain.h>
 
@@ -33,7 +33,8 @@ public:
     // device: null for host buffers; else the call runs on device buffers that mirror
     // the host ones (copied in by prepare, out by verify).
     Case(Kind kind, dt_dtype_t dtype, dt_reduce_op_t op, size_t count, bool inplace,
-         int root, bool async, int rank, int ranks, const DeviceMemory *device = nullptr);
+         int root, bool async, int rank, int ranks,
+         const testing::DeviceMemory *device = nullptr);
 
     // Fills inputs and poisons outputs; call before launch.
     void prepare();
@@ -73,7 +74,7 @@ private:
     std::string what_;
     std::vector<unsigned char> in_, out_;
     dt_request_h req_ = nullptr;
-    const DeviceMemory *device_ = nullptr;
+    const testing::DeviceMemory *device_ = nullptr;
     void *dev_in_ = nullptr, *dev_out_ = nullptr;
 };
 

@@ -40,7 +40,7 @@ struct Settings {
 class Suite {
 public:
     Suite(dt_context_h ctx, int rank, int ranks, Settings settings,
-          const DeviceMemory *device)
+          const testing::DeviceMemory *device)
         : ctx_(ctx), rank_(rank), ranks_(ranks), settings_(settings), device_(device)
     {
     }
@@ -140,7 +140,7 @@ private:
     dt_context_h ctx_;
     int rank_, ranks_;
     Settings settings_;
-    const DeviceMemory *device_;
+    const testing::DeviceMemory *device_;
     uint64_t cases_ = 0, failed_cases_ = 0;
     std::vector<Mismatch> mismatches_;
 };
@@ -181,10 +181,10 @@ int run(const Settings &settings)
     dt_context_size(ctx, &ranks);
     dt_context_transport(ctx, &transport);
 
-    std::unique_ptr<DeviceMemory> device;
+    std::unique_ptr<testing::DeviceMemory> device;
     if (settings.device) {
         try {
-            device = std::make_unique<DeviceMemory>();
+            device = std::make_unique<testing::DeviceMemory>();
         } catch (const std::exception &e) {
             std::fprintf(stderr, "dt_conformance: --device: %s\n", e.what());
             dt_context_destroy(ctx);

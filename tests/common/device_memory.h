@@ -1,7 +1,8 @@
-// Device memory for the conformance suite's --device mode: the memory provider that the
-// context uses (DISTTRAIN_MEMORY, found in DISTTRAIN_PLUGIN_PATH) opened a second time by
-// the program, as a user's own GPU runtime sits in the process. Cases keep their inputs
-// and references in host memory and mirror them to device buffers around each call.
+// Device memory for test and benchmark programs (dt_conformance --device, grad_bench
+// --device): the memory provider that the context uses (DISTTRAIN_MEMORY, found in
+// DISTTRAIN_PLUGIN_PATH) opened a second time by the program, as a user's own GPU runtime
+// sits in the process. Programs keep inputs and references in host memory and mirror
+// them to device buffers around each call.
 #pragma once
 
 #include <disttrain/plugin/memory.h>
@@ -9,7 +10,7 @@
 #include <cstddef>
 #include <string>
 
-namespace dt::conformance {
+namespace dt::testing {
 
 class DeviceMemory {
 public:
@@ -37,4 +38,4 @@ private:
     void *event_ = nullptr;
 };
 
-} // namespace dt::conformance
+} // namespace dt::testing

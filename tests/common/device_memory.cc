@@ -1,4 +1,4 @@
-#include "conf_device.h"
+#include "device_memory.h"
 
 #include <dlfcn.h>
 
@@ -8,14 +8,14 @@
 #include <stdexcept>
 #include <thread>
 
-namespace dt::conformance {
+namespace dt::testing {
 
 namespace {
 
 // Messages the provider sends through the host services: shown on stderr.
 void set_error(void *, const char *message)
 {
-    std::fprintf(stderr, "dt_conformance: memory provider: %s\n", message);
+    std::fprintf(stderr, "memory provider: %s\n", message);
 }
 
 std::string env(const char *name)
@@ -109,4 +109,4 @@ void DeviceMemory::copy(void *dst, const void *src, size_t bytes, int32_t direct
     check(rc, "event_query");
 }
 
-} // namespace dt::conformance
+} // namespace dt::testing

@@ -41,6 +41,18 @@ std::vector<Tensor> model_tensors(const Model &model)
     return out;
 }
 
+uint64_t model_checksum(const Compute &c, const Model &model)
+{
+    uint64_t h = 14695981039346656037ull;
+    for (const Tensor &t : model_tensors(model)) {
+        const std::vector<float> host = t.to_vector(c);
+        const auto *bytes = reinterpret_cast<const unsigned char *>(host.data());
+        for (size_t i = 0; i < host.size() * sizeof(float); ++i)
+            h = (h ^ bytes[i]) * 1099511628211ull;
+    }
+    return h;
+}
+
 std::vector<Tensor> buffer_tensors(const Model &model)
 {
     std::vector<Tensor> out;

@@ -54,6 +54,9 @@ TrainParse parse_train_options(int argc, char **argv)
     bool no_progress = false;
     app.add_flag("--no-progress", no_progress, "no progress bar even on a terminal");
     app.add_flag("--quiet", o.quiet, "no table on stdout");
+    app.add_flag("--print-param-checksum", o.print_param_checksum,
+                 "at the end, every rank prints a hash of its parameters and buffers to "
+                 "stderr (equal hashes: bit-identical models)");
     try {
         app.parse(argc, argv);
     } catch (const CLI::CallForHelp &e) {

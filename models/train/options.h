@@ -32,6 +32,7 @@ struct TrainOptions {
     uint64_t test_limit = 0;
     bool progress = true;
     bool quiet = false;        // no table (tests read the metrics file)
+    bool print_param_checksum = false; // each rank prints its final parameters' hash
 };
 
 struct TrainParse {

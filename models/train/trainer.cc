@@ -98,6 +98,10 @@ void Trainer::run()
                      sampler_.global_batch(), sampler_.steps_per_epoch(), schedule_.peak());
     while (pos_.epoch < o_.epochs)
         train_epoch();
+    if (o_.print_param_checksum)
+        std::fprintf(stderr, "disttrain-train: rank %d parameter checksum %016llx\n",
+                     dist_.rank(),
+                     static_cast<unsigned long long>(model_checksum(c_, model_)));
 }
 
 void Trainer::train_epoch()

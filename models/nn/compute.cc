@@ -38,8 +38,11 @@ namespace {
 dt_compute_attr_t query(dt_compute_h h)
 {
     dt_compute_attr_t a = {};
-    a.field_mask = DT_COMPUTE_ATTR_FIELD_PLUGIN | DT_COMPUTE_ATTR_FIELD_DEVICE_NAME |
-                   DT_COMPUTE_ATTR_FIELD_THREADS | DT_COMPUTE_ATTR_FIELD_COMPUTE_DTYPE;
+    // Every field a caller below reads: a field whose bit is clear is left as it was
+    // (zero, which for device_kind reads as CPU and made tensor_memory() say host).
+    a.field_mask = DT_COMPUTE_ATTR_FIELD_PLUGIN | DT_COMPUTE_ATTR_FIELD_DEVICE_KIND |
+                   DT_COMPUTE_ATTR_FIELD_DEVICE_NAME | DT_COMPUTE_ATTR_FIELD_THREADS |
+                   DT_COMPUTE_ATTR_FIELD_COMPUTE_DTYPE;
     check(dt_compute_query(h, &a), "dt_compute_query");
     return a;
 }

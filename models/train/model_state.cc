@@ -43,25 +43,24 @@ std::vector<Tensor> model_tensors(const Model &model)
     return out;
 }
 
+uint64_t model_checksum(const Compute &c, const Model &model)
+{
+    uint64_t h = 14695981039346656037ull;
+    for (const Tensor &t : model_tensors(model)) {
+        const std::vector<float> host = t.to_vector(c);
+        const auto *bytes = reinterpret_cast<const unsigned char *>(host.data());
+        for (size_t i = 0; i < host.size() * sizeof(float); ++i)
+            h = (h ^ bytes[i]) * 1099511628211ull;
+    }
+    return h;
+}
+
 std::vector<Tensor> buffer_tensors(const Model &model)
 {
     std::vector<Tensor> out;
     for (Buffer *b : model.buffers())
         out.push_back(b->value);
     return out;
-}
-
-uint64_t model_checksum(const Compute &c, const Model &model)
-{
-    uint64_t h = 0xcbf29ce484222325ull;
-    for (const Tensor &t : model_tensors(model))
-        for (float v : t.to_vector(c)) {
-            unsigned char bytes[sizeof v];
-            std::memcpy(bytes, &v, sizeof v);
-            for (unsigned char b : bytes)
-                h = (h ^ b) * 0x100000001b3ull;
-        }
-    return h;
 }
 
 } // namespace dt::models

@@ -5,6 +5,8 @@
 #include "train/checkpoint.h"
 #include "zoo/zoo.h"
 
+#include <cstdint>
+
 namespace dt::models {
 
 // "model/<parameter name>" and "model/<buffer name>" entries, plus the model's name.
@@ -15,10 +17,11 @@ void load_model(const Compute &c, Model &model, const CheckpointState &in);
 // Every tensor that must agree across ranks: parameters then buffers.
 std::vector<Tensor> model_tensors(const Model &model);
 
-// A 64-bit FNV-1a hash of the bytes of every model tensor (parameters then buffers, read
-// back to the host), so that runs can show their ranks hold bit-identical models, or
-// that two runs agree, without writing a checkpoint.
-uint64_t model_checksum(const Compute &c, const Model &model);
 std::vector<Tensor> buffer_tensors(const Model &model);
+
+// 64-bit FNV-1a of the bytes of model_tensors() in order, copied to the host: equal
+// checksums mean bit-identical parameters and buffers (across ranks, or across compute
+// plugins that should agree).
+uint64_t model_checksum(const Compute &c, const Model &model);
 
 } // namespace dt::models

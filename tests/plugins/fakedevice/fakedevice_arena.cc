@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <stdexcept>
@@ -13,6 +14,13 @@ namespace fakedevice {
 namespace {
 
 constexpr size_t kAlign = 256;
+constexpr size_t kDefaultBytes = size_t(256) << 20;
+
+size_t arena_bytes()
+{
+    const char *v = std::getenv("DISTTRAIN_FAKE_DEVICE_BYTES");
+    return v != nullptr && *v != '\0' ? std::strtoull(v, nullptr, 10) : kDefaultBytes;
+}
 
 std::runtime_error failure(const char *what)
 {
@@ -102,11 +110,11 @@ bool Arena::release(void *ptr)
     return used_.erase(static_cast<size_t>(static_cast<char *>(ptr) - device_)) == 1;
 }
 
-Arena &acquire_arena(size_t bytes)
+Arena &acquire_arena()
 {
     std::lock_guard<std::mutex> lock(g_arena_mutex);
     if (!g_arena)
-        g_arena = std::make_unique<Arena>(bytes);
+        g_arena = std::make_unique<Arena>(arena_bytes());
     ++g_arena_users;
     return *g_arena;
 }

@@ -2,6 +2,10 @@
 // PROT_NONE view, so any CPU access to them faults exactly as a CPU touch of real device
 // memory would; the provider's own copies go through a read-write shadow view of the same
 // pages, found by translating the device pointer (shadow()).
+//
+// It lives in its own shared library (libfakedevice-arena.so, test-only) that the memory
+// provider and the compute plugin both link, so the process has one arena however many
+// fake plugins it loads: a pointer either of them hands out is device memory to both.
 #pragma once
 
 #include <cstddef>
@@ -10,9 +14,12 @@
 #include <mutex>
 #include <string>
 
+// The plugins build with hidden visibility; what the arena library exports is this.
+#define FAKEDEVICE_ARENA_API __attribute__((visibility("default")))
+
 namespace fakedevice {
 
-class Arena {
+class FAKEDEVICE_ARENA_API Arena {
 public:
     // Maps `bytes` of device memory (rounded up to pages). Throws std::runtime_error
     // naming the call that failed.
@@ -44,9 +51,11 @@ private:
 
 // The one arena of the process. A real runtime's device memory is process-wide too (any
 // user of the process sees cudaMalloc's pointers as device memory), so every instance of
-// the provider shares it: a pointer from one instance is device memory to all. Created by
-// the first acquire, unmapped by the last release.
-Arena &acquire_arena(size_t bytes);
-void release_arena();
+// the provider shares it, and so does the compute plugin: a pointer from one instance is
+// device memory to all. Created by the first acquire with DISTTRAIN_FAKE_DEVICE_BYTES
+// (default 256 MiB: a sparse memfd, pages cost only once touched), unmapped by the last
+// release. Throws std::runtime_error when the mapping fails.
+FAKEDEVICE_ARENA_API Arena &acquire_arena();
+FAKEDEVICE_ARENA_API void release_arena();
 
 } // namespace fakedevice

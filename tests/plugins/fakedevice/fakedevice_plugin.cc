@@ -20,8 +20,6 @@
 namespace fakedevice {
 namespace {
 
-constexpr size_t kDefaultBytes = size_t(64) << 20;
-
 struct Instance {
     void *host = nullptr;
     const dt_host_services_t *services = nullptr;
@@ -59,7 +57,7 @@ int32_t init(const dt_memory_init_args_t *args, void **m)
     in->services = args->services;
     in->delay = std::chrono::microseconds(env_size("DISTTRAIN_FAKE_DEVICE_DELAY_US", 0));
     try {
-        in->arena = &acquire_arena(env_size("DISTTRAIN_FAKE_DEVICE_BYTES", kDefaultBytes));
+        in->arena = &acquire_arena();
         in->default_stream = std::make_unique<Stream>(in->delay);
     } catch (const std::exception &e) {
         if (in->arena != nullptr)

@@ -1,0 +1,241 @@
+// The fake-device compute plugin through the public API: DISTTRAIN_COMPUTE=fakedevice
+// gives a context that says GPU and names the fake memory provider, whose memory the CPU
+// cannot touch, whose operations give the oneDNN plugin's results bit for bit, and whose
+// pointers the memory provider knows (one arena in the process).
+#include "fakedevice_test_util.h"
+
+#include <disttrain/compute.h>
+
+#include <csignal>
+#include <cstdint>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+namespace fakedevice::test {
+namespace {
+
+// A compute context; plugin NULL takes DISTTRAIN_COMPUTE (fakedevice, set by meson).
+class Compute {
+public:
+    explicit Compute(const char *plugin)
+    {
+        dt_compute_params_t p{};
+        p.field_mask = DT_COMPUTE_PARAM_FIELD_THREADS;
+        p.threads = 1; // the same primitives on both sides, whatever the machine
+        if (plugin != nullptr) {
+            p.field_mask |= DT_COMPUTE_PARAM_FIELD_PLUGIN;
+            p.plugin = plugin;
+        }
+        EXPECT_EQ(dt_compute_create(&p, &h_), DT_OK) << dt_last_error();
+    }
+    ~Compute()
+    {
+        for (void *p : owned_)
+            EXPECT_EQ(dt_compute_free(h_, p), DT_OK) << dt_last_error();
+        dt_compute_destroy(h_);
+    }
+    Compute(const Compute &) = delete;
+    Compute &operator=(const Compute &) = delete;
+
+    dt_compute_h get() const { return h_; }
+
+    void *alloc(size_t bytes)
+    {
+        void *p = nullptr;
+        EXPECT_EQ(dt_compute_alloc(h_, bytes, &p), DT_OK) << dt_last_error();
+        owned_.push_back(p);
+        return p;
+    }
+    template <typename T>
+    T *upload(const std::vector<T> &host)
+    {
+        auto *p = static_cast<T *>(alloc(host.size() * sizeof(T)));
+        EXPECT_EQ(dt_compute_memcpy(h_, p, host.data(), host.size() * sizeof(T),
+                                    DT_COPY_HOST_TO_DEVICE), DT_OK) << dt_last_error();
+        return p;
+    }
+    template <typename T>
+    std::vector<T> download(const void *p, size_t n)
+    {
+        std::vector<T> host(n);
+        EXPECT_EQ(dt_compute_memcpy(h_, host.data(), p, n * sizeof(T), DT_COPY_DEVICE_TO_HOST),
+                  DT_OK) << dt_last_error();
+        return host;
+    }
+
+private:
+    dt_compute_h h_ = nullptr;
+    std::vector<void *> owned_;
+};
+
+std::vector<float> random_floats(size_t n, uint32_t seed)
+{
+    std::mt19937 gen(seed);
+    std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+    std::vector<float> out(n);
+    for (auto &v : out)
+        v = dist(gen);
+    return out;
+}
+
+// Everything one small training step computes, downloaded to the host.
+struct Results {
+    std::vector<float> logits, relu, probs, dlogits, w, momentum;
+    float loss = 0;
+    int64_t correct = 0;
+};
+
+// matmul, ReLU, softmax cross-entropy forward and backward, two momentum SGD steps: the
+// ops a training step of the mlp runs, with the labels in context memory.
+Results step(Compute &c)
+{
+    constexpr int64_t m = 33, n = 17, k = 29;
+    const std::vector<float> a = random_floats(m * k, 1), b = random_floats(k * n, 2);
+    std::vector<int32_t> labels(m);
+    for (int64_t i = 0; i < m; ++i)
+        labels[i] = static_cast<int32_t>((i * 7) % n);
+    float *da = c.upload(a), *db = c.upload(b);
+    int32_t *dlabels = c.upload(labels);
+    auto *out = static_cast<float *>(c.alloc(m * n * sizeof(float)));
+    auto *act = static_cast<float *>(c.alloc(m * n * sizeof(float)));
+    auto *probs = static_cast<float *>(c.alloc(m * n * sizeof(float)));
+    auto *dlogits = static_cast<float *>(c.alloc(m * n * sizeof(float)));
+    const dt_tensor_desc_t d = dt_tensor_desc_2d(DT_FLOAT32, m, n);
+
+    Results r;
+    EXPECT_EQ(dt_compute_matmul(c.get(), DT_FLOAT32, DT_FLOAT32, 0, 0, m, n, k, 1.0f, da, db,
+                                0.0f, out), DT_OK) << dt_last_error();
+    EXPECT_EQ(dt_compute_relu_forward(c.get(), &d, out, act), DT_OK) << dt_last_error();
+    EXPECT_EQ(dt_compute_softmax_cross_entropy_forward(c.get(), &d, act, dlabels, probs,
+                                                       &r.loss, &r.correct), DT_OK)
+        << dt_last_error();
+    EXPECT_EQ(dt_compute_softmax_cross_entropy_backward(c.get(), &d, probs, dlabels,
+                                                        1.0f / m, dlogits), DT_OK)
+        << dt_last_error();
+
+    float *w = c.upload(b);
+    float *mom = c.upload(std::vector<float>(k * n, 0.0f));
+    const float *grad = c.upload(random_floats(k * n, 3));
+    const dt_sgd_params_t sgd{0.1f, 0.9f, 1e-4f, 0};
+    for (int i = 0; i < 2; ++i)
+        EXPECT_EQ(dt_compute_sgd_update(c.get(), &sgd, k * n, w, grad, mom), DT_OK)
+            << dt_last_error();
+    EXPECT_EQ(dt_compute_synchronize(c.get()), DT_OK) << dt_last_error();
+
+    r.logits = c.download<float>(out, m * n);
+    r.relu = c.download<float>(act, m * n);
+    r.probs = c.download<float>(probs, m * n);
+    r.dlogits = c.download<float>(dlogits, m * n);
+    r.w = c.download<float>(w, k * n);
+    r.momentum = c.download<float>(mom, k * n);
+    return r;
+}
+
+bool same_bits(const std::vector<float> &x, const std::vector<float> &y)
+{
+    return x.size() == y.size() && std::memcmp(x.data(), y.data(), x.size() * sizeof(float)) == 0;
+}
+
+TEST(FakeCompute, QuerySaysGpuOnTheFakeMemoryProvider)
+{
+    Compute c(nullptr);
+    dt_compute_attr_t attr{};
+    attr.field_mask = DT_COMPUTE_ATTR_FIELD_PLUGIN | DT_COMPUTE_ATTR_FIELD_DEVICE_KIND |
+                      DT_COMPUTE_ATTR_FIELD_DEVICE_NAME | DT_COMPUTE_ATTR_FIELD_THREADS |
+                      DT_COMPUTE_ATTR_FIELD_STREAM | DT_COMPUTE_ATTR_FIELD_MEMORY_PROVIDER;
+    attr.stream = &attr; // must be overwritten with NULL
+    ASSERT_EQ(dt_compute_query(c.get(), &attr), DT_OK) << dt_last_error();
+    EXPECT_STREQ(attr.plugin, "fakedevice");
+    EXPECT_EQ(attr.device_kind, DT_COMPUTE_DEVICE_GPU);
+    ASSERT_NE(attr.device_name, nullptr);
+    EXPECT_EQ(std::string(attr.device_name).rfind("fake device (oneDNN on cpu", 0), 0u)
+        << attr.device_name;
+    EXPECT_EQ(attr.threads, 1);
+    EXPECT_EQ(attr.stream, nullptr); // every op blocks
+    ASSERT_NE(attr.memory_provider, nullptr);
+    EXPECT_STREQ(attr.memory_provider, "fakedevice");
+}
+
+TEST(FakeCompute, OpsGiveTheOnednnResultsBitForBit)
+{
+    Compute fake(nullptr), onednn("onednn");
+    const Results x = step(fake), y = step(onednn);
+    EXPECT_TRUE(same_bits(x.logits, y.logits));
+    EXPECT_TRUE(same_bits(x.relu, y.relu));
+    EXPECT_TRUE(same_bits(x.probs, y.probs));
+    EXPECT_TRUE(same_bits(x.dlogits, y.dlogits));
+    EXPECT_TRUE(same_bits(x.w, y.w));
+    EXPECT_TRUE(same_bits(x.momentum, y.momentum));
+    EXPECT_EQ(std::memcmp(&x.loss, &y.loss, sizeof(float)), 0) << x.loss << " " << y.loss;
+    EXPECT_EQ(x.correct, y.correct);
+    EXPECT_GT(x.correct, 0); // ReLU of random logits: some rows hit, so the check is real
+}
+
+TEST(FakeComputeDeathTest, ACpuReadOfItsMemoryCrashes)
+{
+    GTEST_FLAG_SET(death_test_style, "threadsafe"); // oneDNN may have started threads
+    Compute c(nullptr);
+    auto *p = static_cast<volatile const float *>(c.alloc(64 * sizeof(float)));
+    EXPECT_EXIT({ float v = *p; (void)v; }, ::testing::KilledBySignal(SIGSEGV), "");
+}
+
+TEST(FakeCompute, CopiesMustMatchTheirKind)
+{
+    Compute c(nullptr);
+    void *dev = c.alloc(64);
+    std::vector<char> host(64, 1), other(64, 2);
+    EXPECT_EQ(dt_compute_memcpy(c.get(), host.data(), other.data(), 64, DT_COPY_HOST_TO_DEVICE),
+              DT_ERR_INVALID_ARGUMENT);
+    EXPECT_NE(std::string(dt_last_error()).find("host to device"), std::string::npos)
+        << dt_last_error();
+    EXPECT_EQ(dt_compute_memcpy(c.get(), dev, host.data(), 64, DT_COPY_DEVICE_TO_HOST),
+              DT_ERR_INVALID_ARGUMENT);
+    EXPECT_EQ(dt_compute_memcpy(c.get(), dev, host.data(), 64, DT_COPY_HOST_TO_HOST),
+              DT_ERR_INVALID_ARGUMENT);
+    // The four kinds that are right.
+    EXPECT_EQ(dt_compute_memcpy(c.get(), other.data(), host.data(), 64, DT_COPY_HOST_TO_HOST),
+              DT_OK);
+    EXPECT_EQ(dt_compute_memcpy(c.get(), dev, host.data(), 64, DT_COPY_HOST_TO_DEVICE), DT_OK);
+    void *dev2 = c.alloc(64);
+    EXPECT_EQ(dt_compute_memcpy(c.get(), dev2, dev, 64, DT_COPY_DEVICE_TO_DEVICE), DT_OK);
+    std::vector<char> back(64, 0);
+    EXPECT_EQ(dt_compute_memcpy(c.get(), back.data(), dev2, 64, DT_COPY_DEVICE_TO_HOST), DT_OK);
+    EXPECT_EQ(back, host);
+}
+
+TEST(FakeCompute, TheMemoryProviderSharesItsMemory)
+{
+    Compute c(nullptr);
+    Provider provider; // the library the core loads for DISTTRAIN_MEMORY=fakedevice
+    const dt_memory_v1_t &ops = provider.ops();
+
+    // Compute memory is device memory to the provider, and its copies read it.
+    const std::vector<float> values = random_floats(256, 4);
+    float *mine = c.upload(values);
+    dt_memory_pointer_info_t info{};
+    info.struct_size = sizeof(info);
+    ASSERT_EQ(ops.pointer_query(provider.m(), mine, &info), DTP_OK);
+    EXPECT_EQ(info.memory_type, DTP_MEMORY_DEVICE);
+    std::vector<float> seen(values.size(), 0.0f);
+    void *event = nullptr;
+    ASSERT_EQ(ops.event_create(provider.m(), &event), DTP_OK);
+    ASSERT_EQ(ops.copy_async(provider.m(), seen.data(), mine, values.size() * sizeof(float),
+                             DTP_MEMORY_COPY_DEVICE_TO_HOST, nullptr), DTP_OK);
+    ASSERT_EQ(ops.event_record(provider.m(), event, nullptr), DTP_OK);
+    while (ops.event_query(provider.m(), event) == DTP_INPROGRESS) {
+    }
+    EXPECT_TRUE(same_bits(seen, values));
+    EXPECT_EQ(ops.event_destroy(provider.m(), event), DTP_OK);
+
+    // Provider memory is device memory to the compute context.
+    void *theirs = provider.device_alloc(values.size() * sizeof(float));
+    ASSERT_EQ(dt_compute_memcpy(c.get(), theirs, mine, values.size() * sizeof(float),
+                                DT_COPY_DEVICE_TO_DEVICE), DT_OK) << dt_last_error();
+    EXPECT_TRUE(same_bits(c.download<float>(theirs, values.size()), values));
+    EXPECT_EQ(ops.device_free(provider.m(), theirs), DTP_OK);
+}
+
+} // namespace
+} // namespace fakedevice::test

@@ -4,6 +4,7 @@
 #include "cuda_ops.h"
 
 #include <cerrno>
+#include <cstddef>
 #include <cstdlib>
 #include <memory>
 #include <string>

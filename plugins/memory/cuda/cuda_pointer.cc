@@ -4,6 +4,7 @@
 #include "cuda_instance.h"
 #include "cuda_ops.h"
 
+#include <cstddef>
 #include <cstring>
 
 namespace cudamem {

@@ -33,10 +33,13 @@ void check(bool ok, const std::string &what)
 }
 
 void set_error(void *, const char *message) { g_error = message; }
-void log(void *, int, const char *, const char *message) { std::printf("log: %s\n", message); }
+void log_line(void *, int, const char *, const char *message)
+{
+    std::printf("log: %s\n", message);
+}
 
 const dt_host_services_t kServices = {
-    sizeof(dt_host_services_t), DT_HOST_SERVICES_VERSION, log, set_error,
+    sizeof(dt_host_services_t), DT_HOST_SERVICES_VERSION, log_line, set_error,
     nullptr, nullptr, nullptr, nullptr, nullptr,
 };
 
@@ -70,6 +73,13 @@ struct Provider {
         }
     }
 };
+
+// The device init chose: DISTTRAIN_DEVICE, else local rank 0 modulo the count.
+int instance_device()
+{
+    const char *v = std::getenv("DISTTRAIN_DEVICE");
+    return v != nullptr && *v != '\0' ? std::atoi(v) : 0;
+}
 
 void check_where(const Provider &p, const void *ptr, int type, int device, const char *what)
 {
@@ -118,7 +128,8 @@ void round_trip(const Provider &p, void *stream, const char *label)
     const size_t n = size_t(1) << 20;
     void *src = nullptr, *dst = nullptr, *d1 = nullptr, *d2 = nullptr, *event = nullptr;
     std::string what = std::string("round trip on ") + label;
-    bool ok = p.t->host_alloc(p.m, n, &src) == DTP_OK && p.t->host_alloc(p.m, n, &dst) == DTP_OK &&
+    bool ok = p.t->host_alloc(p.m, n, &src) == DTP_OK &&
+              p.t->host_alloc(p.m, n, &dst) == DTP_OK &&
               p.t->device_alloc(p.m, -1, n, &d1) == DTP_OK &&
               p.t->device_alloc(p.m, -1, n, &d2) == DTP_OK &&
               p.t->event_create(p.m, &event) == DTP_OK;
@@ -126,8 +137,7 @@ void round_trip(const Provider &p, void *stream, const char *label)
     if (!ok)
         return;
     check(p.t->event_query(p.m, event) == DTP_OK, what + ": a new event counts as complete");
-    check_where(p, d1, DTP_MEMORY_DEVICE, 0 <= p.where(d1).device ? p.where(d1).device : 0,
-                "device_alloc memory");
+    check_where(p, d1, DTP_MEMORY_DEVICE, instance_device(), "device_alloc memory");
     check_where(p, src, DTP_MEMORY_HOST, -1, "host_alloc memory");
     for (size_t i = 0; i < n; ++i)
         static_cast<unsigned char *>(src)[i] = static_cast<unsigned char>(i * 7 + 3);

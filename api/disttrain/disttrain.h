@@ -384,9 +384,10 @@ DT_API dt_status_t dt_barrier_async(dt_context_h ctx, const char *name,
 typedef enum dt_memory_type {
     DT_MEMORY_HOST = 0,   /**< memory the CPU can read and write: the default */
     DT_MEMORY_DEVICE = 1, /**< accelerator memory (e.g. from cudaMalloc); needs a memory
-                               provider (the cuDNN compute plugin, or a CUDA memory plugin
-                               to come); without one the call fails with
-                               DT_ERR_UNSUPPORTED */
+                               provider (DISTTRAIN_MEMORY=cuda, or
+                               dt_context_params_t.memory); without one the call fails
+                               with DT_ERR_UNSUPPORTED. Transports that cannot take it
+                               get it staged through pinned host memory */
     DT_MEMORY_AUTO = 2,   /**< ask the loaded memory providers about the pointers; host
                                when none is loaded. The library never loads CUDA itself
                                to classify a pointer. */

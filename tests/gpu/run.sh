@@ -20,10 +20,12 @@ LOG=${OUT:-/tmp}/gpu-run.log
 exec > >(tee "$LOG") 2>&1
 
 PY=$(command -v python3)
-# CUDA's libraries where PyTorch's wheels put them, else under /usr/local/cuda.
+# CUDA's libraries where PyTorch's wheels put them (or a CUDA install): one search.
 libdirs=""
+found=$(timeout 60 find /opt /usr/local /usr/lib /root -name libcudnn.so.9 -o \
+        -name libcublas.so.13 -o -name libcudart.so.13 -o -name libcublasLt.so.13 2>/dev/null)
 for lib in libcudnn.so.9 libcublas.so.13 libcudart.so.13 libcublasLt.so.13; do
-    f=$(timeout 60 find / -xdev -name "$lib" -not -path "*/proc/*" 2>/dev/null | head -1)
+    f=$(echo "$found" | grep "/$lib\$" | head -1)
     [ -n "$f" ] && libdirs="$libdirs:$(dirname "$f")"
     echo "found $lib: ${f:-MISSING}"
 done

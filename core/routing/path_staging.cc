@@ -1,8 +1,8 @@
 // Staging: a device-memory call on paths that read host memory only (shared memory, the
 // core's point-to-point algorithms, a host-only transport's native collectives). The
 // buffers are copied to pinned host memory on the producer's stream, the call runs there
-// as a host call through the router's host paths, and the result is copied back; the
-// call completes once the copy back has finished.
+// as a host call through the router's host paths, and the result is copied back on the
+// staging's own stream (staging.h); the call completes once that copy has finished.
 //
 // One host collective per call, never a chunked series: a rank that joined runs the same
 // call on host memory it makes up, and every rank must run the same sequence of
@@ -67,8 +67,9 @@ bool run_staged(const Services &s, algo::Comm &comm, const Args &a)
     s.router->run_host(comm, host);
     try {
         if (writes && e.recv > 0) {
-            st.to_device(a.recvbuf, host.recvbuf, e.recv, a.stream);
-            st.wait(a.stream, comm, a.name);
+            void *back = st.return_stream(a.stream);
+            st.to_device(a.recvbuf, host.recvbuf, e.recv, back);
+            st.wait(back, comm, a.name);
         }
     } catch (const Error &err) {
         comm.fail_collective(err.status(), err.what());

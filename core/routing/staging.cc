@@ -33,6 +33,13 @@ Staging::Staging(plugin::MemoryProvider &provider) : provider_(provider)
     int32_t rc = o.event_create(provider_.instance(), &event_);
     if (rc != DTP_OK)
         fail(rc, "event_create", "staging");
+    if (o.stream_create != nullptr && o.stream_destroy != nullptr) {
+        rc = o.stream_create(provider_.instance(), -1, &own_stream_);
+        if (rc != DTP_OK) {
+            o.event_destroy(provider_.instance(), event_);
+            fail(rc, "stream_create", "staging");
+        }
+    }
 }
 
 Staging::~Staging()
@@ -44,6 +51,8 @@ Staging::~Staging()
                    "' failed to free a pinned buffer: ", last_error());
     if (event_ != nullptr)
         o.event_destroy(provider_.instance(), event_);
+    if (own_stream_ != nullptr)
+        o.stream_destroy(provider_.instance(), own_stream_);
 }
 
 const char *Staging::provider() const noexcept { return provider_.provider(); }

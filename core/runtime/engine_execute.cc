@@ -122,7 +122,7 @@ size_t Engine::run_fused(std::vector<Ready> &ready, size_t first)
             offset += bytes;
         }
         if (device)
-            wait_streams(*staging, ready, first, last, c);
+            wait_streams(*staging, ready, first, last, c, false);
     } catch (const Error &e) {
         c.fail_collective(e.status(), e.what()); // the peers must not wait for this rank
     }
@@ -147,13 +147,13 @@ size_t Engine::run_fused(std::vector<Ready> &ready, size_t first)
             size_t bytes = bytes_of(r.sig);
             if (r.op && bytes > 0 && device)
                 staging->to_device(r.op->desc().recvbuf, buffer + offset, bytes,
-                                   r.op->desc().stream);
+                                   staging->return_stream(r.op->desc().stream));
             else if (r.op && bytes > 0)
                 std::memcpy(r.op->desc().recvbuf, buffer + offset, bytes);
             offset += bytes;
         }
         if (device)
-            wait_streams(*staging, ready, first, last, c);
+            wait_streams(*staging, ready, first, last, c, true);
     } catch (const Error &e) {
         c.fail_collective(e.status(), e.what());
     }
@@ -174,16 +174,21 @@ size_t Engine::run_fused(std::vector<Ready> &ready, size_t first)
 }
 
 void Engine::wait_streams(routing::Staging &staging, const std::vector<Ready> &ready,
-                          size_t first, size_t last, const algo::Comm &c)
+                          size_t first, size_t last, const algo::Comm &c, bool back)
 {
-    // Usually every tensor of a batch comes from the same stream: wait once per stream.
+    // Usually every tensor of a batch comes from the same stream (and every copy back
+    // goes on the staging's own): wait once per stream.
+    auto stream_of = [&](size_t i) {
+        void *producer = ready[i].op->desc().stream;
+        return back ? staging.return_stream(producer) : producer;
+    };
     for (size_t i = first; i < last; ++i) {
         if (!ready[i].op)
             continue;
-        void *stream = ready[i].op->desc().stream;
+        void *stream = stream_of(i);
         bool seen = false;
         for (size_t j = first; j < i && !seen; ++j)
-            seen = ready[j].op && ready[j].op->desc().stream == stream;
+            seen = ready[j].op && stream_of(j) == stream;
         if (!seen)
             staging.wait(stream, c, "fused device allreduce");
     }

@@ -108,9 +108,13 @@ int bench(const BenchOptions &o)
                     std::sqrt(sums[1]));
         std::printf("images per CPU-second per worker: %.2f\n", sums[2] / dist.size());
     }
-    if (o.print_checksum)
+    if (o.print_checksum) {
+        // Each rank's batch-norm statistics come from its own data; the trainer averages
+        // them at the end of every epoch, and so does this before comparing models.
+        dist.average(buffer_tensors(model), "bn/");
         std::printf("rank %d model checksum %016llx\n", dist.rank(),
                     static_cast<unsigned long long>(model_checksum(compute, model)));
+    }
     return 0;
 }
 

@@ -85,20 +85,26 @@ DISTTRAIN_COMPUTE=cudnn step resnet50-1 120 "$BUNDLE/bin/disttrain-bench" \
     --model resnet50 --batch-size 64 --num-warmup 3 --num-iters 20
 DISTTRAIN_COMPUTE=cudnn step resnet50-2 150 "$RUN" -np 2 -- "$BUNDLE/bin/disttrain-bench" \
     --model resnet50 --batch-size 64 --num-warmup 3 --num-iters 20
+# Negotiated instead of ordered: small gradients are fused, one staging copy per batch.
+DISTTRAIN_ORDERED=0 DISTTRAIN_COMPUTE=cudnn step resnet50-2n 150 "$RUN" -np 2 -- \
+    "$BUNDLE/bin/disttrain-bench" --model resnet50 --batch-size 64 --num-warmup 3 \
+    --num-iters 20
 step torch-resnet50-1 120 "$PY" "$REPO/tests/gpu/torch_resnet50.py" --batch-size 64
 step torch-resnet50-2 150 "$PY" "$REPO/tests/gpu/torch_resnet50.py" --batch-size 64 --ranks 2
 
 echo "=== figures (images/sec total, synthetic ResNet-50, batch 64 per rank)"
 one=$(grep -o "images/sec total on 1 workers: [0-9.]*" /tmp/step-resnet50-1.log | grep -o "[0-9.]*$")
 two=$(grep -o "images/sec total on 2 workers: [0-9.]*" /tmp/step-resnet50-2.log | grep -o "[0-9.]*$")
+twon=$(grep -o "images/sec total on 2 workers: [0-9.]*" /tmp/step-resnet50-2n.log | grep -o "[0-9.]*$")
 t1=$(grep -o "images/sec total: [0-9.]*" /tmp/step-torch-resnet50-1.log | grep -o "[0-9.]*$")
 t2=$(grep -o "images/sec total: [0-9.]*" /tmp/step-torch-resnet50-2.log | grep -o "[0-9.]*$")
-echo "disttrain 1 rank: ${one:-?}  2 ranks (staging): ${two:-?}"
+echo "disttrain 1 rank: ${one:-?}  2 ranks (staging): ${two:-?} ordered, ${twon:-?} negotiated"
 echo "pytorch   1 proc: ${t1:-?}  2 ranks (DDP gloo): ${t2:-?}"
-"$PY" - "$one" "$two" "$t1" "$t2" <<'PYEOF'
+"$PY" - "$one" "$two" "$t1" "$t2" "$twon" <<'PYEOF'
 import sys
 v = [float(a) if a else None for a in sys.argv[1:]]
-if v[0] and v[1]: print(f"disttrain 2 ranks / 1 rank: {v[1] / v[0]:.2f}")
+if v[0] and v[1]: print(f"disttrain 2 ranks / 1 rank: {v[1] / v[0]:.2f} ordered")
+if v[0] and v[4]: print(f"disttrain 2 ranks / 1 rank: {v[4] / v[0]:.2f} negotiated")
 if v[2] and v[3]: print(f"pytorch DDP gloo 2 ranks / 1 process: {v[3] / v[2]:.2f}")
 if v[0] and v[2]: print(f"disttrain 1 rank / pytorch 1 process: {v[0] / v[2]:.2f}")
 PYEOF

@@ -80,6 +80,11 @@ void refuse_overlap(const char *fn, bool overlapping, const char *what)
 
 dt_status_t submit(dt_context_h ctx, const char *fn, OpDesc desc, dt_request_h *req)
 {
+    // Where the producer's stream stands now, on the caller's thread: the engine may
+    // run the call much later, and its copies must not wait for work queued meanwhile.
+    if (desc.memory == DT_MEMORY_DEVICE)
+        if (const auto *provider = ctx->impl->world().memory_provider())
+            desc.ready = provider->ready_event(desc.stream);
     if (tls_blocking_op != nullptr) {
         // A small blocking call runs on this thread at once: start fetching the first
         // lines of its buffers now, so that their cache misses overlap the call path

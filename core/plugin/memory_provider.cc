@@ -68,6 +68,31 @@ PointerMemory MemoryProvider::classify(const void *ptr) const
                 "plugin is broken");
 }
 
+std::shared_ptr<void> MemoryProvider::ready_event(void *stream) const
+{
+    if (ops_.event_create == nullptr || ops_.event_record == nullptr ||
+        ops_.event_destroy == nullptr || ops_.stream_wait_event == nullptr)
+        return nullptr;
+    set_last_error("");
+    void *event = nullptr;
+    int32_t rc = ops_.event_create(instance_, &event);
+    if (rc == DTP_OK) {
+        // The plugin stays loaded while the provider lives, and every operation holding
+        // the event ends before the context lets the provider go.
+        std::shared_ptr<void> owned(event, [ops = &ops_, m = instance_](void *e) {
+            ops->event_destroy(m, e);
+        });
+        rc = ops_.event_record(instance_, event, stream);
+        if (rc == DTP_OK)
+            return owned;
+    }
+    std::string detail = last_error();
+    throw_error(rc < 0 ? static_cast<dt_status_t>(rc) : DT_ERR_INTERNAL, "memory provider '",
+                plugin_->name(), "' could not record the producer stream's progress for a "
+                "collective: ", detail.empty() ? dt_status_string(static_cast<dt_status_t>(rc))
+                                                : detail);
+}
+
 std::unique_ptr<MemoryProvider> open_memory(const std::string &name,
                                             const dt_memory_init_args_t &args,
                                             const dt_host_services_t *services)

@@ -31,6 +31,14 @@ public:
     PointerMemory classify(const void *ptr) const override;
 
     const std::string &path() const { return plugin_->path(); }
+
+    // An event recorded now on stream (the producer's; null: the default), that staging
+    // makes its own copies wait for: they then start once the producer's work up to
+    // this moment has run, not after what it queues later. Destroyed with the last
+    // copy of the pointer. Null where the provider cannot record events or make a
+    // stream wait for one (staging then copies on the producer's stream). Thread safe;
+    // throws dt::Error when the provider fails.
+    std::shared_ptr<void> ready_event(void *stream) const;
     // The table (v1, copied to its full size with NULL for members an older plugin's
     // struct_size leaves out) and the instance, for the paths that copy through it.
     const dt_memory_v1_t &ops() const { return ops_; }

@@ -45,6 +45,7 @@ struct Args {
     const char *name = "";      // the operation's, for messages
     int avg_divisor = 0;        // > 0 only for a path with divides_average, on DT_AVG
     void *stream = nullptr;     // device memory: the producer's stream (null: default)
+    void *ready = nullptr;      // ... and the event recorded on it at the call (OpDesc)
     bool whole_job = true;      // the call spans every rank of the job (group 0)
 };
 

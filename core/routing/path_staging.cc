@@ -1,8 +1,8 @@
 // Staging: a device-memory call on paths that read host memory only (shared memory, the
 // core's point-to-point algorithms, a host-only transport's native collectives). The
-// buffers are copied to pinned host memory on the producer's stream, the call runs there
-// as a host call through the router's host paths, and the result is copied back on the
-// staging's own stream (staging.h); the call completes once that copy has finished.
+// buffers are copied to pinned host memory once the producer's work up to the call has
+// run, the call runs there as a host call through the router's host paths, and the
+// result is copied back (staging.h); the call completes once that copy has finished.
 //
 // One host collective per call, never a chunked series: a rank that joined runs the same
 // call on host memory it makes up, and every rank must run the same sequence of
@@ -58,8 +58,9 @@ bool run_staged(const Services &s, algo::Comm &comm, const Args &a)
         host.sendbuf = send;
         host.recvbuf = recv;
         if (reads && e.send > 0) {
-            st.to_host(send, a.sendbuf, e.send, a.stream);
-            st.wait(a.stream, comm, a.name);
+            void *in = st.after(a.stream, a.ready);
+            st.to_host(send, a.sendbuf, e.send, in);
+            st.wait(in, comm, a.name);
         }
     } catch (const Error &err) {
         comm.fail_collective(err.status(), err.what()); // the peers must not wait for us

@@ -102,6 +102,7 @@ const char *Router::run(algo::Comm &comm, const OpDesc &op, int avg_divisor)
     args.root = op.root;
     args.name = op.name.c_str();
     args.stream = op.stream;
+    args.ready = op.ready.get();
     args.whole_job = op.group == 0;
     if (const char *path = dispatch(comm, call, topo, args, average, avg_divisor))
         return path;

@@ -79,6 +79,18 @@ void *Staging::buffer(int slot, size_t bytes)
     return p;
 }
 
+void *Staging::after(void *producer, void *ready)
+{
+    const dt_memory_v1_t &o = ops(provider_);
+    if (own_stream_ == nullptr || ready == nullptr || o.stream_wait_event == nullptr)
+        return producer;
+    set_last_error("");
+    int32_t rc = o.stream_wait_event(provider_.instance(), own_stream_, ready);
+    if (rc != DTP_OK)
+        fail(rc, "stream_wait_event", "staging");
+    return own_stream_;
+}
+
 void Staging::to_host(void *dst, const void *src, size_t bytes, void *stream)
 {
     set_last_error("");

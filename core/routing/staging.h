@@ -1,11 +1,14 @@
 // Device memory on paths that only read host memory: pinned host buffers from the memory
-// provider, copies to the host queued on the producer's stream (so they start after the
-// work that wrote the buffer), copies back on a stream of the staging's own (so they
-// run beside the producer's later work rather than after it: measured on an H200, 2
-// ranks of ResNet-50 sharing the GPU, results queued behind the rest of backward held
-// every allreduce until backward ended), and waits that poll the provider's events
-// against the operation's deadline and abort flag. A stuck device becomes
-// DT_ERR_TIMEOUT, never a hang.
+// provider, copies on a stream of the staging's own that waits for the event recorded on
+// the producer's stream when the collective was called (so a copy starts once the work
+// that wrote its buffer has run, and neither waits for the producer's later work nor
+// holds it up), and waits that poll the provider's events against the operation's
+// deadline and abort flag. A stuck device becomes DT_ERR_TIMEOUT, never a hang.
+//
+// Why a stream of its own: the engine runs a call well after the caller queued more work
+// (the rest of backward); copies queued on the producer's stream then wait for all of
+// it. Measured on an H200 with 2 ranks of ResNet-50 sharing the GPU, that held every
+// gradient's allreduce until backward had ended.
 //
 // The pinned buffers are kept and grown (never shrunk) for the context's lifetime:
 // allocating pinned memory costs far more than a collective on it. One engine thread uses
@@ -38,7 +41,13 @@ public:
     // buffer, so call it only while no copy from that slot is queued.
     void *buffer(int slot, size_t bytes);
 
-    // Queue a copy on stream (the producer's; null: the runtime's default) and return.
+    // The stream for copies from a buffer that `producer` wrote before the call that
+    // recorded `ready` (null: none): the staging's own, made to wait for that event, or
+    // the producer's stream where the provider cannot make a stream wait (or no event
+    // was recorded).
+    void *after(void *producer, void *ready);
+
+    // Queue a copy on stream (one from after() or return_stream()) and return.
     void to_host(void *dst, const void *src, size_t bytes, void *stream);
     void to_device(void *dst, const void *src, size_t bytes, void *stream);
 

@@ -43,6 +43,7 @@ public:
     // The memory provider's pointer query (DISTTRAIN_MEMORY), or null when none is
     // loaded: DT_MEMORY_AUTO then means host, and DT_MEMORY_DEVICE is refused.
     const MemoryClassifier *memory_classifier() const noexcept { return memory_.get(); }
+    const plugin::MemoryProvider *memory_provider() const noexcept { return memory_.get(); }
 
     // Groups: ids are handed out in call order, the same on every rank.
     uint32_t next_group_id() { return ++last_group_id_; }

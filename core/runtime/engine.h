@@ -110,10 +110,6 @@ private:
 
     // A Comm for one exchange; with members, among those world ranks only.
     algo::Comm comm(uint64_t tag, const char *what, const std::vector<int> *members = nullptr);
-    // Waits for the staging copies queued for ready[first, last) on each of their
-    // streams: the producers' (back false) or those of the copies back (engine_execute.cc).
-    void wait_streams(routing::Staging &staging, const std::vector<Ready> &ready,
-                      size_t first, size_t last, const algo::Comm &c, bool back);
     // Each group numbers its own operations: in ordered mode only a group's members see
     // its operations, so one job-wide counter would drift apart between ranks. The low
     // kGroupTagBits hold the group (ids wrap after 4096 groups), the rest the sequence.

@@ -11,9 +11,23 @@
 #include "runtime/fusion.h"
 #include "runtime/identity.h"
 
+#include <algorithm>
 #include <cstring>
 
 namespace dt {
+
+namespace {
+
+// Adds stream to the set of streams a batch's copies went on; returns it. Usually every
+// tensor of a batch goes on the same one, so a wait per stream is one wait.
+void *add_stream(std::vector<void *> &streams, void *stream)
+{
+    if (std::find(streams.begin(), streams.end(), stream) == streams.end())
+        streams.push_back(stream);
+    return stream;
+}
+
+} // namespace
 
 void Engine::execute(std::vector<Ready> &ready)
 {
@@ -95,6 +109,7 @@ size_t Engine::run_fused(std::vector<Ready> &ready, size_t first)
     std::vector<int> ranks = members(sig.group);
     algo::Comm c = comm(next_op_tag(sig.group), "allreduce", &ranks);
     uint8_t *buffer = nullptr;
+    std::vector<void *> streams; // device: the streams the copies went on, to wait for
     auto start = Clock::now();
     try {
         if (device) {
@@ -116,13 +131,14 @@ size_t Engine::run_fused(std::vector<Ready> &ready, size_t first)
                 fill_identity(buffer + offset, r.sig.count, r.sig.dtype, r.sig.op);
             else if (bytes > 0 && device)
                 staging->to_host(buffer + offset, r.op->desc().sendbuf, bytes,
-                                 r.op->desc().stream);
+                                 add_stream(streams, staging->after(r.op->desc().stream,
+                                                                    r.op->desc().ready.get())));
             else if (bytes > 0)
                 std::memcpy(buffer + offset, r.op->desc().sendbuf, bytes);
             offset += bytes;
         }
-        if (device)
-            wait_streams(*staging, ready, first, last, c, false);
+        for (void *s : streams)
+            staging->wait(s, c, "fused device allreduce");
     } catch (const Error &e) {
         c.fail_collective(e.status(), e.what()); // the peers must not wait for this rank
     }
@@ -142,18 +158,20 @@ size_t Engine::run_fused(std::vector<Ready> &ready, size_t first)
 
     try {
         size_t offset = 0;
+        streams.clear();
         for (size_t i = first; i < last; ++i) {
             Ready &r = ready[i];
             size_t bytes = bytes_of(r.sig);
             if (r.op && bytes > 0 && device)
                 staging->to_device(r.op->desc().recvbuf, buffer + offset, bytes,
-                                   staging->return_stream(r.op->desc().stream));
+                                   add_stream(streams,
+                                              staging->return_stream(r.op->desc().stream)));
             else if (r.op && bytes > 0)
                 std::memcpy(r.op->desc().recvbuf, buffer + offset, bytes);
             offset += bytes;
         }
-        if (device)
-            wait_streams(*staging, ready, first, last, c, true);
+        for (void *s : streams)
+            staging->wait(s, c, "fused device allreduce");
     } catch (const Error &e) {
         c.fail_collective(e.status(), e.what());
     }
@@ -171,27 +189,6 @@ size_t Engine::run_fused(std::vector<Ready> &ready, size_t first)
     for (size_t i = first; i < last; ++i)
         complete(ready[i], DT_OK, {});
     return last;
-}
-
-void Engine::wait_streams(routing::Staging &staging, const std::vector<Ready> &ready,
-                          size_t first, size_t last, const algo::Comm &c, bool back)
-{
-    // Usually every tensor of a batch comes from the same stream (and every copy back
-    // goes on the staging's own): wait once per stream.
-    auto stream_of = [&](size_t i) {
-        void *producer = ready[i].op->desc().stream;
-        return back ? staging.return_stream(producer) : producer;
-    };
-    for (size_t i = first; i < last; ++i) {
-        if (!ready[i].op)
-            continue;
-        void *stream = stream_of(i);
-        bool seen = false;
-        for (size_t j = first; j < i && !seen; ++j)
-            seen = ready[j].op && stream_of(j) == stream;
-        if (!seen)
-            staging.wait(stream, c, "fused device allreduce");
-    }
 }
 
 } // namespace dt

@@ -32,6 +32,9 @@ struct OpDesc {
     dt_memory_type_t memory = DT_MEMORY_HOST;
     int device = -1;          // device ordinal of device memory; -1: the provider's choice
     void *stream = nullptr;   // the producer's stream (opaque), for device memory
+    // Device memory: an event recorded on stream when the call was made (null: none),
+    // after which staging's copies may start (plugin/memory_provider.h).
+    std::shared_ptr<void> ready;
     bool blocking = false; // the caller waits for it at once (nothing else will follow)
 };
 

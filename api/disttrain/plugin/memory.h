@@ -98,6 +98,13 @@ typedef struct dt_memory_pointer_info {
  *                Returns at once.
  * event_query    DTP_OK when the event has completed, DTP_INPROGRESS while it has not,
  *                an error when the device failed. Never blocks: the core polls it.
+ *
+ * Appended (a table whose struct_size ends before a member lacks it, as if NULL):
+ * stream_wait_event  makes work queued on stream after this call wait until the event's
+ *                newest record (at the time of this call) completes. Returns at once.
+ *                The core records an event on the producer's stream when a collective is
+ *                called and makes its own stream wait for it, so its copies start as soon
+ *                as the producer's work up to the call has run, not after later work.
  */
 typedef struct dt_memory_v1 {
     uint32_t struct_size;
@@ -118,6 +125,7 @@ typedef struct dt_memory_v1 {
     int32_t (*event_destroy)(void *m, void *event);
     int32_t (*event_record)(void *m, void *event, void *stream);
     int32_t (*event_query)(void *m, void *event);
+    int32_t (*stream_wait_event)(void *m, void *stream, void *event);
 } dt_memory_v1_t;
 
 #ifdef __cplusplus

@@ -12,7 +12,7 @@ const dt_memory_v1_t kOps = {
     sizeof(dt_memory_v1_t), DT_MEMORY_VERSION_1, "cuda",
     init, finalize, pointer_query, device_alloc, device_free, host_alloc, host_free,
     stream_create, stream_destroy, copy_async, event_create, event_destroy, event_record,
-    event_query,
+    event_query, stream_wait_event,
 };
 
 } // namespace

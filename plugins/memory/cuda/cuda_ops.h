@@ -22,5 +22,6 @@ int32_t event_create(void *m, void **event);
 int32_t event_destroy(void *m, void *event);
 int32_t event_record(void *m, void *event, void *stream);
 int32_t event_query(void *m, void *event);
+int32_t stream_wait_event(void *m, void *stream, void *event);
 
 } // namespace cudamem

@@ -137,4 +137,17 @@ int32_t event_query(void *m, void *event)
     return cuda_fail(in, "cudaEventQuery", rc); // the device failed the queued work
 }
 
+int32_t stream_wait_event(void *m, void *stream, void *event)
+{
+    Instance *in = self(m);
+    if (!is_owned(in, &Instance::events, event))
+        return fail(in, DTP_ERR_INVALID_ARGUMENT,
+                    "stream_wait_event of an event event_create did not return");
+    int32_t status = enter(in);
+    if (status != DTP_OK)
+        return status;
+    cudaError_t rc = cudaStreamWaitEvent(as_stream(stream), as_event(event), 0);
+    return rc == cudaSuccess ? DTP_OK : cuda_fail(in, "cudaStreamWaitEvent", rc);
+}
+
 } // namespace cudamem

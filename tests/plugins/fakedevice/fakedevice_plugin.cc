@@ -35,6 +35,21 @@ struct Instance {
 
 Instance *self(void *m) { return static_cast<Instance *>(m); }
 
+// Every live stream of every instance. A real runtime's streams are the process's: the
+// user's own cudaStream_t, handed to the core in dt_op_params_t, works with the core's
+// instance of the provider. So does a stream of the test's own instance here.
+std::mutex g_streams_mutex;
+std::unordered_map<void *, Stream *> g_streams; // under g_streams_mutex
+
+void register_stream(void *handle, Stream *stream)
+{
+    std::lock_guard<std::mutex> lock(g_streams_mutex);
+    if (stream != nullptr)
+        g_streams[handle] = stream;
+    else
+        g_streams.erase(handle);
+}
+
 int32_t fail(Instance *in, int32_t rc, const std::string &why)
 {
     if (in != nullptr && in->services != nullptr && in->services->set_error != nullptr)
@@ -71,6 +86,8 @@ int32_t init(const dt_memory_init_args_t *args, void **m)
 int32_t finalize(void *m)
 {
     std::unique_ptr<Instance> in(self(m));
+    for (auto &[handle, stream] : in->streams)
+        register_stream(handle, nullptr);
     in->default_stream.reset(); // each joins its worker after running its queue
     in->streams.clear();
     in->retired.clear();
@@ -133,6 +150,7 @@ int32_t stream_create(void *m, int32_t device, void **stream)
         return fail(self(m), DTP_ERR_INVALID_ARGUMENT, "there is only device 0");
     auto s = std::make_unique<Stream>(self(m)->delay);
     *stream = s.get();
+    register_stream(*stream, s.get());
     std::lock_guard<std::mutex> lock(self(m)->mutex);
     self(m)->streams.emplace(*stream, std::move(s));
     return DTP_OK;
@@ -145,6 +163,7 @@ int32_t stream_destroy(void *m, void *stream)
     auto it = self(m)->streams.find(stream);
     if (it == self(m)->streams.end())
         return fail(self(m), DTP_ERR_INVALID_ARGUMENT, "stream_destroy of an unknown stream");
+    register_stream(stream, nullptr);
     self(m)->retired.push_back(std::move(it->second));
     self(m)->streams.erase(it);
     return DTP_OK;
@@ -154,9 +173,9 @@ Stream *find_stream(Instance *in, void *stream)
 {
     if (stream == nullptr)
         return in->default_stream.get();
-    std::lock_guard<std::mutex> lock(in->mutex);
-    auto it = in->streams.find(stream);
-    return it != in->streams.end() ? it->second.get() : nullptr;
+    std::lock_guard<std::mutex> lock(g_streams_mutex);
+    auto it = g_streams.find(stream);
+    return it != g_streams.end() ? it->second : nullptr;
 }
 
 int32_t copy_async(void *m, void *dst, const void *src, size_t bytes, int32_t direction,
@@ -221,11 +240,22 @@ int32_t event_query(void *m, void *event)
     return e->done() ? DTP_OK : DTP_INPROGRESS;
 }
 
+int32_t stream_wait_event(void *m, void *stream, void *event)
+{
+    auto e = find_event(self(m), event);
+    Stream *s = find_stream(self(m), stream);
+    if (e == nullptr || s == nullptr)
+        return fail(self(m), DTP_ERR_INVALID_ARGUMENT,
+                    "stream_wait_event: unknown event or stream");
+    s->wait(std::move(e));
+    return DTP_OK;
+}
+
 const dt_memory_v1_t kOps = {
     sizeof(dt_memory_v1_t), DT_MEMORY_VERSION_1, "fakedevice",
     init, finalize, pointer_query, device_alloc, device_free, host_alloc, host_free,
     stream_create, stream_destroy, copy_async, event_create, event_destroy, event_record,
-    event_query,
+    event_query, stream_wait_event,
 };
 
 } // namespace

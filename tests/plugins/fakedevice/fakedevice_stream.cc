@@ -31,6 +31,15 @@ void Stream::record(std::shared_ptr<Event> event)
     push([event = std::move(event), n] { event->completed.store(n); });
 }
 
+void Stream::wait(std::shared_ptr<Event> event)
+{
+    const uint64_t target = event->recorded.load();
+    push([event = std::move(event), target] {
+        while (event->completed.load() < target)
+            std::this_thread::sleep_for(std::chrono::microseconds(20));
+    });
+}
+
 void Stream::push(std::function<void()> work)
 {
     {

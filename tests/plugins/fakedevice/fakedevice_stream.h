@@ -37,6 +37,9 @@ public:
     // Queues the completion of the event's newest record. Returns at once. The queue
     // shares the event, so destroying a pending event's handle is safe.
     void record(std::shared_ptr<Event> event);
+    // Queues a wait: what is queued after it runs once the event's newest record (now)
+    // has completed on whichever stream recorded it. Returns at once.
+    void wait(std::shared_ptr<Event> event);
 
 private:
     void push(std::function<void()> work);

@@ -81,6 +81,40 @@ TEST_F(Context, AutoOnDeviceMemoryRunsThroughStagingWithTheRightValues)
     EXPECT_EQ(device_.ops().device_free(device_.m(), dst), DTP_OK);
 }
 
+TEST(ProducerStream, ACollectiveStartsAfterTheWorkQueuedOnTheCallersStream)
+{
+    // The user's runtime: every copy on its streams takes 200 ms.
+    setenv("DISTTRAIN_FAKE_DEVICE_DELAY_US", "200000", 1);
+    Provider user;
+    unsetenv("DISTTRAIN_FAKE_DEVICE_DELAY_US");
+    MemoryEnv memory("fakedevice");
+    dt_context_h ctx = nullptr;
+    ASSERT_EQ(dt_context_create(nullptr, &ctx), DT_OK) << dt_last_error();
+    constexpr size_t kCount = 256;
+    const size_t bytes = kCount * sizeof(float);
+    std::vector<float> old_values(kCount, 1.0f), new_values(kCount, 7.0f), out(kCount);
+    void *src = user.device_alloc(bytes);
+    void *dst = user.device_alloc(bytes);
+    user.copy(src, old_values.data(), bytes, DTP_MEMORY_COPY_HOST_TO_DEVICE);
+    void *stream = nullptr;
+    ASSERT_EQ(user.ops().stream_create(user.m(), 0, &stream), DTP_OK);
+    // The producer's last write is still queued when the collective is called.
+    ASSERT_EQ(user.ops().copy_async(user.m(), src, new_values.data(), bytes,
+                                    DTP_MEMORY_COPY_HOST_TO_DEVICE, stream), DTP_OK);
+    dt_op_params_t p{};
+    p.field_mask = DT_OP_PARAM_FIELD_MEMORY_TYPE | DT_OP_PARAM_FIELD_STREAM;
+    p.memory_type = DT_MEMORY_DEVICE;
+    p.stream = stream;
+    ASSERT_EQ(dt_allreduce_ex(ctx, "after the producer", src, dst, kCount, DT_FLOAT32, DT_SUM,
+                              &p), DT_OK) << dt_last_error();
+    user.copy(out.data(), dst, bytes, DTP_MEMORY_COPY_DEVICE_TO_HOST);
+    EXPECT_EQ(out, new_values) << "the collective read the buffer before its producer wrote it";
+    EXPECT_EQ(dt_context_destroy(ctx), DT_OK);
+    EXPECT_EQ(user.ops().stream_destroy(user.m(), stream), DTP_OK);
+    EXPECT_EQ(user.ops().device_free(user.m(), src), DTP_OK);
+    EXPECT_EQ(user.ops().device_free(user.m(), dst), DTP_OK);
+}
+
 TEST(StuckDevice, AWaitForTheDeviceEndsAtTheDeadlineNamingTheDevice)
 {
     // Every copy of the context's provider takes 3 s; the deadline is 1 s.

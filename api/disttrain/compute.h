@@ -108,7 +108,8 @@ enum dt_compute_param_field {
  * default:
  *  - plugin: DISTTRAIN_COMPUTE (onednn, cudnn, auto; default auto = cudnn when a GPU is
  *    usable, else onednn);
- *  - device: GPU ordinal, default DISTTRAIN_LOCAL_RANK modulo the number of GPUs, else 0;
+ *  - device: GPU ordinal, default DISTTRAIN_DEVICE, else DISTTRAIN_LOCAL_RANK modulo the
+ *    number of GPUs, else 0;
  *    ignored on CPU;
  *  - threads: DISTTRAIN_THREADS, else the number of CPUs in this process's affinity mask;
  *  - compute_dtype: DISTTRAIN_COMPUTE_DTYPE (f32 or bf16; default f32). DT_BFLOAT16 lets

@@ -84,6 +84,9 @@ Settings read_settings(const dt_compute_params_t *params)
             throw_error(DT_ERR_INVALID_CONFIG, "dt_compute_params_t.device=", params->device,
                         " must be >= 0 (a GPU ordinal)");
         s.device = params->device;
+    } else if (env::get("DISTTRAIN_DEVICE")) {
+        // The same variable the CUDA memory provider reads, so both use one GPU.
+        s.device = static_cast<int>(env::get_int("DISTTRAIN_DEVICE", 0, 0, 1 << 16));
     } else {
         // The plugin picks local_rank modulo its device count (dt_compute_init_args_t).
         s.device = -1 - static_cast<int>(env::get_int("DISTTRAIN_LOCAL_RANK", 0, 0, 1 << 20));

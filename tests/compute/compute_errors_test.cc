@@ -139,6 +139,7 @@ protected:
         unsetenv("DISTTRAIN_COMPUTE");
         unsetenv("DISTTRAIN_COMPUTE_DTYPE");
         unsetenv("DISTTRAIN_THREADS");
+        unsetenv("DISTTRAIN_DEVICE");
     }
     dt_status_t create_from_env()
     {
@@ -173,6 +174,18 @@ TEST_F(Settings, BadDtypeAndThreads)
     dt_compute_h h = nullptr;
     EXPECT_EQ(dt_compute_create(&p, &h), DT_ERR_INVALID_CONFIG);
     EXPECT_EQ(h, nullptr);
+}
+
+TEST_F(Settings, ADeviceThatIsNoOrdinalNamesTheVariable)
+{
+    for (const char *bad : {"gpu1", "-1", ""}) {
+        setenv("DISTTRAIN_DEVICE", bad, 1);
+        if (*bad == '\0')
+            continue; // empty counts as unset, as everywhere in the library
+        EXPECT_EQ(create_from_env(), DT_ERR_INVALID_CONFIG) << bad;
+        EXPECT_NE(last().find("DISTTRAIN_DEVICE"), std::string::npos) << last();
+    }
+    EXPECT_EQ(create_from_env(), DT_OK) << last(); // DISTTRAIN_DEVICE='' and the CPU
 }
 
 TEST_F(Settings, ThreadsAndAutoFromEnvironment)

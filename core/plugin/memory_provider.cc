@@ -93,7 +93,7 @@ std::shared_ptr<void> MemoryProvider::ready_event(void *stream) const
                                                 : detail);
 }
 
-std::unique_ptr<MemoryProvider> open_memory(const std::string &name,
+std::unique_ptr<MemoryProvider> open_memory(const std::string &name, const char *from,
                                             const dt_memory_init_args_t &args,
                                             const dt_host_services_t *services)
 {
@@ -117,7 +117,7 @@ std::unique_ptr<MemoryProvider> open_memory(const std::string &name,
         DT_LOG(info, "plugin", "using memory provider '", name, "' from ", provider->path());
         return provider;
     } catch (const Error &e) {
-        throw_error(e.status(), "DISTTRAIN_MEMORY='", name, "': ", e.what());
+        throw_error(e.status(), from, "='", name, "': ", e.what());
     }
 }
 

@@ -50,10 +50,11 @@ private:
     void *instance_;
 };
 
-// Loads the memory provider `name` (from DISTTRAIN_MEMORY) and initialises it. Errors
-// name the variable and the value: DT_ERR_PLUGIN_NOT_FOUND with the folders searched,
-// the loader's other errors, or the plugin's own init failure with its message.
-std::unique_ptr<MemoryProvider> open_memory(const std::string &name,
+// Loads the memory provider `name` and initialises it. `from` says where the name came
+// from (DISTTRAIN_MEMORY or dt_context_params_t.memory). Errors name it and the value:
+// DT_ERR_PLUGIN_NOT_FOUND with the folders searched, the loader's other errors, or the
+// plugin's own init failure with its message.
+std::unique_ptr<MemoryProvider> open_memory(const std::string &name, const char *from,
                                             const dt_memory_init_args_t &args,
                                             const dt_host_services_t *services);
 

@@ -97,11 +97,13 @@ ContextConfig read_config(const dt_context_params_t *params)
             parse_transports("DISTTRAIN_TRANSPORT",
                              env::get("DISTTRAIN_TRANSPORT").value_or("auto"));
 
-    if (has(params, DT_CONTEXT_PARAM_FIELD_MEMORY) && params->memory != nullptr)
-        cfg.memory = parse_memory("dt_context_params_t.memory", params->memory);
-    else
+    if (has(params, DT_CONTEXT_PARAM_FIELD_MEMORY) && params->memory != nullptr) {
+        cfg.memory_from = "dt_context_params_t.memory";
+        cfg.memory = parse_memory(cfg.memory_from, params->memory);
+    } else {
         cfg.memory =
             parse_memory("DISTTRAIN_MEMORY", env::get("DISTTRAIN_MEMORY").value_or("none"));
+    }
 
     if (has(params, DT_CONTEXT_PARAM_FIELD_TIMEOUT_MS))
         cfg.timeout = std::chrono::milliseconds(std::max(0, params->timeout_ms));

@@ -24,6 +24,7 @@ struct ContextConfig {
     bool private_store = false;
     std::vector<std::string> transports; // ordered; "auto" expanded by the loader
     std::string memory = "none"; // DISTTRAIN_MEMORY: the memory provider's name, or none
+    const char *memory_from = "DISTTRAIN_MEMORY"; // where memory came from, for messages
     std::chrono::milliseconds timeout{0}; // 0: no limit
     int64_t fusion_threshold = 64 << 20;  // bytes (used by the engine)
     int64_t cycle_time_ms = 1;

@@ -143,7 +143,7 @@ void Context::open_memory()
     args.local_size = local_size();
     args.host = memory_host_->host();
     args.services = HostBridge::services();
-    memory_ = plugin::open_memory(cfg_.memory, args, HostBridge::services());
+    memory_ = plugin::open_memory(cfg_.memory, cfg_.memory_from, args, HostBridge::services());
 }
 
 std::shared_ptr<Operation> Context::submit(OpDesc desc)

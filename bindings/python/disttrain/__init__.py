@@ -38,7 +38,7 @@ _default_lock = threading.Lock()
 
 
 def init(rank=None, size=None, local_rank=None, local_size=None, store_addr=None,
-         job_token=None, transport=None, timeout=None, ordered=None):
+         job_token=None, transport=None, timeout=None, ordered=None, memory=None):
     """Creates the default context (collective: every rank calls it) and returns it.
     Arguments left None come from the environment; see Context. Calling init() again
     while initialised returns the existing context."""
@@ -48,7 +48,7 @@ def init(rank=None, size=None, local_rank=None, local_size=None, store_addr=None
             _default = Context(rank=rank, size=size, local_rank=local_rank,
                                local_size=local_size, store_addr=store_addr,
                                job_token=job_token, transport=transport, timeout=timeout,
-                               ordered=ordered)
+                               ordered=ordered, memory=memory)
         return _default
 
 

@@ -40,7 +40,8 @@ class ContextParams(ctypes.Structure):
                 ("size", ctypes.c_int), ("local_rank", ctypes.c_int),
                 ("local_size", ctypes.c_int), ("store_addr", ctypes.c_char_p),
                 ("job_token", ctypes.c_char_p), ("transport", ctypes.c_char_p),
-                ("timeout_ms", ctypes.c_int), ("ordered", ctypes.c_int)]
+                ("timeout_ms", ctypes.c_int), ("ordered", ctypes.c_int),
+                ("memory", ctypes.c_char_p)]
 
 
 class OpParams(ctypes.Structure):
@@ -57,7 +58,7 @@ _op_params_p = ctypes.POINTER(OpParams)
 # dt_context_param_field bits, in ContextParams order.
 PARAM_BITS = {"rank": 1 << 0, "size": 1 << 1, "local_rank": 1 << 2, "local_size": 1 << 3,
               "store_addr": 1 << 4, "job_token": 1 << 5, "transport": 1 << 6,
-              "timeout_ms": 1 << 7, "ordered": 1 << 8}
+              "timeout_ms": 1 << 7, "ordered": 1 << 8, "memory": 1 << 9}
 
 # name: (restype, argtypes)
 _PROTOTYPES = {

@@ -17,14 +17,15 @@ from .status import check
 
 
 def _params(rank, size, local_rank, local_size, store_addr, job_token, transport,
-            timeout, ordered):
+            timeout, ordered, memory):
     """dt_context_params_t with a field_mask bit for every argument that is not None."""
     p = _lib.ContextParams()
     given = {"rank": rank, "size": size, "local_rank": local_rank,
              "local_size": local_size, "store_addr": store_addr, "job_token": job_token,
              "transport": transport,
              "timeout_ms": None if timeout is None else int(round(timeout * 1000)),
-             "ordered": None if ordered is None else int(bool(ordered))}
+             "ordered": None if ordered is None else int(bool(ordered)),
+             "memory": memory}
     keep = []
     for field, value in given.items():
         if value is None:
@@ -47,15 +48,17 @@ class Context(NumpyCollectives):
     ordered=True (DISTTRAIN_ORDERED=1) promises that every rank calls the same collectives
     in the same order, as MPI requires: the engine then skips negotiation (no idle
     cycles, lowest latency) but can no longer report mismatched calls by name.
+    memory="cuda" (DISTTRAIN_MEMORY) loads the memory provider that collectives on CUDA
+    tensors need.
 
     Creating a context is collective: every rank of the job must create one."""
 
     def __init__(self, rank=None, size=None, local_rank=None, local_size=None,
                  store_addr=None, job_token=None, transport=None, timeout=None,
-                 ordered=None):
+                 ordered=None, memory=None):
         lib = _lib.lib()
         params, keep = _params(rank, size, local_rank, local_size, store_addr, job_token,
-                               transport, timeout, ordered)
+                               transport, timeout, ordered, memory)
         handle = ctypes.c_void_p()
         check(lib.dt_context_create_versioned(_lib.API_MAJOR, _lib.API_MINOR,
                                               ctypes.byref(params), ctypes.byref(handle)),

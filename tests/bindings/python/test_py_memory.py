@@ -57,7 +57,20 @@ def test_device_memory_is_unsupported_without_a_memory_provider(ctx, call):
         call(np.zeros(4, np.float32))
     assert e.value.status_name == "DT_ERR_UNSUPPORTED"
     assert "'grad.w'" in e.value.message
-    assert "needs a memory provider" in e.value.message
+    assert "no memory provider is loaded" in e.value.message
+    assert "DISTTRAIN_MEMORY" in e.value.message
+
+
+def test_the_memory_provider_is_a_context_parameter():
+    # A name no plugin has: create fails naming the parameter and the file looked for.
+    with pytest.raises(disttrain.DisttrainError) as e:
+        disttrain.Context(memory="nosuchprovider")
+    assert "dt_context_params_t.memory='nosuchprovider'" in e.value.message
+    assert "libdt-memory-nosuchprovider.so" in e.value.message
+    with pytest.raises(disttrain.DisttrainError) as e:
+        disttrain.Context(memory="Not A Name")
+    assert e.value.status_name == "DT_ERR_INVALID_CONFIG"
+    assert "dt_context_params_t.memory='Not A Name'" in e.value.message
 
 
 def test_bad_values_are_named(ctx):

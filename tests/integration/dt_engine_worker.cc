@@ -9,11 +9,15 @@
 //   stop VICTIM K    the same, but rank VICTIM SIGSTOPs itself (it hangs, alive)
 //   leak STEPS       mixed collectives; prints resident memory growth
 //   join             rank 1 runs out of data early and joins
+//   join_device      the same on device memory of DISTTRAIN_MEMORY's provider, with two
+//                    small sums in flight at once (fused where negotiated)
 //   groups           process sets {0,2} and {1,3} (4 ranks)
 //   abort            rank 1 aborts while rank 0 waits
 //   idle MS          after a barrier, MS ms with nothing to do, then one allreduce whose
 //                    completion is polled (never waited for): prints its latency
 // Failures print "error: <status>: <message>" and exit 1.
+#include "device_memory.h"
+
 #include <disttrain/disttrain.h>
 
 #include <algorithm>
@@ -273,6 +277,49 @@ int cmd_join()
     return 0;
 }
 
+int cmd_join_device()
+{
+    dt::testing::DeviceMemory device;
+    constexpr size_t kCount = 1000;
+    const size_t bytes = kCount * sizeof(float);
+    void *a = device.alloc(bytes), *b = device.alloc(bytes), *m = device.alloc(bytes);
+    dt_op_params_t p = {};
+    p.field_mask = DT_OP_PARAM_FIELD_MEMORY_TYPE;
+    p.memory_type = DT_MEMORY_DEVICE;
+    const int batches = 3 + 2 * rank;
+    std::vector<float> ones(kCount, 1.0f), twos(kCount, 2.0f), mine(kCount, float(rank + 1));
+    std::vector<float> got_a(kCount), got_b(kCount), got_m(kCount);
+    for (int i = 0; i < batches; ++i) {
+        device.to_device(a, ones.data(), bytes);
+        device.to_device(b, twos.data(), bytes);
+        device.to_device(m, mine.data(), bytes);
+        dt_request_h r[2];
+        check(dt_allreduce_async_ex(ctx, "count", a, a, kCount, DT_FLOAT32, DT_SUM, &p, &r[0]),
+              "sum a");
+        check(dt_allreduce_async_ex(ctx, "count2", b, b, kCount, DT_FLOAT32, DT_SUM, &p, &r[1]),
+              "sum b");
+        for (auto &req : r) {
+            check(dt_request_wait(req, -1), "wait");
+            dt_request_free(req);
+        }
+        check(dt_allreduce_ex(ctx, "mean", m, m, kCount, DT_FLOAT32, DT_AVG, &p), "avg");
+        device.to_host(got_a.data(), a, bytes);
+        device.to_host(got_b.data(), b, bytes);
+        device.to_host(got_m.data(), m, bytes);
+        for (size_t k = 1; k < kCount; ++k)
+            if (got_a[k] != got_a[0] || got_b[k] != got_b[0] || got_m[k] != got_m[0])
+                wrong("element " + std::to_string(k) + " differs from element 0");
+        std::printf("batch %d sum=%g sum2=%g avg=%g\n", i, got_a[0], got_b[0], got_m[0]);
+    }
+    int last = -1;
+    check(dt_join(ctx, &last), "dt_join");
+    std::printf("joined last=%d\n", last);
+    device.free(a);
+    device.free(b);
+    device.free(m);
+    return 0;
+}
+
 int cmd_groups()
 {
     int even[] = {0, 2}, odd[] = {1, 3};
@@ -421,6 +468,7 @@ int main(int argc, char **argv)
     else if (cmd == "stop") rc = cmd_fault(arg(2), arg(3), SIGSTOP);
     else if (cmd == "leak") rc = cmd_leak(arg(2));
     else if (cmd == "join") rc = cmd_join();
+    else if (cmd == "join_device") rc = cmd_join_device();
     else if (cmd == "groups") rc = cmd_groups();
     else if (cmd == "abort") rc = cmd_abort();
     else if (cmd == "leave") rc = cmd_leave();

@@ -6,7 +6,7 @@ import time
 
 import pytest
 
-from conftest import build_path, clean_env, run
+from conftest import BUILD, build_path, clean_env, run
 
 
 @pytest.fixture(scope="module")
@@ -161,6 +161,24 @@ def test_join_keeps_reducing_with_identity(disttrainrun, worker):
     assert "[1] batch 2 sum=2 avg=1.5" in r.stdout
     assert "[1] batch 3 sum=1 avg=2" in r.stdout
     assert "[1] batch 4 sum=1 avg=2" in r.stdout
+    assert "[0] joined last=1" in r.stdout and "[1] joined last=1" in r.stdout
+
+
+def test_join_on_device_memory(disttrainrun, worker):
+    """The joined rank takes part with host memory it makes up while the other stages
+    device memory of the fake device (which the CPU cannot touch): same results. (Join
+    needs negotiation, so not ordered mode.)"""
+    fake = BUILD / "tests" / "plugins" / "fakedevice"
+    if not (fake / "libdt-memory-fakedevice.so").exists():
+        pytest.skip("the fake device was not built")
+    env = clean_env({"DISTTRAIN_MEMORY": "fakedevice",
+                     "DISTTRAIN_FAKE_DEVICE_DELAY_US": "100",
+                     "DISTTRAIN_PLUGIN_PATH": f"{BUILD / 'plugins/transport/tcp'}:{fake}"})
+    r = job(disttrainrun, worker, 2, "join_device", env=env)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "[1] batch 2 sum=2 sum2=4 avg=1.5" in r.stdout
+    assert "[1] batch 3 sum=1 sum2=2 avg=2" in r.stdout
+    assert "[1] batch 4 sum=1 sum2=2 avg=2" in r.stdout
     assert "[0] joined last=1" in r.stdout and "[1] joined last=1" in r.stdout
 
 

@@ -1,6 +1,8 @@
 // The cuDNN plugin against the oneDNN plugin (itself checked against PyTorch) on the same
-// inputs: every operation runs on the GPU from device memory and is compared on the host.
-// Without a GPU the plugin declines with "no GPU" and every test here is skipped.
+// inputs: every operation runs on the GPU from device memory and is compared on the host,
+// in strict float32 (DISTTRAIN_TF32=0); one test checks the default TF32 convolutions
+// to TF32's precision. Without a GPU the plugin declines with "no GPU" and every test
+// here is skipped.
 #include "compute_test_util.h"
 
 #include <cstring>
@@ -13,6 +15,7 @@ class Cudnn : public ::testing::Test {
 protected:
     void SetUp() override
     {
+        setenv("DISTTRAIN_TF32", tf32_ ? "1" : "0", 1);
         dt_compute_params_t p{};
         p.field_mask = DT_COMPUTE_PARAM_FIELD_PLUGIN;
         p.plugin = "cudnn";
@@ -22,6 +25,7 @@ protected:
         ASSERT_EQ(s, DT_OK) << dt_last_error();
         p.plugin = "onednn";
         ASSERT_EQ(dt_compute_create(&p, &cpu), DT_OK) << dt_last_error();
+        unsetenv("DISTTRAIN_TF32");
     }
     void TearDown() override
     {
@@ -58,6 +62,7 @@ protected:
     }
 
     dt_compute_h gpu = nullptr, cpu = nullptr;
+    bool tf32_ = false;
     std::vector<void *> buffers;
 };
 
@@ -75,6 +80,30 @@ TEST_F(Cudnn, MatmulAllTransposes)
                                         up(b), 1.5f, dc), DT_OK) << dt_last_error();
             expect_close(down(dc, ref.size()), ref, "matmul");
         }
+}
+
+// The default: float32 convolutions on TF32 tensor cores (10-bit mantissa), as PyTorch.
+class CudnnTf32 : public Cudnn {
+protected:
+    CudnnTf32() { tf32_ = true; }
+};
+
+TEST_F(CudnnTf32, ConvolutionsAgreeToTf32Precision)
+{
+    dt_conv_params_t p{};
+    p.field_mask = DT_CONV_PARAM_FIELD_PADDING;
+    p.padding[0] = p.padding[1] = 1;
+    dt_tensor_desc_t xd = dt_tensor_desc_4d(DT_FLOAT32, 4, 16, 14, 14);
+    dt_tensor_desc_t wd = dt_tensor_desc_4d(DT_FLOAT32, 32, 16, 3, 3);
+    dt_tensor_desc_t yd = dt_tensor_desc_4d(DT_FLOAT32, 4, 32, 14, 14);
+    auto x = random_vector(4 * 16 * 196, 11), w = random_vector(32 * 16 * 9, 12);
+    std::vector<float> y(4 * 32 * 196);
+    ASSERT_EQ(dt_compute_conv_forward(cpu, &p, &xd, x.data(), &wd, w.data(), nullptr, nullptr,
+                                      &yd, y.data()), DT_OK);
+    void *gy = up(y);
+    ASSERT_EQ(dt_compute_conv_forward(gpu, &p, &xd, up(x), &wd, up(w), nullptr, nullptr, &yd,
+                                      gy), DT_OK) << dt_last_error();
+    expect_close(down(gy, y.size()), y, "tf32 conv y", 2e-2);
 }
 
 TEST_F(Cudnn, ConvolutionPoolingBatchNorm)

@@ -36,6 +36,9 @@ struct Instance {
     cublasHandle_t blas = nullptr;
     bool bf16_native = false;
     bool bf16_compute = false;
+    // float32 convolutions on tensor cores in TF32, as PyTorch's default
+    // (torch.backends.cudnn.allow_tf32); DISTTRAIN_TF32=0 keeps them strict float32.
+    bool tf32_convolutions = true;
     std::string device_name;
     PrimitiveCache cache;
     void *host = nullptr;

@@ -20,6 +20,25 @@ cudaDataType_t blas_type(int32_t dtype)
     }
 }
 
+// The fastest algorithm that succeeded in find's measurement (its results come sorted by
+// time), or heuristics' first where the measurement itself fails (e.g. no memory for its
+// trial buffers). Every candidate is measured once per shape: the primitive cache keeps
+// the choice with the descriptors.
+template <typename Perf, typename Find, typename Heuristic>
+auto choose(Find &&find, Heuristic &&heuristic, const char *what) -> decltype(Perf{}.algo)
+{
+    constexpr int kCandidates = 8;
+    Perf perf[kCandidates];
+    int found = 0;
+    if (find(kCandidates, &found, perf) == CUDNN_STATUS_SUCCESS)
+        for (int i = 0; i < found; ++i)
+            if (perf[i].status == CUDNN_STATUS_SUCCESS)
+                return perf[i].algo;
+    check_cudnn(heuristic(kCandidates, &found, perf),
+                (std::string("cuDNN's heuristics for the convolution's ") + what).c_str());
+    return perf[0].algo;
+}
+
 // Descriptors of one convolution and the algorithms cuDNN picked for it.
 struct ConvEntry : CacheEntry {
     TensorDesc x, y, bias;
@@ -64,34 +83,55 @@ ConvEntry &conv_entry(Instance &in, const dtp_conv_t &p, const dtp_tensor_t &x,
                     "cudnnSetConvolution2dDescriptor");
         check_cudnn(cudnnSetConvolutionGroupCount(e->conv, p.groups),
                     "cudnnSetConvolutionGroupCount");
-        // f32 stays f32 (no TF32) unless bf16 compute was asked for.
-        const bool fast = x.dtype != DTP_FLOAT32 || in.bf16_compute;
-        check_cudnn(cudnnSetConvolutionMathType(e->conv, fast ? CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION
-                                                              : CUDNN_FMA_MATH),
-                    "cudnnSetConvolutionMathType");
-        int found = 0;
-        cudnnConvolutionFwdAlgoPerf_t fwd[8];
-        check_cudnn(cudnnGetConvolutionForwardAlgorithm_v7(in.dnn, e->x.d, e->w, e->conv, e->y.d,
-                                                           8, &found, fwd),
-                    "cudnnGetConvolutionForwardAlgorithm_v7");
-        e->fwd = fwd[0].algo;
+        // Math: bf16 compute (and non-float32 data) on tensor cores with conversion;
+        // float32 in TF32 on tensor cores unless DISTTRAIN_TF32=0 (strict FMA).
+        const bool convert = x.dtype != DTP_FLOAT32 || in.bf16_compute;
+        const cudnnMathType_t math = convert                ? CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION
+                                     : in.tf32_convolutions ? CUDNN_TENSOR_OP_MATH
+                                                            : CUDNN_FMA_MATH;
+        check_cudnn(cudnnSetConvolutionMathType(e->conv, math), "cudnnSetConvolutionMathType");
+        // Algorithms by measurement, once per shape (the primitive cache keeps them), as
+        // PyTorch's cudnn.benchmark does; cuDNN's heuristics where a measurement fails.
+        e->fwd = choose<cudnnConvolutionFwdAlgoPerf_t>(
+            [&](int n, int *found, cudnnConvolutionFwdAlgoPerf_t *perf) {
+                return cudnnFindConvolutionForwardAlgorithm(in.dnn, e->x.d, e->w, e->conv,
+                                                            e->y.d, n, found, perf);
+            },
+            [&](int n, int *found, cudnnConvolutionFwdAlgoPerf_t *perf) {
+                return cudnnGetConvolutionForwardAlgorithm_v7(in.dnn, e->x.d, e->w, e->conv,
+                                                              e->y.d, n, found, perf);
+            },
+            "forward");
         check_cudnn(cudnnGetConvolutionForwardWorkspaceSize(in.dnn, e->x.d, e->w, e->conv, e->y.d,
                                                             e->fwd, &e->fwd_bytes),
                     "cudnnGetConvolutionForwardWorkspaceSize");
-        cudnnConvolutionBwdDataAlgoPerf_t bd[8];
-        check_cudnn(cudnnGetConvolutionBackwardDataAlgorithm_v7(in.dnn, e->w, e->y.d, e->conv,
-                                                                e->x.d, 8, &found, bd),
-                    "cudnnGetConvolutionBackwardDataAlgorithm_v7");
-        e->bwd_data = bd[0].algo;
+        e->bwd_data = choose<cudnnConvolutionBwdDataAlgoPerf_t>(
+            [&](int n, int *found, cudnnConvolutionBwdDataAlgoPerf_t *perf) {
+                return cudnnFindConvolutionBackwardDataAlgorithm(in.dnn, e->w, e->y.d, e->conv,
+                                                                 e->x.d, n, found, perf);
+            },
+            [&](int n, int *found, cudnnConvolutionBwdDataAlgoPerf_t *perf) {
+                return cudnnGetConvolutionBackwardDataAlgorithm_v7(in.dnn, e->w, e->y.d,
+                                                                   e->conv, e->x.d, n, found,
+                                                                   perf);
+            },
+            "backward data");
         check_cudnn(cudnnGetConvolutionBackwardDataWorkspaceSize(in.dnn, e->w, e->y.d, e->conv,
                                                                  e->x.d, e->bwd_data,
                                                                  &e->data_bytes),
                     "cudnnGetConvolutionBackwardDataWorkspaceSize");
-        cudnnConvolutionBwdFilterAlgoPerf_t bf[8];
-        check_cudnn(cudnnGetConvolutionBackwardFilterAlgorithm_v7(in.dnn, e->x.d, e->y.d, e->conv,
-                                                                  e->w, 8, &found, bf),
-                    "cudnnGetConvolutionBackwardFilterAlgorithm_v7");
-        e->bwd_filter = bf[0].algo;
+        e->bwd_filter = choose<cudnnConvolutionBwdFilterAlgoPerf_t>(
+            [&](int n, int *found, cudnnConvolutionBwdFilterAlgoPerf_t *perf) {
+                return cudnnFindConvolutionBackwardFilterAlgorithm(in.dnn, e->x.d, e->y.d,
+                                                                   e->conv, e->w, n, found,
+                                                                   perf);
+            },
+            [&](int n, int *found, cudnnConvolutionBwdFilterAlgoPerf_t *perf) {
+                return cudnnGetConvolutionBackwardFilterAlgorithm_v7(in.dnn, e->x.d, e->y.d,
+                                                                     e->conv, e->w, n, found,
+                                                                     perf);
+            },
+            "backward filter");
         check_cudnn(cudnnGetConvolutionBackwardFilterWorkspaceSize(in.dnn, e->x.d, e->y.d,
                                                                    e->conv, e->w, e->bwd_filter,
                                                                    &e->filter_bytes),
@@ -156,9 +196,8 @@ int32_t matmul(void *c, int32_t dtype, int32_t c_dtype, int32_t trans_a, int32_t
         const cublasOperation_t oa = trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;
         const int64_t ldb = trans_b ? k : n, lda = trans_a ? m : k;
         const cublasComputeType_t compute =
-            dtype == DTP_FLOAT32 ? (in.bf16_compute ? CUBLAS_COMPUTE_32F_FAST_16BF
-                                                    : CUBLAS_COMPUTE_32F_PEDANTIC)
-                                 : CUBLAS_COMPUTE_32F;
+            dtype == DTP_FLOAT32 && in.bf16_compute ? CUBLAS_COMPUTE_32F_FAST_16BF
+                                                    : CUBLAS_COMPUTE_32F; // float32, as PyTorch
         check_cublas(cublasGemmEx(in.blas, ob, oa, int(n), int(m), int(k), &alpha, b,
                                   blas_type(dtype), int(ldb), a, blas_type(dtype), int(lda),
                                   &beta, out, blas_type(c_dtype), int(n), compute,

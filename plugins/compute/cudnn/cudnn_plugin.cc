@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <vector>
@@ -128,6 +129,21 @@ Instance &self(void *c) { return *static_cast<Instance *>(c); }
 
 void launched(int rc, const char *what) { check_cuda(static_cast<cudaError_t>(rc), what); }
 
+// DISTTRAIN_TF32: 1 (default) lets float32 convolutions use TF32 tensor cores, as
+// PyTorch does by default; 0 keeps every float32 operation strict. Anything else is an
+// error naming the variable.
+bool tf32_setting()
+{
+    const char *v = std::getenv("DISTTRAIN_TF32");
+    if (v == nullptr || *v == '\0' || std::strcmp(v, "1") == 0)
+        return true;
+    if (std::strcmp(v, "0") == 0)
+        return false;
+    throw Failure(DTP_ERR_INVALID_CONFIG, std::string("DISTTRAIN_TF32='") + v +
+                  "' must be 1 (float32 convolutions in TF32, the default) or 0 (strict "
+                  "float32)");
+}
+
 int32_t init(const dt_compute_init_args_t *args, void **c)
 {
     if (args == nullptr || c == nullptr || args->services == nullptr)
@@ -160,6 +176,7 @@ int32_t init(const dt_compute_init_args_t *args, void **c)
         in->device_name = std::string(prop.name) + " (GPU " + std::to_string(device) + ")";
         in->bf16_native = prop.major >= 8;
         in->bf16_compute = args->compute_dtype == DTP_BFLOAT16 && in->bf16_native;
+        in->tf32_convolutions = tf32_setting() && prop.major >= 8;
         check_cuda(cudaStreamCreateWithFlags(&in->stream, cudaStreamNonBlocking),
                    "cudaStreamCreate");
         check_cudnn(cudnnCreate(&in->dnn), "cudnnCreate");

@@ -104,10 +104,10 @@ BufferMemory resolve_buffer_memory(const char *fn, const char *name,
                     what.empty() ? std::string("the call") : what,
                     buffer_names.size() > 1 ? " are" : " is",
                     " device memory (DT_MEMORY_DEVICE), but no memory provider is loaded: "
-                    "device memory needs one, chosen with DISTTRAIN_MEMORY (cuda for "
-                    "cudaMalloc'd memory, e.g. PyTorch's CUDA tensors; the cuDNN compute "
-                    "plugin names it itself), or copy the data to host memory and pass "
-                    "DT_MEMORY_HOST");
+                    "device memory needs a memory provider, chosen with DISTTRAIN_MEMORY "
+                    "(cuda for cudaMalloc'd memory, e.g. PyTorch's CUDA tensors; the cuDNN "
+                    "compute plugin names it itself), or copy the data to host memory and "
+                    "pass DT_MEMORY_HOST");
     }
     if (out.type == DT_MEMORY_HOST) {
         out.device = -1;

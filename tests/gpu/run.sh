@@ -93,7 +93,9 @@ DISTTRAIN_MEMORY=cuda step torch-cuda 150 "$RUN" -np 2 -- "$PY" \
 
 DISTTRAIN_COMPUTE=cudnn step resnet50-1 120 "$BUNDLE/bin/disttrain-bench" \
     --model resnet50 --batch-size 64 --num-warmup 3 --num-iters 20
-DISTTRAIN_COMPUTE=cudnn step resnet50-2 150 "$RUN" -np 2 -- "$BUNDLE/bin/disttrain-bench" \
+# With each rank's timeline (Chrome trace JSON) in $OUT, where the staging time goes.
+DISTTRAIN_TIMELINE="${OUT:-/tmp}/resnet50-2-{rank}.json" DISTTRAIN_COMPUTE=cudnn \
+    step resnet50-2 150 "$RUN" -np 2 -- "$BUNDLE/bin/disttrain-bench" \
     --model resnet50 --batch-size 64 --num-warmup 3 --num-iters 20
 # Negotiated instead of ordered: small gradients are fused, one staging copy per batch.
 DISTTRAIN_ORDERED=0 DISTTRAIN_COMPUTE=cudnn step resnet50-2n 150 "$RUN" -np 2 -- \

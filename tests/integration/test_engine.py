@@ -278,8 +278,8 @@ def test_debug_log_names_each_collective_path(disttrainrun, worker):
             env={"DISTTRAIN_LOG_LEVEL": "debug", "DISTTRAIN_SHM": "0",
                  "DISTTRAIN_ALGORITHM": "ring"})
     assert r.returncode == 0, r.stdout + r.stderr
-    assert re.search(r"routing: allreduce '[^']+' \(\d+ B, 2 ranks\): ring", r.stderr), \
-        r.stderr[-3000:]
+    assert re.search(r"routing: allreduce '[^']+' \(\d+ B, 2 ranks, host memory\): ring",
+                     r.stderr), r.stderr[-3000:]
 
 
 def test_timeline_survives_a_killed_rank(disttrainrun, worker, tmp_path):

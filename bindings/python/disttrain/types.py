@@ -59,7 +59,7 @@ def to_op(op):
 class MemoryType(enum.IntEnum):
     """dt_memory_type_t: where a collective's buffers live."""
     HOST = 0
-    DEVICE = 1  # needs a memory provider in the library; none is loaded yet
+    DEVICE = 1  # needs a memory provider in the library (DISTTRAIN_MEMORY=cuda)
     AUTO = 2    # asks the library's loaded memory providers; host when there are none
 
 

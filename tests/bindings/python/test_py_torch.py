@@ -118,7 +118,7 @@ def test_cuda_tensors_pass_device_memory_with_index_and_current_stream(monkeypat
 @pytest.mark.parametrize("call", [dt.allreduce, dt.allreduce_, dt.allreduce_async_,
                                   dt.broadcast_, dt.allgather, dt.reduce_scatter,
                                   dt.alltoall])
-def test_cuda_tensors_are_refused_clearly_until_a_memory_provider_exists(ctx, monkeypatch,
+def test_cuda_tensors_are_refused_clearly_without_a_memory_provider(ctx, monkeypatch,
                                                                          call):
     t, _ = _fake_cuda(monkeypatch, torch.ones(4))
     with pytest.raises(disttrain.UsageError) as e:

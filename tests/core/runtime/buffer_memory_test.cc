@@ -107,8 +107,8 @@ TEST(BufferMemory, DeviceMemoryWithoutAProviderIsUnsupportedAtOnce)
     EXPECT_TRUE(contains(message, "dt_allreduce 'grad.w': sendbuf and recvbuf are device "
                                   "memory"))
         << message;
-    EXPECT_TRUE(contains(message, "no memory provider is loaded: device memory needs one, "
-                                  "chosen with DISTTRAIN_MEMORY (cuda"))
+    EXPECT_TRUE(contains(message, "no memory provider is loaded: device memory needs a "
+                                  "memory provider, chosen with DISTTRAIN_MEMORY (cuda"))
         << message;
 }
 

@@ -45,7 +45,7 @@ int bench(const BenchOptions &o)
     Optimizer optimizer(compute, OptimizerConfig{parse_optimizer(o.optimizer)},
                         model.parameters());
     SoftmaxCrossEntropy loss(compute);
-    GradientSync sync(dist);
+    GradientSync sync(dist, compute);
     dist.broadcast(model_tensors(model), "init/model/");
 
     // One synthetic batch, reused: the benchmark measures compute and communication.

@@ -95,18 +95,51 @@ void Distributed::average(const std::vector<Tensor> &tensors, const std::string 
         check(dt_request_wait(r.get(), -1), "average of the batch-norm statistics");
 }
 
+GradientSync::GradientSync(Distributed &dist, const Compute &compute)
+    : dist_(dist), compute_(compute),
+      bucketing_(dist.tensor_params()->memory_type == DT_MEMORY_DEVICE)
+{
+}
+
+void GradientSync::allreduce(const std::string &name, void *data, size_t count)
+{
+    dt_request_h r = nullptr;
+    check(dt_allreduce_async_ex(dist_.get(), name.c_str(), data, data, count, DT_FLOAT32,
+                                DT_AVG, dist_.tensor_params(), &r),
+          "dt_allreduce_async of a gradient");
+    pending_.emplace_back(r);
+}
+
 void GradientSync::start(Parameter &p)
 {
     if (dist_.size() == 1)
         return;
-    dt_request_h r = nullptr;
-    // The gradient's name identifies it across ranks, so the engine matches and fuses
-    // by name whatever order the ranks produced them in.
-    const std::string name = "grad/" + p.name;
-    check(dt_allreduce_async_ex(dist_.get(), name.c_str(), p.grad.data(), p.grad.data(),
-                                p.grad.numel(), DT_FLOAT32, DT_AVG, dist_.tensor_params(), &r),
-          "dt_allreduce_async of a gradient");
-    pending_.emplace_back(r);
+    if (!bucketing_ || buckets_.empty()) {
+        if (bucketing_)
+            first_order_.push_back(&p);
+        // The gradient's name identifies it across ranks, so the engine matches and
+        // fuses by name whatever order the ranks produced them in.
+        allreduce("grad/" + p.name, p.grad.data(), p.grad.numel());
+        return;
+    }
+    const auto found = where_.find(&p);
+    if (found == where_.end())
+        throw std::runtime_error("gradient '" + p.name + "' came in a later step but not in "
+                                 "the first, whose order planned the gradient buckets");
+    Bucket &b = buckets_[found->second.first];
+    const Slot &slot = b.slots[found->second.second];
+    check(dt_compute_memcpy(compute_.get(), static_cast<char *>(b.flat.data()) + slot.offset,
+                            p.grad.data(), p.grad.bytes(), DT_COPY_DEVICE_TO_DEVICE),
+          "copying a gradient into its bucket");
+    if (++b.arrived == b.slots.size()) {
+        dt_request_h r = nullptr;
+        const std::string name = "grad/bucket/" + std::to_string(found->second.first);
+        check(dt_allreduce_async_ex(dist_.get(), name.c_str(), b.flat.data(), b.flat.data(),
+                                    b.flat.numel(), DT_FLOAT32, DT_AVG, dist_.tensor_params(),
+                                    &r),
+              "dt_allreduce_async of a gradient bucket");
+        b.request.reset(r);
+    }
 }
 
 void GradientSync::wait_all()
@@ -114,6 +147,43 @@ void GradientSync::wait_all()
     for (auto &r : pending_)
         check(dt_request_wait(r.get(), -1), "gradient allreduce");
     pending_.clear();
+    for (Bucket &b : buckets_) {
+        if (b.arrived != b.slots.size())
+            throw std::runtime_error("a gradient bucket was not complete at the end of "
+                                     "backward: the model produced fewer gradients than in "
+                                     "its first step");
+        check(dt_request_wait(b.request.get(), -1), "gradient bucket allreduce");
+        b.request.reset();
+        b.arrived = 0;
+        for (const Slot &s : b.slots)
+            check(dt_compute_memcpy(compute_.get(), s.param->grad.data(),
+                                    static_cast<const char *>(b.flat.data()) + s.offset,
+                                    s.param->grad.bytes(), DT_COPY_DEVICE_TO_DEVICE),
+                  "copying a gradient out of its bucket");
+    }
+    if (bucketing_ && buckets_.empty() && !first_order_.empty())
+        plan_buckets();
+}
+
+void GradientSync::plan_buckets()
+{
+    size_t i = 0;
+    while (i < first_order_.size()) {
+        Bucket b;
+        size_t bytes = 0;
+        // Float32 gradients, so offsets stay 4-byte aligned; a gradient larger than a
+        // bucket gets one of its own.
+        while (i < first_order_.size() &&
+               (b.slots.empty() || bytes + first_order_[i]->grad.bytes() <= kBucketBytes)) {
+            where_[first_order_[i]] = {buckets_.size(), b.slots.size()};
+            b.slots.push_back({first_order_[i], bytes});
+            bytes += first_order_[i]->grad.bytes();
+            ++i;
+        }
+        b.flat = Tensor(compute_, dt_tensor_desc_1d(DT_FLOAT32, int64_t(bytes / sizeof(float))));
+        buckets_.push_back(std::move(b));
+    }
+    first_order_.clear();
 }
 
 } // namespace dt::models

@@ -9,6 +9,9 @@
 #include <disttrain/disttrain.h>
 
 #include <memory>
+#include <string>
+#include <unordered_map>
+#include <utility>
 #include <vector>
 
 namespace dt::models {
@@ -51,13 +54,24 @@ private:
     dt_op_params_t tensor_params_ = {};
 };
 
-// Averages gradients across ranks as they become ready: start() launches one named
-// asynchronous allreduce (DT_AVG, in place) per gradient, so the engine can fuse
-// neighbours and overlap them with the rest of backward; wait_all() before the
-// optimizer step. With one rank it does nothing.
+// Averages gradients across ranks as they become ready: start() launches a named
+// asynchronous allreduce (DT_AVG, in place), so the engine overlaps it with the rest of
+// backward; wait_all() before the optimizer step. With one rank it does nothing.
+//
+// Host tensors go one allreduce per gradient (the engine fuses neighbours in negotiated
+// mode, and a copy into a bucket would cost the CPU what fusion saves). Device tensors go
+// in buckets, as DistributedDataParallel's: from the second step on, gradients are
+// copied on the device (queued on the compute stream, at the device's memory bandwidth)
+// into flat buffers of up to kBucketBytes in the order backward produced them in the
+// first step (the same on every rank, so ordered mode holds), each bucket allreduced once
+// all of its gradients are in, and copied back before the optimizer. Staging then moves
+// a few large buffers instead of one per tensor. Measured on an H200, 2 ranks of
+// ResNet-50 sharing the GPU, ordered: 161 allreduces per step against a few.
 class GradientSync {
 public:
-    explicit GradientSync(Distributed &dist) : dist_(dist) {}
+    static constexpr size_t kBucketBytes = size_t{25} << 20;
+
+    GradientSync(Distributed &dist, const Compute &compute);
     void start(Parameter &p);
     void wait_all();
     GradReady callback()
@@ -66,8 +80,26 @@ public:
     }
 
 private:
+    struct Slot {
+        Parameter *param;
+        size_t offset; // bytes into the bucket
+    };
+    struct Bucket {
+        Tensor flat;
+        std::vector<Slot> slots;
+        size_t arrived = 0; // gradients copied in this step
+        Request request;
+    };
+    void plan_buckets(); // from first_order_
+    void allreduce(const std::string &name, void *data, size_t count);
+
     Distributed &dist_;
+    const Compute &compute_;
+    bool bucketing_;
     std::vector<Request> pending_;
+    std::vector<Parameter *> first_order_; // the first step's order of gradients
+    std::vector<Bucket> buckets_;          // empty until the first step ended
+    std::unordered_map<Parameter *, std::pair<size_t, size_t>> where_; // bucket, slot
 };
 
 } // namespace dt::models

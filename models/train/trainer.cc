@@ -58,7 +58,7 @@ Trainer::Trainer(const TrainOptions &options, const Dataset &train, const Datase
                          options.seed)),
       optimizer_(compute, optimizer_config(options), model_.parameters()), loss_(compute),
       sampler_(train.size(), dist.rank(), dist.size(), options.batch_size, options.seed),
-      schedule_(schedule_config(options, sampler_)), sync_(dist),
+      schedule_(schedule_config(options, sampler_)), sync_(dist, compute),
       progress_(stdout, options.progress && dist.rank() == 0 && !options.quiet, options.epochs,
                 sampler_.steps_per_epoch(), sampler_.global_batch()),
       table_(stdout), params_(model_.parameters())

@@ -66,7 +66,8 @@ private:
 // first step (the same on every rank, so ordered mode holds), each bucket allreduced once
 // all of its gradients are in, and copied back before the optimizer. Staging then moves
 // a few large buffers instead of one per tensor. Measured on an H200, 2 ranks of
-// ResNet-50 sharing the GPU, ordered: 161 allreduces per step against a few.
+// ResNet-50 sharing the GPU, ordered (tests/gpu/run.sh): 1185 images/sec in total with
+// one allreduce per gradient, 1615 with buckets (one process: 1870).
 class GradientSync {
 public:
     static constexpr size_t kBucketBytes = size_t{25} << 20;

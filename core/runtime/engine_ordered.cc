@@ -84,7 +84,13 @@ void Engine::run_ordered(Operation &op)
         const CallCheck check = call_check_of(d, call_number(tag));
         algo::Comm c = comm(tag, op_kind_name(d.kind), d.group != 0 ? &ranks : nullptr);
         c.set_check(&check, d.name.c_str());
-        router_.run(c, d, d.group != 0 ? static_cast<int>(ranks.size()) : size_);
+        const auto start = Clock::now();
+        const char *path =
+            router_.run(c, d, d.group != 0 ? static_cast<int>(ranks.size()) : size_);
+        if (timeline_) // nothing was negotiated or queued: the collective is the whole story
+            timeline_->phase(d.name, op_kind_name(d.kind), start, Clock::now(),
+                             cat(R"("bytes":)", d.count * dt_dtype_size(d.dtype),
+                                 R"(,"path":")", path, '"'));
         op.complete(DT_OK, {});
     } catch (const Error &e) {
         auto [status, message] = root_cause(e.status(), e.what());

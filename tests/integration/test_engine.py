@@ -273,6 +273,18 @@ def test_timeline_is_valid_json_with_every_phase(disttrainrun, worker, tmp_path,
         assert paths and paths <= {"recursive_doubling", "halving_doubling", "ring"}, paths
 
 
+def test_ordered_mode_writes_each_collective_to_the_timeline(disttrainrun, worker, tmp_path):
+    path = tmp_path / "timeline.json"
+    r = job(disttrainrun, worker, 2, "fusion", "1",
+            env=clean_env({"DISTTRAIN_TIMELINE": str(path), "DISTTRAIN_ORDERED": "1"}))
+    assert r.returncode == 0, r.stdout + r.stderr
+    events = json.loads(path.read_text())
+    ran = [e for e in events if e.get("ph") == "X" and e["name"] == "allreduce"]
+    assert len(ran) >= 1000, len(ran)  # one per call: nothing is fused in ordered mode
+    assert {e["args"]["path"] for e in ran} == {"shm_local"}
+    assert all(e["args"]["bytes"] > 0 for e in ran)
+
+
 def test_debug_log_names_each_collective_path(disttrainrun, worker):
     r = job(disttrainrun, worker, 2, "fusion", "1",
             env={"DISTTRAIN_LOG_LEVEL": "debug", "DISTTRAIN_SHM": "0",

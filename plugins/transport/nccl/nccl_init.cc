@@ -97,9 +97,11 @@ void Context::vote(const std::string &mine) {
         }
     }
     if (status != DTP_OK) {
-        throw NcclError(status, "nccl: declined on every rank, since not every rank can run "
-                        "NCCL (" + failures + "); the nccl transport needs an NVIDIA GPU, "
-                        "its driver, the CUDA runtime and NCCL on every rank");
+        throw NcclError(status, std::string("nccl: declined") +
+                        (size_ > 1 ? " on every rank, since not every rank can run NCCL"
+                                   : "") +
+                        " (" + failures + "); the nccl transport needs an NVIDIA GPU, its "
+                        "driver, the CUDA runtime and NCCL on every rank");
     }
 }
 

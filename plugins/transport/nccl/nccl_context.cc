@@ -167,7 +167,8 @@ int32_t Context::progress(int32_t timeout_ms) {
             ops_.pop_front();
             done = true;
         }
-        if (done || timeout_ms <= 0 || std::chrono::steady_clock::now() >= until) {
+        if (done || timeout_ms == 0 ||
+            (timeout_ms > 0 && std::chrono::steady_clock::now() >= until)) {
             return DTP_OK;
         }
         std::this_thread::sleep_for(std::chrono::microseconds(50));

@@ -44,8 +44,9 @@ public:
     int32_t irecv(int32_t peer, uint64_t tag, void *buf, size_t len,
                   dt_transport_request_t *req);
     // Checks the communicator's asynchronous error, starts queued collectives and
-    // completes those whose event has passed; polls for up to timeout_ms (0: once) until
-    // one completes. DTP_ERR_TRANSPORT when NCCL failed the communicator.
+    // completes those whose event has passed; polls for up to timeout_ms (0: once; < 0:
+    // no limit) until one completes, and returns at once when nothing is pending.
+    // DTP_ERR_TRANSPORT when NCCL failed the communicator.
     int32_t progress(int32_t timeout_ms);
     // Fails every pending request with DTP_ERR_ABORTED and aborts the communicator.
     void abort();

@@ -1,0 +1,215 @@
+// Collectives in flight: queued behind the communicator, recorded as an event on the
+// plugin's stream, completed when cudaEventQuery says so, and failed together when NCCL
+// reports an asynchronous error or the core aborts.
+#include "nccl_context.h"
+
+#include "plugin_request.h"
+
+#include <thread>
+
+namespace dt::nccl {
+
+using dtp::complete_request;
+using dtp::start_request;
+
+int32_t Context::isend(int32_t, uint64_t, const void *, size_t, dt_transport_request_t *) {
+    host_.set_error("nccl: point-to-point is not offered (the capability answer has no "
+                    "p2p_memory): the core sends through its host transport");
+    return DTP_ERR_UNSUPPORTED;
+}
+
+int32_t Context::irecv(int32_t, uint64_t, void *, size_t, dt_transport_request_t *) {
+    host_.set_error("nccl: point-to-point is not offered (the capability answer has no "
+                    "p2p_memory): the core receives through its host transport");
+    return DTP_ERR_UNSUPPORTED;
+}
+
+void Context::complete(Op &op, int32_t status, const std::string &why) {
+    if (op.event != nullptr) {
+        lib_.cuda.EventDestroy(op.event);
+        op.event = nullptr;
+    }
+    if (status != DTP_OK) {
+        // The core reads the reason of a failed request from the last error.
+        host_.log(DT_LOG_DEBUG, why);
+        host_.set_error(why);
+    }
+    complete_request(op.req, status, status == DTP_OK ? op.bytes : 0);
+}
+
+void Context::fail_all(int32_t status, const std::string &why) {
+    while (!ops_.empty()) {
+        std::unique_ptr<Op> op = std::move(ops_.front());
+        ops_.pop_front();
+        complete(*op, status, why);
+    }
+}
+
+void Context::release_comm(bool abort) {
+    if (comm_ == nullptr) return;
+    OnDevice on(*this);
+    if (abort) {
+        lib_.nccl.CommAbort(comm_);
+    } else {
+        lib_.nccl.CommDestroy(comm_);
+    }
+    comm_ = nullptr;
+}
+
+bool Context::comm_failed() {
+    if (broken_ != DTP_OK) return true;
+    ncclResult_t state = ncclSuccess;
+    ncclResult_t rc = lib_.nccl.CommGetAsyncError(comm_, &state);
+    ncclResult_t failure = rc != ncclSuccess ? rc : state;
+    if (failure == ncclSuccess || failure == ncclInProgress) return false;
+    break_comm("nccl: the communicator failed: " + lib_.nccl.describe(failure, comm_));
+    return true;
+}
+
+bool Context::record(Op &op) {
+    cudaError_t rc = lib_.cuda.EventCreateWithFlags(&op.event, cudaEventDisableTiming);
+    if (rc == cudaSuccess) rc = lib_.cuda.EventRecord(op.event, stream_);
+    if (rc == cudaSuccess) {
+        op.state = State::running;
+        return true;
+    }
+    lib_.cuda.GetLastError();
+    // Without its event nothing could ever say when the collective ends.
+    break_comm(std::string("nccl: recording the completion event of ") + op.what +
+               " failed: " + lib_.cuda.describe(rc));
+    return false;
+}
+
+void Context::break_comm(const std::string &why) {
+    broken_ = DTP_ERR_TRANSPORT;
+    broken_why_ = why;
+    host_.log(DT_LOG_ERROR, broken_why_);
+    fail_all(broken_, broken_why_);
+    release_comm(true); // a failed communicator is aborted, never reused
+}
+
+void Context::pump() {
+    OnDevice on(*this);
+    for (auto &p : ops_) {
+        Op &op = *p;
+        if (op.state == State::running) continue;
+        if (op.state == State::enqueueing) {
+            // NCCL is still enqueueing it: nothing else may start on the communicator.
+            ncclResult_t state = ncclSuccess;
+            ncclResult_t rc = lib_.nccl.CommGetAsyncError(comm_, &state);
+            if (rc == ncclSuccess && state == ncclInProgress) return;
+            if (rc != ncclSuccess || state != ncclSuccess) {
+                comm_failed();
+                return;
+            }
+            if (!record(op)) return;
+            continue;
+        }
+        ncclResult_t rc = op.launch();
+        op.launch = nullptr;
+        if (rc == ncclSuccess) {
+            if (!record(op)) return;
+        } else if (rc == ncclInProgress) {
+            op.state = State::enqueueing;
+            return;
+        } else {
+            break_comm(std::string("nccl: ") + op.what + " failed: " +
+                       lib_.nccl.describe(rc, comm_));
+            return;
+        }
+    }
+}
+
+int32_t Context::submit(dt_transport_request_t *req, const char *what, size_t bytes,
+                        std::function<ncclResult_t()> launch) {
+    start_request(req, -1);
+    if (broken_ != DTP_OK) {
+        complete_request(req, broken_, 0);
+        host_.set_error(broken_why_);
+        return broken_;
+    }
+    auto op = std::make_unique<Op>();
+    op->req = req;
+    op->what = what;
+    op->bytes = bytes;
+    op->launch = std::move(launch);
+    ops_.push_back(std::move(op));
+    pump();
+    return DTP_INPROGRESS;
+}
+
+int32_t Context::progress(int32_t timeout_ms) {
+    auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+    for (;;) {
+        if (broken_ != DTP_OK) {
+            host_.set_error(broken_why_);
+            return broken_;
+        }
+        if (ops_.empty()) return DTP_OK;
+        if (comm_failed()) {
+            host_.set_error(broken_why_);
+            return broken_;
+        }
+        pump();
+        // Completes the finished ones in order: the stream runs them in order.
+        bool done = false;
+        while (!ops_.empty() && ops_.front()->state == State::running) {
+            Op &op = *ops_.front();
+            cudaError_t rc = lib_.cuda.EventQuery(op.event);
+            if (rc == cudaErrorNotReady) break;
+            if (rc == cudaSuccess) {
+                complete(op, DTP_OK, "");
+            } else {
+                lib_.cuda.GetLastError();
+                complete(op, DTP_ERR_TRANSPORT, std::string("nccl: ") + op.what +
+                         " failed on the GPU: " + lib_.cuda.describe(rc));
+            }
+            ops_.pop_front();
+            done = true;
+        }
+        if (done || timeout_ms == 0 ||
+            (timeout_ms > 0 && std::chrono::steady_clock::now() >= until)) {
+            return DTP_OK;
+        }
+        std::this_thread::sleep_for(std::chrono::microseconds(50));
+    }
+}
+
+void Context::abort() {
+    fail_all(DTP_ERR_ABORTED, "nccl: aborted");
+    release_comm(true);
+    if (broken_ == DTP_OK) {
+        broken_ = DTP_ERR_ABORTED;
+        broken_why_ = "nccl: the transport was aborted";
+    }
+}
+
+void Context::finish(std::chrono::milliseconds limit) {
+    if (comm_ == nullptr) return;
+    if (!ops_.empty()) {
+        // Work still in flight on other ranks' behalf cannot be finished cleanly.
+        abort();
+        return;
+    }
+    OnDevice on(*this);
+    ncclResult_t rc = lib_.nccl.CommFinalize(comm_);
+    auto until = std::chrono::steady_clock::now() + limit;
+    ncclResult_t state = rc;
+    while (rc == ncclSuccess || rc == ncclInProgress) {
+        rc = lib_.nccl.CommGetAsyncError(comm_, &state);
+        if (rc != ncclSuccess || state != ncclInProgress) break;
+        if (std::chrono::steady_clock::now() >= until) break;
+        std::this_thread::sleep_for(std::chrono::microseconds(200));
+    }
+    release_comm(!(rc == ncclSuccess && state == ncclSuccess));
+}
+
+Context::~Context() {
+    fail_all(DTP_ERR_ABORTED, "nccl: finalized with the request still pending");
+    release_comm(true);
+    OnDevice on(*this);
+    if (scratch_ != nullptr) lib_.cuda.Free(scratch_);
+    if (stream_ != nullptr) lib_.cuda.StreamDestroy(stream_);
+}
+
+} // namespace dt::nccl

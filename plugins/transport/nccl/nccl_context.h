@@ -1,0 +1,132 @@
+// One transport instance: the NCCL communicator of this rank, the plugin's own
+// non-blocking CUDA stream every collective is queued on, and the collectives in flight.
+// The core calls it from one thread at a time (plugin ABI), so it has no locks.
+//
+// A collective's life: queued (waiting for the communicator: with a non-blocking
+// communicator NCCL may still be enqueueing the previous call, ncclInProgress, and no
+// other NCCL call may start meanwhile), then enqueueing (NCCL accepted it and answered
+// ncclInProgress), then running (an event recorded on the stream after it), then done
+// when cudaEventQuery says so. Nothing here waits for the GPU.
+#pragma once
+
+#include "nccl_host.h"
+#include "nccl_library.h"
+
+#include <disttrain/plugin/transport.h>
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <string>
+
+namespace dt::nccl {
+
+class Context {
+public:
+    // Loads the libraries, votes through the store on whether every rank can run NCCL,
+    // shares rank 0's unique id and creates the communicator, all within
+    // args.timeout_ms. Throws NcclError (DTP_ERR_UNSUPPORTED when a rank cannot run
+    // NCCL, DTP_ERR_TIMEOUT when the communicator did not come up in time).
+    explicit Context(const dt_transport_init_args_t &args);
+    // finalize: fails what is pending with DTP_ERR_ABORTED and releases the communicator.
+    ~Context();
+    Context(const Context &) = delete;
+    Context &operator=(const Context &) = delete;
+
+    const Host &host() const { return host_; }
+
+    // Point-to-point is not offered (the query answers p2p_memory 0): DTP_ERR_UNSUPPORTED.
+    int32_t isend(int32_t peer, uint64_t tag, const void *buf, size_t len,
+                  dt_transport_request_t *req);
+    int32_t irecv(int32_t peer, uint64_t tag, void *buf, size_t len,
+                  dt_transport_request_t *req);
+    // Checks the communicator's asynchronous error, starts queued collectives and
+    // completes those whose event has passed; polls for up to timeout_ms (0: once; < 0:
+    // no limit) until one completes, and returns at once when nothing is pending.
+    // DTP_ERR_TRANSPORT when NCCL failed the communicator.
+    int32_t progress(int32_t timeout_ms);
+    // Fails every pending request with DTP_ERR_ABORTED and aborts the communicator.
+    void abort();
+    // A clean finalize: ncclCommFinalize, polled up to `limit`, then ncclCommDestroy.
+    void finish(std::chrono::milliseconds limit);
+
+    // Native collectives on device memory (nccl_collectives.cc). Each returns
+    // DTP_INPROGRESS (the request completes through progress), or DTP_ERR_UNSUPPORTED
+    // for a dtype or operator NCCL lacks, or throws.
+    int32_t allreduce(const void *sendbuf, void *recvbuf, size_t count, int32_t dtype,
+                      int32_t op, dt_transport_request_t *req);
+    int32_t broadcast(void *buf, size_t count, int32_t dtype, int32_t root,
+                      dt_transport_request_t *req);
+    int32_t allgather(const void *sendbuf, void *recvbuf, size_t sendcount, int32_t dtype,
+                      dt_transport_request_t *req);
+    int32_t reduce_scatter(const void *sendbuf, void *recvbuf, size_t recvcount,
+                           int32_t dtype, int32_t op, dt_transport_request_t *req);
+    int32_t alltoall(const void *sendbuf, void *recvbuf, size_t count, int32_t dtype,
+                     dt_transport_request_t *req);
+    int32_t barrier(dt_transport_request_t *req);
+
+private:
+    enum class State { queued, enqueueing, running };
+    struct Op {
+        dt_transport_request_t *req;
+        const char *what; // the NCCL call, for messages
+        size_t bytes;
+        std::function<ncclResult_t()> launch;
+        State state = State::queued;
+        cudaEvent_t event = nullptr;
+    };
+
+    // Makes the instance's device current on the calling thread for one scope.
+    class OnDevice {
+    public:
+        explicit OnDevice(const Context &c);
+        ~OnDevice();
+
+    private:
+        const CudaApi &cuda_;
+        int previous_ = -1;
+    };
+
+    // init, step by step (nccl_init.cc).
+    std::string local_verdict(const dt_transport_init_args_t &args);
+    void vote(const std::string &mine);
+    ncclUniqueId share_unique_id();
+    void create_comm(const ncclUniqueId &id);
+    int32_t remaining_ms() const;
+
+    // Starts a collective (nccl_context.cc).
+    int32_t submit(dt_transport_request_t *req, const char *what, size_t bytes,
+                   std::function<ncclResult_t()> launch);
+    // Launches queued ops while the communicator is free; finishes an enqueueing one.
+    void pump();
+    // Records op's completion event on the stream; false (and the communicator broken)
+    // when CUDA refuses.
+    bool record(Op &op);
+    // Fails every request with why, aborts the communicator and fails every later call.
+    void break_comm(const std::string &why);
+    // Polls the communicator's asynchronous error; on a failure fails every request.
+    bool comm_failed();
+    void fail_all(int32_t status, const std::string &why);
+    void complete(Op &op, int32_t status, const std::string &why);
+    void release_comm(bool abort);
+
+    Host host_;
+    Libraries lib_;
+    int rank_ = 0;
+    int size_ = 1;
+    int device_ = -1;
+    int32_t timeout_ms_ = 0;
+    std::chrono::steady_clock::time_point deadline_;
+    ncclComm_t comm_ = nullptr;
+    cudaStream_t stream_ = nullptr;
+    float *scratch_ = nullptr; // the barrier's one element, in device memory
+    std::deque<std::unique_ptr<Op>> ops_;
+    // Set once the communicator failed or was aborted: every later call fails with it.
+    int32_t broken_ = DTP_OK;
+    std::string broken_why_;
+};
+
+} // namespace dt::nccl

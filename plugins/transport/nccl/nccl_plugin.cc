@@ -1,0 +1,114 @@
+// The plugin's only exported symbol and its ops table: the entry points every transport
+// shares (plugins/common/transport_entry.h), NCCL's native collectives and a capability
+// answer of its own: device memory for native collectives, no point-to-point, no control
+// traffic, so the core always runs it beside a host transport.
+#include "nccl_context.h"
+#include "nccl_error.h"
+
+#include <transport_entry.h>
+
+#include <cstring>
+#include <utility>
+
+namespace dt::nccl {
+namespace {
+
+struct Traits {
+    using Context = nccl::Context;
+    using Host = nccl::Host;
+    using Error = NcclError;
+    static constexpr const char *name = "nccl";
+    static constexpr const char *services = "log, set_error, store_set and store_get";
+    // ncclCommFinalize gets a moment; the destructor then releases what is left.
+    static void finalize(Context &c) { c.finish(std::chrono::seconds(2)); }
+};
+
+using Entry = dtp::TransportEntry<Traits>;
+
+template <typename Fn>
+int32_t call(void *transport, Fn &&fn) {
+    return Entry::call(transport, std::forward<Fn>(fn));
+}
+
+int32_t nccl_allreduce(void *t, const void *sendbuf, void *recvbuf, size_t count,
+                       int32_t dtype, int32_t op, dt_transport_request_t *req) {
+    if (req == nullptr) return DTP_ERR_INVALID_ARGUMENT;
+    return call(t, [&](Context &c) { return c.allreduce(sendbuf, recvbuf, count, dtype, op, req); });
+}
+
+int32_t nccl_broadcast(void *t, void *buf, size_t count, int32_t dtype, int32_t root,
+                       dt_transport_request_t *req) {
+    if (req == nullptr) return DTP_ERR_INVALID_ARGUMENT;
+    return call(t, [&](Context &c) { return c.broadcast(buf, count, dtype, root, req); });
+}
+
+int32_t nccl_allgather(void *t, const void *sendbuf, void *recvbuf, size_t sendcount,
+                       int32_t dtype, dt_transport_request_t *req) {
+    if (req == nullptr) return DTP_ERR_INVALID_ARGUMENT;
+    return call(t, [&](Context &c) { return c.allgather(sendbuf, recvbuf, sendcount, dtype, req); });
+}
+
+int32_t nccl_reduce_scatter(void *t, const void *sendbuf, void *recvbuf, size_t recvcount,
+                            int32_t dtype, int32_t op, dt_transport_request_t *req) {
+    if (req == nullptr) return DTP_ERR_INVALID_ARGUMENT;
+    return call(t, [&](Context &c) {
+        return c.reduce_scatter(sendbuf, recvbuf, recvcount, dtype, op, req);
+    });
+}
+
+int32_t nccl_alltoall(void *t, const void *sendbuf, void *recvbuf, size_t count,
+                      int32_t dtype, dt_transport_request_t *req) {
+    if (req == nullptr) return DTP_ERR_INVALID_ARGUMENT;
+    return call(t, [&](Context &c) { return c.alltoall(sendbuf, recvbuf, count, dtype, req); });
+}
+
+int32_t nccl_barrier(void *t, dt_transport_request_t *req) {
+    if (req == nullptr) return DTP_ERR_INVALID_ARGUMENT;
+    return call(t, [&](Context &c) { return c.barrier(req); });
+}
+
+// Device memory for the native collectives only. Writes only what fits the core's
+// struct, after the header the core set.
+int32_t nccl_query(void *t, dt_transport_caps_t *caps) {
+    constexpr size_t header = offsetof(dt_transport_caps_t, p2p_memory);
+    if (t == nullptr || caps == nullptr || caps->struct_size < header) {
+        return DTP_ERR_INVALID_ARGUMENT;
+    }
+    dt_transport_caps_t answer{};
+    answer.p2p_memory = 0;   // no isend/irecv: NCCL has no tags to match the core's
+    answer.native_memory = DT_TRANSPORT_MEMORY_DEVICE;
+    answer.flags = 0;        // no DT_TRANSPORT_CAP_CONTROL
+    const size_t size = std::min<size_t>(caps->struct_size, sizeof(answer));
+    std::memcpy(reinterpret_cast<char *>(caps) + header,
+                reinterpret_cast<const char *>(&answer) + header, size - header);
+    return DTP_OK;
+}
+
+const dt_transport_v3_t kOps = {
+    sizeof(dt_transport_v3_t),
+    DT_TRANSPORT_VERSION_3,
+    Traits::name,
+    Entry::init,
+    Entry::finalize,
+    Entry::isend,
+    Entry::irecv,
+    Entry::progress,
+    Entry::abort,
+    nccl_allreduce,
+    nccl_broadcast,
+    nccl_allgather,
+    nccl_reduce_scatter,
+    nccl_alltoall,
+    nccl_barrier,
+    nccl_query,
+};
+
+} // namespace
+} // namespace dt::nccl
+
+// Negotiation never loads NCCL or CUDA (it must not block); init does, and declines
+// there with the reason when either is missing or there is no GPU.
+extern "C" DT_PLUGIN_EXPORT int32_t DT_PLUGIN_ENTRY(const dt_plugin_offer_t *offer,
+                                                    dt_plugin_answer_t *answer) {
+    return dt::nccl::Entry::answer(offer, answer, &dt::nccl::kOps);
+}

@@ -15,10 +15,12 @@ namespace {
 // each context the same store namespace on every rank.
 std::atomic<uint64_t> g_next_context_id{0};
 
-// "auto" means the production transports that are installed, fastest first.
+// "auto" means the production transports that are installed, fastest first. Only those
+// that carry the engine's control traffic: nccl is device-only and runs beside one of
+// these once device memory is routed to it, never as the context's transport.
 std::vector<std::string> expand_auto(const std::vector<std::string> &names)
 {
-    static const char *const kPreference[] = {"nccl", "ucx", "mpi", "tcp"};
+    static const char *const kPreference[] = {"ucx", "mpi", "tcp"};
     std::vector<std::string> out;
     for (const auto &name : names) {
         if (name != "auto") {

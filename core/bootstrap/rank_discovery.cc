@@ -4,7 +4,9 @@
 // of its variables is an error naming the missing one, never a silent mix of launchers.
 //
 // A launcher is "present" when: DISTTRAIN_* any of its four variables is set (the user or
-// disttrainrun set them on purpose); Open MPI / PMI its rank or size is set; Slurm when
+// disttrainrun set them on purpose); torchrun when RANK or WORLD_SIZE is set; TF_CONFIG
+// when it is set (a malformed one is an error, not skipped); Open MPI / PMI its rank or
+// size is set; Slurm when
 // SLURM_PROCID is set (salloc and sbatch shells carry SLURM_NTASKS for a whole allocation
 // without being a task of a job step, so SLURM_NTASKS alone does not count).
 //

@@ -30,10 +30,18 @@ def disttrainrun():
     return build_path("core", "launch", "disttrainrun")
 
 
+# Rank variables of torchrun (env://) and TensorFlow that the library also reads.
+LAUNCHER_VARIABLES = {"RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "MASTER_ADDR",
+                      "MASTER_PORT", "TF_CONFIG"}
+
+
 def clean_env(extra=None):
-    """The environment of a test job: no inherited DISTTRAIN_*/MPI/Slurm variables."""
+    """The environment of a test job: no inherited DISTTRAIN_*/MPI/Slurm/torchrun/TF_CONFIG
+    variables."""
     env = {k: v for k, v in os.environ.items()
-           if not k.startswith(("DISTTRAIN_", "OMPI_", "PMI_", "PMIX_", "SLURM_"))}
+           if not k.startswith(("DISTTRAIN_", "OMPI_", "PMI_", "PMIX_", "SLURM_",
+                                "TORCHELASTIC_"))
+           and k not in LAUNCHER_VARIABLES}
     env["DISTTRAIN_PLUGIN_PATH"] = str(BUILD / "plugins" / "transport" / "tcp")
     if extra:
         env.update(extra)

@@ -4,7 +4,9 @@
 // of its variables is an error naming the missing one, never a silent mix of launchers.
 //
 // A launcher is "present" when: DISTTRAIN_* any of its four variables is set (the user or
-// disttrainrun set them on purpose); Open MPI / PMI its rank or size is set; Slurm when
+// disttrainrun set them on purpose); torchrun when RANK or WORLD_SIZE is set; TF_CONFIG
+// when it is set (a malformed one is an error, not skipped); Open MPI / PMI its rank or
+// size is set; Slurm when
 // SLURM_PROCID is set (salloc and sbatch shells carry SLURM_NTASKS for a whole allocation
 // without being a task of a job step, so SLURM_NTASKS alone does not count).
 //
@@ -14,10 +16,14 @@
 // a PMI without MPI_LOCALRANKID; the runtime can refine them through the store.
 #include "bootstrap/rank_discovery.h"
 
+#include "bootstrap/tf_config.h"
+
 #include "runtime/env.h"
 #include "runtime/error.h"
 
+#include <algorithm>
 #include <cctype>
+#include <iterator>
 #include <optional>
 #include <string>
 
@@ -89,10 +95,114 @@ Field slurm_tasks_per_node()
     return f;
 }
 
+// torchrun / torch.distributed's env:// variables. MASTER_ADDR/MASTER_PORT give the
+// store's address (see store_from_torchrun); they are not needed to know the rank.
+std::optional<Fields> read_torchrun(bool (*set)(const char *))
+{
+    if (!set("RANK") && !set("WORLD_SIZE"))
+        return std::nullopt;
+    Fields f{env_rank("RANK"), env_count("WORLD_SIZE"), env_rank("LOCAL_RANK"),
+             env_count("LOCAL_WORLD_SIZE")};
+    require_pair(f.rank, "RANK", f.size, "WORLD_SIZE", "torchrun (env://)");
+    require_pair(f.local_rank, "LOCAL_RANK", f.local_size, "LOCAL_WORLD_SIZE",
+                 "torchrun (env://)");
+    return f;
+}
+
+std::optional<Fields> read_tf_config(bool (*set)(const char *))
+{
+    if (!set("TF_CONFIG"))
+        return std::nullopt;
+    TfConfig tf = parse_tf_config("TF_CONFIG", *env::get("TF_CONFIG"));
+    if (static_cast<int64_t>(tf.members.size()) > kMaxRanks)
+        throw_error(DT_ERR_INVALID_CONFIG, "TF_CONFIG lists ", tf.members.size(),
+                    " members; at most ", kMaxRanks, " ranks are supported");
+    return Fields{{tf.rank, "TF_CONFIG task.index", true},
+                  {static_cast<int>(tf.members.size()), "TF_CONFIG cluster size", true},
+                  {tf.local_rank, "TF_CONFIG local rank", true},
+                  {tf.local_size, "TF_CONFIG local size", true}};
+}
+
+std::optional<Fields> read_ompi(bool (*set)(const char *))
+{
+    if (!set("OMPI_COMM_WORLD_RANK") && !set("OMPI_COMM_WORLD_SIZE"))
+        return std::nullopt;
+    Fields f{env_rank("OMPI_COMM_WORLD_RANK"), env_count("OMPI_COMM_WORLD_SIZE"),
+             env_rank("OMPI_COMM_WORLD_LOCAL_RANK"), env_count("OMPI_COMM_WORLD_LOCAL_SIZE")};
+    require_pair(f.rank, "OMPI_COMM_WORLD_RANK", f.size, "OMPI_COMM_WORLD_SIZE", "Open MPI");
+    require_pair(f.local_rank, "OMPI_COMM_WORLD_LOCAL_RANK", f.local_size,
+                 "OMPI_COMM_WORLD_LOCAL_SIZE", "Open MPI");
+    return f;
+}
+
+std::optional<Fields> read_pmi(bool (*set)(const char *))
+{
+    if (!set("PMI_RANK") && !set("PMI_SIZE"))
+        return std::nullopt;
+    Fields f{env_rank("PMI_RANK"), env_count("PMI_SIZE"), env_rank("MPI_LOCALRANKID"),
+             env_count("MPI_LOCALNRANKS")};
+    require_pair(f.rank, "PMI_RANK", f.size, "PMI_SIZE", "the MPI launcher (PMI)");
+    require_pair(f.local_rank, "MPI_LOCALRANKID", f.local_size, "MPI_LOCALNRANKS",
+                 "the MPI launcher (Hydra)");
+    return f;
+}
+
+bool is_set(const char *var) { return env::get(var).has_value(); }
+
+// The launchers that may be found together and must then agree, in precedence order.
+// Slurm is not among them: its variables are inherited by everything started inside an
+// allocation (a torchrun or mpirun in a batch script), so they say nothing about the
+// process itself once another launcher is present.
+struct Launcher {
+    const char *name;
+    std::optional<Fields> (*read)(bool (*)(const char *));
+};
+constexpr Launcher kCheckedLaunchers[] = {{"torchrun (env://)", read_torchrun},
+                                          {"TF_CONFIG", read_tf_config},
+                                          {"Open MPI", read_ompi},
+                                          {"PMI", read_pmi}};
+
+// The chosen launcher `chosen` (index into kCheckedLaunchers) against every other one
+// that is present. A launcher started per host by another (torchrun under mpirun or srun)
+// has more ranks than its parent has tasks; that nesting is allowed and the inner one, which
+// comes first, wins. Otherwise both must give the same rank and size.
+void check_conflicts(size_t chosen, const Fields &f)
+{
+    for (size_t i = 0; i < std::size(kCheckedLaunchers); ++i) {
+        if (i == chosen)
+            continue;
+        std::optional<Fields> other;
+        try {
+            other = kCheckedLaunchers[i].read(is_set);
+        } catch (const Error &) {
+            continue; // not usable as a source: it cannot contradict the one in use
+        }
+        if (!other)
+            continue;
+        const Fields &inner = i < chosen ? *other : f;
+        const Fields &outer = i < chosen ? f : *other;
+        if (inner.size.value > outer.size.value)
+            continue; // nested: per-host launcher under a job-wide one
+        if (other->rank.value == f.rank.value && other->size.value == f.size.value)
+            continue;
+        const Fields &a = i < chosen ? *other : f;
+        const Fields &b = i < chosen ? f : *other;
+        const char *a_name = kCheckedLaunchers[std::min(i, chosen)].name;
+        const char *b_name = kCheckedLaunchers[std::max(i, chosen)].name;
+        throw_error(DT_ERR_INVALID_CONFIG, "conflicting launchers: ", a_name, " says rank ",
+                    a.rank.value, " of ", a.size.value, " (", a.rank.name, "=", a.rank.value,
+                    ", ", a.size.name, "=", a.size.value, ") but ", b_name, " says rank ",
+                    b.rank.value, " of ", b.size.value, " (", b.rank.name, "=", b.rank.value,
+                    ", ", b.size.name, "=", b.size.value, "); unset the variables of the "
+                    "one that did not start this process, or set DISTTRAIN_RANK and "
+                    "DISTTRAIN_SIZE (which win over every launcher)");
+    }
+}
+
 // Reads the first launcher that is present; nullopt when none is.
 std::optional<Fields> read_launcher(std::string &source)
 {
-    auto set = [](const char *var) { return env::get(var).has_value(); };
+    auto set = is_set;
     Fields f;
     if (set("DISTTRAIN_RANK") || set("DISTTRAIN_SIZE") || set("DISTTRAIN_LOCAL_RANK") ||
         set("DISTTRAIN_LOCAL_SIZE")) {
@@ -108,23 +218,12 @@ std::optional<Fields> read_launcher(std::string &source)
                      "DISTTRAIN_LOCAL_SIZE", "disttrainrun");
         return f;
     }
-    if (set("OMPI_COMM_WORLD_RANK") || set("OMPI_COMM_WORLD_SIZE")) {
-        source = "Open MPI";
-        f = {env_rank("OMPI_COMM_WORLD_RANK"), env_count("OMPI_COMM_WORLD_SIZE"),
-             env_rank("OMPI_COMM_WORLD_LOCAL_RANK"), env_count("OMPI_COMM_WORLD_LOCAL_SIZE")};
-        require_pair(f.rank, "OMPI_COMM_WORLD_RANK", f.size, "OMPI_COMM_WORLD_SIZE", "Open MPI");
-        require_pair(f.local_rank, "OMPI_COMM_WORLD_LOCAL_RANK", f.local_size,
-                     "OMPI_COMM_WORLD_LOCAL_SIZE", "Open MPI");
-        return f;
-    }
-    if (set("PMI_RANK") || set("PMI_SIZE")) {
-        source = "PMI";
-        f = {env_rank("PMI_RANK"), env_count("PMI_SIZE"), env_rank("MPI_LOCALRANKID"),
-             env_count("MPI_LOCALNRANKS")};
-        require_pair(f.rank, "PMI_RANK", f.size, "PMI_SIZE", "the MPI launcher (PMI)");
-        require_pair(f.local_rank, "MPI_LOCALRANKID", f.local_size, "MPI_LOCALNRANKS",
-                     "the MPI launcher (Hydra)");
-        return f;
+    for (size_t i = 0; i < std::size(kCheckedLaunchers); ++i) {
+        if (auto found = kCheckedLaunchers[i].read(set)) {
+            source = kCheckedLaunchers[i].name;
+            check_conflicts(i, *found);
+            return found;
+        }
     }
     if (set("SLURM_PROCID")) {
         source = "Slurm";
@@ -141,6 +240,24 @@ std::optional<Fields> read_launcher(std::string &source)
         return f;
     }
     return std::nullopt;
+}
+
+// MASTER_ADDR and MASTER_PORT + 1 (MASTER_PORT itself is torch's own store: torchrun's
+// agent serves it, and so does rank 0 of a program that calls init_process_group).
+std::string store_from_torchrun(std::string &from)
+{
+    auto addr = env::get("MASTER_ADDR");
+    auto port = env::get("MASTER_PORT");
+    if (!addr && !port)
+        return {};
+    if (!addr || !port)
+        throw_error(DT_ERR_INVALID_CONFIG, addr ? "MASTER_ADDR" : "MASTER_PORT",
+                    " is set but ", addr ? "MASTER_PORT" : "MASTER_ADDR",
+                    " is not; torchrun (env://) sets both");
+    int64_t p = env::parse_int("MASTER_PORT", *port, 1, 65534);
+    from = cat("MASTER_ADDR:MASTER_PORT+1 (", *addr, ":", *port, ")");
+    bool v6 = addr->find(':') != std::string::npos;
+    return cat(v6 ? "[" : "", *addr, v6 ? "]" : "", ":", p + 1);
 }
 
 Field from_params(const dt_context_params_t *params, uint64_t bit, int value, const char *name,
@@ -241,6 +358,17 @@ RankInfo discover_ranks(const dt_context_params_t *params)
     info.size = f.size.value;
     info.local_rank = f.local_rank.value;
     info.local_size = f.local_size.value;
+    // Where the store is, when the launcher in use says (DISTTRAIN_STORE_ADDR and the
+    // params still win, in read_config). A lone process needs none.
+    if (used_env && info.size > 1) {
+        if (launcher == "torchrun (env://)") {
+            info.store_addr = store_from_torchrun(info.store_from);
+        } else if (launcher == "TF_CONFIG") {
+            TfConfig tf = parse_tf_config("TF_CONFIG", *env::get("TF_CONFIG"));
+            info.store_addr = tf.members.front();
+            info.store_from = cat("TF_CONFIG's first member (", tf.members.front(), ")");
+        }
+    }
     if (!any_params)
         info.source = used_env ? launcher : "default";
     else if (!used_env)

@@ -1,5 +1,6 @@
 #include "runtime/config.h"
 
+#include "bootstrap/store.h"
 #include "runtime/env.h"
 #include "runtime/error.h"
 
@@ -64,6 +65,35 @@ bool mpi_without_store(ContextConfig &cfg)
     return cfg.transports == std::vector<std::string>{"mpi"};
 }
 
+// Rank 0 binds all interfaces at the port of a launcher-given address unless the host is
+// a loopback one (a single-host job keeps its store off the network).
+std::string bind_address_for(const std::string &addr)
+{
+    bootstrap::HostPort hp = bootstrap::parse_host_port("the store address", addr);
+    if (hp.host == "localhost" || hp.host == "::1" || hp.host.rfind("127.", 0) == 0)
+        return {};
+    bool v6 = hp.host.find(':') != std::string::npos;
+    return cat(v6 ? "[::]" : "0.0.0.0", ":", hp.port);
+}
+
+// torchrun gives no secret. TORCHELASTIC_RUN_ID is its --rdzv-id: a random UUID under
+// --standalone, otherwise whatever the user chose, and "none" by default. It is used as
+// the token only when it looks like a chosen unguessable id (16 characters or more, not
+// "none"); anything else would authenticate nothing, so the job is refused instead.
+std::string token_from_torchrun()
+{
+    auto id = env::get("TORCHELASTIC_RUN_ID");
+    if (id && *id != "none" && id->size() >= 16)
+        return *id;
+    throw_error(DT_ERR_INVALID_CONFIG,
+                "DISTTRAIN_JOB_TOKEN is not set and this torchrun (env://) job has no usable "
+                "secret: TORCHELASTIC_RUN_ID is ",
+                id ? cat("'", *id, "'") : std::string("unset"),
+                " (it is used only when 16 characters or more and not 'none', e.g. "
+                "torchrun --standalone or --rdzv-id=$(uuidgen)); export the same "
+                "DISTTRAIN_JOB_TOKEN=$(openssl rand -hex 32) on every rank");
+}
+
 } // namespace
 
 ContextConfig read_config(const dt_context_params_t *params)
@@ -71,10 +101,16 @@ ContextConfig read_config(const dt_context_params_t *params)
     ContextConfig cfg;
     cfg.ranks = bootstrap::discover_ranks(params);
 
-    if (has(params, DT_CONTEXT_PARAM_FIELD_STORE_ADDR) && params->store_addr != nullptr)
+    if (has(params, DT_CONTEXT_PARAM_FIELD_STORE_ADDR) && params->store_addr != nullptr) {
         cfg.store_addr = params->store_addr;
-    else if (auto v = env::get("DISTTRAIN_STORE_ADDR"))
+        cfg.store_from = "dt_context_params_t.store_addr";
+    } else if (auto v = env::get("DISTTRAIN_STORE_ADDR")) {
         cfg.store_addr = *v;
+    } else if (!cfg.ranks.store_addr.empty()) {
+        cfg.store_addr = cfg.ranks.store_addr;
+        cfg.store_from = cfg.ranks.store_from;
+        cfg.store_bind = bind_address_for(cfg.store_addr);
+    }
 
     if (auto v = env::get("DISTTRAIN_STORE_SERVER")) {
         if (*v == "launcher")
@@ -85,10 +121,15 @@ ContextConfig read_config(const dt_context_params_t *params)
                         "'rank0' (rank 0 serves it at DISTTRAIN_STORE_ADDR)");
     }
 
-    if (has(params, DT_CONTEXT_PARAM_FIELD_JOB_TOKEN) && params->job_token != nullptr)
+    if (has(params, DT_CONTEXT_PARAM_FIELD_JOB_TOKEN) && params->job_token != nullptr) {
         cfg.job_token = params->job_token;
-    else if (auto v = env::get("DISTTRAIN_JOB_TOKEN"))
+        cfg.token_from = "dt_context_params_t.job_token";
+    } else if (auto v = env::get("DISTTRAIN_JOB_TOKEN")) {
         cfg.job_token = *v;
+    } else if (cfg.ranks.source == "torchrun (env://)" && cfg.ranks.size > 1) {
+        cfg.job_token = token_from_torchrun();
+        cfg.token_from = "TORCHELASTIC_RUN_ID";
+    }
 
     if (has(params, DT_CONTEXT_PARAM_FIELD_TRANSPORT) && params->transport != nullptr)
         cfg.transports = parse_transports("params.transport", params->transport);
@@ -127,10 +168,13 @@ ContextConfig read_config(const dt_context_params_t *params)
                     cfg.ranks.size, " (from ", cfg.ranks.source,
                     ") but DISTTRAIN_STORE_ADDR is not set; start the job with "
                     "disttrainrun, or set DISTTRAIN_STORE_ADDR=host:port of rank 0 on "
-                    "every rank (under mpirun, DISTTRAIN_TRANSPORT=mpi needs no store)");
+                    "every rank (torchrun: MASTER_ADDR and MASTER_PORT; under mpirun, "
+                    "DISTTRAIN_TRANSPORT=mpi needs no store)");
     if (cfg.ranks.size > 1 && cfg.job_token.empty() && !cfg.private_store)
         throw_error(DT_ERR_INVALID_CONFIG,
-                    "DISTTRAIN_JOB_TOKEN is not set; every rank of a multi-process job "
+                    "DISTTRAIN_JOB_TOKEN is not set (rank ", cfg.ranks.rank, " of ",
+                    cfg.ranks.size, " from ", cfg.ranks.source, "); every rank of a "
+                    "multi-process job "
                     "must share a secret token: start the job with disttrainrun (which "
                     "makes one) or export the same DISTTRAIN_JOB_TOKEN=$(openssl rand -hex "
                     "32) on every rank");

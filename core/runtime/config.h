@@ -17,8 +17,14 @@ namespace dt {
 struct ContextConfig {
     bootstrap::RankInfo ranks;
     std::string store_addr;          // empty: none given
+    std::string store_from = "DISTTRAIN_STORE_ADDR"; // where store_addr came from
+    // Where rank 0's store listens when it is not store_addr itself: all interfaces at
+    // its port, for addresses a launcher gave (MASTER_ADDR, TF_CONFIG) that may name a
+    // service or alias this host cannot bind. Empty: store_addr.
+    std::string store_bind;
     bool launcher_serves_store = false; // DISTTRAIN_STORE_SERVER=launcher
     std::string job_token;           // empty: none given
+    std::string token_from = "DISTTRAIN_JOB_TOKEN"; // where job_token came from
     // Every rank serves itself a private in-process store: a job started by mpirun with
     // no DISTTRAIN_STORE_ADDR, whose transport (mpi) wires the ranks up by itself.
     bool private_store = false;

@@ -3,6 +3,7 @@
 #include "plugin/loader.h"
 #include "plugin/memory_provider.h"
 #include "runtime/error.h"
+#include "runtime/job_agreement.h"
 #include "telemetry/log.h"
 
 #include <atomic>
@@ -49,6 +50,7 @@ Context::Context(const dt_context_params_t *params)
     DT_LOG(info, "context", "rank ", rank(), " of ", size(), " (from ", cfg_.ranks.source,
            "), local rank ", local_rank(), " of ", local_size());
     open_store();
+    check_agreement(); // before anything waits on the other ranks
     open_memory(); // before the transport, so a wrong provider fails before peers connect
     open_transport();
     shm_ = shm::attach(*store_, *transport_,
@@ -86,12 +88,27 @@ void Context::open_store()
         store_server_ = std::make_unique<bootstrap::StoreServer>("127.0.0.1:0", *auth_);
         addr = store_server_->address();
     } else if (!cfg_.launcher_serves_store && rank() == 0) {
-        store_server_ = std::make_unique<bootstrap::StoreServer>(addr, *auth_);
+        const std::string &bind = cfg_.store_bind.empty() ? addr : cfg_.store_bind;
+        store_server_ = std::make_unique<bootstrap::StoreServer>(bind, *auth_);
         DT_LOG(info, "context", "rank 0 serves the rendezvous store at ",
-               store_server_->address());
+               store_server_->address(), " (", cfg_.store_from, ")");
     }
+    shared_store_ = !local_only;
     auto timeout = cfg_.timeout.count() > 0 ? cfg_.timeout : std::chrono::hours(24 * 365);
     store_ = std::make_unique<bootstrap::StoreClient>(addr, *auth_, timeout);
+}
+
+void Context::check_agreement()
+{
+    if (!shared_store_ || size() == 1)
+        return;
+    JobSettings mine;
+    mine.size = size();
+    mine.transports = cfg_.transports;
+    mine.ordered = cfg_.ordered;
+    mine.api_major = DT_API_MAJOR;
+    mine.api_minor = DT_API_MINOR;
+    check_job_agreement(*store_, cat("ctx", id_, "/"), rank(), mine, cfg_.timeout);
 }
 
 void Context::open_transport()

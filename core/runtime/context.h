@@ -51,10 +51,12 @@ public:
 
 private:
     void open_store();
+    void check_agreement();
     void open_transport();
     void open_memory();
 
     ContextConfig cfg_;
+    bool shared_store_ = false; // the ranks meet in one store (not private ones)
     uint64_t id_;
     std::unique_ptr<bootstrap::Auth> auth_;
     std::unique_ptr<bootstrap::StoreServer> store_server_;

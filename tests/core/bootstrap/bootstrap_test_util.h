@@ -47,6 +47,11 @@ public:
         ASSERT_TRUE(saved_.count(name)) << name << " is not guarded";
         ::setenv(name, value.c_str(), 1);
     }
+    void unset(const char *name)
+    {
+        ASSERT_TRUE(saved_.count(name)) << name << " is not guarded";
+        ::unsetenv(name);
+    }
 
 private:
     std::map<std::string, std::optional<std::string>> saved_;

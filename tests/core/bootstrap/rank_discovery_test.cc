@@ -26,7 +26,14 @@ struct RankDiscovery : ::testing::Test {
                        "SLURM_NTASKS",
                        "SLURM_LOCALID",
                        "SLURM_NTASKS_PER_NODE",
-                       "SLURM_TASKS_PER_NODE"};
+                       "SLURM_TASKS_PER_NODE",
+                       "RANK",
+                       "WORLD_SIZE",
+                       "LOCAL_RANK",
+                       "LOCAL_WORLD_SIZE",
+                       "MASTER_ADDR",
+                       "MASTER_PORT",
+                       "TF_CONFIG"};
 
     std::string config_error(const dt_context_params_t *params = nullptr)
     {
@@ -128,6 +135,124 @@ TEST_F(RankDiscovery, SourcesAreTakenInOrder)
     env.set("DISTTRAIN_RANK", "4");
     env.set("DISTTRAIN_SIZE", "5");
     expect_info(discover_ranks(nullptr), 4, 5, 4, 5, "DISTTRAIN_*");
+}
+
+TEST_F(RankDiscovery, Torchrun)
+{
+    env.set("RANK", "3");
+    env.set("WORLD_SIZE", "4");
+    env.set("LOCAL_RANK", "1");
+    env.set("LOCAL_WORLD_SIZE", "2");
+    env.set("MASTER_ADDR", "10.0.0.1");
+    env.set("MASTER_PORT", "29500");
+    RankInfo info = discover_ranks(nullptr);
+    expect_info(info, 3, 4, 1, 2, "torchrun (env://)");
+    EXPECT_TRUE(info.local_known);
+    // MASTER_PORT is torch's own store; disttrain's is the port above it.
+    EXPECT_EQ(info.store_addr, "10.0.0.1:29501");
+    env.set("MASTER_ADDR", "fe80::1");
+    EXPECT_EQ(discover_ranks(nullptr).store_addr, "[fe80::1]:29501");
+
+    // The env:// subset (no LOCAL_*) as Kubernetes operators set it.
+    env.unset("LOCAL_RANK");
+    env.unset("LOCAL_WORLD_SIZE");
+    info = discover_ranks(nullptr);
+    expect_info(info, 3, 4, 3, 4, "torchrun (env://)");
+    EXPECT_FALSE(info.local_known);
+
+    // A lone process needs no store.
+    env.set("RANK", "0");
+    env.set("WORLD_SIZE", "1");
+    EXPECT_EQ(discover_ranks(nullptr).store_addr, "");
+}
+
+TEST_F(RankDiscovery, TorchrunErrorsNameTheVariable)
+{
+    env.set("RANK", "1");
+    EXPECT_NE(config_error().find("RANK is set but WORLD_SIZE is not"), std::string::npos);
+    env.set("WORLD_SIZE", "2");
+    env.set("LOCAL_RANK", "0");
+    EXPECT_NE(config_error().find("LOCAL_RANK is set but LOCAL_WORLD_SIZE is not"),
+              std::string::npos);
+    env.unset("LOCAL_RANK");
+    env.set("MASTER_ADDR", "127.0.0.1");
+    EXPECT_NE(config_error().find("MASTER_ADDR is set but MASTER_PORT is not"),
+              std::string::npos);
+    env.set("MASTER_PORT", "65535");
+    EXPECT_NE(config_error().find("MASTER_PORT='65535' is out of range"), std::string::npos);
+    env.set("MASTER_PORT", "http");
+    EXPECT_NE(config_error().find("MASTER_PORT='http' is not an integer"), std::string::npos);
+    env.set("MASTER_PORT", "29500");
+    env.set("WORLD_SIZE", "1");
+    EXPECT_NE(config_error().find("RANK=1 is not below WORLD_SIZE=1"), std::string::npos);
+}
+
+TEST_F(RankDiscovery, TfConfig)
+{
+    env.set("TF_CONFIG", R"({"cluster": {"worker": ["h0:2222", "h1:2222", "h1:2223"]},
+                             "task": {"type": "worker", "index": 2}})");
+    RankInfo info = discover_ranks(nullptr);
+    expect_info(info, 2, 3, 1, 2, "TF_CONFIG");
+    EXPECT_TRUE(info.local_known);
+    EXPECT_EQ(info.store_addr, "h0:2222");
+    env.set("TF_CONFIG", R"({"cluster": {"worker": ["h0:2222"]}, "task": {"type": "worker",
+                             "index": 0}})");
+    info = discover_ranks(nullptr);
+    expect_info(info, 0, 1, 0, 1, "TF_CONFIG");
+    EXPECT_EQ(info.store_addr, "");
+}
+
+TEST_F(RankDiscovery, TfConfigErrorsNameTheVariable)
+{
+    env.set("TF_CONFIG", "{cluster: 1}");
+    EXPECT_NE(config_error().find("TF_CONFIG is not valid JSON"), std::string::npos);
+    env.set("TF_CONFIG", R"({"task": {"type": "worker", "index": 5},
+                             "cluster": {"worker": ["a:1", "b:1"]}})");
+    EXPECT_NE(config_error().find("TF_CONFIG: task.index is 5 but cluster.worker lists 2"),
+              std::string::npos);
+}
+
+TEST_F(RankDiscovery, ConflictingLaunchersAreAnError)
+{
+    env.set("RANK", "1");
+    env.set("WORLD_SIZE", "2");
+    env.set("OMPI_COMM_WORLD_RANK", "0");
+    env.set("OMPI_COMM_WORLD_SIZE", "2");
+    std::string e = config_error();
+    EXPECT_NE(e.find("conflicting launchers: torchrun (env://) says rank 1 of 2 (RANK=1, "
+                     "WORLD_SIZE=2) but Open MPI says rank 0 of 2 (OMPI_COMM_WORLD_RANK=0, "
+                     "OMPI_COMM_WORLD_SIZE=2)"),
+              std::string::npos)
+        << e;
+    // Agreeing launchers are fine; the first in precedence is named.
+    env.set("OMPI_COMM_WORLD_RANK", "1");
+    EXPECT_EQ(discover_ranks(nullptr).source, "torchrun (env://)");
+    // torchrun started per host by mpirun (more ranks than mpirun's tasks): nested.
+    env.set("RANK", "5");
+    env.set("WORLD_SIZE", "8");
+    EXPECT_EQ(discover_ranks(nullptr).rank, 5);
+    // Fewer ranks than the outer launcher cannot be nesting.
+    env.set("OMPI_COMM_WORLD_SIZE", "16");
+    EXPECT_NE(config_error().find("conflicting launchers"), std::string::npos);
+    // TF_CONFIG against torchrun.
+    env.unset("OMPI_COMM_WORLD_RANK");
+    env.unset("OMPI_COMM_WORLD_SIZE");
+    env.set("TF_CONFIG", R"({"cluster": {"worker": ["a:1","b:1","c:1","d:1","e:1","f:1",
+                             "g:1","h:1"]}, "task": {"type": "worker", "index": 4}})");
+    e = config_error();
+    EXPECT_NE(e.find("torchrun (env://) says rank 5 of 8"), std::string::npos) << e;
+    EXPECT_NE(e.find("TF_CONFIG says rank 4 of 8"), std::string::npos) << e;
+    // DISTTRAIN_* wins over all of them without a word.
+    env.set("DISTTRAIN_RANK", "2");
+    env.set("DISTTRAIN_SIZE", "3");
+    EXPECT_EQ(discover_ranks(nullptr).source, "DISTTRAIN_*");
+    // Slurm's variables leak into everything in an allocation: never a conflict.
+    env.unset("DISTTRAIN_RANK");
+    env.unset("DISTTRAIN_SIZE");
+    env.unset("TF_CONFIG");
+    env.set("SLURM_PROCID", "0");
+    env.set("SLURM_NTASKS", "8");
+    EXPECT_EQ(discover_ranks(nullptr).source, "torchrun (env://)");
 }
 
 TEST_F(RankDiscovery, ParamsWinOverTheEnvironment)

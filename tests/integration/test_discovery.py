@@ -1,0 +1,197 @@
+"""Jobs started the way other frameworks start them, with no disttrainrun: torchrun's
+env:// variables and TensorFlow's TF_CONFIG, and the settings check at dt_context_create
+(ranks that disagree on the size, transport list or ordered mode fail fast on every rank).
+Every process has a hard timeout; a hang fails the test."""
+import json
+import socket
+import subprocess
+import time
+
+import pytest
+
+from conftest import build_path, clean_env, run
+
+TOKEN = "d1sc0very-test-token-0123456789abcdef"
+TIMEOUT_S = 60  # DISTTRAIN_TIMEOUT of these jobs: the fast failures must beat it by far
+
+
+@pytest.fixture(scope="module")
+def worker():
+    return build_path("tests", "integration", "dt_worker")
+
+
+def free_ports(count):
+    """`count` consecutive free TCP ports on loopback (the torchrun store is MASTER_PORT+1)."""
+    for _ in range(50):
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            base = s.getsockname()[1]
+        if base + count > 65535:
+            continue
+        socks = []
+        try:
+            for p in range(base, base + count):
+                sk = socket.socket()
+                socks.append(sk)
+                sk.bind(("127.0.0.1", p))
+            return base
+        except OSError:
+            continue
+        finally:
+            for sk in socks:
+                sk.close()
+    pytest.fail("no run of free ports found")
+
+
+def start(worker, args, env):
+    return subprocess.Popen([str(worker), *args], env=clean_env(env), text=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+
+
+def finish(procs, timeout=TIMEOUT_S + 30):
+    """Waits for every process; a hang kills them all and fails the test."""
+    out = []
+    deadline = time.monotonic() + timeout
+    try:
+        for p in procs:
+            stdout, stderr = p.communicate(timeout=max(0.1, deadline - time.monotonic()))
+            out.append((p.returncode, stdout, stderr))
+    except subprocess.TimeoutExpired:
+        for p in procs:
+            p.kill()
+        for p in procs:
+            p.communicate()
+        pytest.fail(f"a rank did not finish within {timeout} s (hang)")
+    return out
+
+
+def torchrun_env(rank, size, port, **extra):
+    env = {"RANK": str(rank), "WORLD_SIZE": str(size), "LOCAL_RANK": str(rank),
+           "LOCAL_WORLD_SIZE": str(size), "MASTER_ADDR": "127.0.0.1",
+           "MASTER_PORT": str(port), "DISTTRAIN_JOB_TOKEN": TOKEN,
+           "DISTTRAIN_TRANSPORT": "tcp", "DISTTRAIN_TIMEOUT": str(TIMEOUT_S)}
+    env.update(extra)
+    return env
+
+
+def tf_config(index, ports):
+    return json.dumps({"cluster": {"worker": [f"127.0.0.1:{p}" for p in ports]},
+                       "task": {"type": "worker", "index": index}})
+
+
+def test_torchrun_variables_form_a_job(worker):
+    port = free_ports(2)
+    procs = [start(worker, ["allreduce", "1000", "3"],
+                   torchrun_env(r, 2, port, DISTTRAIN_LOG_LEVEL="info")) for r in range(2)]
+    results = finish(procs)
+    for rank, (rc, stdout, stderr) in enumerate(results):
+        assert rc == 0, f"rank {rank}:\n{stdout}\n{stderr}"
+        assert "allreduce ok count=1000 iterations=3" in stdout
+        assert f"rank {rank} of 2 (from torchrun (env://))" in stderr, stderr
+    assert f"127.0.0.1:{port + 1}" in results[0][2], results[0][2]
+
+
+def test_torchrun_run_id_serves_as_token_only_when_unguessable(worker):
+    port = free_ports(2)
+    env = torchrun_env(0, 2, port, TORCHELASTIC_RUN_ID="none")
+    del env["DISTTRAIN_JOB_TOKEN"]
+    r = run([worker, "info"], env=env, timeout=30)
+    assert r.returncode == 1
+    assert "DT_ERR_INVALID_CONFIG" in r.stderr
+    assert "TORCHELASTIC_RUN_ID is 'none'" in r.stderr
+    assert "DISTTRAIN_JOB_TOKEN" in r.stderr
+
+    run_id = "4b7e1f0c-9a55-4e0e-8f3c-2a6d1c9e7b31"  # what torchrun --standalone makes
+    procs = []
+    for rank in range(2):
+        env = torchrun_env(rank, 2, port, TORCHELASTIC_RUN_ID=run_id)
+        del env["DISTTRAIN_JOB_TOKEN"]
+        procs.append(start(worker, ["allreduce", "16"], env))
+    for rank, (rc, stdout, stderr) in enumerate(finish(procs)):
+        assert rc == 0, f"rank {rank}:\n{stdout}\n{stderr}"
+
+
+def test_tf_config_workers_started_out_of_order(worker):
+    ports = [free_ports(1), free_ports(1)]
+    base = {"DISTTRAIN_JOB_TOKEN": TOKEN, "DISTTRAIN_TRANSPORT": "tcp",
+            "DISTTRAIN_TIMEOUT": str(TIMEOUT_S), "DISTTRAIN_LOG_LEVEL": "info"}
+    # Worker 1 first: rank 0's store does not exist yet, so it must wait, not fail.
+    w1 = start(worker, ["allreduce", "1000", "2"], dict(base, TF_CONFIG=tf_config(1, ports)))
+    time.sleep(1.0)
+    assert w1.poll() is None, "worker 1 gave up before worker 0 started"
+    w0 = start(worker, ["allreduce", "1000", "2"], dict(base, TF_CONFIG=tf_config(0, ports)))
+    results = finish([w0, w1])
+    for rank, (rc, stdout, stderr) in enumerate(results):
+        assert rc == 0, f"worker {rank}:\n{stdout}\n{stderr}"
+        assert "allreduce ok count=1000 iterations=2" in stdout
+        assert f"rank {rank} of 2 (from TF_CONFIG)" in stderr, stderr
+
+
+@pytest.mark.parametrize("value,message", [
+    ("{not json", "TF_CONFIG is not valid JSON"),
+    ('{"cluster": {"worker": ["127.0.0.1:1"]}, "task": {"type": "worker", "index": 3}}',
+     "TF_CONFIG: task.index is 3 but cluster.worker lists 1 member"),
+    ('{"cluster": {"worker": ["127.0.0.1:1"]}, "task": {"type": "ps", "index": 0}}',
+     'TF_CONFIG: task.type is "ps"'),
+])
+def test_malformed_tf_config_names_the_variable(worker, value, message):
+    r = run([worker, "info"], env={"TF_CONFIG": value}, timeout=30)
+    assert r.returncode == 1
+    assert "DT_ERR_INVALID_CONFIG" in r.stderr
+    assert message in r.stderr, r.stderr
+
+
+def test_tf_config_without_token_is_refused(worker):
+    r = run([worker, "info"], env={"TF_CONFIG": tf_config(1, [free_ports(1), 2])}, timeout=30)
+    assert r.returncode == 1
+    assert "DISTTRAIN_JOB_TOKEN is not set (rank 1 of 2 from TF_CONFIG)" in r.stderr, r.stderr
+
+
+def test_conflicting_launchers_are_an_error(worker):
+    env = torchrun_env(1, 2, free_ports(2), OMPI_COMM_WORLD_RANK="0", OMPI_COMM_WORLD_SIZE="2")
+    r = run([worker, "info"], env=env, timeout=30)
+    assert r.returncode == 1
+    assert "DT_ERR_INVALID_CONFIG" in r.stderr
+    assert ("conflicting launchers: torchrun (env://) says rank 1 of 2 (RANK=1, WORLD_SIZE=2)"
+            " but Open MPI says rank 0 of 2") in r.stderr, r.stderr
+
+
+def disagreeing_job(worker, envs):
+    """Starts one rank per env (torchrun variables); returns results and the seconds taken."""
+    started = time.monotonic()
+    procs = [start(worker, ["allreduce", "16"], env) for env in envs]
+    results = finish(procs)
+    return results, time.monotonic() - started
+
+
+@pytest.mark.parametrize("sizes", [(2, 3), (3, 2)])
+def test_disagreeing_sizes_fail_fast_on_every_rank(worker, sizes):
+    port = free_ports(2)
+    results, took = disagreeing_job(
+        worker, [torchrun_env(r, size, port, LOCAL_RANK="0", LOCAL_WORLD_SIZE="1")
+                 for r, size in enumerate(sizes)])
+    message = (f"ranks disagree on the job size: rank 0 says {sizes[0]}, "
+               f"rank 1 says {sizes[1]}")
+    for rank, (rc, stdout, stderr) in enumerate(results):
+        assert rc == 1, f"rank {rank}:\n{stdout}\n{stderr}"
+        assert "DT_ERR_INVALID_CONFIG" in stderr
+        assert message in stderr, f"rank {rank}: {stderr}"
+    assert took < TIMEOUT_S / 3, f"took {took:.1f} s against DISTTRAIN_TIMEOUT={TIMEOUT_S}"
+
+
+@pytest.mark.parametrize("var,values,message", [
+    ("DISTTRAIN_ORDERED", ("0", "1"),
+     "ranks disagree on ordered mode (DISTTRAIN_ORDERED): rank 0 says 0, rank 1 says 1"),
+    ("DISTTRAIN_TRANSPORT", ("tcp", "auto"),
+     "ranks disagree on the transport list (DISTTRAIN_TRANSPORT): rank 0 says 'tcp', "
+     "rank 1 says 'auto'"),
+])
+def test_disagreeing_settings_fail_fast_on_every_rank(worker, var, values, message):
+    port = free_ports(2)
+    results, took = disagreeing_job(
+        worker, [torchrun_env(r, 2, port, **{var: v}) for r, v in enumerate(values)])
+    for rank, (rc, stdout, stderr) in enumerate(results):
+        assert rc == 1, f"rank {rank}:\n{stdout}\n{stderr}"
+        assert "DT_ERR_INVALID_CONFIG" in stderr
+        assert message in stderr, f"rank {rank}: {stderr}"
+    assert took < TIMEOUT_S / 3, f"took {took:.1f} s against DISTTRAIN_TIMEOUT={TIMEOUT_S}"

@@ -77,4 +77,12 @@ std::unique_ptr<Transport> open_transport(const std::vector<std::string> &names,
                                           const dt_transport_init_args_t &args,
                                           const dt_host_services_t *services);
 
+// Opens `name` as the context's device transport, beside the host transport: its native
+// collectives take device memory (DT_ERR_INVALID_CONFIG when its capabilities say they
+// do not); it need not carry control traffic. Errors as open_transport's for one name;
+// the caller names the setting.
+std::unique_ptr<Transport> open_device_transport(const std::string &name,
+                                                 const dt_transport_init_args_t &args,
+                                                 const dt_host_services_t *services);
+
 } // namespace dt::plugin

@@ -41,9 +41,9 @@ std::vector<std::string> expand(const std::vector<std::string> &names)
     return out;
 }
 
-// The transport opened here is the context's only one, so it must carry the engine's
-// control traffic. A device-only transport (one that says it cannot) runs only beside a
-// host transport, which a context cannot load yet.
+// The transport opened by open_transport is the context's host transport, so it must
+// carry the engine's control traffic. A device-only transport (one that says it cannot)
+// runs only beside one, opened by open_device_transport.
 void require_control(const Transport &t)
 {
     if (t.carries_control())
@@ -54,7 +54,7 @@ void require_control(const Transport &t)
                 "can (tcp, ucx, mpi) in DISTTRAIN_TRANSPORT");
 }
 
-std::unique_ptr<Transport> open_one(const std::string &name,
+std::unique_ptr<Transport> init_one(const std::string &name,
                                     const dt_transport_init_args_t &args,
                                     const dt_host_services_t *services)
 {
@@ -76,6 +76,14 @@ std::unique_ptr<Transport> open_one(const std::string &name,
     auto transport = std::make_unique<Transport>(plugin->name(), plugin->path(), ops,
                                                  instance, plugin->ops_version());
     transport->keep_alive(std::move(plugin));
+    return transport;
+}
+
+std::unique_ptr<Transport> open_one(const std::string &name,
+                                    const dt_transport_init_args_t &args,
+                                    const dt_host_services_t *services)
+{
+    auto transport = init_one(name, args, services);
     require_control(*transport);
     return transport;
 }
@@ -118,6 +126,19 @@ std::unique_ptr<Transport> open_transport(const std::vector<std::string> &names,
         std::rethrow_exception(only_error);
     throw_error(status, "no transport could be opened; tried ", tried.size(),
                 " in order:", reasons);
+}
+
+std::unique_ptr<Transport> open_device_transport(const std::string &name,
+                                                 const dt_transport_init_args_t &args,
+                                                 const dt_host_services_t *services)
+{
+    auto transport = init_one(name, args, services);
+    if (!transport->accepts(TransportMemory::device, true))
+        throw_error(DT_ERR_INVALID_CONFIG, "transport '", name, "' (", transport->path(),
+                    ") runs no collective on device memory "
+                    "(its capabilities say so); name a device transport such as nccl, or "
+                    "none to stage device memory through the host transport");
+    return transport;
 }
 
 } // namespace dt::plugin

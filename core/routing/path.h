@@ -53,14 +53,15 @@ class Router;
 class Staging;
 
 // What the context lends its paths: the policy, the shared-memory domain (null: none),
-// the staging buffers of the memory provider (null: none) and the router itself, which
-// staging hands the host copy of a device call. Owned by the router, which the context
-// owns.
+// the staging buffers of the memory provider (null: none), the router itself, which
+// staging hands the host copy of a device call, and the device transport (null: none).
+// Owned by the router, which the context owns.
 struct Services {
     const Policy *policy = nullptr;
     shm::Domain *domain = nullptr;
     Staging *staging = nullptr;
     Router *router = nullptr;
+    Transport *device_transport = nullptr; // DISTTRAIN_DEVICE_TRANSPORT, or null
 };
 
 // What moves a path's data between ranks, so that the router also asks whether that

@@ -2,6 +2,7 @@
 // over the whole job when the plugin's table has the kind's member, and the plugin may
 // still decline one call (DTP_ERR_UNSUPPORTED), which the router then runs by the next
 // path. Ordered mode's call check runs before the data moves (native_check_passes).
+#include "routing/native_call.h"
 #include "routing/paths.h"
 #include "runtime/call_check.h"
 #include "runtime/error.h"
@@ -13,68 +14,6 @@
 namespace dt::routing {
 
 namespace {
-
-// Starts the call on the plugin; DTP_ERR_UNSUPPORTED also when the table has no such
-// member.
-int32_t start(const Transport &t, const Args &a, dt_transport_request_t *req)
-{
-    const dt_transport_v3_t &ops = t.ops();
-    void *inst = t.instance();
-    const int32_t dtype = a.dtype;
-    const int32_t red = a.op;
-    switch (a.kind) {
-    case OpKind::allreduce:
-        if (ops.allreduce == nullptr)
-            break;
-        return ops.allreduce(inst, a.sendbuf, a.recvbuf, a.count, dtype, red, req);
-    case OpKind::broadcast:
-        if (ops.broadcast == nullptr)
-            break;
-        return ops.broadcast(inst, a.recvbuf, a.count, dtype, a.root, req);
-    case OpKind::allgather:
-        if (ops.allgather == nullptr)
-            break;
-        return ops.allgather(inst, a.sendbuf, a.recvbuf, a.count, dtype, req);
-    case OpKind::reduce_scatter:
-        if (ops.reduce_scatter == nullptr)
-            break;
-        return ops.reduce_scatter(inst, a.sendbuf, a.recvbuf, a.count, dtype, red, req);
-    case OpKind::alltoall:
-        if (ops.alltoall == nullptr)
-            break;
-        return ops.alltoall(inst, a.sendbuf, a.recvbuf, a.count, dtype, req);
-    case OpKind::barrier:
-        if (ops.barrier == nullptr)
-            break;
-        return ops.barrier(inst, req);
-    case OpKind::join:
-        break;
-    }
-    return DTP_ERR_UNSUPPORTED;
-}
-
-// Starts a native collective through `begin` and waits for it. False when the plugin
-// declined the call (DTP_ERR_UNSUPPORTED).
-template <typename Begin>
-bool run_and_wait(algo::Comm &comm, const char *what, Begin &&begin)
-{
-    auto req = std::make_unique<algo::PendingTransfer>();
-    req->peer = -1; // the whole job: Comm names the native collective in its errors
-    req->raw.status = DTP_INPROGRESS;
-    set_last_error("");
-    int32_t rc = begin(&req->raw);
-    if (rc == DTP_ERR_UNSUPPORTED) {
-        set_last_error("");
-        return false;
-    }
-    if (rc < 0) {
-        DT_LOG(error, "runtime", what, ": native collective of transport '",
-               comm.transport().name(), "' failed to start: ", last_error());
-        req->raw.status = rc;
-    }
-    comm.wait(req);
-    return true;
-}
 
 // Ordered mode's call check before a native collective (runtime/call_check.h): a
 // two-word MAX allreduce of {h, ~h} gives {max h, ~min h}, equal only when every rank's
@@ -149,7 +88,7 @@ bool run(const Services &, algo::Comm &comm, const Args &a)
     if (comm.check() != nullptr && !native_check_passes(comm, a))
         return false;
     return run_and_wait(comm, op_kind_name(a.kind), [&](dt_transport_request_t *req) {
-        return start(comm.transport(), a, req);
+        return start_native(comm.transport(), a, req);
     });
 }
 

@@ -11,6 +11,10 @@ namespace dt::routing {
 // The transport's native collective of the call's kind (MPI): the whole job only.
 extern const Path kNative;
 
+// The device transport's native collective (NCCL) on device memory, the whole job only.
+// Divides DT_AVG itself (on the device), declining when ranks have joined.
+extern const Path kDeviceNative;
+
 // Device memory on host-only paths: copied to pinned host buffers, run as a host call,
 // copied back. Needs a memory provider. Divides DT_AVG on the host copy.
 extern const Path kStaging;

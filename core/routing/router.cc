@@ -46,9 +46,10 @@ bool reduces(OpKind kind) { return kind == OpKind::allreduce || kind == OpKind::
 
 } // namespace
 
-Router::Router(const Policy &policy, const Transport &transport, shm::Domain *domain,
-               plugin::MemoryProvider *memory, int job_size)
+Router::Router(const Policy &policy, const Transport &transport, Transport *device,
+               shm::Domain *domain, plugin::MemoryProvider *memory, int job_size)
     : policy_(policy), native_(native_kinds(transport)),
+      device_native_(device != nullptr ? native_kinds(*device) : 0),
       p2p_memory_(accepted_memory(transport, false)),
       native_memory_(accepted_memory(transport, true))
 {
@@ -58,6 +59,7 @@ Router::Router(const Policy &policy, const Transport &transport, shm::Domain *do
     services_.domain = domain;
     services_.staging = staging_.get();
     services_.router = this;
+    services_.device_transport = device;
     if (domain != nullptr) {
         my_host_ = domain->host_of(domain->world_rank());
         scratch_.reserve(static_cast<size_t>(job_size));
@@ -77,6 +79,7 @@ Topology Router::topology(const algo::Comm &comm, bool whole_job)
     t.p2p_memory = p2p_memory_;
     t.native_memory = native_memory_;
     t.staging = staging_ != nullptr;
+    t.device_native = device_native_;
     shm::Domain *dom = services_.domain;
     t.shm = dom != nullptr && !dom->failed();
     if (t.shm)

@@ -32,11 +32,12 @@ namespace dt::routing {
 
 class Router {
 public:
+    // device: the context's device-only transport (DISTTRAIN_DEVICE_TRANSPORT), or null;
     // domain: the context's shared-memory domain, or null; memory: the context's memory
-    // provider, or null (no staging). Both must outlive the router. job_size: the world
+    // provider, or null (no staging). All must outlive the router. job_size: the world
     // size. Throws dt::Error when the provider cannot stage (a table without copies).
-    Router(const Policy &policy, const Transport &transport, shm::Domain *domain,
-           plugin::MemoryProvider *memory, int job_size);
+    Router(const Policy &policy, const Transport &transport, Transport *device,
+           shm::Domain *domain, plugin::MemoryProvider *memory, int job_size);
     ~Router();
     Router(const Router &) = delete;
     Router &operator=(const Router &) = delete;
@@ -70,6 +71,7 @@ private:
     std::unique_ptr<Staging> staging_;
     Services services_;
     uint32_t native_ = 0;    // kind_bit() per native collective of the transport
+    uint32_t device_native_ = 0; // ... of the device transport
     uint8_t p2p_memory_ = 0;    // memory_bit() per memory type its isend/irecv accept
     uint8_t native_memory_ = 0; // ... and its native collectives accept
     Spread job_spread_ = Spread::one_per_host;

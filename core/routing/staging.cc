@@ -113,11 +113,17 @@ void Staging::to_device(void *dst, const void *src, size_t bytes, void *stream)
 
 void Staging::wait(void *stream, const algo::Comm &comm, const char *what)
 {
-    const dt_memory_v1_t &o = ops(provider_);
     set_last_error("");
-    int32_t rc = o.event_record(provider_.instance(), event_, stream);
+    int32_t rc = ops(provider_).event_record(provider_.instance(), event_, stream);
     if (rc != DTP_OK)
         fail(rc, "event_record", what);
+    wait_event(event_, comm, what);
+}
+
+void Staging::wait_event(void *event, const algo::Comm &comm, const char *what)
+{
+    const dt_memory_v1_t &o = ops(provider_);
+    int32_t rc;
     // Yield for up to kSpin (a copy of a small tensor completes in microseconds, and a
     // training step waits on hundreds of them), then sleep in short steps: the device may
     // be busy with the step's other work for milliseconds. The sleeps are short only with
@@ -130,7 +136,7 @@ void Staging::wait(void *stream, const algo::Comm &comm, const char *what)
     }
     const auto start = algo::Clock::now();
     for (;;) {
-        rc = o.event_query(provider_.instance(), event_);
+        rc = o.event_query(provider_.instance(), event);
         if (rc == DTP_OK)
             return;
         if (rc != DTP_INPROGRESS)

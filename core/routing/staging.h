@@ -66,6 +66,9 @@ public:
     // DT_ERR_ABORTED when its cancel flag turns, naming `what` (the call); the caller
     // fails the collective with it, so that the peers hear of it.
     void wait(void *stream, const algo::Comm &comm, const char *what);
+    // Waits, in the same way, until an event recorded earlier (the ready event of a call)
+    // has completed.
+    void wait_event(void *event, const algo::Comm &comm, const char *what);
 
 private:
     [[noreturn]] void fail(int32_t rc, const char *step, const char *what);

@@ -10,14 +10,17 @@ namespace dt::routing {
 
 namespace {
 
-constexpr const Path *kAllreduce[] = {&kNative,           &kStaging,
+constexpr const Path *kAllreduce[] = {&kDeviceNative,      &kNative,           &kStaging,
                                       &kShmLocalAllreduce, &kShmHierarchical,
                                       &kRecursiveDoubling, &kHalvingDoubling, &kRing};
-constexpr const Path *kBroadcast[] = {&kNative, &kStaging, &kShmLocal, &kBroadcastTreeChain};
-constexpr const Path *kAllgather[] = {&kNative, &kStaging, &kShmLocal, &kAllgatherRing};
-constexpr const Path *kReduceScatter[] = {&kNative, &kStaging, &kShmLocal,
+constexpr const Path *kBroadcast[] = {&kDeviceNative, &kNative, &kStaging, &kShmLocal,
+                                      &kBroadcastTreeChain};
+constexpr const Path *kAllgather[] = {&kDeviceNative, &kNative, &kStaging, &kShmLocal,
+                                      &kAllgatherRing};
+constexpr const Path *kReduceScatter[] = {&kDeviceNative, &kNative, &kStaging, &kShmLocal,
                                           &kReduceScatterRing};
-constexpr const Path *kAlltoall[] = {&kNative, &kStaging, &kShmLocal, &kAlltoallPairwise};
+constexpr const Path *kAlltoall[] = {&kDeviceNative, &kNative, &kStaging, &kShmLocal,
+                                     &kAlltoallPairwise};
 constexpr const Path *kBarrier[] = {&kNative, &kShmLocal, &kBarrierDissemination};
 
 // The memory the transport accepts where the path hands it the call's buffers.

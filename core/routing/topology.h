@@ -39,6 +39,7 @@ struct Topology {
     uint8_t native_memory = memory_bit(Memory::host);
     bool shm = false;       // a working shared-memory domain serves this context
     bool staging = false;   // a memory provider can stage device buffers through the host
+    uint32_t device_native = 0; // kind_bit() per native collective of the device transport
     Spread spread = Spread::one_per_host; // meaningful only with shm
 };
 

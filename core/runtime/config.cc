@@ -138,6 +138,14 @@ ContextConfig read_config(const dt_context_params_t *params)
             parse_transports("DISTTRAIN_TRANSPORT",
                              env::get("DISTTRAIN_TRANSPORT").value_or("auto"));
 
+    if (auto v = env::get("DISTTRAIN_DEVICE_TRANSPORT")) {
+        auto names = parse_transports("DISTTRAIN_DEVICE_TRANSPORT", *v);
+        if (names.size() != 1 || names[0] == "auto")
+            throw_error(DT_ERR_INVALID_CONFIG, "DISTTRAIN_DEVICE_TRANSPORT='", *v,
+                        "' must name one device transport (e.g. nccl), or none");
+        cfg.device_transport = names[0];
+    }
+
     if (has(params, DT_CONTEXT_PARAM_FIELD_MEMORY) && params->memory != nullptr) {
         cfg.memory_from = "dt_context_params_t.memory";
         cfg.memory = parse_memory(cfg.memory_from, params->memory);

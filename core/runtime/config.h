@@ -29,6 +29,9 @@ struct ContextConfig {
     // no DISTTRAIN_STORE_ADDR, whose transport (mpi) wires the ranks up by itself.
     bool private_store = false;
     std::vector<std::string> transports; // ordered; "auto" expanded by the loader
+    // DISTTRAIN_DEVICE_TRANSPORT: a device-only transport (nccl) opened beside the host
+    // transport for collectives on device memory, or "none" (staging through the host).
+    std::string device_transport = "none";
     std::string memory = "none"; // DISTTRAIN_MEMORY: the memory provider's name, or none
     const char *memory_from = "DISTTRAIN_MEMORY"; // where memory came from, for messages
     std::chrono::milliseconds timeout{0}; // 0: no limit

@@ -53,11 +53,13 @@ Context::Context(const dt_context_params_t *params)
     check_agreement(); // before anything waits on the other ranks
     open_memory(); // before the transport, so a wrong provider fails before peers connect
     open_transport();
+    open_device_transport();
     shm_ = shm::attach(*store_, *transport_,
                        {rank(), size(), local_rank(), local_size(), cfg_.ranks.local_known,
                         cat("ctx", id_, "/shm/"), cfg_.timeout},
                        cfg_.policy.shm);
-    router_ = std::make_unique<routing::Router>(cfg_.policy, *transport_, shm_.get(),
+    router_ = std::make_unique<routing::Router>(cfg_.policy, *transport_,
+                                                device_transport_.get(), shm_.get(),
                                                 memory_.get(), size());
     engine_ = std::make_unique<Engine>(*transport_, cfg_, *router_);
 }
@@ -67,6 +69,8 @@ Context::~Context()
     engine_.reset();
     router_.reset();
     shm_.reset(); // after the engine's last collective, before its transport goes
+    device_transport_.reset();
+    device_host_.reset();
     transport_.reset();
     memory_.reset(); // nothing queued can still use its streams: the engine is gone
     memory_host_.reset();
@@ -146,6 +150,38 @@ void Context::open_transport()
     }
     throw_error(DT_ERR_PLUGIN_NOT_FOUND, "no transport could be started (tried in the "
                 "order of DISTTRAIN_TRANSPORT):", failures);
+}
+
+void Context::open_device_transport()
+{
+    if (cfg_.device_transport == "none")
+        return;
+    if (memory_ == nullptr)
+        throw_error(DT_ERR_INVALID_CONFIG, "DISTTRAIN_DEVICE_TRANSPORT='",
+                    cfg_.device_transport, "' needs a memory provider, which says where "
+                    "device buffers live and when their producer has finished: set "
+                    "DISTTRAIN_MEMORY (e.g. cuda)");
+    const std::string &name = cfg_.device_transport;
+    device_host_ = std::make_unique<HostBridge>(store_.get(), auth_.get(),
+                                                cat("ctx", id_, "/device/", name, "/"),
+                                                cfg_.timeout);
+    dt_transport_init_args_t args{};
+    args.struct_size = sizeof(args);
+    args.abi_version = DT_TRANSPORT_VERSION;
+    args.rank = rank();
+    args.size = size();
+    args.local_rank = local_rank();
+    args.local_size = local_size();
+    args.timeout_ms = static_cast<int32_t>(std::min<int64_t>(cfg_.timeout.count(), INT32_MAX));
+    args.host = device_host_->host();
+    args.services = HostBridge::services();
+    try {
+        device_transport_ = plugin::open_device_transport(name, args, HostBridge::services());
+    } catch (const Error &e) {
+        throw_error(e.status(), "DISTTRAIN_DEVICE_TRANSPORT='", name, "': ", e.what());
+    }
+    DT_LOG(info, "context", "device memory goes over transport '", name, "' from ",
+           device_transport_->path());
 }
 
 void Context::open_memory()

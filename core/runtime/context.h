@@ -53,6 +53,7 @@ private:
     void open_store();
     void check_agreement();
     void open_transport();
+    void open_device_transport(); // DISTTRAIN_DEVICE_TRANSPORT, beside transport_
     void open_memory();
 
     ContextConfig cfg_;
@@ -63,6 +64,8 @@ private:
     std::unique_ptr<bootstrap::StoreClient> store_;
     std::unique_ptr<HostBridge> host_;
     std::unique_ptr<Transport> transport_;
+    std::unique_ptr<HostBridge> device_host_;        // the device transport's services
+    std::unique_ptr<Transport> device_transport_;    // null: device memory is staged
     std::unique_ptr<shm::Domain> shm_; // null: no shared memory (core/shm/attach.h)
     std::unique_ptr<HostBridge> memory_host_; // the memory provider's services
     std::unique_ptr<plugin::MemoryProvider> memory_; // null: DISTTRAIN_MEMORY=none

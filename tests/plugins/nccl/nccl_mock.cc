@@ -19,6 +19,8 @@
 //   DISTTRAIN_MOCK_NCCL_LOG=path
 //       appends one line per lifecycle call (ncclCommInitRankConfig, ncclCommFinalize,
 //       ncclCommDestroy, ncclCommAbort), so a test can count them
+#include "../fakedevice/fakedevice_arena.h"
+
 #include <nccl.h>
 
 #include <cstdio>
@@ -71,8 +73,15 @@ ncclResult_t issued(ncclComm_t comm) {
     return ncclInProgress;
 }
 
+// Memory of the fake device (tests/plugins/fakedevice), which the CPU cannot touch, is
+// moved through its shadow, as a GPU's copy engine would; other memory is used as is.
+void *reachable(const void *p) {
+    static fakedevice::Arena &arena = fakedevice::acquire_arena(); // kept for the process
+    return arena.contains(p) ? arena.shadow(p) : const_cast<void *>(p);
+}
+
 void copy(void *dst, const void *src, size_t bytes) {
-    if (dst != src && bytes > 0) std::memmove(dst, src, bytes);
+    if (dst != src && bytes > 0) std::memmove(reachable(dst), reachable(src), bytes);
 }
 
 struct P2p {

@@ -33,6 +33,7 @@ struct Job {
     uint8_t p2p_memory = memory_bit(Memory::host);
     uint8_t native_memory = memory_bit(Memory::host);
     bool staging = false; // a memory provider stages device memory through the host
+    uint32_t device_native = 0; // the device transport's native kinds
 
     Topology topology() const
     {
@@ -44,6 +45,7 @@ struct Job {
         t.native_memory = native_memory;
         t.shm = shm;
         t.staging = staging;
+        t.device_native = device_native;
         std::vector<int> scratch;
         t.spread = spread_of(t.size, hosts[me], [&](int i) { return hosts[i]; }, scratch);
         return t;
@@ -293,6 +295,25 @@ TEST(Router, WithoutAProviderNoPathTakesDeviceMemory)
     for (const Job &job : {Job{{0}}, Job{{0, 0}}, Job{{0, 1}, 0, false, kAllNative, true}})
         for (OpKind kind : kKinds)
             EXPECT_EQ(chosen_device(job, kind), "(none)") << op_kind_name(kind);
+}
+
+TEST(Router, ADeviceTransportRunsDeviceCallsOverTheWholeJobAheadOfStaging)
+{
+    Job job{{0, 0}};
+    job.staging = true;
+    job.device_native = kAllNative;
+    for (OpKind kind : kKinds) {
+        if (kind == OpKind::barrier)
+            continue;
+        EXPECT_EQ(chosen_device(job, kind), "device_native") << op_kind_name(kind);
+        EXPECT_EQ(chosen(job, kind, 4), "shm_local") << op_kind_name(kind); // host calls
+    }
+    job.whole_job = false; // a group: the device communicator spans every rank
+    EXPECT_EQ(chosen_device(job, OpKind::allreduce), "staging");
+    job.whole_job = true;
+    job.device_native = kind_bit(OpKind::allreduce);
+    EXPECT_EQ(chosen_device(job, OpKind::allreduce), "device_native");
+    EXPECT_EQ(chosen_device(job, OpKind::alltoall), "staging");
 }
 
 TEST(Router, HostCallsNeverStage)

@@ -7,6 +7,10 @@ hvd.ProcessSet.
     disttrain.allreduce(x, process_set=ps)    # the same through the module functions
     ps.close()
 
+Unnamed collectives on a set are named by their position among the set's unnamed calls
+("allreduce.set[0,2].3"): the library numbers unnamed calls per job, which would put the
+job's later unnamed calls out of step when sets run different numbers of them.
+
 A ProcessSet is first a list of ranks of its parent context; adding it (add_process_set,
 or ctx.group(ranks)) creates the C group, which is collective over the parent: every rank
 of the parent adds it, with the same list, in the same order relative to its other
@@ -58,8 +62,10 @@ class ProcessSet(_Owner):
     creates it on every rank (collective over the parent). Then, on every rank:
     ranks (the tuple of parent ranks), size(), included(); on members, rank() (the
     position in ranks) and every collective of a Context (allreduce, broadcast, ...,
-    barrier, group). Ranks given to collectives (broadcast's root) are ranks of the set.
-    close() frees it (also `with ps:`); it is not collective."""
+    barrier). Ranks given to collectives (broadcast's root) are ranks of the set.
+    close() frees it (also `with ps:`); it is not collective. Sets are made from the
+    whole job's context only (group() on a set is refused: the library numbers groups
+    per job)."""
 
     def __init__(self, ranks):
         self.ranks = _ranks(ranks)
@@ -68,6 +74,7 @@ class ProcessSet(_Owner):
         self._added = False
         self._closed = False
         self._rank = None
+        self._unnamed = 0
 
     def _create(self, parent):
         if self._added:
@@ -131,6 +138,36 @@ class ProcessSet(_Owner):
                              f"not a member of process set {list(self.ranks)}; only its "
                              f"members call its collectives: check ps.included() first")
         return self._handle
+
+    def group(self, ranks):
+        """Refused: the library numbers groups per job, so a set made inside a set (which
+        the parent set's non-members do not create) would leave the job's ranks numbering
+        later sets differently, and two sets' subsets would share a number."""
+        raise usage(f"a process set cannot be made inside {self!r}: the library numbers "
+                    f"process sets per job, so every rank of the job must create each "
+                    f"one; add a set of job ranks with disttrain.add_process_set(ranks) "
+                    f"or ctx.group(ranks) on every rank instead")
+
+    # -- requests ---------------------------------------------------------------------
+    def _named(self, function, name):
+        """Names an unnamed call by its position among this set's unnamed calls. The
+        library numbers unnamed calls per job, so sets that ran different numbers of
+        them would leave the job's later unnamed calls out of step between ranks."""
+        if name is not None:
+            return name
+        kind = function[3:].replace("_async", "").replace("_ex", "")
+        with self._lock:
+            n, self._unnamed = self._unnamed, self._unnamed + 1
+        ranks = ",".join(map(str, self.ranks))
+        return f"{kind}.set[{ranks}].{n}".encode("utf-8")
+
+    def _submit(self, function, name, *args):
+        self._live_handle()
+        return super()._submit(function, self._named(function, name), *args)
+
+    def _call(self, function, name, *args):
+        self._live_handle()
+        super()._call(function, self._named(function, name), *args)
 
     # -- teardown ---------------------------------------------------------------------
     def close(self):

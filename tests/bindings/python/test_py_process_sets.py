@@ -26,6 +26,7 @@ def test_sets_reduce_among_their_members_only(ordered):
            "is not a member of process set [0, 2]" in out, out
     assert "[0] bad list: dt_group_create: DT_ERR_INVALID_ARGUMENT: dt_group_create: " \
            "ranks[1] is 4, not a rank of the parent (0 to 3)" in out, out
+    assert out.count("mismatched lists: dt_group_create: DT_ERR_MISMATCH") == 4, out
 
 
 def test_sets_with_torch_tensors():

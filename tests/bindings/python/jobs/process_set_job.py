@@ -106,6 +106,10 @@ def sets(use_torch):
     disttrain.remove_process_set(odd)
     assert odd.closed
     disttrain.barrier()
+    # Ranks that pass different lists: DT_ERR_MISMATCH on every rank (as the C test).
+    mismatch = expect_usage(lambda: disttrain.add_process_set([0 if r == 0 else 1, 2]),
+                            "DT_ERR_MISMATCH")
+    print(f"mismatched lists: {mismatch}")
     disttrain.shutdown()  # closes `even` before the context
     assert even.closed
     print("OK")

@@ -9,6 +9,9 @@ Horovod-style use, with a process-wide default context:
     disttrain.shutdown()
 
 or with explicit contexts: `with disttrain.Context() as ctx: ctx.allreduce(x)`.
+Process sets (collectives among some ranks): `ps = disttrain.add_process_set([0, 2])`,
+then `ps.allreduce(x)` or `disttrain.allreduce(x, process_set=ps)` on its members.
+Uneven inputs: `disttrain.join()` (negotiated mode only).
 Start a job with `disttrainrun -np 2 -- python3 train.py`; a single process needs nothing.
 PyTorch tensors: see disttrain.torch.
 """
@@ -20,6 +23,7 @@ from .context import Context
 from .errors import (DisttrainError, InternalError, NotInitializedError, PeerLostError,
                      PluginError, TimeoutError, TransportError, UsageError)
 from .handle import Handle
+from .process_set import ProcessSet, resolve as _resolve
 from .types import Average, DType, Max, Min, MemoryType, Product, ReduceOp, Sum
 
 __all__ = [
@@ -27,7 +31,8 @@ __all__ = [
     "local_size", "transport", "allreduce", "allreduce_", "allreduce_async",
     "allreduce_async_", "broadcast", "broadcast_", "broadcast_async", "broadcast_async_",
     "allgather", "allgather_async", "reduce_scatter", "reduce_scatter_async", "alltoall",
-    "alltoall_async", "barrier", "barrier_async", "Context", "Handle", "DType",
+    "alltoall_async", "barrier", "barrier_async", "join", "ProcessSet",
+    "add_process_set", "remove_process_set", "Context", "Handle", "DType",
     "ReduceOp", "MemoryType", "Sum", "Average", "Min", "Max", "Product", "DisttrainError",
     "UsageError", "NotInitializedError", "PluginError", "TransportError",
     "PeerLostError", "TimeoutError", "InternalError", "library_path", "version",
@@ -88,11 +93,32 @@ def version():
     return v.string.decode()
 
 
+def add_process_set(process_set, context=None):
+    """Creates a process set (a ProcessSet, or a list of ranks) on `context` (default:
+    the default context) and returns the ProcessSet. Collective over the context: every
+    rank calls it, members or not, with the same list and in the same order relative to
+    its other process sets; it blocks until they all have. See ProcessSet."""
+    if not isinstance(process_set, ProcessSet):
+        process_set = ProcessSet(process_set)
+    return process_set._create(_context_or_default(context))
+
+
+def remove_process_set(process_set):
+    """Frees a process set (ProcessSet.close()); not collective."""
+    process_set.close()
+
+
+def _context_or_default(ctx):
+    return context() if ctx is None else ctx
+
+
 def _delegate(method):
-    def call(*args, **kwargs):
-        return getattr(context(), method)(*args, **kwargs)
+    def call(*args, process_set=None, **kwargs):
+        target = context() if process_set is None else _resolve(None, process_set)
+        return getattr(target, method)(*args, **kwargs)
     call.__name__ = method
-    call.__doc__ = getattr(Context, method).__doc__
+    call.__doc__ = (getattr(Context, method).__doc__ or "") + (
+        "\n\n    process_set=ps runs it on a ProcessSet instead of the default context.")
     return call
 
 
@@ -117,6 +143,7 @@ alltoall = _delegate("alltoall")
 alltoall_async = _delegate("alltoall_async")
 barrier = _delegate("barrier")
 barrier_async = _delegate("barrier_async")
+join = _delegate("join")
 
 # Destroy the default context before the interpreter tears ctypes down, so the engine's
 # threads stop cleanly and peers see an orderly close.

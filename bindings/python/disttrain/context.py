@@ -3,8 +3,8 @@
 A Context owns its C handle: shutdown() (or leaving a `with` block, or garbage collection)
 frees every request still in flight and then destroys the context, in the order the C API
 requires. Collectives on numpy arrays come from NumpyCollectives, which only needs
-`_submit`; a process group added later implements `_submit` for its own C functions and
-inherits the same methods.
+`_submit`; a ProcessSet (process_set.py) is a context of its own over some ranks and
+shares the same methods.
 """
 import ctypes
 import threading
@@ -40,63 +40,15 @@ def _params(rank, size, local_rank, local_size, store_addr, job_token, transport
     return p, keep
 
 
-class Context(NumpyCollectives):
-    """A member of a job. Every argument left None comes from the environment
-    (DISTTRAIN_RANK, DISTTRAIN_SIZE, ... as set by disttrainrun, then Open MPI or Slurm)
-    or its default; with no variable at all the context is a single process of rank 0.
-    timeout is in seconds (the deadline of every blocking step; <= 0 means no limit).
-    ordered=True (DISTTRAIN_ORDERED=1) promises that every rank calls the same collectives
-    in the same order, as MPI requires: the engine then skips negotiation (no idle
-    cycles, lowest latency) but can no longer report mismatched calls by name.
-    memory="cuda" (DISTTRAIN_MEMORY) loads the memory provider that collectives on CUDA
-    tensors need.
+class _Owner(NumpyCollectives):
+    """What a whole-job Context and a ProcessSet share: a C context handle (None once
+    closed), the requests in flight on it, the process sets made from it, and join()."""
 
-    Creating a context is collective: every rank of the job must create one."""
-
-    def __init__(self, rank=None, size=None, local_rank=None, local_size=None,
-                 store_addr=None, job_token=None, transport=None, timeout=None,
-                 ordered=None, memory=None):
-        lib = _lib.lib()
-        params, keep = _params(rank, size, local_rank, local_size, store_addr, job_token,
-                               transport, timeout, ordered, memory)
-        handle = ctypes.c_void_p()
-        check(lib.dt_context_create_versioned(_lib.API_MAJOR, _lib.API_MINOR,
-                                              ctypes.byref(params), ctypes.byref(handle)),
-              "dt_context_create")
-        del keep  # the library has copied the strings
+    def _init_owner(self, handle):
         self._handle = handle
         self._lock = threading.Lock()
         self._inflight = weakref.WeakSet()
-        self._info = {}
-        for what in ("rank", "size", "local_rank", "local_size"):
-            value = ctypes.c_int()
-            check(getattr(lib, f"dt_context_{what}")(handle, ctypes.byref(value)),
-                  f"dt_context_{what}")
-            self._info[what] = value.value
-        name = ctypes.c_char_p()
-        check(lib.dt_context_transport(handle, ctypes.byref(name)), "dt_context_transport")
-        self._info["transport"] = name.value.decode("utf-8", "replace")
-
-    # -- identity ---------------------------------------------------------------------
-    def rank(self):
-        """This process's rank, 0 <= rank < size()."""
-        return self._info["rank"]
-
-    def size(self):
-        """Number of ranks in the job."""
-        return self._info["size"]
-
-    def local_rank(self):
-        """Rank among the processes on this host."""
-        return self._info["local_rank"]
-
-    def local_size(self):
-        """Number of ranks on this host."""
-        return self._info["local_size"]
-
-    def transport(self):
-        """Name of the transport plugin in use, e.g. "tcp"."""
-        return self._info["transport"]
+        self._children = weakref.WeakSet()
 
     @property
     def closed(self):
@@ -132,22 +84,45 @@ class Context(NumpyCollectives):
         with self._lock:
             self._inflight.discard(handle)
 
-    # -- teardown ---------------------------------------------------------------------
-    def abort(self):
-        """Fails every pending and later operation with PeerLostError (DT_ERR_ABORTED);
-        peers see this rank leave. shutdown() is still needed."""
-        if self._handle is not None:
-            check(_lib.lib().dt_context_abort(self._handle), "dt_context_abort")
+    # -- process sets and join --------------------------------------------------------
+    def group(self, ranks):
+        """Creates a process set of the given ranks of this context (see ProcessSet) and
+        returns it. Collective over this context: every rank calls it, members or not,
+        with the same list, in the same order relative to its other group() calls; it
+        blocks until they all have. On ranks outside the list the set is returned too,
+        with included() False, and its collectives raise UsageError."""
+        from .process_set import ProcessSet
+        return ProcessSet(ranks)._create(self)
 
-    def shutdown(self):
-        """Waits for the requests still in flight, frees them, and destroys the context.
-        Safe to call twice."""
+    def _adopt(self, child):
+        with self._lock:
+            self._children.add(child)
+
+    def join(self):
+        """For uneven inputs: this rank has no more data (dt_join). Blocks until every
+        rank has joined; meanwhile the other ranks' allreduces go on, this rank
+        contributing the operator's identity (0 for sum; average divides by the ranks
+        that have not joined), and other collectives fail while a rank is joined.
+        Returns the rank that joined last. Needs the engine's negotiation: a context
+        created with ordered=True (DISTTRAIN_ORDERED=1) refuses it with UsageError
+        (DT_ERR_UNSUPPORTED), as does a process set (join is for the whole job)."""
+        last = ctypes.c_int(-1)
+        check(_lib.lib().dt_join(self._live_handle(), ctypes.byref(last)), "dt_join")
+        return last.value
+
+    # -- teardown ---------------------------------------------------------------------
+    def _close_handle(self):
+        """Frees the requests in flight, closes the process sets made from this one
+        (the C API needs a parent to outlive its groups), then destroys the handle."""
         if self._handle is None:
             return
         with self._lock:
             pending = list(self._inflight)
+            children = list(self._children)
         for h in pending:
             h._release()
+        for c in children:
+            c.close()
         handle, self._handle = self._handle, None
         check(_lib.lib().dt_context_destroy(handle), "dt_context_destroy")
 
@@ -162,6 +137,75 @@ class Context(NumpyCollectives):
             self.shutdown()
         except Exception:
             pass
+
+
+class Context(_Owner):
+    """A member of a job. Every argument left None comes from the environment
+    (DISTTRAIN_RANK, DISTTRAIN_SIZE, ... as set by disttrainrun, then Open MPI or Slurm)
+    or its default; with no variable at all the context is a single process of rank 0.
+    timeout is in seconds (the deadline of every blocking step; <= 0 means no limit).
+    ordered=True (DISTTRAIN_ORDERED=1) promises that every rank calls the same collectives
+    in the same order, as MPI requires: the engine then skips negotiation (no idle
+    cycles, lowest latency) but can no longer report mismatched calls by name.
+    memory="cuda" (DISTTRAIN_MEMORY) loads the memory provider that collectives on CUDA
+    tensors need.
+
+    Creating a context is collective: every rank of the job must create one."""
+
+    def __init__(self, rank=None, size=None, local_rank=None, local_size=None,
+                 store_addr=None, job_token=None, transport=None, timeout=None,
+                 ordered=None, memory=None):
+        lib = _lib.lib()
+        params, keep = _params(rank, size, local_rank, local_size, store_addr, job_token,
+                               transport, timeout, ordered, memory)
+        handle = ctypes.c_void_p()
+        check(lib.dt_context_create_versioned(_lib.API_MAJOR, _lib.API_MINOR,
+                                              ctypes.byref(params), ctypes.byref(handle)),
+              "dt_context_create")
+        del keep  # the library has copied the strings
+        self._init_owner(handle)
+        self._info = {}
+        for what in ("rank", "size", "local_rank", "local_size"):
+            value = ctypes.c_int()
+            check(getattr(lib, f"dt_context_{what}")(handle, ctypes.byref(value)),
+                  f"dt_context_{what}")
+            self._info[what] = value.value
+        name = ctypes.c_char_p()
+        check(lib.dt_context_transport(handle, ctypes.byref(name)), "dt_context_transport")
+        self._info["transport"] = name.value.decode("utf-8", "replace")
+
+    # -- identity ---------------------------------------------------------------------
+    def rank(self):
+        """This process's rank, 0 <= rank < size()."""
+        return self._info["rank"]
+
+    def size(self):
+        """Number of ranks in the job."""
+        return self._info["size"]
+
+    def local_rank(self):
+        """Rank among the processes on this host."""
+        return self._info["local_rank"]
+
+    def local_size(self):
+        """Number of ranks on this host."""
+        return self._info["local_size"]
+
+    def transport(self):
+        """Name of the transport plugin in use, e.g. "tcp"."""
+        return self._info["transport"]
+
+    # -- teardown ---------------------------------------------------------------------
+    def abort(self):
+        """Fails every pending and later operation with PeerLostError (DT_ERR_ABORTED);
+        peers see this rank leave. shutdown() is still needed."""
+        if self._handle is not None:
+            check(_lib.lib().dt_context_abort(self._handle), "dt_context_abort")
+
+    def shutdown(self):
+        """Waits for the requests still in flight, frees them, closes the process sets
+        made from this context, and destroys it. Safe to call twice."""
+        self._close_handle()
 
     def __repr__(self):
         if self._handle is None:

@@ -20,9 +20,10 @@ except ImportError as e:  # pragma: no cover - depends on the machine
     raise ImportError("disttrain.torch needs PyTorch: install it (Debian: apt-get install "
                       "python3-torch, or pip install torch)") from e
 
-from disttrain import (Average, Context, DisttrainError, Handle, Max, Min, Product, Sum,
-                       UsageError, barrier, init, is_initialized, local_rank, local_size,
-                       rank, shutdown, size, transport)
+from disttrain import (Average, Context, DisttrainError, Handle, Max, Min, ProcessSet,
+                       Product, Sum, UsageError, add_process_set, barrier, init,
+                       is_initialized, join, local_rank, local_size, rank,
+                       remove_process_set, shutdown, size, transport)
 
 from .compression import Compression
 from .functions import (MetricAverager, allreduce_metric, broadcast_object,
@@ -35,7 +36,8 @@ from .optimizer import DistributedOptimizer
 
 __all__ = [
     "init", "shutdown", "is_initialized", "rank", "size", "local_rank", "local_size",
-    "transport", "barrier", "allreduce", "allreduce_", "allreduce_async",
+    "transport", "barrier", "join", "ProcessSet", "add_process_set",
+    "remove_process_set", "allreduce", "allreduce_", "allreduce_async",
     "allreduce_async_", "broadcast", "broadcast_", "broadcast_async", "broadcast_async_",
     "allgather", "allgather_async", "reduce_scatter", "reduce_scatter_async", "alltoall",
     "alltoall_async", "synchronize", "poll", "broadcast_parameters",

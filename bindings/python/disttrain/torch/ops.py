@@ -10,8 +10,8 @@ As in horovod.torch, allreduce averages by default (op=Average). In-place forms 
 ending in `_`) need a contiguous CPU tensor and write its memory directly (outside
 autograd, like an operation under torch.no_grad()); out-of-place forms copy a
 non-contiguous input first and return a new tensor. Every function takes context=None
-(the default context of disttrain.init()); a process group added later is passed the same
-way.
+(the default context of disttrain.init()) and process_set=None: a disttrain.ProcessSet
+runs the collective among its members only (context= accepts a ProcessSet too).
 """
 import torch
 
@@ -19,6 +19,7 @@ import disttrain
 from disttrain.errors import usage
 from disttrain.handle import Handle
 from disttrain.memory import op_params, params_arg
+from disttrain.process_set import resolve
 from disttrain.types import Average, DType, to_op
 
 # torch dtype -> DType. bfloat16 exists only here: numpy has no bfloat16.
@@ -36,8 +37,9 @@ TORCH_DTYPES = {
 SUPPORTED = ", ".join(str(d).replace("torch.", "") for d in TORCH_DTYPES)
 
 
-def _ctx(context):
-    return disttrain.context() if context is None else context
+def _ctx(context, process_set=None):
+    ctx = resolve(context, process_set)
+    return disttrain.context() if ctx is None else ctx
 
 
 def _name(name):
@@ -95,32 +97,32 @@ def input_tensor(tensor, what="tensor"):
 
 
 # -- allreduce -----------------------------------------------------------------------
-def allreduce_async_(tensor, op=Average, name=None, context=None):
+def allreduce_async_(tensor, op=Average, name=None, context=None, process_set=None):
     """Starts an in-place allreduce of `tensor`; wait() returns `tensor`."""
     dtype = inplace_tensor(tensor)
-    op, ctx = to_op(op), _ctx(context)
+    op, ctx = to_op(op), _ctx(context, process_set)
     ptr = tensor.data_ptr()
     req = ctx._submit("dt_allreduce_async_ex", _name(name), ptr, ptr, tensor.numel(),
                       int(dtype), int(op), _params(tensor))
     return Handle(ctx, req, (tensor,), result=tensor, name=name)
 
 
-def allreduce_(tensor, op=Average, name=None, context=None):
+def allreduce_(tensor, op=Average, name=None, context=None, process_set=None):
     """Reduces `tensor` in place across ranks (average by default); returns it. One
     blocking foreign call: no request or Handle, and the engine starts it at once."""
     dtype = inplace_tensor(tensor)
-    op, ctx = to_op(op), _ctx(context)
+    op, ctx = to_op(op), _ctx(context, process_set)
     ptr = tensor.data_ptr()
     ctx._call("dt_allreduce_ex", _name(name), ptr, ptr, tensor.numel(), int(dtype), int(op),
               _params(tensor))
     return tensor
 
 
-def allreduce_async(tensor, op=Average, name=None, out=None, context=None):
+def allreduce_async(tensor, op=Average, name=None, out=None, context=None, process_set=None):
     """Starts an allreduce into a new tensor (or `out`); wait() returns it."""
-    op, ctx = to_op(op), _ctx(context)
+    op, ctx = to_op(op), _ctx(context, process_set)
     if out is not None and out is tensor:
-        return allreduce_async_(tensor, op, name, context)
+        return allreduce_async_(tensor, op, name, context, process_set)
     src, dtype = input_tensor(tensor)
     if out is None:
         out = torch.empty_like(src, memory_format=torch.contiguous_format)
@@ -133,53 +135,53 @@ def allreduce_async(tensor, op=Average, name=None, out=None, context=None):
     return Handle(ctx, req, (src, out), result=out, name=name)
 
 
-def allreduce(tensor, op=Average, name=None, out=None, context=None):
+def allreduce(tensor, op=Average, name=None, out=None, context=None, process_set=None):
     """Returns the allreduce of `tensor` across ranks (average by default)."""
-    return allreduce_async(tensor, op, name, out, context).wait()
+    return allreduce_async(tensor, op, name, out, context, process_set).wait()
 
 
 # -- broadcast -----------------------------------------------------------------------
-def broadcast_async_(tensor, root_rank=0, name=None, context=None):
+def broadcast_async_(tensor, root_rank=0, name=None, context=None, process_set=None):
     """Starts overwriting `tensor` with root_rank's tensor."""
     dtype = inplace_tensor(tensor)
-    ctx = _ctx(context)
+    ctx = _ctx(context, process_set)
     ctx._check_root(root_rank)
     req = ctx._submit("dt_broadcast_async_ex", _name(name), tensor.data_ptr(),
                       tensor.numel(), int(dtype), int(root_rank), _params(tensor))
     return Handle(ctx, req, (tensor,), result=tensor, name=name)
 
 
-def broadcast_(tensor, root_rank=0, name=None, context=None):
+def broadcast_(tensor, root_rank=0, name=None, context=None, process_set=None):
     """Overwrites `tensor` with root_rank's tensor; returns it."""
-    return broadcast_async_(tensor, root_rank, name, context).wait()
+    return broadcast_async_(tensor, root_rank, name, context, process_set).wait()
 
 
-def broadcast_async(tensor, root_rank=0, name=None, context=None):
+def broadcast_async(tensor, root_rank=0, name=None, context=None, process_set=None):
     copy = input_tensor(tensor)[0].clone(memory_format=torch.contiguous_format)
-    return broadcast_async_(copy, root_rank, name, context)
+    return broadcast_async_(copy, root_rank, name, context, process_set)
 
 
-def broadcast(tensor, root_rank=0, name=None, context=None):
+def broadcast(tensor, root_rank=0, name=None, context=None, process_set=None):
     """Returns a new tensor holding root_rank's tensor."""
-    return broadcast_async(tensor, root_rank, name, context).wait()
+    return broadcast_async(tensor, root_rank, name, context, process_set).wait()
 
 
 # -- allgather, reduce_scatter, alltoall ----------------------------------------------
-def allgather_async(tensor, name=None, context=None):
+def allgather_async(tensor, name=None, context=None, process_set=None):
     """Starts an allgather; wait() returns every rank's tensor concatenated along dim 0
     (every rank passes the same shape)."""
     src, dtype = input_tensor(tensor)
     if src.dim() == 0:
         src = src.reshape(1)
-    ctx = _ctx(context)
+    ctx = _ctx(context, process_set)
     out = src.new_empty((ctx.size() * src.shape[0],) + tuple(src.shape[1:]))
     req = ctx._submit("dt_allgather_async_ex", _name(name), src.data_ptr(), out.data_ptr(),
                       src.numel(), int(dtype), _params(src))
     return Handle(ctx, req, (src, out), result=out, name=name)
 
 
-def allgather(tensor, name=None, context=None):
-    return allgather_async(tensor, name, context).wait()
+def allgather(tensor, name=None, context=None, process_set=None):
+    return allgather_async(tensor, name, context, process_set).wait()
 
 
 def _blocks(src, size, what):
@@ -188,10 +190,10 @@ def _blocks(src, size, what):
                     f"number of ranks ({size}); got shape {tuple(src.shape)}")
 
 
-def reduce_scatter_async(tensor, op=Average, name=None, context=None):
+def reduce_scatter_async(tensor, op=Average, name=None, context=None, process_set=None):
     """Reduces `tensor` (dim 0 = size * n) across ranks; rank r gets rows [r*n, (r+1)*n)."""
     src, dtype = input_tensor(tensor)
-    op, ctx = to_op(op), _ctx(context)
+    op, ctx = to_op(op), _ctx(context, process_set)
     _blocks(src, ctx.size(), "reduce_scatter")
     out = src.new_empty((src.shape[0] // ctx.size(),) + tuple(src.shape[1:]))
     req = ctx._submit("dt_reduce_scatter_async_ex", _name(name), src.data_ptr(),
@@ -199,14 +201,14 @@ def reduce_scatter_async(tensor, op=Average, name=None, context=None):
     return Handle(ctx, req, (src, out), result=out, name=name)
 
 
-def reduce_scatter(tensor, op=Average, name=None, context=None):
-    return reduce_scatter_async(tensor, op, name, context).wait()
+def reduce_scatter(tensor, op=Average, name=None, context=None, process_set=None):
+    return reduce_scatter_async(tensor, op, name, context, process_set).wait()
 
 
-def alltoall_async(tensor, name=None, context=None):
+def alltoall_async(tensor, name=None, context=None, process_set=None):
     """Block j of dim 0 goes to rank j, which stores it as block i (i the sender)."""
     src, dtype = input_tensor(tensor)
-    ctx = _ctx(context)
+    ctx = _ctx(context, process_set)
     _blocks(src, ctx.size(), "alltoall")
     out = torch.empty_like(src, memory_format=torch.contiguous_format)
     req = ctx._submit("dt_alltoall_async_ex", _name(name), src.data_ptr(), out.data_ptr(),
@@ -214,8 +216,8 @@ def alltoall_async(tensor, name=None, context=None):
     return Handle(ctx, req, (src, out), result=out, name=name)
 
 
-def alltoall(tensor, name=None, context=None):
-    return alltoall_async(tensor, name, context).wait()
+def alltoall(tensor, name=None, context=None, process_set=None):
+    return alltoall_async(tensor, name, context, process_set).wait()
 
 
 def synchronize(handle):

@@ -2,9 +2,14 @@
 
 #include <unistd.h>
 
+#include <algorithm>
+#include <cerrno>
 #include <climits>
 #include <cstdlib>
+#include <cstring>
+#include <fstream>
 #include <map>
+#include <sstream>
 
 namespace dt::launch {
 namespace {
@@ -17,15 +22,61 @@ std::string local_hostname()
     return name;
 }
 
-int parse_slots(const std::string &entry, const std::string &value)
+int parse_slots(const std::string &context, const std::string &entry,
+                const std::string &value, const char *form = "host:N")
 {
     bool digits = !value.empty() && value.size() <= 6 &&
                   value.find_first_not_of("0123456789") == std::string::npos;
     int n = digits ? std::atoi(value.c_str()) : 0;
     if (n <= 0)
-        throw UsageError{"-H entry '" + entry +
-                         "' has a bad slot count: use host:N with N a positive integer"};
+        throw UsageError{context + " '" + entry +
+                         "' has a bad slot count: use " + form + " with N a positive integer"};
     return n;
+}
+
+// One "host", "host:N" or "[v6addr]:N"; context starts the error messages ("-H entry").
+HostSlots parse_entry(const std::string &context, const std::string &entry)
+{
+    HostSlots h;
+    // The slot count follows the last ':' unless that ':' is inside an IPv6 address
+    // ("::1" alone, or "[::1]:2").
+    size_t colon = entry.rfind(':');
+    bool bracketed = entry.front() == '[';
+    if (bracketed) {
+        size_t close = entry.find(']');
+        if (close == std::string::npos)
+            throw UsageError{context + " '" + entry + "' has no closing ']'"};
+        h.host = entry.substr(1, close - 1);
+        if (close + 1 < entry.size()) {
+            if (entry[close + 1] != ':')
+                throw UsageError{context + " '" + entry + "' is malformed; use [addr]:N"};
+            h.slots = parse_slots(context, entry, entry.substr(close + 2));
+        }
+    } else if (colon != std::string::npos && entry.find(':') == colon) {
+        h.host = entry.substr(0, colon);
+        h.slots = parse_slots(context, entry, entry.substr(colon + 1));
+    } else {
+        h.host = entry; // a name, or a bare IPv6 address: one slot
+    }
+    if (h.host.empty())
+        throw UsageError{context + " '" + entry + "' has no host name"};
+    h.local = is_local_host(h.host);
+    return h;
+}
+
+std::vector<std::string> words(const std::string &line)
+{
+    std::vector<std::string> out;
+    size_t i = 0;
+    while (i < line.size()) {
+        i = line.find_first_not_of(" \t\r", i);
+        if (i == std::string::npos)
+            break;
+        size_t end = line.find_first_of(" \t\r", i);
+        out.push_back(line.substr(i, end == std::string::npos ? std::string::npos : end - i));
+        i = end == std::string::npos ? line.size() : end;
+    }
+    return out;
 }
 
 } // namespace
@@ -55,52 +106,115 @@ std::vector<HostSlots> parse_hosts(const std::string &list)
         start = comma == std::string::npos ? list.size() + 1 : comma + 1;
         if (entry.empty())
             throw UsageError{"-H '" + list + "' has an empty entry; use host:N,host:N"};
-        HostSlots h;
-        // The slot count follows the last ':' unless that ':' is inside an IPv6 address
-        // ("::1" alone, or "[::1]:2").
-        size_t colon = entry.rfind(':');
-        bool bracketed = entry.front() == '[';
-        if (bracketed) {
-            size_t close = entry.find(']');
-            if (close == std::string::npos)
-                throw UsageError{"-H entry '" + entry + "' has no closing ']'"};
-            h.host = entry.substr(1, close - 1);
-            if (close + 1 < entry.size()) {
-                if (entry[close + 1] != ':')
-                    throw UsageError{"-H entry '" + entry + "' is malformed; use [addr]:N"};
-                h.slots = parse_slots(entry, entry.substr(close + 2));
-            }
-        } else if (colon != std::string::npos && entry.find(':') == colon) {
-            h.host = entry.substr(0, colon);
-            h.slots = parse_slots(entry, entry.substr(colon + 1));
-        } else if (colon != std::string::npos) {
-            h.host = entry; // a bare IPv6 address: one slot
-        } else {
-            h.host = entry;
-        }
-        if (h.host.empty())
-            throw UsageError{"-H entry '" + entry + "' has no host name"};
+        HostSlots h = parse_entry("-H entry", entry);
         for (const HostSlots &seen : hosts)
             if (seen.host == h.host)
                 throw UsageError{"-H lists host '" + h.host +
                                  "' twice; give it once with the total slots"};
-        h.local = is_local_host(h.host);
         hosts.push_back(h);
     }
     return hosts;
 }
 
+std::vector<HostSlots> parse_hostfile_text(const std::string &text, const std::string &path)
+{
+    std::vector<HostSlots> hosts;
+    std::vector<int> line_of; // where each host was given
+    size_t start = 0;
+    for (int number = 1; start < text.size(); ++number) {
+        size_t nl = text.find('\n', start);
+        std::string line =
+            text.substr(start, nl == std::string::npos ? std::string::npos : nl - start);
+        start = nl == std::string::npos ? text.size() : nl + 1;
+        std::string where = path + ":" + std::to_string(number) + ":";
+        std::vector<std::string> w = words(line.substr(0, line.find('#')));
+        if (w.empty())
+            continue;
+        std::string entry = w[0];
+        for (size_t i = 1; i < w.size(); ++i)
+            entry += " " + w[i];
+        HostSlots h = parse_entry(where + " host", w[0]);
+        bool colon_slots = w[0].front() == '['
+                               ? w[0].find("]:") != std::string::npos
+                               : std::count(w[0].begin(), w[0].end(), ':') == 1;
+        for (size_t i = 1; i < w.size(); ++i) {
+            const std::string &word = w[i];
+            if (word.rfind("slots=", 0) == 0 && !colon_slots && i == 1) {
+                h.slots = parse_slots(where + " host", entry, word.substr(6), "host slots=N");
+            } else if (word.rfind("max_slots=", 0) == 0 || word.rfind("max-slots=", 0) == 0) {
+                throw UsageError{where + " '" + word +
+                                 "' is not supported: disttrainrun never places more ranks "
+                                 "on a host than its slots=N"};
+            } else {
+                throw UsageError{where + " unexpected '" + word + "' after host '" + w[0] +
+                                 "': a line is 'host slots=N' (Open MPI), 'host:N' "
+                                 "(Horovod) or 'host' (one slot)"};
+            }
+        }
+        for (size_t k = 0; k < hosts.size(); ++k)
+            if (hosts[k].host == h.host)
+                throw UsageError{where + " host '" + h.host + "' is already on line " +
+                                 std::to_string(line_of[k]) +
+                                 "; give it once with the total slots"};
+        hosts.push_back(h);
+        line_of.push_back(number);
+    }
+    if (hosts.empty())
+        throw UsageError{"hostfile " + path + " lists no hosts"};
+    return hosts;
+}
+
+std::vector<HostSlots> read_hostfile(const std::string &path)
+{
+    std::ifstream in(path, std::ios::binary);
+    if (!in)
+        throw UsageError{"cannot read hostfile " + path + ": " + std::strerror(errno)};
+    std::ostringstream text;
+    text << in.rdbuf();
+    if (in.bad())
+        throw UsageError{"cannot read hostfile " + path + ": " + std::strerror(errno)};
+    return parse_hostfile_text(text.str(), path);
+}
+
+std::string format_hosts(const std::vector<HostSlots> &hosts)
+{
+    std::string out;
+    for (const HostSlots &h : hosts) {
+        if (!out.empty())
+            out += ',';
+        bool v6 = h.host.find(':') != std::string::npos;
+        if (v6)
+            out += '[';
+        out += h.host;
+        if (v6)
+            out += ']';
+        out += ':';
+        out += std::to_string(h.slots);
+    }
+    return out;
+}
+
+std::vector<HostSlots> host_list(const Options &opt)
+{
+    if (!opt.hostfile.empty())
+        return read_hostfile(opt.hostfile);
+    if (!opt.hosts.empty())
+        return parse_hosts(opt.hosts);
+    return {};
+}
+
 std::vector<Placement> place_ranks(const Options &opt)
 {
-    std::vector<HostSlots> hosts =
-        opt.hosts.empty() ? std::vector<HostSlots>{{"localhost", opt.np, true}}
-                          : parse_hosts(opt.hosts);
+    std::vector<HostSlots> hosts = host_list(opt);
+    if (hosts.empty())
+        hosts.push_back({"localhost", opt.np, true});
     long total = 0;
     for (const HostSlots &h : hosts)
         total += h.slots;
     if (opt.np > total)
         throw UsageError{"-np " + std::to_string(opt.np) + " asks for more ranks than the " +
-                         std::to_string(total) + " slots in -H " + opt.hosts +
+                         std::to_string(total) + " slots in " +
+                         (opt.hostfile.empty() ? "-H " + opt.hosts : "hostfile " + opt.hostfile) +
                          "; add slots (host:N) or lower -np"};
 
     std::vector<Placement> ranks;

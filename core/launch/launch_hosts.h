@@ -19,6 +19,20 @@ struct HostSlots {
 // name, a slot count that is not a positive integer, or a host listed twice.
 std::vector<HostSlots> parse_hosts(const std::string &list);
 
+// Parses a hostfile's text, one host a line: "host slots=N" (Open MPI), "host:N"
+// (Horovod) or "host" (one slot); '#' starts a comment; blank lines are skipped. Throws
+// UsageError naming path:line for anything else, a host given twice, or no host at all.
+std::vector<HostSlots> parse_hostfile_text(const std::string &text, const std::string &path);
+
+// Reads and parses the hostfile at path; UsageError also when it cannot be read.
+std::vector<HostSlots> read_hostfile(const std::string &path);
+
+// The -H form of hosts: "node1:4,[fe80::1]:2".
+std::string format_hosts(const std::vector<HostSlots> &hosts);
+
+// The hosts of --hostfile or -H; empty when neither was given.
+std::vector<HostSlots> host_list(const Options &opt);
+
 // True when name is this machine.
 bool is_local_host(const std::string &name);
 
@@ -30,7 +44,7 @@ struct Placement {
     int local_size = 0;   // ranks on the same host
 };
 
-// Places opt.np ranks on the hosts (localhost:np without -H). Throws UsageError when -np
+// Places opt.np ranks on the hosts (localhost:np without -H or --hostfile). Throws UsageError when -np
 // exceeds the slots, or when --launcher local meets a remote host. With --launcher ssh
 // every rank is started through ssh, local hosts included.
 std::vector<Placement> place_ranks(const Options &opt);

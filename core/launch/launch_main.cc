@@ -1,5 +1,6 @@
 // disttrainrun: starts the ranks of a job on this machine and over ssh, serves their
 // rendezvous store, tags their output and stops them all when one fails.
+#include "launch/launch_env.h"
 #include "launch/launch_hosts.h"
 #include "launch/launch_job.h"
 #include "launch/launch_mpi.h"
@@ -23,8 +24,6 @@
 
 namespace dt::launch {
 namespace {
-
-using EnvList = std::vector<std::pair<std::string, std::string>>;
 
 // Exit codes for problems found before any rank starts.
 constexpr int exit_usage = 2;
@@ -51,20 +50,6 @@ EnvList rank_env(const Placement &p, int size, const std::string &store_addr)
             {"DISTTRAIN_STORE_SERVER", "launcher"}};
 }
 
-// Other DISTTRAIN_* settings of ours (log level, plugins, timeouts) travel to remote
-// ranks too, as they would be inherited by local ones.
-EnvList forwarded_settings()
-{
-    EnvList out;
-    for (const std::string &entry : current_environment(rank_variables())) {
-        if (entry.rfind("DISTTRAIN_", 0) != 0)
-            continue;
-        size_t eq = entry.find('=');
-        out.emplace_back(entry.substr(0, eq), entry.substr(eq + 1));
-    }
-    return out;
-}
-
 std::string current_dir()
 {
     char buf[PATH_MAX];
@@ -85,7 +70,13 @@ std::vector<RankLaunch> build_launches(const Options &opt,
     std::vector<RankLaunch> launches;
     size_t local_index = 0; // the plan covers the ranks started here, in order
     std::vector<std::string> inherited = current_environment(rank_variables());
-    EnvList forwarded = forwarded_settings();
+    // -x values reach local ranks through their inherited environment and remote ranks
+    // with the settings forwarded by default (launch_env.h).
+    EnvList exported = exported_values(opt.exports, inherited);
+    EnvList forwarded = remote_settings(inherited, exported);
+    for (const auto &[name, value] : exported)
+        set_variable(inherited, name, value);
+    SshOptions ssh{opt.ssh_port, opt.ssh_identity};
     std::string cwd = current_dir();
     for (const Placement &p : placements) {
         RankLaunch l;
@@ -112,7 +103,7 @@ std::vector<RankLaunch> build_launches(const Options &opt,
         } else {
             EnvList remote = forwarded;
             remote.insert(remote.end(), env.begin(), env.end());
-            l.spec = remote_spawn_spec(ssh_path, p.host, cwd, remote, opt.command);
+            l.spec = remote_spawn_spec(ssh_path, ssh, p.host, cwd, remote, opt.command);
             l.stdin_data = token + "\n";
         }
         launches.push_back(std::move(l));
@@ -132,6 +123,14 @@ int run(const std::vector<std::string> &args)
             std::cout << usage();
             return 0;
         }
+        if (parsed->show_version) {
+            std::cout << version_text() << "\n";
+            return 0;
+        }
+        // ssh only warns about a key it cannot read and goes on with the default keys.
+        if (!parsed->ssh_identity.empty() && access(parsed->ssh_identity.c_str(), R_OK) != 0)
+            throw UsageError{"--ssh-identity " + parsed->ssh_identity +
+                             ": cannot read it: " + std::strerror(errno)};
         if (parsed->launcher == LauncherKind::mpi) {
             log::init_from_env();
             return run_with_mpirun(*parsed);
@@ -170,9 +169,10 @@ int run(const std::vector<std::string> &args)
         return exit_cannot_run;
     }
     if (!ssh_hosts.empty()) {
-        auto unreachable = check_hosts(ssh_path, ssh_hosts);
+        SshOptions ssh{opt.ssh_port, opt.ssh_identity};
+        auto unreachable = check_hosts(ssh_path, ssh, ssh_hosts);
         for (const UnreachableHost &u : unreachable)
-            std::cerr << unreachable_message(u) << "\n";
+            std::cerr << unreachable_message(u, ssh) << "\n";
         if (!unreachable.empty())
             return exit_setup;
     }

@@ -1,5 +1,6 @@
 #include "launch/launch_mpi.h"
 
+#include "launch/launch_env.h"
 #include "launch/launch_hosts.h"
 #include "launch/launch_job.h"
 #include "launch/launch_process.h"
@@ -60,16 +61,27 @@ std::function<std::string(std::string_view)> mpirun_report_reader()
 
 } // namespace
 
-std::vector<std::string> mpirun_argv(const Options &opt,
+std::vector<std::string> mpirun_argv(const Options &opt, const std::string &hosts,
                                      const std::vector<std::string> &env_names)
 {
     // --oversubscribe: -np counts ranks, not cores, as with the local launcher.
     // --allow-run-as-root: containers often run as root; Open MPI refuses it otherwise.
     std::vector<std::string> argv = {"mpirun", "--allow-run-as-root", "--oversubscribe",
                                      "-np", std::to_string(opt.np)};
-    if (!opt.hosts.empty()) {
+    if (!hosts.empty()) {
         argv.push_back("-H");
-        argv.push_back(opt.hosts); // Open MPI reads host:slots lists the same way
+        argv.push_back(hosts); // Open MPI reads host:slots lists the same way
+    }
+    // Open MPI's ssh starter takes the extra ssh arguments as one space-separated string.
+    std::string rsh_args;
+    if (opt.ssh_port > 0)
+        rsh_args = "-p " + std::to_string(opt.ssh_port);
+    if (!opt.ssh_identity.empty())
+        rsh_args += (rsh_args.empty() ? "" : " ") + std::string("-i ") + opt.ssh_identity;
+    if (!rsh_args.empty()) {
+        for (const char *arg : {"--mca", "plm_rsh_args"})
+            argv.push_back(arg);
+        argv.push_back(rsh_args);
     }
     if (opt.tag_output)
         argv.push_back("--tag-output");
@@ -89,6 +101,14 @@ std::vector<std::string> mpirun_argv(const Options &opt,
 
 int run_with_mpirun(const Options &opt)
 {
+    std::vector<HostSlots> hosts = host_list(opt);
+    bool remote = false;
+    for (const HostSlots &h : hosts)
+        remote = remote || !h.local;
+    if (!opt.ssh_identity.empty() &&
+        opt.ssh_identity.find_first_of(" \t") != std::string::npos)
+        throw UsageError{"--ssh-identity with --launcher mpi cannot contain spaces (Open "
+                         "MPI splits its ssh arguments at spaces): " + opt.ssh_identity};
     std::string mpirun;
     try {
         mpirun = resolve_executable("mpirun");
@@ -97,10 +117,6 @@ int run_with_mpirun(const Options &opt)
                   << "; install openmpi-bin or use --launcher local/ssh\n";
         return 127;
     }
-    bool remote = false;
-    if (!opt.hosts.empty())
-        for (const HostSlots &h : parse_hosts(opt.hosts))
-            remote = remote || !h.local;
 
     SignalReader signals; // before the store's thread exists, so it inherits the mask
     std::string token = bootstrap::Auth::random_token();
@@ -113,14 +129,19 @@ int run_with_mpirun(const Options &opt)
     l.place.local = true;
     l.spec.path = mpirun;
     l.spec.env = current_environment(dropped());
+    // mpirun -x NAME exports mpirun's own NAME, so -x values are set in its environment;
+    // the same variables reach the ranks as with the ssh launcher (launch_env.h).
+    EnvList exported = exported_values(opt.exports, l.spec.env);
     std::vector<std::string> forwarded;
-    for (const std::string &entry : l.spec.env)
-        if (entry.rfind("DISTTRAIN_", 0) == 0)
-            forwarded.push_back(entry.substr(0, entry.find('=')));
+    for (const auto &[name, value] : remote_settings(l.spec.env, exported))
+        forwarded.push_back(name);
+    for (const auto &[name, value] : exported)
+        set_variable(l.spec.env, name, value);
     l.spec.env.push_back("DISTTRAIN_STORE_ADDR=" + store.address);
     l.spec.env.push_back("DISTTRAIN_JOB_TOKEN=" + token);
     l.spec.env.push_back("DISTTRAIN_STORE_SERVER=launcher");
-    l.spec.argv = mpirun_argv(opt, forwarded);
+    l.spec.argv = mpirun_argv(opt, hosts.empty() ? std::string() : format_hosts(hosts),
+                              forwarded);
     l.label = "mpirun";
     l.explain = mpirun_report_reader();
     // mpirun tags its ranks' lines itself (--tag-output); ours would say [0] for all.

@@ -11,10 +11,11 @@
 
 namespace dt::launch {
 
-// The mpirun command line for opt (argv[0] is "mpirun"): -np, -H when given, -x for the
-// store variables and every other DISTTRAIN_* setting in env_names, --tag-output when
-// output is tagged, then the rank command.
-std::vector<std::string> mpirun_argv(const Options &opt,
+// The mpirun command line for opt (argv[0] is "mpirun"): -np, -H hosts when not empty
+// (the -H or --hostfile hosts in -H form), the ssh port and key as plm_rsh_args, -x for
+// the store variables and every name in env_names (the settings forwarded to remote
+// ranks, launch_env.h), --tag-output when output is tagged, then the rank command.
+std::vector<std::string> mpirun_argv(const Options &opt, const std::string &hosts,
                                      const std::vector<std::string> &env_names);
 
 // Runs the whole job through mpirun; returns disttrainrun's exit code.

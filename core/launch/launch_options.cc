@@ -1,5 +1,8 @@
 #include "launch/launch_options.h"
 
+#include "disttrain/disttrain.h"
+
+#include <algorithm>
 #include <cerrno>
 #include <cmath>
 #include <cstdlib>
@@ -55,7 +58,57 @@ LauncherKind parse_launcher(const std::string &value)
     throw UsageError{"--launcher must be 'local', 'ssh' or 'mpi', got '" + value + "'"};
 }
 
+int parse_port(const std::string &option, const std::string &value)
+{
+    bool digits = !value.empty() && value.size() <= 5 &&
+                  value.find_first_not_of("0123456789") == std::string::npos;
+    int port = digits ? std::atoi(value.c_str()) : 0;
+    if (port < 1 || port > 65535)
+        throw UsageError{option + " needs a port number from 1 to 65535, got '" + value + "'"};
+    return port;
+}
+
+bool is_variable_name(const std::string &name)
+{
+    auto alpha = [](char c) { return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || c == '_'; };
+    return !name.empty() && alpha(name[0]) &&
+           std::all_of(name.begin(), name.end(),
+                       [&](char c) { return alpha(c) || (c >= '0' && c <= '9'); });
+}
+
+ExportedVar parse_export(const std::string &option, const std::string &value)
+{
+    size_t eq = value.find('=');
+    ExportedVar v;
+    v.name = value.substr(0, eq);
+    if (eq != std::string::npos)
+        v.value = value.substr(eq + 1);
+    if (!is_variable_name(v.name))
+        throw UsageError{option + " needs VAR or VAR=VALUE with VAR a variable name "
+                                  "(letters, digits, _), got '" + value + "'"};
+    if (is_rank_variable(v.name))
+        throw UsageError{option + " cannot set " + v.name +
+                         ": disttrainrun sets it for each rank"};
+    return v;
+}
+
 } // namespace
+
+bool is_rank_variable(const std::string &name)
+{
+    static const char *const names[] = {
+        "DISTTRAIN_RANK",       "DISTTRAIN_SIZE",       "DISTTRAIN_LOCAL_RANK",
+        "DISTTRAIN_LOCAL_SIZE", "DISTTRAIN_STORE_ADDR", "DISTTRAIN_JOB_TOKEN",
+        "DISTTRAIN_STORE_SERVER"};
+    return std::any_of(std::begin(names), std::end(names),
+                       [&](const char *n) { return name == n; });
+}
+
+std::string version_text()
+{
+    return std::string("disttrainrun (libdisttrain) ") + DT_PROJECT_VERSION + ", API " +
+           std::to_string(DT_API_MAJOR) + "." + std::to_string(DT_API_MINOR);
+}
 
 std::optional<Options> parse_options(const std::vector<std::string> &args)
 {
@@ -81,6 +134,9 @@ std::optional<Options> parse_options(const std::vector<std::string> &args)
         Arg a = split_arg(raw);
         if (a.name == "-h" || a.name == "--help") {
             return std::nullopt;
+        } else if (a.name == "--version" && !a.inline_value) {
+            opt.show_version = true;
+            return opt;
         } else if (a.name == "-np" || a.name == "-n" || a.name == "--np") {
             opt.np = parse_count(a.name, value_of(a));
             np_given = true;
@@ -88,6 +144,18 @@ std::optional<Options> parse_options(const std::vector<std::string> &args)
             opt.hosts = value_of(a);
             if (opt.hosts.empty())
                 throw UsageError{a.name + " needs a list like host1:4,host2:4"};
+        } else if (a.name == "--hostfile" || a.name == "-hostfile") {
+            opt.hostfile = value_of(a);
+            if (opt.hostfile.empty())
+                throw UsageError{a.name + " needs the path of a hostfile"};
+        } else if (a.name == "-x") {
+            opt.exports.push_back(parse_export(a.name, value_of(a)));
+        } else if (a.name == "--ssh-port") {
+            opt.ssh_port = parse_port(a.name, value_of(a));
+        } else if (a.name == "--ssh-identity") {
+            opt.ssh_identity = value_of(a);
+            if (opt.ssh_identity.empty())
+                throw UsageError{a.name + " needs the path of a private key file"};
         } else if (a.name == "--launcher") {
             opt.launcher = parse_launcher(value_of(a));
         } else if (a.name == "--timeout") {
@@ -107,6 +175,8 @@ std::optional<Options> parse_options(const std::vector<std::string> &args)
     }
     opt.command.assign(args.begin() + static_cast<std::ptrdiff_t>(std::min(i, args.size())),
                        args.end());
+    if (!opt.hosts.empty() && !opt.hostfile.empty())
+        throw UsageError{"-H and --hostfile both give the hosts; use one of them"};
     if (!np_given)
         throw UsageError{"-np is required: the number of ranks to start, e.g. -np 4"};
     if (opt.command.empty())
@@ -117,21 +187,36 @@ std::optional<Options> parse_options(const std::vector<std::string> &args)
 
 const char *usage() noexcept
 {
-    return "usage: disttrainrun -np N [-H host:slots,...] [--launcher local|ssh|mpi]\n"
+    return "usage: disttrainrun -np N [-H host:slots,... | --hostfile FILE]\n"
+           "                    [-x VAR[=VALUE]]... [--launcher local|ssh|mpi]\n"
+           "                    [--ssh-port PORT] [--ssh-identity FILE]\n"
            "                    [--timeout S] [--grace S] [--tag-output|--no-tag-output]\n"
-           "                    [--bind-to core|none|auto]\n"
+           "                    [--bind-to core|none|auto] [--version]\n"
            "                    [--] command [args...]\n"
            "\n"
            "Starts N ranks of command, serves their rendezvous store and prefixes each\n"
            "output line with the rank, e.g. \"[1] loss 0.3\".\n"
            "\n"
-           "  -np N            number of ranks (required)\n"
+           "  -np N, -n N, --np N\n"
+           "                   number of ranks (required)\n"
            "  -H LIST          hosts and slots, e.g. node1:4,node2:4 (default localhost:N);\n"
            "                   ranks fill each host's slots in order\n"
+           "  --hostfile FILE  hosts and slots from a file instead of -H (also -hostfile):\n"
+           "                   one host a line, as \"node1 slots=4\" (Open MPI) or\n"
+           "                   \"node1:4\" (Horovod), a host alone meaning one slot; #\n"
+           "                   starts a comment, blank lines are skipped\n"
+           "  -x VAR[=VALUE]   give every rank VAR, with our value or VALUE (repeatable);\n"
+           "                   local ranks inherit our environment anyway, ranks started\n"
+           "                   through ssh get only DISTTRAIN_*, OMP_NUM_THREADS, NCCL_*,\n"
+           "                   UCX_* and the -x variables (so -x PYTHONPATH,\n"
+           "                   -x LD_LIBRARY_PATH where the remote hosts need ours)\n"
            "  --launcher K     local: start every rank here; ssh: start every rank\n"
            "                   through ssh (default: local slots here, others via ssh);\n"
-           "                   mpi: mpirun starts the ranks (-np, -H and the store's\n"
-           "                   address and token passed with mpirun -x)\n"
+           "                   mpi: mpirun starts the ranks (-np, the hosts and the\n"
+           "                   store's address and token passed with mpirun -x)\n"
+           "  --ssh-port PORT  port of the remote hosts' sshd (ssh -p)\n"
+           "  --ssh-identity FILE\n"
+           "                   private key ssh logs in with (ssh -i)\n"
            "  --timeout S      stop the job after S seconds (default 0: no limit)\n"
            "  --grace S        seconds between SIGTERM (with SIGCONT, for stopped ranks)\n"
            "                   and SIGKILL when stopping ranks (default 5)\n"
@@ -140,6 +225,7 @@ const char *usage() noexcept
            "                   disttrainrun may use (an error if there are fewer cores\n"
            "                   than ranks); none: ranks share every CPU; auto (default):\n"
            "                   core when the ranks fit, else none\n"
+           "  --version        print the version of disttrainrun and libdisttrain\n"
            "\n"
            "When a rank fails, the others are stopped and the last lines say why: the\n"
            "first failure, each other rank that died by a signal of its own (a crash),\n"

@@ -1,12 +1,16 @@
-// The disttrainrun command line. Parsed by hand rather than with CLI11 because the rank
-// command that follows the options is taken verbatim (its own -x flags included), which
-// CLI11 only does with `--`; mpirun users expect `disttrainrun -np 2 ./train --lr 0.1`.
+// The disttrainrun command line. Parsed by hand rather than with CLI11 (which the other
+// programs use) because mpirun's syntax does not fit it: CLI11 (2.1) refuses
+// multi-letter single-dash names (-np, -hostfile), and its prefix_command mode, the only
+// one that takes the rank command verbatim without `--` (`disttrainrun -np 2 ./train -x`),
+// stops at the first unknown option instead of rejecting it, so a typo such as
+// --hostfil would be run as the rank command.
 #pragma once
 
 #include "launch/launch_binding.h"
 
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace dt::launch {
@@ -18,9 +22,21 @@ enum class LauncherKind {
     mpi,       // mpirun starts every rank (launch_mpi.h)
 };
 
+// One -x: NAME alone forwards disttrainrun's own value (nothing when it is unset);
+// NAME=VALUE sets VALUE.
+struct ExportedVar {
+    std::string name;
+    std::optional<std::string> value;
+};
+
 struct Options {
     int np = 0;
     std::string hosts;            // -H value, empty when not given
+    std::string hostfile;         // --hostfile path, empty when not given (excludes -H)
+    std::vector<ExportedVar> exports; // -x, in the order given
+    int ssh_port = 0;             // --ssh-port, 0: ssh's default
+    std::string ssh_identity;     // --ssh-identity, empty: ssh's default keys
+    bool show_version = false;    // --version: print it and exit (nothing else checked)
     LauncherKind launcher = LauncherKind::automatic;
     double timeout_s = 0;         // 0: no job time limit
     double grace_s = 5;           // SIGTERM to SIGKILL delay when stopping ranks
@@ -35,9 +51,17 @@ struct UsageError {
 };
 
 // Parses argv (without argv[0]). Returns nullopt when --help was asked for (usage() is
-// then printed by the caller). Throws UsageError naming the bad argument.
+// then printed by the caller), options with show_version set for --version. Throws
+// UsageError naming the bad argument. Does not read the hostfile (parse_hostfile does).
 std::optional<Options> parse_options(const std::vector<std::string> &args);
 
+// True for the variables disttrainrun sets per rank (DISTTRAIN_RANK, ..._JOB_TOKEN), which
+// neither -x nor the inherited environment may set.
+bool is_rank_variable(const std::string &name);
+
 const char *usage() noexcept;
+
+// "disttrainrun (libdisttrain) 1.1.0, API 1.1"
+std::string version_text();
 
 } // namespace dt::launch

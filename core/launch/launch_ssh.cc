@@ -80,7 +80,21 @@ std::string shell_quote(const std::string &s)
     return out + "'";
 }
 
-std::vector<UnreachableHost> check_hosts(const std::string &ssh_path,
+std::vector<std::string> ssh_options(const SshOptions &ssh)
+{
+    std::vector<std::string> args = {"-o", "BatchMode=yes"};
+    if (ssh.port > 0) {
+        args.push_back("-p");
+        args.push_back(std::to_string(ssh.port));
+    }
+    if (!ssh.identity.empty()) {
+        args.push_back("-i");
+        args.push_back(ssh.identity);
+    }
+    return args;
+}
+
+std::vector<UnreachableHost> check_hosts(const std::string &ssh_path, const SshOptions &ssh,
                                          const std::vector<std::string> &hosts)
 {
     std::vector<Probe> probes;
@@ -88,7 +102,13 @@ std::vector<UnreachableHost> check_hosts(const std::string &ssh_path,
     for (const std::string &host : hosts) {
         SpawnSpec spec;
         spec.path = ssh_path;
-        spec.argv = {"ssh", "-o", "BatchMode=yes", "-o", "ConnectTimeout=5", host, "true"};
+        spec.argv = {"ssh"};
+        for (std::string &arg : ssh_options(ssh))
+            spec.argv.push_back(std::move(arg));
+        for (const char *arg : {"-o", "ConnectTimeout=5"})
+            spec.argv.push_back(arg);
+        spec.argv.push_back(host);
+        spec.argv.push_back("true");
         spec.env = current_environment({});
         try {
             probes.push_back({host, spawn(spec), {}, false});
@@ -124,13 +144,18 @@ std::vector<UnreachableHost> check_hosts(const std::string &ssh_path,
     return ordered;
 }
 
-std::string unreachable_message(const UnreachableHost &u)
+std::string unreachable_message(const UnreachableHost &u, const SshOptions &ssh)
 {
+    std::string by_hand = "ssh";
+    for (const std::string &arg : ssh_options(ssh))
+        by_hand += " " + (arg.find_first_of(" '\"\\$") == std::string::npos ? arg
+                                                                            : shell_quote(arg));
     return "disttrainrun: cannot reach host '" + u.host + "' over ssh: " + u.reason +
-           "; check that passwordless ssh works (ssh -o BatchMode=yes " + u.host + " true)";
+           "; check that passwordless ssh works (" + by_hand + " " + u.host + " true)";
 }
 
-SpawnSpec remote_spawn_spec(const std::string &ssh_path, const std::string &host,
+SpawnSpec remote_spawn_spec(const std::string &ssh_path, const SshOptions &ssh,
+                            const std::string &host,
                             const std::string &cwd,
                             const std::vector<std::pair<std::string, std::string>> &env,
                             const std::vector<std::string> &command)
@@ -155,7 +180,11 @@ SpawnSpec remote_spawn_spec(const std::string &ssh_path, const std::string &host
         "wait $dt_rank\n";
     SpawnSpec spec;
     spec.path = ssh_path;
-    spec.argv = {"ssh", "-o", "BatchMode=yes", host, "sh -c " + shell_quote(script)};
+    spec.argv = {"ssh"};
+    for (std::string &arg : ssh_options(ssh))
+        spec.argv.push_back(std::move(arg));
+    spec.argv.push_back(host);
+    spec.argv.push_back("sh -c " + shell_quote(script));
     spec.env = current_environment({});
     spec.pipe_stdin = true;
     return spec;

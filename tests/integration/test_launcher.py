@@ -22,11 +22,14 @@ from conftest import clean_env, run  # noqa: E402
 SUMMARY = re.compile(r"^disttrainrun: ", re.M)
 
 FAKE_SSH = r"""#!/bin/sh
-# Fake ssh: skips options, fails for hosts named down-*, otherwise runs the command here.
+# Fake ssh: records and skips options, fails for hosts named down-*, otherwise runs the
+# command here (with FAKE_SSH_CLEAN_ENV, in an environment as bare as a fresh login's).
+opts=
 while [ $# -gt 0 ]; do
-  case "$1" in -o) shift 2;; -*) shift;; *) break;; esac
+  case "$1" in -o|-p|-i|-l) opts="$opts $1 $2"; shift 2;; -*) opts="$opts $1"; shift;; *) break;; esac
 done
 host=$1; shift
+echo "$opts $host" >> "$FAKE_SSH_LOG.options"
 case "$host" in
   down-*) echo "ssh: connect to host $host port 22: Connection refused" >&2; exit 255;;
 esac
@@ -38,6 +41,9 @@ if [ -n "$FAKE_SSH_DETACH" ]; then
   setsid sh -c "$*" <&3 3<&- &
   wait $!
   exit $?
+fi
+if [ -n "$FAKE_SSH_CLEAN_ENV" ]; then
+  exec env -i PATH="$PATH" HOME="$HOME" sh -c "$*"
 fi
 exec sh -c "$*"
 """
@@ -251,6 +257,137 @@ def test_remote_command_arguments_survive_quoting(disttrainrun, fake_ssh, tmp_pa
     assert r.stdout == f"[0] {weird!r}\n"
 
 
+SHOW_VARS = 'echo "FOO=${FOO-unset} BAR=${BAR-unset} NCCL_DEBUG=${NCCL_DEBUG-unset} ' \
+            'PYTHONPATH=${PYTHONPATH-unset}"'
+
+
+def test_x_forwards_variables_to_local_ranks(disttrainrun):
+    r = run([disttrainrun, "-np", "2", "-x", "FOO", "-x", "BAR=given", "-x", "NOT_SET_HERE",
+             "sh", "-c", SHOW_VARS + '; echo "NOT_SET_HERE=${NOT_SET_HERE-unset}"'],
+            env={"FOO": "ours", "BAR": "replaced"}, timeout=30)
+    assert r.returncode == 0, r.stderr
+    for rank in (0, 1):
+        assert f"[{rank}] FOO=ours BAR=given NCCL_DEBUG=unset PYTHONPATH=unset" in \
+            r.stdout.splitlines(), r.stdout
+        assert f"[{rank}] NOT_SET_HERE=unset" in r.stdout.splitlines()
+
+
+def test_x_and_default_list_reach_ssh_ranks(disttrainrun, fake_ssh, tmp_path):
+    env, _ = fake_ssh
+    env.update({"FAKE_SSH_CLEAN_ENV": "1", "FOO": "ours", "BAR": "not forwarded",
+                "NCCL_DEBUG": "INFO", "PYTHONPATH": "/not/forwarded"})
+    r = run([disttrainrun, "-np", "2", "--launcher", "ssh", "-H", "nodeA:2", "-x", "FOO",
+             "sh", "-c", SHOW_VARS], env=env, timeout=30, cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert sorted(r.stdout.splitlines()) == [
+        f"[{i}] FOO=ours BAR=unset NCCL_DEBUG=INFO PYTHONPATH=unset" for i in (0, 1)]
+    r = run([disttrainrun, "-np", "1", "--launcher", "ssh", "-H", "nodeA", "-x", "PYTHONPATH",
+             "-x", "NCCL_DEBUG=WARN", "-x", "BAR=it's $given", "sh", "-c", SHOW_VARS],
+            env=env, timeout=30, cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout == ("[0] FOO=unset BAR=it's $given NCCL_DEBUG=WARN "
+                        "PYTHONPATH=/not/forwarded\n")
+
+
+def test_ssh_port_and_identity_are_passed_to_ssh(disttrainrun, fake_ssh, tmp_path):
+    env, log = fake_ssh
+    key = tmp_path / "id key"
+    key.write_text("not a real key\n")
+    r = run([disttrainrun, "-np", "2", "-H", "nodeA:2", "--ssh-port", "2222",
+             "--ssh-identity", key, "sh", "-c", "echo ok"], env=env, timeout=30)
+    assert r.returncode == 0, r.stderr
+    options = pathlib.Path(str(log) + ".options").read_text().splitlines()
+    # The reachability check, then one ssh per rank.
+    assert options == [f" -o BatchMode=yes -p 2222 -i {key} -o ConnectTimeout=5 nodeA"] + \
+        [f" -o BatchMode=yes -p 2222 -i {key} nodeA"] * 2
+
+
+def test_ssh_port_and_identity_appear_in_the_unreachable_hint(disttrainrun, fake_ssh,
+                                                              tmp_path):
+    env, _ = fake_ssh
+    key = tmp_path / "key"
+    key.write_text("k\n")
+    r = run([disttrainrun, "-np", "1", "-H", "down-a", "--ssh-port", "2200",
+             "--ssh-identity", key, "true"], env=env, timeout=30)
+    assert r.returncode == 1
+    assert r.stderr.strip().endswith(
+        f"(ssh -o BatchMode=yes -p 2200 -i {key} down-a true)"), r.stderr
+
+
+def test_hostfile_places_ranks_like_dash_h(disttrainrun, fake_ssh, tmp_path):
+    env, log = fake_ssh
+    hostfile = tmp_path / "hosts"
+    hostfile.write_text("# two here, two on nodeA, one on nodeB\n"
+                        "localhost slots=2\n\n"
+                        "nodeA:2   # Horovod form\n"
+                        "nodeB slots=4\n")
+    r = run([disttrainrun, "-np", "5", "--hostfile", hostfile, "sh", "-c", ENV_DUMP],
+            env=env, timeout=30, cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    ranks = parse_env_lines(r.stdout)
+    expected = {0: ("0", "2"), 1: ("1", "2"), 2: ("0", "2"), 3: ("1", "2"), 4: ("0", "1")}
+    for i, (local_rank, local_size) in expected.items():
+        assert (ranks[i]["local_rank"], ranks[i]["local_size"]) == (local_rank, local_size)
+    assert sorted(log.read_text().split()) == ["nodeA", "nodeA", "nodeA", "nodeB", "nodeB"]
+
+
+def test_launcher_mpi_gets_hostfile_exports_and_ssh_options(disttrainrun, tmp_path):
+    # A fake mpirun that records its command line and the values of what it forwards.
+    bindir = tmp_path / "fakebin"
+    bindir.mkdir()
+    mpirun = bindir / "mpirun"
+    mpirun.write_text('#!/bin/sh\nprintf "%s\\n" "$@" > "$MPIRUN_LOG"\n'
+                      'echo "FOO=$FOO NCCL_DEBUG=$NCCL_DEBUG" >> "$MPIRUN_LOG"\n')
+    mpirun.chmod(0o755)
+    log = tmp_path / "mpirun.log"
+    key = tmp_path / "key"
+    key.write_text("k\n")
+    hostfile = tmp_path / "hosts"
+    hostfile.write_text("localhost slots=2\nnodeA:1\n")
+    r = run([disttrainrun, "--launcher", "mpi", "--hostfile", hostfile, "-np", "3",
+             "-x", "FOO=bar", "-x", "PYTHONPATH", "--ssh-port", "2222", "--ssh-identity", key,
+             "prog", "arg"],
+            env={"PATH": f"{bindir}:{os.environ['PATH']}", "MPIRUN_LOG": str(log),
+                 "NCCL_DEBUG": "INFO", "PYTHONPATH": "/p"}, timeout=30)
+    assert r.returncode == 0, r.stderr
+    lines = log.read_text().splitlines()
+    argv, values = lines[:-1], lines[-1]
+    assert argv[argv.index("-H") + 1] == "localhost:2,nodeA:1"
+    assert argv[argv.index("plm_rsh_args") + 1] == f"-p 2222 -i {key}"
+    exported = {argv[i + 1] for i, a in enumerate(argv) if a == "-x"}
+    assert {"FOO", "NCCL_DEBUG", "PYTHONPATH", "DISTTRAIN_JOB_TOKEN"} <= exported, argv
+    assert argv[-2:] == ["prog", "arg"]
+    assert values == "FOO=bar NCCL_DEBUG=INFO"
+
+
+@pytest.mark.parametrize("text, line, message", [
+    ("node1 slots=2\nnode2 slot=2\n", 2, "unexpected 'slot=2' after host 'node2'"),
+    ("# c\n\nnode1:two\n", 3, "has a bad slot count"),
+    ("node1 slots=2 max_slots=4\n", 1, "'max_slots=4' is not supported"),
+    ("a:1\nb:1\na:1\n", 3, "host 'a' is already on line 1"),
+])
+def test_bad_hostfile_line_is_named(disttrainrun, tmp_path, text, line, message):
+    hostfile = tmp_path / "hosts"
+    hostfile.write_text(text)
+    marker = tmp_path / "started"
+    r = run([disttrainrun, "-np", "1", "--hostfile", hostfile, "touch", marker], timeout=30)
+    assert r.returncode == 2, (r.returncode, r.stderr)
+    lines = r.stderr.splitlines()
+    assert len(lines) == 1 and lines[0].startswith(f"disttrainrun: {hostfile}:{line}: "), \
+        r.stderr
+    assert message in lines[0], lines[0]
+    assert not marker.exists()
+
+
+def test_version(disttrainrun):
+    meson = (pathlib.Path(__file__).resolve().parents[2] / "meson.build").read_text()
+    version = re.search(r"version\s*:\s*'([^']+)'", meson).group(1)
+    r = run([disttrainrun, "--version"], timeout=30)
+    assert r.returncode == 0, r.stderr
+    assert re.fullmatch(rf"disttrainrun \(libdisttrain\) {re.escape(version)}, API \d+\.\d+\n",
+                        r.stdout), r.stdout
+
+
 # --- failures ---------------------------------------------------------------------------
 
 def sleeping_ranks_script(pidfile, failing_rank, failure):
@@ -447,6 +584,18 @@ def test_command_not_found(disttrainrun, tmp_path):
     (["-np", "1", "--frobnicate", "TOUCH"], "unknown option '--frobnicate'"),
     (["-np", "1", "--bind-to", "socket", "TOUCH"],
      "--bind-to 'socket': expected core, none or auto"),
+    (["-np", "1", "-H", "a:1", "--hostfile", "/dev/null", "TOUCH"],
+     "-H and --hostfile both give the hosts; use one of them"),
+    (["-np", "1", "--hostfile", "/nonexistent/hosts", "TOUCH"],
+     "cannot read hostfile /nonexistent/hosts: No such file or directory"),
+    (["-np", "1", "--hostfile", "/dev/null", "TOUCH"], "hostfile /dev/null lists no hosts"),
+    (["-np", "1", "-x", "2BAD", "TOUCH"], "-x needs VAR or VAR=VALUE"),
+    (["-np", "1", "-x", "DISTTRAIN_JOB_TOKEN=x", "TOUCH"],
+     "-x cannot set DISTTRAIN_JOB_TOKEN: disttrainrun sets it for each rank"),
+    (["-np", "1", "--ssh-port", "70000", "TOUCH"],
+     "--ssh-port needs a port number from 1 to 65535, got '70000'"),
+    (["-np", "1", "--ssh-identity", "/nonexistent/key", "TOUCH"],
+     "--ssh-identity /nonexistent/key: cannot read it: No such file or directory"),
 ])
 def test_bad_arguments(disttrainrun, tmp_path, args, message):
     marker = tmp_path / "started"
@@ -466,6 +615,9 @@ def test_help(disttrainrun):
     r = run([disttrainrun, "--help"], timeout=30)
     assert r.returncode == 0
     assert "usage: disttrainrun -np N" in r.stdout
+    for option in ("-np N, -n N, --np N", "--hostfile FILE", "-x VAR[=VALUE]",
+                   "--ssh-port PORT", "--ssh-identity FILE", "--version"):
+        assert option in r.stdout, option
 
 
 def test_command_options_are_not_taken_as_ours(disttrainrun):

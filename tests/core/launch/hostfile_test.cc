@@ -1,0 +1,118 @@
+#include "launch/launch_hosts.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <fstream>
+#include <string>
+#include <unistd.h>
+
+namespace dt::launch {
+namespace {
+
+std::string error_of(const std::string &text)
+{
+    try {
+        parse_hostfile_text(text, "hf");
+    } catch (const UsageError &e) {
+        return e.message;
+    }
+    return "(no error)";
+}
+
+TEST(Hostfile, OpenMpiAndHorovodLines)
+{
+    auto hosts = parse_hostfile_text("# cluster\n"
+                                     "\n"
+                                     "node1 slots=4\n"
+                                     "  node2:2   # Horovod form\n"
+                                     "\tnode3\t slots=8 \r\n"
+                                     "node4\n"
+                                     "[fe80::1]:2\n"
+                                     "::2 slots=3\n"
+                                     "node5:1",
+                                     "hf");
+    ASSERT_EQ(hosts.size(), 7u);
+    EXPECT_EQ(hosts[0].host, "node1");
+    EXPECT_EQ(hosts[0].slots, 4);
+    EXPECT_EQ(hosts[1].host, "node2");
+    EXPECT_EQ(hosts[1].slots, 2);
+    EXPECT_EQ(hosts[2].host, "node3");
+    EXPECT_EQ(hosts[2].slots, 8);
+    EXPECT_EQ(hosts[3].slots, 1);
+    EXPECT_EQ(hosts[4].host, "fe80::1");
+    EXPECT_EQ(hosts[4].slots, 2);
+    EXPECT_EQ(hosts[5].host, "::2");
+    EXPECT_EQ(hosts[5].slots, 3);
+    EXPECT_EQ(hosts[6].host, "node5");
+    EXPECT_EQ(format_hosts(hosts), "node1:4,node2:2,node3:8,node4:1,[fe80::1]:2,[::2]:3,node5:1");
+}
+
+TEST(Hostfile, SameListAsDashH)
+{
+    auto from_file = parse_hostfile_text("localhost slots=2\nnodeA:3\n", "hf");
+    auto from_h = parse_hosts("localhost:2,nodeA:3");
+    ASSERT_EQ(from_file.size(), from_h.size());
+    for (size_t i = 0; i < from_h.size(); ++i) {
+        EXPECT_EQ(from_file[i].host, from_h[i].host);
+        EXPECT_EQ(from_file[i].slots, from_h[i].slots);
+        EXPECT_EQ(from_file[i].local, from_h[i].local);
+    }
+    EXPECT_TRUE(from_file[0].local);
+}
+
+TEST(Hostfile, ErrorsNameFileAndLine)
+{
+    EXPECT_EQ(error_of("a slots=2\n\nb slot=2\n"),
+              "hf:3: unexpected 'slot=2' after host 'b': a line is 'host slots=N' (Open "
+              "MPI), 'host:N' (Horovod) or 'host' (one slot)");
+    EXPECT_EQ(error_of("a slots=0\n"), "hf:1: host 'a slots=0' has a bad slot count: use "
+                                       "host slots=N with N a positive integer");
+    EXPECT_EQ(error_of("# x\na:x\n"), "hf:2: host 'a:x' has a bad slot count: use host:N "
+                                      "with N a positive integer");
+    EXPECT_EQ(error_of("a:2\nb\na slots=1\n"),
+              "hf:3: host 'a' is already on line 1; give it once with the total slots");
+    EXPECT_EQ(error_of("a slots=2 max_slots=4\n").rfind("hf:1: 'max_slots=4' is not supported", 0),
+              0u);
+    EXPECT_EQ(error_of("a:2 slots=2\n").rfind("hf:1: unexpected 'slots=2'", 0), 0u);
+    EXPECT_EQ(error_of("a slots=2 slots=3\n").rfind("hf:1: unexpected 'slots=3'", 0), 0u);
+    EXPECT_EQ(error_of(":2\n"), "hf:1: host ':2' has no host name");
+    EXPECT_EQ(error_of("[::1\n"), "hf:1: host '[::1' has no closing ']'");
+    EXPECT_EQ(error_of("# only comments\n\n"), "hostfile hf lists no hosts");
+    EXPECT_EQ(error_of(""), "hostfile hf lists no hosts");
+}
+
+TEST(Hostfile, ReadFromDisk)
+{
+    char path[] = "/tmp/dt_hostfile_XXXXXX";
+    int fd = mkstemp(path);
+    ASSERT_GE(fd, 0);
+    close(fd);
+    std::ofstream(path) << "localhost slots=2\n";
+    Options opt;
+    opt.np = 2;
+    opt.hostfile = path;
+    auto placed = place_ranks(opt);
+    ASSERT_EQ(placed.size(), 2u);
+    EXPECT_TRUE(placed[1].local);
+    EXPECT_EQ(placed[1].local_size, 2);
+    opt.np = 3;
+    try {
+        place_ranks(opt);
+        ADD_FAILURE() << "3 ranks on 2 slots";
+    } catch (const UsageError &e) {
+        EXPECT_NE(e.message.find("slots in hostfile " + std::string(path)), std::string::npos)
+            << e.message;
+    }
+    std::remove(path);
+    try {
+        read_hostfile(path);
+        ADD_FAILURE() << "missing file read";
+    } catch (const UsageError &e) {
+        EXPECT_EQ(e.message, "cannot read hostfile " + std::string(path) +
+                                 ": No such file or directory");
+    }
+}
+
+} // namespace
+} // namespace dt::launch

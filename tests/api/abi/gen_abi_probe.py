@@ -8,8 +8,8 @@ function's full signature; for each typedef T (struct, enum, handle, function po
 it emits `const T *const abi_type_T`. A function or type that disappears from a header
 makes its variable disappear, which abidiff reports as an incompatible change.
 
-Usage: gen_abi_probe.py OUT.c HEADER... (headers as <disttrain/...> include paths are
-derived from the part of each path from "disttrain/" on).
+Usage: gen_abi_probe.py OUT.c HEADER... (each header is included as <disttrain/...>,
+its path from the last "disttrain/" folder on).
 """
 import re
 import sys
@@ -30,10 +30,10 @@ def strip_comments(text):
 
 def include_name(path):
     norm = path.replace("\\", "/")
-    # From the "disttrain/" folder on: api/disttrain/plugin/x.h -> disttrain/plugin/x.h.
-    i = norm.find("/disttrain/")
+    # From the last "disttrain/" folder on: .../api/disttrain/plugin/x.h -> disttrain/plugin/x.h.
     if norm.startswith("disttrain/"):
         return norm
+    i = norm.rfind("/disttrain/")
     return norm[i + 1:] if i >= 0 else norm
 
 

@@ -12,6 +12,8 @@ packages=(
   iproute2 openssh-client
   cargo python3-torch dataset-fashion-mnist
   libdnnl-dev libucx-dev
+  # abidw and abidiff: the ABI guard (tests/api/abi, api/abi/README.md) skips without them.
+  abigail-tools
   # The BLAS behind libblas.so.3 that Debian's torch (and numpy) call: without it the
   # reference BLAS serves, and PyTorch's matmuls run ~10x slower than in any PyTorch
   # build users get elsewhere (tests/bench/torch_ddp_compare.py prints which one).

@@ -65,9 +65,15 @@ bool run(const Services &s, algo::Comm &comm, const Args &a)
     Args args = a;
     if (a.avg_divisor > 0)
         args.op = DT_AVG; // the plugin divides (NCCL's ncclAvg), on the device
-    return run_and_wait(dc, op_kind_name(a.kind), [&](dt_transport_request_t *req) {
-        return start_native(device, args, req);
-    });
+    try {
+        return run_and_wait(dc, op_kind_name(a.kind), [&](dt_transport_request_t *req) {
+            return start_native(device, args, req);
+        });
+    } catch (const Error &e) {
+        // The device transport is aborted already; the host one tells the peers, which
+        // may be waiting in a collective of their own that this rank will never join.
+        comm.fail_collective(e.status(), e.what());
+    }
 }
 
 } // namespace

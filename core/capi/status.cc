@@ -58,7 +58,8 @@ DT_API dt_status_t dt_get_version(dt_version_t *out)
 {
     return dt::capi::guard([&] {
         dt::capi::require(out, "dt_get_version", "out");
-        *out = dt_version_t{DT_API_MAJOR, DT_API_MINOR, 0, "1.1.0"};
+        // The project's version from meson.build, as disttrainrun --version prints it.
+        *out = dt_version_t{DT_API_MAJOR, DT_API_MINOR, 0, DT_PROJECT_VERSION};
         return DT_OK;
     });
 }

@@ -386,6 +386,11 @@ def test_version(disttrainrun):
     assert r.returncode == 0, r.stderr
     assert re.fullmatch(rf"disttrainrun \(libdisttrain\) {re.escape(version)}, API \d+\.\d+\n",
                         r.stdout), r.stdout
+    # The library reports the same version (dt_get_version), not a copy kept by hand.
+    lib = run([sys.executable, "-c", "import disttrain; print(disttrain.version())"],
+              env={**os.environ, "PYTHONPATH": str(pathlib.Path(__file__).resolve().parents[2]
+                                                   / "bindings" / "python")}, timeout=30)
+    assert lib.returncode == 0 and lib.stdout.strip() == version, lib.stdout + lib.stderr
 
 
 # --- failures ---------------------------------------------------------------------------

@@ -115,9 +115,8 @@ void Context::check_agreement()
     check_job_agreement(*store_, cat("ctx", id_, "/"), rank(), mine, cfg_.timeout);
 }
 
-void Context::open_transport()
+dt_transport_init_args_t Context::transport_args(HostBridge &bridge) const
 {
-    host_ = std::make_unique<HostBridge>(store_.get(), auth_.get(), "", cfg_.timeout);
     dt_transport_init_args_t args{};
     args.struct_size = sizeof(args);
     args.abi_version = DT_TRANSPORT_VERSION;
@@ -127,8 +126,15 @@ void Context::open_transport()
     args.local_size = local_size();
     args.timeout_ms = static_cast<int32_t>(
         std::min<int64_t>(cfg_.timeout.count(), INT32_MAX));
-    args.host = host_->host();
+    args.host = bridge.host();
     args.services = HostBridge::services();
+    return args;
+}
+
+void Context::open_transport()
+{
+    host_ = std::make_unique<HostBridge>(store_.get(), auth_.get(), "", cfg_.timeout);
+    const dt_transport_init_args_t args = transport_args(*host_);
 
     std::string failures;
     for (const auto &name : expand_auto(cfg_.transports)) {
@@ -165,16 +171,7 @@ void Context::open_device_transport()
     device_host_ = std::make_unique<HostBridge>(store_.get(), auth_.get(),
                                                 cat("ctx", id_, "/device/", name, "/"),
                                                 cfg_.timeout);
-    dt_transport_init_args_t args{};
-    args.struct_size = sizeof(args);
-    args.abi_version = DT_TRANSPORT_VERSION;
-    args.rank = rank();
-    args.size = size();
-    args.local_rank = local_rank();
-    args.local_size = local_size();
-    args.timeout_ms = static_cast<int32_t>(std::min<int64_t>(cfg_.timeout.count(), INT32_MAX));
-    args.host = device_host_->host();
-    args.services = HostBridge::services();
+    const dt_transport_init_args_t args = transport_args(*device_host_);
     try {
         device_transport_ = plugin::open_device_transport(name, args, HostBridge::services());
     } catch (const Error &e) {

@@ -241,7 +241,8 @@ DT_API dt_status_t dt_context_status(dt_context_h ctx);
 /**
  * Creates a group (process set): a context over some ranks of parent, sharing its
  * connections. Collective over parent: every rank of parent calls it, in the same order
- * relative to other group creations, with the same list of nranks parent ranks. On a
+ * relative to other group creations on that parent, with the same list of nranks parent
+ * ranks; a group may be the parent of further groups, which ranks outside it never see. On a
  * member, *out is the group's context, whose rank is the position in `ranks`; on other
  * ranks *out is NULL. Blocks until every rank of parent has called it. The parent must
  * outlive the group; destroy the group with dt_context_destroy. Errors:

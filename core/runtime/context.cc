@@ -200,8 +200,6 @@ void Context::open_memory()
 
 std::shared_ptr<Operation> Context::submit(OpDesc desc)
 {
-    if (desc.name.empty())
-        desc.name = cat(op_kind_name(desc.kind), ".", unnamed_ops_++);
     auto op = std::make_shared<Operation>(std::move(desc));
     engine_->submit(op);
     return op;
@@ -212,9 +210,9 @@ void Context::abort()
     engine_->abort();
 }
 
-void Context::register_group(uint32_t id, std::vector<int> members)
+bool Context::register_group(uint32_t id, std::vector<int> members)
 {
-    engine_->register_group(id, std::move(members));
+    return engine_->register_group(id, std::move(members));
 }
 
 std::optional<std::pair<dt_status_t, std::string>> Context::error() const

@@ -45,9 +45,9 @@ public:
     const MemoryClassifier *memory_classifier() const noexcept { return memory_.get(); }
     const plugin::MemoryProvider *memory_provider() const noexcept { return memory_.get(); }
 
-    // Groups: ids are handed out in call order, the same on every rank.
-    uint32_t next_group_id() { return ++last_group_id_; }
-    void register_group(uint32_t id, std::vector<int> members);
+    // Makes a group's members known to the engine. False when another group already
+    // has this id (ids are hashes: see ContextView::create_group).
+    bool register_group(uint32_t id, std::vector<int> members);
 
 private:
     void open_store();
@@ -73,8 +73,6 @@ private:
     std::unique_ptr<plugin::MemoryProvider> memory_; // null: DISTTRAIN_MEMORY=none
     std::unique_ptr<routing::Router> router_;
     std::unique_ptr<Engine> engine_;
-    std::atomic<uint64_t> unnamed_ops_{0};
-    std::atomic<uint32_t> last_group_id_{0};
 };
 
 } // namespace dt

@@ -35,6 +35,22 @@ uint64_t fingerprint(uint32_t id, const std::vector<int> &members)
     return h;
 }
 
+// A group's id names it on the wire, so every member must compute the same one. A count
+// over the whole job would not do: ranks outside a parent do not see its creations. The
+// id is therefore the parent's id mixed with the parent's own count of creations, which
+// every rank of the parent shares. Never 0 (the whole job).
+uint32_t derive_group_id(uint32_t parent, uint32_t nth_child)
+{
+    uint64_t h = 1469598103934665603ull;
+    for (uint64_t v : {uint64_t{parent}, uint64_t{nth_child}})
+        for (int i = 0; i < 4; ++i) {
+            h ^= (v >> (8 * i)) & 0xff;
+            h *= 1099511628211ull;
+        }
+    uint32_t id = static_cast<uint32_t>(h ^ (h >> 32));
+    return id == 0 ? 1 : id;
+}
+
 void wait_ok(const std::shared_ptr<Operation> &op)
 {
     op->wait(std::chrono::milliseconds(-1));
@@ -67,6 +83,8 @@ int ContextView::local_size() const
 
 std::shared_ptr<Operation> ContextView::submit(OpDesc desc)
 {
+    if (desc.name.empty())
+        desc.name = cat(op_kind_name(desc.kind), ".", unnamed_ops_++);
     desc.group = group_;
     return world_->submit(std::move(desc));
 }
@@ -93,10 +111,12 @@ std::unique_ptr<ContextView> ContextView::create_group(ContextView &parent, cons
     // Every rank of the parent registers the group before it agrees on it, so no rank
     // can see an operation of the group before its own engine knows the members.
     Context &world = parent.world();
-    uint32_t id = world.next_group_id();
-    world.register_group(id, members);
+    uint32_t id = derive_group_id(parent.group_, parent.groups_created_++);
+    bool registered = world.register_group(id, members);
 
-    uint64_t mine = fingerprint(id, members);
+    // A rank whose id is taken still takes part in the check, with a fingerprint no
+    // other rank has, so that every rank fails rather than some waiting for it.
+    uint64_t mine = fingerprint(id, members) ^ (registered ? 0 : ~0ull);
     std::vector<uint64_t> all(parent.size());
     OpDesc check;
     check.kind = OpKind::allgather;
@@ -106,6 +126,10 @@ std::unique_ptr<ContextView> ContextView::create_group(ContextView &parent, cons
     check.count = 1;
     check.dtype = DT_INT64;
     wait_ok(parent.submit(check));
+    if (!registered)
+        throw_error(DT_ERR_INTERNAL, "dt_group_create: group id ", id, " is already taken "
+                    "by another group on rank ", world.rank(), "; create the groups in "
+                    "another order");
     std::vector<int> differ;
     for (int r = 0; r < parent.size(); ++r)
         if (all[r] != all[0])

@@ -5,6 +5,7 @@
 
 #include "runtime/context.h"
 
+#include <atomic>
 #include <memory>
 #include <vector>
 
@@ -28,7 +29,9 @@ public:
     Context &world() { return *world_; }
     uint32_t group() const { return group_; }
 
-    // Queues an operation of this view (sets desc.group).
+    // Queues an operation of this view (sets desc.group). An unnamed one is named after
+    // its kind and a count of this view's unnamed calls: ranks outside the view make
+    // other calls, so a count over the whole job would differ between ranks.
     std::shared_ptr<Operation> submit(OpDesc desc);
 
 private:
@@ -39,6 +42,8 @@ private:
     uint32_t group_ = 0;
     std::vector<int> members_; // world ranks, in group rank order
     int rank_ = 0;
+    std::atomic<uint64_t> unnamed_ops_{0};
+    std::atomic<uint32_t> groups_created_{0}; // groups created with this view as parent
 };
 
 } // namespace dt

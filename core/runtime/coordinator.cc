@@ -21,6 +21,8 @@ void Coordinator::add(int rank, const Record &record, Clock::time_point now)
         last_joined_ = rank;
         return;
     }
+    if (record.sig.group != 0 && !record.members.empty())
+        groups_.try_emplace(record.sig.group, record.members.begin(), record.members.end());
     auto [it, inserted] = entries_.try_emplace(record.name);
     if (inserted) {
         it->second.first_seen = now;
@@ -33,7 +35,8 @@ void Coordinator::add(int rank, const Record &record, Clock::time_point now)
 std::vector<int> Coordinator::required(const Signature &sig) const
 {
     std::vector<int> out;
-    for (int r : members_(sig.group))
+    auto learned = groups_.find(sig.group);
+    for (int r : learned != groups_.end() ? learned->second : members_(sig.group))
         if (!(sig.kind == OpKind::allreduce && joined_.count(r)))
             out.push_back(r);
     return out;

@@ -18,7 +18,8 @@ namespace dt {
 class Coordinator {
 public:
     using Clock = std::chrono::steady_clock;
-    // members(group) lists the ranks of a group (group 0: every rank).
+    // members(group) lists the ranks of a group (group 0: every rank) that this rank
+    // knows; the members of other groups come with their records.
     Coordinator(int size, std::chrono::milliseconds timeout,
                 std::chrono::milliseconds stall_warn,
                 std::function<std::vector<int>(uint32_t)> members);
@@ -49,6 +50,7 @@ private:
     std::function<std::vector<int>(uint32_t)> members_;
     std::map<std::string, Entry> entries_;
     std::vector<std::string> order_; // names by first submission
+    std::map<uint32_t, std::vector<int>> groups_; // learned from records
     std::set<int> joined_;
     int last_joined_ = -1;
 };

@@ -111,15 +111,18 @@ bool Engine::departure_only() const
     return error_ && departure_only_;
 }
 
-void Engine::register_group(uint32_t id, std::vector<int> ranks)
+bool Engine::register_group(uint32_t id, std::vector<int> ranks)
 {
     std::lock_guard lock(groups_mutex_);
+    auto known = groups_.find(id);
+    if (known != groups_.end() && known->second != ranks)
+        return false;
     groups_[id] = std::move(ranks);
-    // Recomputed, not just set: an id may come back (they wrap) with other members.
     bool outside = false;
     for (const auto &[gid, in_group] : groups_)
         outside = outside || std::find(in_group.begin(), in_group.end(), rank_) == in_group.end();
     outside_a_group_.store(outside, std::memory_order_relaxed);
+    return true;
 }
 
 std::vector<int> Engine::members(uint32_t group) const
@@ -137,6 +140,13 @@ int Engine::group_rank(uint32_t group) const
 {
     if (group == 0)
         return rank_;
+    // A group this rank never saw created (made inside a parent it is not in) cannot
+    // have it as a member: members register a group before any of its calls can start.
+    {
+        std::lock_guard lock(groups_mutex_);
+        if (!groups_.count(group))
+            return -1;
+    }
     auto m = members(group);
     for (size_t i = 0; i < m.size(); ++i)
         if (m[i] == rank_)

@@ -58,8 +58,9 @@ public:
     // Fails every pending and later operation with DT_ERR_ABORTED and tells peers.
     void abort();
 
-    // Makes a group's members known (world ranks); before any of its operations.
-    void register_group(uint32_t id, std::vector<int> members);
+    // Makes a group's members known (world ranks); before any of its operations. False,
+    // and nothing changed, when another group already has the id.
+    bool register_group(uint32_t id, std::vector<int> members);
 
     // The error that broke the context, if any.
     std::optional<std::pair<dt_status_t, std::string>> error() const;

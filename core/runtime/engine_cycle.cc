@@ -118,11 +118,15 @@ void Engine::slow_path(std::vector<Ready> &ready, Clock::time_point now)
     for (auto &[name, p] : pending_) {
         if (p.reported || (cache_.find(name) >= 0 && !joined_mode()))
             continue;
-        records.push_back({Record::Type::request, name, p.sig});
+        Record rec{Record::Type::request, name, p.sig, {}};
+        if (p.sig.group != 0)
+            for (int m : members(p.sig.group))
+                rec.members.push_back(m);
+        records.push_back(std::move(rec));
         p.reported = true;
     }
     if (join_op_ && !join_reported_) {
-        records.push_back({Record::Type::join, {}, {}});
+        records.push_back({Record::Type::join, {}, {}, {}});
         join_reported_ = true;
     }
 

@@ -52,6 +52,11 @@ std::vector<uint8_t> encode(const std::vector<Record> &records)
         if (rec.type == Record::Type::request) {
             w.put_string(rec.name);
             put_sig(w, rec.sig);
+            if (rec.sig.group != 0) {
+                w.put<uint32_t>(static_cast<uint32_t>(rec.members.size()));
+                for (int32_t m : rec.members)
+                    w.put<int32_t>(m);
+            }
         }
     }
     return std::move(w.bytes());
@@ -68,6 +73,11 @@ std::vector<Record> decode_records(const std::vector<uint8_t> &bytes)
         if (rec.type == Record::Type::request) {
             rec.name = r.get_string();
             rec.sig = get_sig(r);
+            if (rec.sig.group != 0) {
+                uint32_t count = r.get<uint32_t>();
+                for (uint32_t k = 0; k < count; ++k)
+                    rec.members.push_back(r.get<int32_t>());
+            }
         } else if (rec.type != Record::Type::join) {
             throw_error(DT_ERR_PROTOCOL, "malformed negotiation message: record type ",
                         static_cast<int>(rec.type));

@@ -17,6 +17,9 @@ struct Record {
     Type type = Type::request;
     std::string name; // request
     Signature sig;    // request
+    // request of a group (sig.group != 0): its world ranks. The coordinator may not be
+    // in the group's parent and so may never have seen the group created.
+    std::vector<int32_t> members;
 };
 
 struct Response {

@@ -12,6 +12,8 @@
 //   join_device      the same on device memory of DISTTRAIN_MEMORY's provider, with two
 //                    small sums in flight at once (fused where negotiated)
 //   groups           process sets {0,2} and {1,3} (4 ranks)
+//   nested_groups    a set made inside a set, then a set of ranks that never saw it, and
+//                    unnamed calls in each (4 ranks)
 //   abort            rank 1 aborts while rank 0 waits
 //   idle MS          after a barrier, MS ms with nothing to do, then one allreduce whose
 //                    completion is polled (never waited for): prints its latency
@@ -355,6 +357,35 @@ int cmd_groups()
     return 0;
 }
 
+int cmd_nested_groups()
+{
+    // {0,1,2} of the world, then {0,1} of it (rank 3 takes no part), then {2,3} of the
+    // world: rank 3 has created one group fewer than the others when it creates {2,3}.
+    int first3[] = {0, 1, 2}, first2[] = {0, 1}, last2[] = {2, 3};
+    dt_context_h a = nullptr, b = nullptr, c = nullptr;
+    check(dt_group_create(ctx, first3, 3, &a), "group {0,1,2}");
+    if (a != nullptr)
+        check(dt_group_create(a, first2, 2, &b), "group {0,1} of {0,1,2}");
+    check(dt_group_create(ctx, last2, 2, &c), "group {2,3}");
+    if ((b != nullptr) != (rank < 2) || (c != nullptr) != (rank >= 2))
+        wrong("group membership");
+
+    // Unnamed calls: ranks 0 and 1 make one in b before the world's, ranks 2 and 3 one
+    // in c; the world's unnamed call must still be the same operation on every rank.
+    int64_t in_b = 1, in_c = 10, world = rank;
+    if (b != nullptr)
+        check(dt_allreduce(b, nullptr, &in_b, &in_b, 1, DT_INT64, DT_SUM), "b allreduce");
+    if (c != nullptr)
+        check(dt_allreduce(c, nullptr, &in_c, &in_c, 1, DT_INT64, DT_SUM), "c allreduce");
+    check(dt_allreduce(ctx, nullptr, &world, &world, 1, DT_INT64, DT_SUM), "world allreduce");
+    std::printf("nested b=%lld c=%lld world=%lld\n", (long long)(b ? in_b : 0),
+                (long long)(c ? in_c : 0), (long long)world);
+    dt_context_destroy(c);
+    dt_context_destroy(b);
+    dt_context_destroy(a);
+    return 0;
+}
+
 int cmd_abort()
 {
     std::vector<float> a(10, 1.0f);
@@ -470,6 +501,7 @@ int main(int argc, char **argv)
     else if (cmd == "join") rc = cmd_join();
     else if (cmd == "join_device") rc = cmd_join_device();
     else if (cmd == "groups") rc = cmd_groups();
+    else if (cmd == "nested_groups") rc = cmd_nested_groups();
     else if (cmd == "abort") rc = cmd_abort();
     else if (cmd == "leave") rc = cmd_leave();
     else if (cmd == "idle") rc = cmd_idle(arg(2));

@@ -194,6 +194,20 @@ def test_groups_reduce_among_members_only(disttrainrun, worker, ordered):
     assert len(rank_lines(r.stdout, "mismatched lists: DT_ERR_MISMATCH")) == 4
 
 
+@pytest.mark.parametrize("ordered", ["0", "1"])
+def test_nested_groups_and_unnamed_calls_agree(disttrainrun, worker, ordered):
+    """Group ids and the names of unnamed calls are counted per parent and per group,
+    so ranks that took no part in a nested creation, or made other unnamed calls in
+    their own group, still agree with the rest."""
+    env = clean_env({"DISTTRAIN_ORDERED": ordered, "DISTTRAIN_TIMEOUT": "20"})
+    r = job(disttrainrun, worker, 4, "nested_groups", env=env)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "[0] nested b=2 c=0 world=6" in r.stdout
+    assert "[1] nested b=2 c=0 world=6" in r.stdout
+    assert "[2] nested b=0 c=20 world=6" in r.stdout
+    assert "[3] nested b=0 c=20 world=6" in r.stdout
+
+
 def test_abort_fails_peers_promptly(disttrainrun, worker):
     r = job(disttrainrun, worker, 2, "abort", timeout=60)
     assert r.returncode == 0, r.stdout + r.stderr

@@ -185,6 +185,21 @@ TEST(Coordinator, AGroupWaitsOnlyForItsMembers)
     EXPECT_EQ(list.responses[0].sig.group, 7u);
 }
 
+TEST(Coordinator, AGroupItNeverSawCreatedIsLearnedFromTheRecords)
+{
+    // Group 9 was made inside a group that leaves the coordinator out: only the records
+    // say it is ranks 2 and 3.
+    Coordinator c = make(4);
+    Record r = request("g", OpKind::allreduce, 9);
+    r.members = {2, 3};
+    c.add(2, r, t0);
+    EXPECT_TRUE(c.decide(t0).responses.empty()) << "rank 3 has not submitted";
+    c.add(3, r, t0);
+    ResponseList list = c.decide(t0);
+    ASSERT_EQ(list.responses.size(), 1u) << "ranks 0 and 1 are not in group 9";
+    EXPECT_EQ(list.responses[0].type, Response::Type::ready);
+}
+
 TEST(Coordinator, AJoinedRankIsNotWaitedForInAnAllreduce)
 {
     Coordinator c = make(3);

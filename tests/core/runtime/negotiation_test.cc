@@ -75,6 +75,7 @@ void expect_same(const std::vector<Record> &a, const std::vector<Record> &b)
         EXPECT_EQ(a[i].type, b[i].type) << i;
         EXPECT_EQ(a[i].name, b[i].name) << i;
         EXPECT_EQ(a[i].sig, b[i].sig) << i;
+        EXPECT_EQ(a[i].members, b[i].members) << i;
     }
 }
 
@@ -112,6 +113,9 @@ std::vector<Record> sample_records()
                               sig(k, static_cast<dt_dtype_t>(i % DT_DTYPE_COUNT_),
                                   static_cast<dt_reduce_op_t>(i % DT_REDUCE_OP_COUNT_),
                                   uint64_t(1) << (10 * i), i - 3, static_cast<uint32_t>(i))));
+        // A group's request carries its members (i ranks, i being the group id here).
+        for (int m = 0; m < i; ++m)
+            out.back().members.push_back(m * 3);
     }
     out.push_back(join());
     for (const auto &name : odd_names())

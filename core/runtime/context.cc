@@ -4,9 +4,11 @@
 #include "plugin/memory_provider.h"
 #include "runtime/error.h"
 #include "runtime/job_agreement.h"
+#include "runtime/transport_choice.h"
 #include "telemetry/log.h"
 
 #include <atomic>
+#include <optional>
 
 namespace dt {
 
@@ -45,6 +47,9 @@ Context::Context(const dt_context_params_t *params)
 {
     log::init_from_env();
     cfg_ = read_config(params);
+    // One DISTTRAIN_TIMEOUT bounds the whole creation, however many transports it tries.
+    deadline_ = cfg_.timeout.count() > 0 ? std::chrono::steady_clock::now() + cfg_.timeout
+                                         : std::chrono::steady_clock::time_point::max();
     log::set_rank(cfg_.ranks.size > 1 ? cfg_.ranks.rank : -1);
     id_ = g_next_context_id.fetch_add(1);
     DT_LOG(info, "context", "rank ", rank(), " of ", size(), " (from ", cfg_.ranks.source,
@@ -112,7 +117,16 @@ void Context::check_agreement()
     mine.ordered = cfg_.ordered;
     mine.api_major = DT_API_MAJOR;
     mine.api_minor = DT_API_MINOR;
-    check_job_agreement(*store_, cat("ctx", id_, "/"), rank(), mine, cfg_.timeout);
+    check_job_agreement(*store_, cat("ctx", id_, "/"), rank(), mine, time_left());
+}
+
+std::chrono::milliseconds Context::time_left() const
+{
+    if (deadline_ == std::chrono::steady_clock::time_point::max())
+        return std::chrono::milliseconds(0); // no limit
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        deadline_ - std::chrono::steady_clock::now());
+    return std::max(left, std::chrono::milliseconds(1));
 }
 
 dt_transport_init_args_t Context::transport_args(HostBridge &bridge) const
@@ -134,26 +148,60 @@ dt_transport_init_args_t Context::transport_args(HostBridge &bridge) const
 void Context::open_transport()
 {
     host_ = std::make_unique<HostBridge>(store_.get(), auth_.get(), "", cfg_.timeout);
-    const dt_transport_init_args_t args = transport_args(*host_);
+    std::vector<std::string> names = expand_auto(cfg_.transports);
+    std::optional<TransportChoice> choice;
+    if (shared_store_ && size() > 1) {
+        choice.emplace(*store_, cat("ctx", id_, "/"), rank(), size(), deadline_);
+        names = choice->candidates(names);
+    }
 
     std::string failures;
-    for (const auto &name : expand_auto(cfg_.transports)) {
+    for (const auto &name : names) {
         // Each transport gets its own keys, so one that fails half-way cannot confuse
         // the next in the list.
         host_->key_prefix = cat("ctx", id_, "/", name, "/");
+        dt_transport_init_args_t args = transport_args(*host_);
+        args.timeout_ms = static_cast<int32_t>(std::min<int64_t>(time_left().count(), INT32_MAX));
+        if (choice) {
+            host_->abandon_key = choice->abandon_key(name);
+            host_->deadline = deadline_;
+        }
         try {
             transport_ = plugin::open_transport({name}, args, HostBridge::services());
+            if (choice)
+                choice->confirm_started(name);
+            host_->abandon_key.clear();
             DT_LOG(info, "context", "using transport '", name, "' from ",
                    transport_->path());
             return;
         } catch (const Error &e) {
-            if (cfg_.transports.size() == 1 && cfg_.transports[0] != "auto")
-                throw; // one explicit choice: its own error says it best
+            transport_.reset();
+            std::string why = e.what();
+            if (choice) {
+                // A plugin that lost its peers says what it missed; the rank that gave up
+                // first says why, which is what the user needs.
+                try {
+                    if (auto first = choice->abandoned(name))
+                        why += cat(" (", *first, ")");
+                    else
+                        choice->abandon(name, e.what());
+                } catch (const Error &) {
+                    // The store is gone: the peers will hear of it through their own waits.
+                }
+            }
+            if (cfg_.transports.size() == 1 && cfg_.transports[0] != "auto") {
+                if (why == e.what())
+                    throw; // one explicit choice: its own error says it best
+                throw Error(e.status(), why);
+            }
             DT_LOG(warn, "context", "transport '", name, "' unavailable, trying the next: ",
-                   e.what());
-            failures += cat("\n  ", name, ": ", e.what());
+                   why);
+            failures += cat("\n  ", name, ": ", why);
+            if (e.status() == DT_ERR_TIMEOUT)
+                break; // DISTTRAIN_TIMEOUT is spent: the next would have no time at all
         }
     }
+    host_->abandon_key.clear();
     throw_error(DT_ERR_PLUGIN_NOT_FOUND, "no transport could be started (tried in the "
                 "order of DISTTRAIN_TRANSPORT):", failures);
 }

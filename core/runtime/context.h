@@ -57,10 +57,13 @@ private:
     // A transport plugin's init arguments, its host services through bridge.
     dt_transport_init_args_t transport_args(HostBridge &bridge) const;
     void open_memory();
+    // What is left of DISTTRAIN_TIMEOUT for creating this context (0: no limit).
+    std::chrono::milliseconds time_left() const;
 
     ContextConfig cfg_;
     bool shared_store_ = false; // the ranks meet in one store (not private ones)
     uint64_t id_;
+    std::chrono::steady_clock::time_point deadline_; // of the whole creation
     std::unique_ptr<bootstrap::Auth> auth_;
     std::unique_ptr<bootstrap::StoreServer> store_server_;
     std::unique_ptr<bootstrap::StoreClient> store_;

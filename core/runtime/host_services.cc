@@ -1,6 +1,7 @@
 #include "runtime/host_services.h"
 
 #include "runtime/error.h"
+#include "runtime/transport_choice.h"
 #include "telemetry/log.h"
 
 #include <algorithm>
@@ -64,7 +65,13 @@ int32_t host_store_get(void *host, const char *key, void *buf, size_t cap, size_
         auto timeout = timeout_ms < 0 ? b->timeout : std::chrono::milliseconds(timeout_ms);
         if (timeout.count() == 0)
             timeout = std::chrono::hours(24 * 365);
-        std::string value = b->store->get(b->key_prefix + key, timeout);
+        std::string value;
+        if (b->abandon_key.empty()) {
+            value = b->store->get(b->key_prefix + key, timeout);
+        } else {
+            auto end = std::min(b->deadline, std::chrono::steady_clock::now() + timeout);
+            value = get_unless_abandoned(*b->store, b->key_prefix + key, b->abandon_key, end);
+        }
         std::memcpy(buf, value.data(), std::min(cap, value.size()));
         *len = value.size();
     });

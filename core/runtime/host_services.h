@@ -29,6 +29,10 @@ public:
     const bootstrap::Auth *auth;
     std::string key_prefix;
     std::chrono::milliseconds timeout;
+    // While a transport is being chosen (runtime/transport_choice.h): a store_get also
+    // gives up when this key appears or the deadline passes. Empty: a plain wait.
+    std::string abandon_key;
+    std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max();
 };
 
 } // namespace dt

@@ -195,3 +195,49 @@ def test_disagreeing_settings_fail_fast_on_every_rank(worker, var, values, messa
         assert "DT_ERR_INVALID_CONFIG" in stderr
         assert message in stderr, f"rank {rank}: {stderr}"
     assert took < TIMEOUT_S / 3, f"took {took:.1f} s against DISTTRAIN_TIMEOUT={TIMEOUT_S}"
+
+
+def plugin_path(*transports):
+    return ":".join(str(build_path("plugins", "transport", t)) for t in transports)
+
+
+@pytest.mark.parametrize("rank1_env,chosen", [
+    ({}, "ucx"),                                   # both can: the first candidate wins
+    ({"DISTTRAIN_PLUGIN_PATH": "tcp"}, "tcp"),     # rank 1 has only tcp installed
+    ({"UCX_TLS": "no-such-transport"}, "tcp"),     # rank 1's ucx fails to start
+])
+def test_auto_moves_on_together_when_a_rank_cannot_start_a_transport(worker, rank1_env,
+                                                                     chosen):
+    """With DISTTRAIN_TRANSPORT=auto, rank 0 can start ucx but rank 1 cannot: both must
+    end on the same transport at once, not after rank 0 waited out DISTTRAIN_TIMEOUT."""
+    port = free_ports(2)
+    envs = []
+    for rank in range(2):
+        env = torchrun_env(rank, 2, port, DISTTRAIN_TRANSPORT="auto",
+                           DISTTRAIN_PLUGIN_PATH=plugin_path("ucx", "tcp"))
+        if rank == 1:
+            env.update(rank1_env)
+            if env["DISTTRAIN_PLUGIN_PATH"] == "tcp":  # only tcp, on rank 1
+                env["DISTTRAIN_PLUGIN_PATH"] = plugin_path("tcp")
+        envs.append(env)
+    started = time.monotonic()
+    results = finish([start(worker, ["info"], env) for env in envs])
+    took = time.monotonic() - started
+    for rank, (rc, stdout, stderr) in enumerate(results):
+        assert rc == 0, f"rank {rank}:\n{stdout}\n{stderr}"
+        assert f"transport={chosen}" in stdout, f"rank {rank}: {stdout}\n{stderr}"
+    assert took < TIMEOUT_S / 3, f"took {took:.1f} s against DISTTRAIN_TIMEOUT={TIMEOUT_S}"
+
+
+def test_a_rank_that_cannot_start_the_only_transport_fails_the_others_promptly(worker):
+    port = free_ports(2)
+    envs = [torchrun_env(rank, 2, port, DISTTRAIN_TRANSPORT="ucx",
+                         DISTTRAIN_PLUGIN_PATH=plugin_path("ucx")) for rank in range(2)]
+    envs[1]["UCX_TLS"] = "no-such-transport"
+    started = time.monotonic()
+    results = finish([start(worker, ["info"], env) for env in envs])
+    took = time.monotonic() - started
+    for rank, (rc, stdout, stderr) in enumerate(results):
+        assert rc == 1, f"rank {rank}:\n{stdout}\n{stderr}"
+    assert "rank 1 could not start it" in results[0][2], results[0][2]
+    assert took < TIMEOUT_S / 3, f"took {took:.1f} s against DISTTRAIN_TIMEOUT={TIMEOUT_S}"

@@ -1,0 +1,56 @@
+// Choosing the host transport together. Every rank tries the same candidates in the same
+// order (rank 0's, after "auto" is expanded there: hosts may have different plugins
+// installed), and a rank that cannot start one says so in the store. The others then give
+// that candidate up at once, instead of waiting out DISTTRAIN_TIMEOUT for a peer that has
+// moved on, and a candidate only counts as chosen once every rank has started it.
+#pragma once
+
+#include "bootstrap/store.h"
+
+#include <chrono>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace dt {
+
+class TransportChoice {
+public:
+    using Clock = std::chrono::steady_clock;
+
+    // prefix keeps this context's keys apart; deadline bounds every wait.
+    TransportChoice(bootstrap::StoreClient &store, std::string prefix, int rank, int size,
+                    Clock::time_point deadline);
+
+    // Rank 0 publishes its candidates, the others adopt them.
+    std::vector<std::string> candidates(const std::vector<std::string> &mine);
+
+    // The key whose presence means some rank gave candidate `name` up.
+    std::string abandon_key(const std::string &name) const;
+    // Tells the others this rank gives `name` up, unless one already did (the first
+    // reason is the one worth reading).
+    void abandon(const std::string &name, const std::string &reason);
+    // Why `name` was given up, if it was.
+    std::optional<std::string> abandoned(const std::string &name);
+
+    // After this rank started `name`: returns once every rank has. Throws DT_ERR_CONNECT
+    // naming the reason when a rank gave it up, DT_ERR_TIMEOUT at the deadline.
+    void confirm_started(const std::string &name);
+
+    Clock::time_point deadline() const { return deadline_; }
+
+private:
+    bootstrap::StoreClient &store_;
+    std::string prefix_;
+    int rank_;
+    int size_;
+    Clock::time_point deadline_;
+};
+
+// store->get(key) that also gives up when abandon_key appears (DT_ERR_CONNECT with the
+// reason stored there) or deadline passes (DT_ERR_TIMEOUT naming the key).
+std::string get_unless_abandoned(bootstrap::StoreClient &store, const std::string &key,
+                                 const std::string &abandon_key,
+                                 TransportChoice::Clock::time_point deadline);
+
+} // namespace dt

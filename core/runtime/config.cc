@@ -1,8 +1,10 @@
 #include "runtime/config.h"
 
+#include "bootstrap/slurm_pmi2.h"
 #include "bootstrap/store.h"
 #include "runtime/env.h"
 #include "runtime/error.h"
+#include "telemetry/log.h"
 
 #include <algorithm>
 #include <cctype>
@@ -94,6 +96,25 @@ std::string token_from_torchrun()
                 "DISTTRAIN_JOB_TOKEN=$(openssl rand -hex 32) on every rank");
 }
 
+// srun started the ranks and nobody gave a store or a token: they meet through Slurm's
+// PMI2 (bootstrap/slurm_pmi2.h). An explicit DISTTRAIN_TRANSPORT=mpi keeps the store-less
+// MPI path below, as under mpirun.
+void meet_through_slurm(ContextConfig &cfg)
+{
+    if (cfg.ranks.size <= 1 || !cfg.store_addr.empty() || !cfg.job_token.empty() ||
+        cfg.launcher_serves_store || !bootstrap::ranks_from_slurm(cfg.ranks) ||
+        cfg.transports == std::vector<std::string>{"mpi"})
+        return;
+    bootstrap::SlurmRendezvous met =
+        bootstrap::rendezvous_through_slurm_pmi2(cfg.ranks, cfg.timeout);
+    cfg.store_addr = met.store_addr;
+    cfg.job_token = met.token;
+    cfg.store_server = std::move(met.server);
+    cfg.store_from = cfg.token_from = "Slurm PMI2";
+    DT_LOG(info, "config", "rank, store and token from Slurm PMI2: rank ", cfg.ranks.rank,
+           " of ", cfg.ranks.size, ", store at ", cfg.store_addr);
+}
+
 } // namespace
 
 ContextConfig read_config(const dt_context_params_t *params)
@@ -170,6 +191,7 @@ ContextConfig read_config(const dt_context_params_t *params)
 
     cfg.policy = routing::read_policy();
 
+    meet_through_slurm(cfg);
     cfg.private_store = mpi_without_store(cfg);
     if (cfg.ranks.size > 1 && cfg.store_addr.empty() && !cfg.private_store)
         throw_error(DT_ERR_INVALID_CONFIG, "this is rank ", cfg.ranks.rank, " of ",

@@ -54,12 +54,16 @@ std::string parse_memory(const char *what, const std::string &value)
 // A job that mpirun started, with no store given (bare `mpirun -np N prog`): MPI already
 // wires the ranks up, so with the mpi transport no shared store is needed and each rank
 // gets a private one. "auto" means mpi here, the one transport that can work without a
-// store. Any other choice keeps the store requirement (and its error below).
+// store. Any other choice keeps the store requirement (and its error below). Under srun
+// only an explicit DISTTRAIN_TRANSPORT=mpi takes this path (MPI then wires itself through
+// srun's PMIx or PMI2); "auto" meets through Slurm's PMI2 instead (meet_through_slurm).
 bool mpi_without_store(ContextConfig &cfg)
 {
     const std::string &src = cfg.ranks.source;
     bool mpi_launch = src.find("Open MPI") != std::string::npos ||
-                      src.find("PMI") != std::string::npos;
+                      src.find("PMI") != std::string::npos ||
+                      (bootstrap::ranks_from_slurm(cfg.ranks) &&
+                       cfg.transports == std::vector<std::string>{"mpi"});
     if (cfg.ranks.size <= 1 || !cfg.store_addr.empty() || !mpi_launch)
         return false;
     if (cfg.transports == std::vector<std::string>{"auto"})

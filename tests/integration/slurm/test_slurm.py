@@ -3,9 +3,11 @@ ranks meet through Slurm's PMI2 (core/bootstrap/slurm_pmi2.h).
 
 A one-node cluster (slurm_cluster.py) runs: srun --mpi=pmi2 of disttrain-perf, an sbatch
 --wait script whose plain srun (the cluster's MpiDefault is pmi2) runs a short
-disttrain-train, and srun --mpi=none, which must fail at once with the message saying how
-to start the job. The jobs' only DISTTRAIN_* variables are the plugin folders of the build
-tree, a short DISTTRAIN_TIMEOUT and, for the perf run, the log level that shows the source.
+disttrain-train, srun --mpi=pmix with DISTTRAIN_TRANSPORT=mpi (MPI wires itself, no store),
+and srun --mpi=none, which must fail at once with the message saying how to start the
+job. The jobs' only DISTTRAIN_* variables are the plugin folders of the build
+tree, a short DISTTRAIN_TIMEOUT and, where a test is about them, the transport or the log
+level that shows where rank, store and token came from.
 Skipped, with the daemon's own words, where Slurm cannot run.
 """
 import json
@@ -90,6 +92,19 @@ srun -n 2 {train} --epochs 1 --batch-size 50 --train-limit 400 --test-limit 200 
     assert len(rows) == 1 and rows[0]["epoch"] == 1
     # 400 images in batches of 50 on each of 2 ranks: 4 steps.
     assert rows[0]["iteration"] == 4, rows
+
+
+def test_srun_pmix_with_the_mpi_transport_needs_no_store(cluster):
+    mpi = BUILD / "plugins" / "transport" / "mpi"
+    if not (mpi / "libdt-transport-mpi.so").exists():
+        pytest.skip("the MPI transport plugin was not built")
+    perf = build_path("models", "tools", "disttrain-perf")
+    r = cluster.run(["srun", "-n", "2", "--mpi=pmix", "--time=1", perf, "-b", "8", "-e", "4K",
+                     "-f", "8", "-n", "2", "-w", "1", "--json"],
+                    extra_env=job_env(DISTTRAIN_PLUGIN_PATH=str(mpi), DISTTRAIN_TRANSPORT="mpi"))
+    assert r.returncode == 0, r.stdout + r.stderr
+    report = json.loads(r.stdout)
+    assert (report["ranks"], report["transport"], report["wrong"]) == (2, "mpi", 0), report
 
 
 def test_srun_without_pmi_fails_promptly_with_what_to_do(cluster):

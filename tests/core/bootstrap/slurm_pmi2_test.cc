@@ -4,6 +4,7 @@
 // tests/integration/slurm.
 #include "bootstrap/slurm_pmi2.h"
 
+#include "bootstrap/net_address.h"
 #include "bootstrap_test_util.h"
 
 #include <dlfcn.h>
@@ -251,6 +252,23 @@ TEST_F(SlurmPmi2, OneNodeStepKeepsTheStoreOnLoopback)
     ASSERT_NE(r.server, nullptr);
     EXPECT_EQ(r.store_addr.rfind("127.0.0.1:", 0), 0u) << r.store_addr;
     EXPECT_EQ(fake().lookup("disttrain-store-0"), r.store_addr);
+}
+
+TEST_F(SlurmPmi2, StepOnSeveralNodesPublishesAnAddressTheOtherNodesReach)
+{
+    srun_task(0, 2);
+    env.set("SLURM_STEP_NUM_NODES", "2");
+    env.set("DISTTRAIN_PMI2_LIBRARY", fake().path);
+    // The session made by the test above (one per process) serves this second round.
+    SlurmRendezvous r = rendezvous_through_slurm_pmi2(ranks(0, 2, "PMI"), 5s);
+    ASSERT_NE(r.server, nullptr);
+    const uint16_t port = test::port_of(r.store_addr);
+    EXPECT_EQ(r.store_addr, (HostPort{reachable_host(), port}.str()));
+    EXPECT_EQ(fake().lookup("disttrain-store-1"), r.store_addr);
+    // Bound to every interface: loopback reaches it too.
+    StoreClient client(cat("127.0.0.1:", port), Auth(r.token), 5s);
+    client.set("k", "v");
+    EXPECT_EQ(client.get("k", 1s), "v");
 }
 
 } // namespace

@@ -6,7 +6,8 @@ the node, its CPU count) and started in the foreground as children of the test.
 Cluster() returns once the node is idle, or raises Unavailable with the daemon's own words
 when one cannot run here (pytest skips with them). close() stops every daemon it started,
 whatever happened before; each daemon also dies with the test process (PR_SET_PDEATHSIG)
-and after a fixed lifetime (coreutils timeout), so none outlives a killed run.
+and after a fixed lifetime (coreutils timeout); slurm_reaper.py then ends what they leave
+(step daemons, srun, tasks), so nothing outlives a killed run.
 """
 import ctypes
 import os
@@ -15,6 +16,7 @@ import shutil
 import signal
 import socket
 import subprocess
+import sys
 import tempfile
 import time
 
@@ -51,6 +53,12 @@ class Cluster:
         self.dir = pathlib.Path(tempfile.mkdtemp(prefix="dtslurm"))  # short: socket path
         self.node = socket.gethostname().split(".")[0]
         self.daemons = []  # (name, Popen, log path)
+        self.conf = self.dir / "slurm.conf"
+        # Started first, so that it is there whatever happens next.
+        self.reaper = subprocess.Popen(
+            [sys.executable, str(pathlib.Path(__file__).with_name("slurm_reaper.py")),
+             str(self.conf), str(self.dir)], stdin=subprocess.PIPE,
+            start_new_session=True)  # out of reach of a signal to the test's group
         try:
             self._configure()
             self._start()
@@ -69,7 +77,6 @@ class Cluster:
         self.munge_socket = d / "munge" / "munge.sock"
         user = subprocess.run(["id", "-un"], capture_output=True, text=True,
                               timeout=10).stdout.strip()
-        self.conf = d / "slurm.conf"
         self.conf.write_text(f"""\
 ClusterName=dttest
 SlurmctldHost={self.node}
@@ -198,6 +205,14 @@ PartitionName=test Nodes={self.node} Default=YES MaxTime=5 State=UP OverSubscrib
                 p.kill()
                 p.wait(timeout=10)
         self.daemons = []
+        # The reaper ends anything left (a step daemon of a job that timed out) and
+        # removes the folder.
+        self.reaper.stdin.close()
+        try:
+            self.reaper.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            self.reaper.kill()
+            self.reaper.wait(timeout=10)
         shutil.rmtree(self.dir, ignore_errors=True)
 
     def __enter__(self):

@@ -1,14 +1,15 @@
 """Jobs started by a real Slurm with no DISTTRAIN_RANK, _STORE_ADDR or _JOB_TOKEN: the
 ranks meet through Slurm's PMI2 (core/bootstrap/slurm_pmi2.h).
 
-A one-node cluster (slurm_cluster.py) runs: srun --mpi=pmi2 of disttrain-perf, an sbatch
+A one-node cluster (slurm_cluster.py) runs: srun --mpi=pmi2 of disttrain-perf; an sbatch
 --wait script whose plain srun (the cluster's MpiDefault is pmi2) runs a short
-disttrain-train, srun --mpi=pmix with DISTTRAIN_TRANSPORT=mpi (MPI wires itself, no store),
-and srun --mpi=none, which must fail at once with the message saying how to start the
-job. The jobs' only DISTTRAIN_* variables are the plugin folders of the build
-tree, a short DISTTRAIN_TIMEOUT and, where a test is about them, the transport or the log
-level that shows where rank, store and token came from.
-Skipped, with the daemon's own words, where Slurm cannot run.
+disttrain-train; disttrainrun inside an srun task (its DISTTRAIN_* win over Slurm); srun
+--mpi=pmix with DISTTRAIN_TRANSPORT=mpi (MPI wires itself, no store); and srun
+--mpi=none, which must fail at once with the message saying how to start the job. The
+jobs' only DISTTRAIN_* variables are the plugin folders of the build tree, a short
+DISTTRAIN_TIMEOUT and, where a test is about them, the transport or the log level that
+shows where rank, store and token came from. Skipped, with the daemon's own words, where
+Slurm cannot run.
 """
 import json
 import pathlib
@@ -92,6 +93,18 @@ srun -n 2 {train} --epochs 1 --batch-size 50 --train-limit 400 --test-limit 200 
     assert len(rows) == 1 and rows[0]["epoch"] == 1
     # 400 images in batches of 50 on each of 2 ranks: 4 steps.
     assert rows[0]["iteration"] == 4, rows
+
+
+def test_disttrainrun_inside_an_srun_task_wins_over_slurm(cluster, disttrainrun):
+    perf = build_path("models", "tools", "disttrain-perf")
+    r = cluster.run(["srun", "-n", "1", "--mpi=pmi2", "--time=1", disttrainrun, "-np", "2",
+                     "--", perf, "-b", "8", "-e", "64", "-n", "2", "-w", "1", "--json"],
+                    extra_env=job_env(DISTTRAIN_LOG_LEVEL="info"))
+    assert r.returncode == 0, r.stdout + r.stderr
+    report = json.loads("\n".join(l.removeprefix("[0] ") for l in r.stdout.splitlines()))
+    assert (report["ranks"], report["wrong"]) == (2, 0), report
+    assert r.stderr.count("(from DISTTRAIN_*)") == 2, r.stderr
+    assert "Slurm PMI2" not in r.stderr, r.stderr
 
 
 def test_srun_pmix_with_the_mpi_transport_needs_no_store(cluster):

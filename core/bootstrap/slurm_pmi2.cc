@@ -170,7 +170,11 @@ SlurmRendezvous rendezvous_through_slurm_pmi2(const RankInfo &ranks, Millis time
     // every context it creates.
     static std::mutex mutex;
     static std::unique_ptr<Pmi2Session> session;
+    static bool init_stuck = false; // a PMI2_Init that timed out may still be running
     std::lock_guard<std::mutex> lock(mutex);
+    if (init_stuck)
+        throw_error(DT_ERR_INVALID_STATE, "an earlier PMI2_Init timed out and never "
+                    "returned, so PMI2 cannot be used again in this process; restart the job");
     if (!session) {
         std::string why = cat("this is rank ", ranks.rank, " of ", ranks.size,
                               " started by Slurm (", ranks.source, ") with neither "
@@ -190,7 +194,12 @@ SlurmRendezvous rendezvous_through_slurm_pmi2(const RankInfo &ranks, Millis time
         } catch (const Error &e) {
             throw Error(e.status(), cat(why, e.what(), kWhatToDo));
         }
-        session = std::make_unique<Pmi2Session>(library, ranks.rank, ranks.size, timeout);
+        try {
+            session = std::make_unique<Pmi2Session>(library, ranks.rank, ranks.size, timeout);
+        } catch (const Error &e) {
+            init_stuck = e.status() == DT_ERR_TIMEOUT;
+            throw;
+        }
     }
     const bool one_node = env::get("SLURM_STEP_NUM_NODES") == std::optional<std::string>("1");
     return session->rendezvous(one_node ? "127.0.0.1:0" : "0.0.0.0:0", timeout);

@@ -1,7 +1,8 @@
 /* A stand-in for Slurm's libpmi2.so.0 in tests, loaded through DISTTRAIN_PMI2_LIBRARY or
  * by path. The process plays one rank (PMI_RANK of PMI_SIZE, as srun sets them); the
  * key-value space lives in memory, and the test fills or reads it through the fake_pmi2_*
- * functions. FAKE_PMI2_FAIL picks a failure: "init" (PMI2_Init returns an error), "size"
+ * functions. FAKE_PMI2_FAIL picks a failure: "init" (PMI2_Init returns an error),
+ * "init-hang" (PMI2_Init never returns, as when the step daemon does not answer), "size"
  * (PMI2_Init reports one rank more than PMI_SIZE), "fence" (PMI2_KVS_Fence returns an
  * error), "hang" (PMI2_KVS_Fence never returns, as when a rank never reaches it). */
 #include <stdio.h>
@@ -66,6 +67,9 @@ int PMI2_Init(int *spawned, int *size, int *rank, int *appnum)
 {
     if (failing("init"))
         return FAKE_ERROR;
+    if (failing("init-hang"))
+        for (;;)
+            sleep(60);
     *spawned = 0;
     *appnum = 0;
     *rank = env_int("PMI_RANK", 0);

@@ -170,6 +170,19 @@ TEST_F(SlurmPmi2, InitFailureSaysHowToStartTheJob)
     EXPECT_NE(msg.find("disttrainrun"), std::string::npos) << msg;
 }
 
+TEST_F(SlurmPmi2, InitThatNeverReturnsTimesOut)
+{
+    env.set("FAKE_PMI2_FAIL", "init-hang");
+    env.set("PMI_RANK", "0");
+    env.set("PMI_SIZE", "2");
+    auto start = std::chrono::steady_clock::now();
+    std::string msg = error_of(
+        [] { Pmi2Session(std::make_shared<Pmi2Library>(fake().path), 0, 2, 200ms); },
+        DT_ERR_TIMEOUT);
+    EXPECT_LT(std::chrono::steady_clock::now() - start, 5s);
+    EXPECT_NE(msg.find("PMI2_Init did not complete within 200 ms"), std::string::npos) << msg;
+}
+
 TEST_F(SlurmPmi2, PmiOfAnotherSizeIsRefused)
 {
     env.set("FAKE_PMI2_FAIL", "size");

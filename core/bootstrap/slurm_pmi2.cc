@@ -53,6 +53,11 @@ bool ranks_from_slurm(const RankInfo &ranks)
 {
     if (ranks.source != "Slurm" && ranks.source != "PMI")
         return false;
+    // PMI variables outside a job step come from another launcher run by the batch script
+    // itself (mpiexec), whose tasks all inherit the script's SLURM_PROCID=0: only rank 0
+    // would match below, so none may.
+    if (ranks.source == "PMI" && !env::get("SLURM_STEP_ID"))
+        return false;
     auto procid = env::get("SLURM_PROCID");
     auto ntasks = env::get("SLURM_NTASKS");
     return procid && ntasks && *procid == std::to_string(ranks.rank) &&

@@ -29,8 +29,8 @@ struct SlurmRendezvous {
 
 // True when the ranks were read from srun's variables: source "Slurm" (SLURM_PROCID,
 // SLURM_NTASKS) or "PMI" (the PMI_RANK and PMI_SIZE that srun --mpi=pmi2 sets) with
-// SLURM_PROCID and SLURM_NTASKS giving the same rank and size. False for ranks given in
-// params or by any other launcher.
+// SLURM_PROCID and SLURM_NTASKS giving the same rank and size (and, for PMI, SLURM_STEP_ID
+// set: a task of a job step). False for ranks given in params or by any other launcher.
 bool ranks_from_slurm(const RankInfo &ranks);
 
 // One process's connection to srun's PMI2 server. Slurm's client may be initialised only
@@ -40,10 +40,10 @@ bool ranks_from_slurm(const RankInfo &ranks);
 // times out is left blocked on its own thread and the session refuses further use.
 class Pmi2Session {
 public:
-    // Checks that srun gave this task a PMI2 server (PMI_FD), then PMI2_Init, and that
-    // PMI2's rank and size are the given ones. Throws DT_ERR_INVALID_CONFIG, with what to
-    // do instead, when PMI2 is not available or disagrees; DT_ERR_CONNECT when PMI2_Init
-    // fails; DT_ERR_TIMEOUT when it does not answer within timeout (<= 0: no limit).
+    // PMI2_Init, then checks that PMI2's rank and size are the given ones and reads the
+    // job id. Throws DT_ERR_CONNECT, with what to do instead, when PMI2_Init fails;
+    // DT_ERR_INVALID_CONFIG when PMI2 disagrees on rank or size; DT_ERR_TIMEOUT when a
+    // call does not answer within timeout (<= 0: no limit).
     Pmi2Session(std::shared_ptr<Pmi2Library> library, int rank, int size, Millis timeout);
 
     // One rendezvous. Rank 0 listens at bind_addr ("host:port", port 0 for a free one)
@@ -65,9 +65,11 @@ private:
 
 // The rendezvous for rank ranks.rank of ranks.size through this process's session (made
 // by the first call, with Pmi2Library::default_path()). Rank 0 binds 127.0.0.1 when the
-// job step runs on one node (SLURM_STEP_NUM_NODES=1), every interface otherwise. Errors
-// as above; the "not available" ones say to use srun --mpi=pmi2, or to set
-// DISTTRAIN_STORE_ADDR and DISTTRAIN_JOB_TOKEN, or to run disttrainrun.
+// job step runs on one node (SLURM_STEP_NUM_NODES=1), every interface otherwise. Throws
+// DT_ERR_INVALID_CONFIG when PMI2 is not available: not an srun task (no SLURM_STEP_ID),
+// no PMI2 server (no PMI_FD), or the library missing; that message and the ones above say
+// to use srun --mpi=pmi2, or to set DISTTRAIN_STORE_ADDR and DISTTRAIN_JOB_TOKEN, or to run
+// disttrainrun. DT_ERR_INVALID_STATE after a PMI2_Init that timed out.
 SlurmRendezvous rendezvous_through_slurm_pmi2(const RankInfo &ranks, Millis timeout);
 
 } // namespace dt::bootstrap

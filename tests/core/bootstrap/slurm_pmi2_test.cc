@@ -213,6 +213,8 @@ TEST_F(SlurmPmi2, RanksFromSlurmOnlyWhenSrunsVariablesSayTheSame)
     env.set("SLURM_PROCID", "1");
     env.set("SLURM_NTASKS", "2");
     EXPECT_TRUE(ranks_from_slurm(ranks(1, 2, "Slurm")));
+    EXPECT_FALSE(ranks_from_slurm(ranks(1, 2, "PMI"))); // no job step: mpiexec in a script
+    env.set("SLURM_STEP_ID", "0");
     EXPECT_TRUE(ranks_from_slurm(ranks(1, 2, "PMI"))); // srun --mpi=pmi2 sets PMI_RANK too
     EXPECT_FALSE(ranks_from_slurm(ranks(0, 2, "PMI")));   // mpiexec inside an allocation
     EXPECT_FALSE(ranks_from_slurm(ranks(1, 4, "PMI")));

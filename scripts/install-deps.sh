@@ -18,6 +18,9 @@ packages=(
   # reference BLAS serves, and PyTorch's matmuls run ~10x slower than in any PyTorch
   # build users get elsewhere (tests/bench/torch_ddp_compare.py prints which one).
   libopenblas0-openmp
+  # A one-node Slurm cluster for tests/integration/slurm (slurmctld, slurmd, srun, munged),
+  # and Slurm's PMI2 client that jobs started by srun load at run time.
+  slurm-wlm slurm-client munge libpmi2-0
 )
 
 missing=()

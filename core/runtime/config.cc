@@ -1,8 +1,10 @@
 #include "runtime/config.h"
 
+#include "bootstrap/slurm_pmi2.h"
 #include "bootstrap/store.h"
 #include "runtime/env.h"
 #include "runtime/error.h"
+#include "telemetry/log.h"
 
 #include <algorithm>
 #include <cctype>
@@ -52,12 +54,16 @@ std::string parse_memory(const char *what, const std::string &value)
 // A job that mpirun started, with no store given (bare `mpirun -np N prog`): MPI already
 // wires the ranks up, so with the mpi transport no shared store is needed and each rank
 // gets a private one. "auto" means mpi here, the one transport that can work without a
-// store. Any other choice keeps the store requirement (and its error below).
+// store. Any other choice keeps the store requirement (and its error below). Under srun
+// only an explicit DISTTRAIN_TRANSPORT=mpi takes this path (MPI then wires itself through
+// srun's PMIx or PMI2); "auto" meets through Slurm's PMI2 instead (meet_through_slurm).
 bool mpi_without_store(ContextConfig &cfg)
 {
     const std::string &src = cfg.ranks.source;
     bool mpi_launch = src.find("Open MPI") != std::string::npos ||
-                      src.find("PMI") != std::string::npos;
+                      src.find("PMI") != std::string::npos ||
+                      (bootstrap::ranks_from_slurm(cfg.ranks) &&
+                       cfg.transports == std::vector<std::string>{"mpi"});
     if (cfg.ranks.size <= 1 || !cfg.store_addr.empty() || !mpi_launch)
         return false;
     if (cfg.transports == std::vector<std::string>{"auto"})
@@ -92,6 +98,25 @@ std::string token_from_torchrun()
                 " (it is used only when 16 characters or more and not 'none', e.g. "
                 "torchrun --standalone or --rdzv-id=$(uuidgen)); export the same "
                 "DISTTRAIN_JOB_TOKEN=$(openssl rand -hex 32) on every rank");
+}
+
+// srun started the ranks and nobody gave a store or a token: they meet through Slurm's
+// PMI2 (bootstrap/slurm_pmi2.h). An explicit DISTTRAIN_TRANSPORT=mpi keeps the store-less
+// MPI path below, as under mpirun.
+void meet_through_slurm(ContextConfig &cfg)
+{
+    if (cfg.ranks.size <= 1 || !cfg.store_addr.empty() || !cfg.job_token.empty() ||
+        cfg.launcher_serves_store || !bootstrap::ranks_from_slurm(cfg.ranks) ||
+        cfg.transports == std::vector<std::string>{"mpi"})
+        return;
+    bootstrap::SlurmRendezvous met =
+        bootstrap::rendezvous_through_slurm_pmi2(cfg.ranks, cfg.timeout);
+    cfg.store_addr = met.store_addr;
+    cfg.job_token = met.token;
+    cfg.store_server = std::move(met.server);
+    cfg.store_from = cfg.token_from = "Slurm PMI2";
+    DT_LOG(info, "config", "rank, store and token from Slurm PMI2: rank ", cfg.ranks.rank,
+           " of ", cfg.ranks.size, ", store at ", cfg.store_addr);
 }
 
 } // namespace
@@ -170,6 +195,7 @@ ContextConfig read_config(const dt_context_params_t *params)
 
     cfg.policy = routing::read_policy();
 
+    meet_through_slurm(cfg);
     cfg.private_store = mpi_without_store(cfg);
     if (cfg.ranks.size > 1 && cfg.store_addr.empty() && !cfg.private_store)
         throw_error(DT_ERR_INVALID_CONFIG, "this is rank ", cfg.ranks.rank, " of ",

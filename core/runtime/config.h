@@ -3,12 +3,14 @@
 #pragma once
 
 #include "bootstrap/rank_discovery.h"
+#include "bootstrap/store.h"
 #include "routing/policy.h"
 
 #include <disttrain/disttrain.h>
 
 #include <chrono>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -23,6 +25,9 @@ struct ContextConfig {
     // service or alias this host cannot bind. Empty: store_addr.
     std::string store_bind;
     bool launcher_serves_store = false; // DISTTRAIN_STORE_SERVER=launcher
+    // Rank 0's store when it had to listen before its address could be published (Slurm
+    // PMI2); the context takes it over. Null otherwise.
+    std::unique_ptr<bootstrap::StoreServer> store_server;
     std::string job_token;           // empty: none given
     std::string token_from = "DISTTRAIN_JOB_TOKEN"; // where job_token came from
     // Every rank serves itself a private in-process store: a job started by mpirun with

@@ -96,6 +96,11 @@ void Context::open_store()
     if (local_only) {
         store_server_ = std::make_unique<bootstrap::StoreServer>("127.0.0.1:0", *auth_);
         addr = store_server_->address();
+    } else if (cfg_.store_server) {
+        // Rank 0 already listens: its address had to exist before it was published.
+        store_server_ = std::move(cfg_.store_server);
+        DT_LOG(info, "context", "rank 0 serves the rendezvous store at ",
+               store_server_->address(), " (", cfg_.store_from, ")");
     } else if (!cfg_.launcher_serves_store && rank() == 0) {
         const std::string &bind = cfg_.store_bind.empty() ? addr : cfg_.store_bind;
         store_server_ = std::make_unique<bootstrap::StoreServer>(bind, *auth_);

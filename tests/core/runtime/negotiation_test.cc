@@ -113,6 +113,9 @@ std::vector<Record> sample_records()
                                   static_cast<dt_reduce_op_t>(i % DT_REDUCE_OP_COUNT_),
                                   uint64_t(1) << (10 * i), i - 3, static_cast<uint32_t>(i))));
     }
+    // The uneven kinds, appended after join: they travel too.
+    out.push_back(request("gv", sig(OpKind::allgatherv, DT_FLOAT32, DT_SUM, 0, 0, 0)));
+    out.push_back(request("av", sig(OpKind::alltoallv, DT_INT8, DT_SUM, 0, 0, 2)));
     out.push_back(join());
     for (const auto &name : odd_names())
         out.push_back(request(name, sig(OpKind::allreduce, DT_INT64, DT_PROD,

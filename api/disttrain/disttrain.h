@@ -31,7 +31,7 @@ extern "C" {
 /** API version of this header. A library accepts the same major and a compiled minor
  *  that is not newer than its own. */
 #define DT_API_MAJOR 1
-#define DT_API_MINOR 1
+#define DT_API_MINOR 2
 
 /* ------------------------------------------------------------------------------------ */
 /* Status codes                                                                           */
@@ -106,7 +106,7 @@ typedef struct dt_version {
     int api_major;  /**< DT_API_MAJOR of the library */
     int api_minor;  /**< DT_API_MINOR of the library */
     int patch;      /**< release patch level */
-    const char *string; /**< "1.1.0", static */
+    const char *string; /**< "1.2.0", static */
 } dt_version_t;
 
 /** Writes the version of the loaded library to *out. Thread safe. Errors:
@@ -489,6 +489,74 @@ DT_API dt_status_t dt_barrier_ex(dt_context_h ctx, const char *name,
                                  const dt_op_params_t *params);
 DT_API dt_status_t dt_barrier_async_ex(dt_context_h ctx, const char *name,
                                        const dt_op_params_t *params, dt_request_h *req);
+
+/* ------------------------------------------------------------------------------------ */
+/* Uneven blocks: allgatherv and alltoallv (API 1.2)                                     */
+/*                                                                                        */
+/* As MPI_Allgatherv and MPI_Alltoallv without displacements: the blocks are packed in  */
+/* rank order, rank r's block starting after the blocks of ranks 0 .. r-1. Counts are   */
+/* in elements, one per rank of the context; the library copies the count arrays during */
+/* the call, so they need not outlive it. Before the data moves, the ranks exchange      */
+/* their counts (a few small messages): ranks that disagree fail the call with           */
+/* DT_ERR_MISMATCH on every rank, with a message naming the ranks and counts, and the   */
+/* context stays usable. No transport runs these natively; they are never fused.        */
+/* ------------------------------------------------------------------------------------ */
+
+/**
+ * Gathers sendcount elements from every rank into recvbuf on every rank: rank r's
+ * recvcounts[r] elements at offset recvcounts[0] + ... + recvcounts[r-1]. recvcounts has
+ * one count per rank, the same on every rank, and recvcounts[rank] must equal sendcount.
+ * recvbuf holds the sum of recvcounts. In place when sendbuf is this rank's block of
+ * recvbuf; other overlap is refused. Since 1.2.
+ * Errors: DT_ERR_INVALID_ARGUMENT (NULL recvcounts, recvcounts[rank] != sendcount, a
+ * count or sum too large, NULL or overlapping buffers), DT_ERR_MISMATCH (ranks passed
+ * different recvcounts).
+ */
+DT_API dt_status_t dt_allgatherv(dt_context_h ctx, const char *name, const void *sendbuf,
+                                 void *recvbuf, size_t sendcount, const size_t *recvcounts,
+                                 dt_dtype_t dtype);
+DT_API dt_status_t dt_allgatherv_async(dt_context_h ctx, const char *name,
+                                       const void *sendbuf, void *recvbuf, size_t sendcount,
+                                       const size_t *recvcounts, dt_dtype_t dtype,
+                                       dt_request_h *req);
+/** dt_allgatherv[_async] with per-call parameters; errors as dt_allreduce_ex. Device
+ *  memory is staged through the memory provider's pinned host buffers. Since 1.2. */
+DT_API dt_status_t dt_allgatherv_ex(dt_context_h ctx, const char *name, const void *sendbuf,
+                                    void *recvbuf, size_t sendcount,
+                                    const size_t *recvcounts, dt_dtype_t dtype,
+                                    const dt_op_params_t *params);
+DT_API dt_status_t dt_allgatherv_async_ex(dt_context_h ctx, const char *name,
+                                          const void *sendbuf, void *recvbuf,
+                                          size_t sendcount, const size_t *recvcounts,
+                                          dt_dtype_t dtype, const dt_op_params_t *params,
+                                          dt_request_h *req);
+
+/**
+ * Every rank sends sendcounts[j] elements to rank j, which stores them as block i of its
+ * recvbuf (recvcounts[i] elements), i being the sender. sendbuf holds the sum of
+ * sendcounts, recvbuf the sum of recvcounts, blocks packed in rank order; they must not
+ * overlap. Rank i's sendcounts[j] must equal rank j's recvcounts[i]. Since 1.2.
+ * Errors: DT_ERR_INVALID_ARGUMENT (NULL counts, a count or sum too large, NULL or
+ * overlapping buffers), DT_ERR_MISMATCH (a pair of ranks disagrees on its count).
+ */
+DT_API dt_status_t dt_alltoallv(dt_context_h ctx, const char *name, const void *sendbuf,
+                                void *recvbuf, const size_t *sendcounts,
+                                const size_t *recvcounts, dt_dtype_t dtype);
+DT_API dt_status_t dt_alltoallv_async(dt_context_h ctx, const char *name,
+                                      const void *sendbuf, void *recvbuf,
+                                      const size_t *sendcounts, const size_t *recvcounts,
+                                      dt_dtype_t dtype, dt_request_h *req);
+/** dt_alltoallv[_async] with per-call parameters; errors as dt_allreduce_ex. Device
+ *  memory is staged through the memory provider's pinned host buffers. Since 1.2. */
+DT_API dt_status_t dt_alltoallv_ex(dt_context_h ctx, const char *name, const void *sendbuf,
+                                   void *recvbuf, const size_t *sendcounts,
+                                   const size_t *recvcounts, dt_dtype_t dtype,
+                                   const dt_op_params_t *params);
+DT_API dt_status_t dt_alltoallv_async_ex(dt_context_h ctx, const char *name,
+                                         const void *sendbuf, void *recvbuf,
+                                         const size_t *sendcounts, const size_t *recvcounts,
+                                         dt_dtype_t dtype, const dt_op_params_t *params,
+                                         dt_request_h *req);
 
 #ifdef __cplusplus
 } /* extern "C" */

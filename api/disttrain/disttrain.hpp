@@ -27,6 +27,7 @@
 #include <string>
 #include <type_traits>
 #include <utility>
+#include <vector>
 
 namespace disttrain {
 
@@ -439,6 +440,88 @@ public:
         });
     }
 
+    /* -- allgatherv: rank r's recvcounts[r] elements, packed in rank order (API 1.2) -- */
+    /* recvcounts: one count per rank, the same on every rank, recvcounts[rank()] ==    */
+    /* sendcount. The library copies the counts during the call.                        */
+
+    template <typename T>
+    void allgatherv(const T *send, T *recv, std::size_t sendcount,
+                    const std::vector<std::size_t> &recvcounts, const char *name = nullptr,
+                    const op_params &params = {})
+    {
+        const dt_op_params_t p = params.c();
+        detail::check(dt_allgatherv_ex(ctx_.get(), name, send, recv, sendcount,
+                                       counts(recvcounts), to_c(dtype_v<T>), &p));
+    }
+    template <typename T>
+    request allgatherv_async(const T *send, T *recv, std::size_t sendcount,
+                             const std::vector<std::size_t> &recvcounts,
+                             const char *name = nullptr, const op_params &params = {})
+    {
+        const dt_op_params_t p = params.c();
+        return start([&](dt_request_h *req) {
+            return dt_allgatherv_async_ex(ctx_.get(), name, send, recv, sendcount,
+                                          counts(recvcounts), to_c(dtype_v<T>), &p, req);
+        });
+    }
+
+    /* -- alltoallv: sendcounts[j] elements to rank j, recvcounts[i] from rank i ------ */
+
+    template <typename T>
+    void alltoallv(const T *send, const std::vector<std::size_t> &sendcounts, T *recv,
+                   const std::vector<std::size_t> &recvcounts, const char *name = nullptr,
+                   const op_params &params = {})
+    {
+        const dt_op_params_t p = params.c();
+        detail::check(dt_alltoallv_ex(ctx_.get(), name, send, recv, counts(sendcounts),
+                                      counts(recvcounts), to_c(dtype_v<T>), &p));
+    }
+    template <typename T>
+    request alltoallv_async(const T *send, const std::vector<std::size_t> &sendcounts,
+                            T *recv, const std::vector<std::size_t> &recvcounts,
+                            const char *name = nullptr, const op_params &params = {})
+    {
+        const dt_op_params_t p = params.c();
+        return start([&](dt_request_h *req) {
+            return dt_alltoallv_async_ex(ctx_.get(), name, send, recv, counts(sendcounts),
+                                         counts(recvcounts), to_c(dtype_v<T>), &p, req);
+        });
+    }
+
+    /* -- process sets and join ------------------------------------------------------ */
+
+    /**
+     * A group (process set) of some ranks of this context (dt_group_create). Collective
+     * over this context: every rank calls it with the same ranks, in the same order
+     * relative to other groups. Members get the group's context (its rank is the
+     * position in ranks), other ranks an empty optional. The group keeps this context
+     * alive, as the C API requires.
+     */
+    std::optional<context> group(const std::vector<int> &ranks) const
+    {
+        dt_context_h raw = nullptr;
+        detail::check(dt_group_create(ctx_.get(), ranks.data(),
+                                      static_cast<int>(ranks.size()), &raw));
+        if (raw == nullptr)
+            return std::nullopt;
+        std::shared_ptr<dt_context> parent = ctx_;
+        return context(adopt_t{}, std::shared_ptr<dt_context>(raw, [parent](dt_context_h c) {
+                           dt_context_destroy(c);
+                       }));
+    }
+
+    /**
+     * For uneven inputs (dt_join): this rank has no more data. Blocks until every rank
+     * has joined, meanwhile contributing to the others' allreduces. Returns the rank that
+     * joined last.
+     */
+    int join()
+    {
+        int last = -1;
+        detail::check(dt_join(ctx_.get(), &last));
+        return last;
+    }
+
     /* -- barrier: moves no buffer; params are checked only -------------------------- */
 
     void barrier(const char *name = nullptr, const op_params &params = {})
@@ -460,6 +543,20 @@ private:
         dt_context_h raw = nullptr;
         detail::check(dt_context_create(params, &raw));
         ctx_ = std::shared_ptr<dt_context>(raw, [](dt_context_h c) { dt_context_destroy(c); });
+    }
+
+    // A group's context (group()): a handle made by the C API, owned from now on.
+    struct adopt_t {};
+    context(adopt_t, std::shared_ptr<dt_context> handle) : ctx_(std::move(handle)) {}
+
+    // One count per rank of this context, or an error before the C API reads past it.
+    const std::size_t *counts(const std::vector<std::size_t> &c) const
+    {
+        if (c.size() != static_cast<std::size_t>(size()))
+            throw error(DT_ERR_INVALID_ARGUMENT,
+                        "disttrain: " + std::to_string(c.size()) + " counts for " +
+                            std::to_string(size()) + " ranks; pass one count per rank");
+        return c.data();
     }
 
     int get_int(dt_status_t (*getter)(dt_context_h, int *)) const

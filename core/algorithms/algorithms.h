@@ -50,6 +50,19 @@ void reduce_scatter_ring(Comm &comm, const void *sendbuf, void *recvbuf, size_t 
 // Pairwise exchange alltoall (size-1 steps, each a sendrecv with distinct peers).
 void alltoall_pairwise(Comm &comm, const void *sendbuf, void *recvbuf, size_t block_bytes);
 
+// Ring allgatherv: counts[b] elements of elem_bytes from rank b, packed in rank order
+// in recvbuf; in place when sendbuf is this rank's block there. Checks first that every
+// rank passes the same counts (counts_agreement.h). name: the operation's, for messages.
+void allgatherv_ring(Comm &comm, const void *sendbuf, void *recvbuf, const size_t *counts,
+                     size_t elem_bytes, const char *name);
+
+// Pairwise-exchange alltoallv: sendcounts[j] elements to rank j, recvcounts[i] from rank
+// i, blocks packed in rank order; buffers must not overlap. Checks first that every
+// pair's counts agree (counts_agreement.h).
+void alltoallv_pairwise(Comm &comm, const void *sendbuf, const size_t *sendcounts,
+                        void *recvbuf, const size_t *recvcounts, size_t elem_bytes,
+                        const char *name);
+
 // Dissemination barrier: ceil(log2(size)) rounds of zero-byte messages.
 void barrier_dissemination(Comm &comm);
 

@@ -158,6 +158,28 @@ dt::BufferMemory memory_of(dt_context_h ctx, const char *fn, const char *name,
                                      ctx->impl->world().memory_classifier());
 }
 
+// The sum of n counts (each checked as checked_bytes does), refusing a NULL array and a
+// sum whose bytes overflow; returns the sum in elements.
+size_t checked_sum(const char *fn, const char *what, const size_t *counts, size_t n,
+                   dt_dtype_t dtype)
+{
+    if (counts == nullptr)
+        throw_error(DT_ERR_INVALID_ARGUMENT, fn, ": ", what, " is NULL; pass one count "
+                    "per rank of the context (", n, ")");
+    size_t sum = 0;
+    for (size_t i = 0; i < n; ++i) {
+        if (counts[i] > static_cast<size_t>(std::numeric_limits<int64_t>::max()))
+            throw_error(DT_ERR_INVALID_ARGUMENT, fn, ": ", what, "[", i, "] = ", counts[i],
+                        " is too large (a negative number converted to size_t?); pass "
+                        "numbers of elements, >= 0");
+        if (__builtin_add_overflow(sum, counts[i], &sum))
+            throw_error(DT_ERR_INVALID_ARGUMENT, fn, ": the sum of ", what,
+                        " overflows size_t");
+    }
+    checked_bytes(fn, sum, dtype, 1);
+    return sum;
+}
+
 } // namespace
 
 extern "C" {
@@ -391,6 +413,123 @@ DT_API dt_status_t dt_alltoall(dt_context_h ctx, const char *name, const void *s
                                void *recvbuf, size_t count, dt_dtype_t dtype)
 {
     return dt_alltoall_ex(ctx, name, sendbuf, recvbuf, count, dtype, nullptr);
+}
+
+DT_API dt_status_t dt_allgatherv_async_ex(dt_context_h ctx, const char *name,
+                                          const void *sendbuf, void *recvbuf,
+                                          size_t sendcount, const size_t *recvcounts,
+                                          dt_dtype_t dtype, const dt_op_params_t *params,
+                                          dt_request_h *req)
+{
+    const char *fn = "dt_allgatherv";
+    return guard([&] {
+        require(ctx, fn, "ctx");
+        check_dtype(fn, dtype);
+        const size_t size = static_cast<size_t>(ctx->impl->size());
+        const size_t rank = static_cast<size_t>(ctx->impl->rank());
+        const size_t esize = dt_dtype_size(dtype);
+        const size_t block = checked_bytes(fn, sendcount, dtype, 1);
+        const size_t received = checked_sum(fn, "recvcounts", recvcounts, size, dtype);
+        const size_t total = received * esize;
+        if (recvcounts[rank] != sendcount)
+            throw_error(DT_ERR_INVALID_ARGUMENT, fn, ": recvcounts[", rank, "] = ",
+                        recvcounts[rank], " but this rank (", rank, ") sends sendcount = ",
+                        sendcount, "; recvcounts[r] must be rank r's sendcount");
+        require_buffer(sendbuf, block, fn, "sendbuf");
+        require_buffer(recvbuf, total, fn, "recvbuf");
+        size_t before = 0;
+        for (size_t r = 0; r < rank; ++r)
+            before += recvcounts[r];
+        const void *in_place = static_cast<char *>(recvbuf) + before * esize;
+        refuse_overlap(fn, sendbuf != in_place && overlap(sendbuf, block, recvbuf, total),
+                       "for an in-place allgatherv pass sendbuf = recvbuf + (recvcounts[0] "
+                       "+ ... + recvcounts[rank-1]) elements");
+        auto memory = memory_of(ctx, fn, name, params, sendbuf, recvbuf);
+        OpDesc desc = describe(OpKind::allgatherv, name, sendbuf, recvbuf, received, dtype,
+                               memory);
+        desc.counts.assign(recvcounts, recvcounts + size);
+        return submit(ctx, fn, std::move(desc), req);
+    });
+}
+
+DT_API dt_status_t dt_allgatherv_async(dt_context_h ctx, const char *name,
+                                       const void *sendbuf, void *recvbuf, size_t sendcount,
+                                       const size_t *recvcounts, dt_dtype_t dtype,
+                                       dt_request_h *req)
+{
+    return dt_allgatherv_async_ex(ctx, name, sendbuf, recvbuf, sendcount, recvcounts, dtype,
+                                  nullptr, req);
+}
+
+DT_API dt_status_t dt_allgatherv_ex(dt_context_h ctx, const char *name, const void *sendbuf,
+                                    void *recvbuf, size_t sendcount,
+                                    const size_t *recvcounts, dt_dtype_t dtype,
+                                    const dt_op_params_t *params)
+{
+    return blocking(dt_allgatherv_async_ex, ctx, name, sendbuf, recvbuf, sendcount,
+                    recvcounts, dtype, params);
+}
+
+DT_API dt_status_t dt_allgatherv(dt_context_h ctx, const char *name, const void *sendbuf,
+                                 void *recvbuf, size_t sendcount, const size_t *recvcounts,
+                                 dt_dtype_t dtype)
+{
+    return dt_allgatherv_ex(ctx, name, sendbuf, recvbuf, sendcount, recvcounts, dtype,
+                            nullptr);
+}
+
+DT_API dt_status_t dt_alltoallv_async_ex(dt_context_h ctx, const char *name,
+                                         const void *sendbuf, void *recvbuf,
+                                         const size_t *sendcounts, const size_t *recvcounts,
+                                         dt_dtype_t dtype, const dt_op_params_t *params,
+                                         dt_request_h *req)
+{
+    const char *fn = "dt_alltoallv";
+    return guard([&] {
+        require(ctx, fn, "ctx");
+        check_dtype(fn, dtype);
+        const size_t size = static_cast<size_t>(ctx->impl->size());
+        const size_t esize = dt_dtype_size(dtype);
+        const size_t sent = checked_sum(fn, "sendcounts", sendcounts, size, dtype);
+        const size_t received = checked_sum(fn, "recvcounts", recvcounts, size, dtype);
+        require_buffer(sendbuf, sent * esize, fn, "sendbuf");
+        require_buffer(recvbuf, received * esize, fn, "recvbuf");
+        refuse_overlap(fn, overlap(sendbuf, sent * esize, recvbuf, received * esize),
+                       "alltoallv needs separate buffers");
+        auto memory = memory_of(ctx, fn, name, params, sendbuf, recvbuf);
+        OpDesc desc = describe(OpKind::alltoallv, name, sendbuf, recvbuf, received, dtype,
+                               memory);
+        desc.counts.reserve(2 * size);
+        desc.counts.assign(sendcounts, sendcounts + size);
+        desc.counts.insert(desc.counts.end(), recvcounts, recvcounts + size);
+        return submit(ctx, fn, std::move(desc), req);
+    });
+}
+
+DT_API dt_status_t dt_alltoallv_async(dt_context_h ctx, const char *name,
+                                      const void *sendbuf, void *recvbuf,
+                                      const size_t *sendcounts, const size_t *recvcounts,
+                                      dt_dtype_t dtype, dt_request_h *req)
+{
+    return dt_alltoallv_async_ex(ctx, name, sendbuf, recvbuf, sendcounts, recvcounts, dtype,
+                                 nullptr, req);
+}
+
+DT_API dt_status_t dt_alltoallv_ex(dt_context_h ctx, const char *name, const void *sendbuf,
+                                   void *recvbuf, const size_t *sendcounts,
+                                   const size_t *recvcounts, dt_dtype_t dtype,
+                                   const dt_op_params_t *params)
+{
+    return blocking(dt_alltoallv_async_ex, ctx, name, sendbuf, recvbuf, sendcounts,
+                    recvcounts, dtype, params);
+}
+
+DT_API dt_status_t dt_alltoallv(dt_context_h ctx, const char *name, const void *sendbuf,
+                                void *recvbuf, const size_t *sendcounts,
+                                const size_t *recvcounts, dt_dtype_t dtype)
+{
+    return dt_alltoallv_ex(ctx, name, sendbuf, recvbuf, sendcounts, recvcounts, dtype,
+                           nullptr);
 }
 
 DT_API dt_status_t dt_barrier_async_ex(dt_context_h ctx, const char *name,

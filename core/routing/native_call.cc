@@ -34,6 +34,8 @@ int32_t start_native(const Transport &t, const Args &a, dt_transport_request_t *
             break;
         return ops.barrier(inst, req);
     case OpKind::join:
+    case OpKind::allgatherv: // no transport has uneven collectives in its table
+    case OpKind::alltoallv:
         break;
     }
     return DTP_ERR_UNSUPPORTED;

@@ -42,6 +42,7 @@ struct Args {
     dt_dtype_t dtype = DT_UINT8;
     dt_reduce_op_t op = DT_SUM; // never DT_AVG
     int root = 0;
+    const size_t *counts = nullptr; // allgatherv, alltoallv: OpDesc::counts
     const char *name = "";      // the operation's, for messages
     int avg_divisor = 0;        // > 0 only for a path with divides_average, on DT_AVG
     void *stream = nullptr;     // device memory: the producer's stream (null: default)

@@ -78,6 +78,21 @@ bool run_alltoall(const Services &, algo::Comm &comm, const Args &a)
     return true;
 }
 
+bool run_allgatherv(const Services &, algo::Comm &comm, const Args &a)
+{
+    algo::allgatherv_ring(comm, a.sendbuf, a.recvbuf, a.counts, dt_dtype_size(a.dtype),
+                          a.name);
+    return true;
+}
+
+bool run_alltoallv(const Services &, algo::Comm &comm, const Args &a)
+{
+    const size_t *send = a.counts, *recv = a.counts + comm.size();
+    algo::alltoallv_pairwise(comm, a.sendbuf, send, a.recvbuf, recv, dt_dtype_size(a.dtype),
+                             a.name);
+    return true;
+}
+
 bool run_barrier(const Services &, algo::Comm &comm, const Args &)
 {
     algo::barrier_dissemination(comm);
@@ -98,6 +113,8 @@ const Path kBroadcastTreeChain = {"tree_chain", kHost, kP2p, false, always, run_
 const Path kAllgatherRing = {"ring", kHost, kP2p, false, always, run_allgather};
 const Path kReduceScatterRing = {"ring", kHost, kP2p, false, always, run_reduce_scatter};
 const Path kAlltoallPairwise = {"pairwise", kHost, kP2p, false, always, run_alltoall};
+const Path kAllgathervRing = {"ring", kHost, kP2p, false, always, run_allgatherv};
+const Path kAlltoallvPairwise = {"pairwise", kHost, kP2p, false, always, run_alltoallv};
 const Path kBarrierDissemination = {"dissemination", kHost, kP2p, false, always, run_barrier};
 
 } // namespace dt::routing

@@ -27,7 +27,7 @@ struct Extent {
     size_t recv = 0; // bytes of recvbuf it writes
 };
 
-Extent extent_of(const Args &a, int size)
+Extent extent_of(const Args &a, int rank, int size)
 {
     const size_t n = a.count * dt_dtype_size(a.dtype);
     const size_t all = n * static_cast<size_t>(size);
@@ -37,6 +37,23 @@ Extent extent_of(const Args &a, int size)
     case OpKind::allgather: return {n, all};
     case OpKind::reduce_scatter: return {all, n};
     case OpKind::alltoall: return {all, all};
+    case OpKind::allgatherv: {
+        // The C API checked these sums for overflow.
+        const size_t esize = dt_dtype_size(a.dtype);
+        size_t total = 0;
+        for (int r = 0; r < size; ++r)
+            total += a.counts[r];
+        return {a.counts[rank] * esize, total * esize};
+    }
+    case OpKind::alltoallv: {
+        const size_t esize = dt_dtype_size(a.dtype);
+        size_t send = 0, recv = 0;
+        for (int r = 0; r < size; ++r) {
+            send += a.counts[r];
+            recv += a.counts[size + r];
+        }
+        return {send * esize, recv * esize};
+    }
     case OpKind::barrier:
     case OpKind::join: break;
     }
@@ -46,7 +63,7 @@ Extent extent_of(const Args &a, int size)
 bool run_staged(const Services &s, algo::Comm &comm, const Args &a)
 {
     Staging &st = *s.staging;
-    const Extent e = extent_of(a, comm.size());
+    const Extent e = extent_of(a, comm.rank(), comm.size());
     const bool in_place = a.sendbuf == a.recvbuf;
     // Broadcast: only the root's buffer is read, and the root's is not written.
     const bool reads = a.kind != OpKind::broadcast || comm.rank() == a.root;

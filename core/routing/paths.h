@@ -37,5 +37,9 @@ extern const Path kAllgatherRing;
 extern const Path kReduceScatterRing;
 extern const Path kAlltoallPairwise;
 extern const Path kBarrierDissemination;
+// Uneven blocks: a check of every rank's counts, then a ring (allgatherv) or pairwise
+// exchange (alltoallv).
+extern const Path kAllgathervRing;
+extern const Path kAlltoallvPairwise;
 
 } // namespace dt::routing

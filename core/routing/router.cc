@@ -103,6 +103,7 @@ const char *Router::run(algo::Comm &comm, const OpDesc &op, int avg_divisor)
     args.dtype = op.dtype;
     args.op = op.op == DT_AVG ? DT_SUM : op.op;
     args.root = op.root;
+    args.counts = op.counts.empty() ? nullptr : op.counts.data();
     args.name = op.name.c_str();
     args.stream = op.stream;
     args.ready = op.ready.get();

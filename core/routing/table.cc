@@ -21,6 +21,10 @@ constexpr const Path *kReduceScatter[] = {&kDeviceNative, &kNative, &kStaging, &
                                           &kReduceScatterRing};
 constexpr const Path *kAlltoall[] = {&kDeviceNative, &kNative, &kStaging, &kShmLocal,
                                      &kAlltoallPairwise};
+// Uneven blocks: no transport table has them, so the core's algorithms carry host
+// memory and staging device memory.
+constexpr const Path *kAllgatherv[] = {&kStaging, &kAllgathervRing};
+constexpr const Path *kAlltoallv[] = {&kStaging, &kAlltoallvPairwise};
 constexpr const Path *kBarrier[] = {&kNative, &kShmLocal, &kBarrierDissemination};
 
 // The memory the transport accepts where the path hands it the call's buffers.
@@ -46,6 +50,8 @@ std::span<const Path *const> paths_for(OpKind kind) noexcept
     case OpKind::reduce_scatter: return kReduceScatter;
     case OpKind::alltoall: return kAlltoall;
     case OpKind::barrier: return kBarrier;
+    case OpKind::allgatherv: return kAllgatherv;
+    case OpKind::alltoallv: return kAlltoallv;
     case OpKind::join: break; // the engine's own: it never reaches a transport
     }
     return {};

@@ -55,7 +55,7 @@ CallCheck call_check_of(const OpDesc &desc, uint64_t call)
     c.group = desc.group;
     // A barrier moves no buffer, so where buffers live cannot make ranks disagree on it.
     c.memory = static_cast<uint8_t>(desc.kind == OpKind::barrier ? DT_MEMORY_HOST : desc.memory);
-    c.count = desc.kind == OpKind::barrier ? 0 : desc.count;
+    c.count = desc.kind == OpKind::barrier || !kind_counts_agree(desc.kind) ? 0 : desc.count;
     c.name_hash = name_hash(desc.name);
     c.call = static_cast<uint32_t>(call);
     return c;

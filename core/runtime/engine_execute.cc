@@ -73,8 +73,15 @@ void Engine::run_one(Ready &r)
     }
     std::vector<int> ranks = members(r.sig.group);
     algo::Comm c = comm(next_op_tag(r.sig.group), op_kind_name(desc.kind), &ranks);
-    const char *path = router_.run(
-        c, desc, r.sig.group == 0 ? active_ranks() : static_cast<int>(ranks.size()));
+    const char *path = nullptr;
+    try {
+        path = router_.run(
+            c, desc, r.sig.group == 0 ? active_ranks() : static_cast<int>(ranks.size()));
+    } catch (const AgreedFailure &e) {
+        // Every member failed it alike before its data moved: the context goes on.
+        complete(r, e.status(), e.what());
+        return;
+    }
     auto end = Clock::now();
     if (timeline_)
         timeline_->phase(r.name, op_kind_name(desc.kind), start, end,

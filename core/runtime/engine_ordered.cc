@@ -92,6 +92,9 @@ void Engine::run_ordered(Operation &op)
                              cat(R"("bytes":)", d.count * dt_dtype_size(d.dtype),
                                  R"(,"path":")", path, '"'));
         op.complete(DT_OK, {});
+    } catch (const AgreedFailure &e) {
+        // Every member failed it alike before its data moved: the context goes on.
+        op.complete(e.status(), e.what());
     } catch (const Error &e) {
         auto [status, message] = root_cause(e.status(), e.what());
         break_context(status, message, dynamic_cast<const PeerLeft *>(&e) != nullptr);

@@ -29,6 +29,14 @@ public:
     using Error::Error;
 };
 
+// A failure that every rank of the call found alike, before any of the call's data
+// moved (ranks that disagree on an allgatherv's counts): the call fails with it on every
+// rank, but the transport is in step and the context goes on.
+class AgreedFailure : public Error {
+public:
+    using Error::Error;
+};
+
 // Builds a message from stream pieces: throw_error(DT_ERR_TIMEOUT, "waited ", ms, " ms").
 template <typename... Parts>
 [[noreturn]] void throw_error(dt_status_t status, Parts &&...parts)

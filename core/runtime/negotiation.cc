@@ -23,7 +23,9 @@ Signature get_sig(wire::Reader &r)
     auto kind = r.get<uint8_t>();
     auto dtype = r.get<uint8_t>();
     auto op = r.get<uint8_t>();
-    if (kind > static_cast<uint8_t>(OpKind::barrier) || dtype >= DT_DTYPE_COUNT_ ||
+    // Join is the engine's own and never travels as a signature.
+    if (kind > static_cast<uint8_t>(OpKind::alltoallv) ||
+        kind == static_cast<uint8_t>(OpKind::join) || dtype >= DT_DTYPE_COUNT_ ||
         op >= DT_REDUCE_OP_COUNT_)
         throw_error(DT_ERR_PROTOCOL, "malformed negotiation message: bad signature");
     s.kind = static_cast<OpKind>(kind);

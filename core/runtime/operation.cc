@@ -12,6 +12,8 @@ const char *op_kind_name(OpKind kind) noexcept
     case OpKind::alltoall: return "alltoall";
     case OpKind::barrier: return "barrier";
     case OpKind::join: return "join";
+    case OpKind::allgatherv: return "allgatherv";
+    case OpKind::alltoallv: return "alltoallv";
     }
     return "unknown";
 }

@@ -9,10 +9,23 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <vector>
 
 namespace dt {
 
-enum class OpKind { allreduce, broadcast, allgather, reduce_scatter, alltoall, barrier, join };
+// Appended kinds keep the values of the older ones: they travel in negotiation messages
+// and call checks, and index the router's kind bits.
+enum class OpKind {
+    allreduce,
+    broadcast,
+    allgather,
+    reduce_scatter,
+    alltoall,
+    barrier,
+    join,
+    allgatherv, // uneven blocks: counts holds every rank's count
+    alltoallv,  // uneven blocks: counts holds the sendcounts, then the recvcounts
+};
 
 const char *op_kind_name(OpKind kind) noexcept;
 
@@ -21,7 +34,11 @@ struct OpDesc {
     std::string name;
     const void *sendbuf = nullptr;
     void *recvbuf = nullptr;
-    size_t count = 0; // elements; per rank block for allgather/reduce_scatter/alltoall
+    size_t count = 0; // elements; per rank block for allgather/reduce_scatter/alltoall;
+                      // allgatherv, alltoallv: the elements this rank receives in all
+    // allgatherv: one count per rank (the recvcounts); alltoallv: size sendcounts, then
+    // size recvcounts. Copied at the call, so the caller's arrays need not outlive it.
+    std::vector<size_t> counts;
     dt_dtype_t dtype = DT_UINT8;
     dt_reduce_op_t op = DT_SUM;
     int root = 0;

@@ -12,7 +12,7 @@ Signature signature_of(const OpDesc &desc, uint32_t group)
     s.kind = desc.kind;
     s.dtype = desc.dtype;
     s.op = kind_reduces(desc.kind) ? desc.op : DT_SUM;
-    s.count = desc.count;
+    s.count = kind_counts_agree(desc.kind) ? desc.count : 0;
     s.root = kind_has_root(desc.kind) ? desc.root : 0;
     s.group = group;
     // A barrier moves no buffer, so where buffers live cannot make ranks disagree on it.
@@ -26,6 +26,11 @@ bool kind_reduces(OpKind kind)
 }
 
 bool kind_has_root(OpKind kind) { return kind == OpKind::broadcast; }
+
+bool kind_counts_agree(OpKind kind)
+{
+    return kind != OpKind::allgatherv && kind != OpKind::alltoallv;
+}
 
 std::string rank_list(const std::vector<int> &ranks)
 {

@@ -27,6 +27,11 @@ Signature signature_of(const OpDesc &desc, uint32_t group);
 // Whether the operator matters for this kind (reductions) and the root (broadcast).
 bool kind_reduces(OpKind kind);
 bool kind_has_root(OpKind kind);
+// Whether the count is compared: not for allgatherv and alltoallv, whose algorithms
+// compare every rank's counts before the data moves (algorithms/counts_agreement.h) and
+// name the counts that differ, which a total could not; and an alltoallv's ranks
+// receive different totals anyway.
+bool kind_counts_agree(OpKind kind);
 
 // "allreduce 'grad.w': ranks disagree on dtype: rank 0 float32, rank 1 float64". Empty when
 // all signatures are equal. Fields are checked in the order kind, group, dtype, count,

@@ -111,6 +111,32 @@ int main(void)
            "barrier_async_ex");
     dt_request_free(req);
 
+    /* API 1.2: the uneven forms, every entry point (a job of one: counts of one rank). */
+    {
+        const size_t four = 4;
+        expect(dt_allgatherv_ex(ctx, NULL, a, g, 4, &four, DT_FLOAT32, &host) == DT_OK,
+               "allgatherv_ex");
+        expect(dt_alltoallv_ex(ctx, NULL, a, b, &four, &four, DT_FLOAT32, &host) == DT_OK,
+               "alltoallv_ex");
+        expect(dt_allgatherv_async_ex(ctx, NULL, a, g, 4, &four, DT_FLOAT32, NULL, &req) ==
+                       DT_OK &&
+                   dt_request_wait(req, -1) == DT_OK,
+               "allgatherv_async_ex");
+        dt_request_free(req);
+        expect(dt_alltoallv_async_ex(ctx, NULL, a, b, &four, &four, DT_FLOAT32, NULL, &req) ==
+                       DT_OK &&
+                   dt_request_wait(req, -1) == DT_OK,
+               "alltoallv_async_ex");
+        dt_request_free(req);
+        req = NULL;
+        expect(dt_allgatherv_async_ex(ctx, "gv", a, g, 4, &four, DT_FLOAT32, &device, &req) ==
+                       DT_ERR_UNSUPPORTED && req == NULL,
+               "device allgatherv is refused at once without a memory provider");
+        expect(dt_alltoallv_ex(ctx, "av", a, b, &four, &four, DT_FLOAT32, &device) ==
+                   DT_ERR_UNSUPPORTED && mentions("dt_alltoallv 'av'"),
+               "device alltoallv is refused, naming the call");
+    }
+
     expect(strcmp(dt_memory_type_name(DT_MEMORY_DEVICE), "device") == 0 &&
                strcmp(dt_memory_type_name((dt_memory_type_t)42), "unknown") == 0,
            "dt_memory_type_name");

@@ -63,6 +63,16 @@ void cxx_disttrain_hpp_instantiate(disttrain::context &ctx)
     r = ctx.alltoall_async(in, out, 4, nullptr, dev);
     ctx.barrier(nullptr, dev);
     r = ctx.barrier_async(nullptr, dev);
+    // API 1.2: uneven blocks, process sets, join.
+    const std::vector<std::size_t> counts{4, 4};
+    ctx.allgatherv(in, out, 4, counts);
+    r = ctx.allgatherv_async(in, out, 4, counts, "gv", dev);
+    ctx.alltoallv(in, counts, out, counts);
+    r = ctx.alltoallv_async(in, counts, out, counts, "av", dev);
+    std::optional<disttrain::context> group = ctx.group({0});
+    if (group)
+        group->barrier();
+    (void)ctx.join();
     (void)ctx.rank();
     (void)ctx.size();
     (void)ctx.local_rank();

@@ -86,7 +86,7 @@ def library_path():
 
 
 def version():
-    """Version string of the loaded library ("1.1.0")."""
+    """Version string of the loaded library ("1.2.0")."""
     import ctypes
     v = _lib.Version()
     _lib.lib().dt_get_version(ctypes.byref(v))

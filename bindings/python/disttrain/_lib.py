@@ -20,7 +20,7 @@ import threading
 # The header this module was written against; the library accepts the same major and a
 # minor that is not newer than its own.
 API_MAJOR = 1
-API_MINOR = 1
+API_MINOR = 2
 
 _c_int_p = ctypes.POINTER(ctypes.c_int)
 _ctx = ctypes.c_void_p
@@ -107,6 +107,14 @@ _PROTOTYPES = {
                                        ctypes.POINTER(_req)]),
     "dt_barrier_async_ex": (_status, [_ctx, ctypes.c_char_p, _op_params_p,
                                       ctypes.POINTER(_req)]),
+    # API 1.2: uneven blocks. The count arrays (size_t, one per rank) are passed as
+    # addresses of numpy arrays; the library copies them during the call.
+    "dt_allgatherv_async_ex": (_status, [_ctx, ctypes.c_char_p, ctypes.c_void_p,
+                                         ctypes.c_void_p, _size, ctypes.c_void_p,
+                                         ctypes.c_int, _op_params_p, ctypes.POINTER(_req)]),
+    "dt_alltoallv_async_ex": (_status, [_ctx, ctypes.c_char_p, ctypes.c_void_p,
+                                        ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p,
+                                        ctypes.c_int, _op_params_p, ctypes.POINTER(_req)]),
 }
 
 

@@ -6,7 +6,15 @@ Memory rules:
   dtype; anything else is a UsageError, never a silent copy;
 - out-of-place forms (allreduce, allgather, reduce_scatter, alltoall, broadcast) accept any
   array-like and copy it first when it is not C-contiguous (documented cost: one copy).
-Every rank must call the same collectives in the same order with the same shapes.
+Every rank must call the same collectives in the same order with the same shapes, but
+for the first dimension of allgather's array and alltoall's splits, which may differ per
+rank (as in Horovod): the sizes are exchanged first, then an allgatherv or alltoallv
+(API 1.2) moves the data. Their *_async forms start the size exchange; the data moves
+when wait() (or test()) finds it done, so wait such handles in the order they were
+started, as every rank does.
+
+allgather and alltoall also take CPU torch tensors (without copying them where they are
+contiguous) and then return torch tensors.
 
 Every collective takes memory= and device= keywords (dt_op_params_t, memory.py). numpy
 arrays live in host memory, the default; memory='auto' lets the library ask its loaded
@@ -14,6 +22,8 @@ memory providers (host while there are none), and memory='device' is refused by 
 library (DT_ERR_UNSUPPORTED) until a memory provider is loaded. Ranks must agree on the
 memory type, as on dtype and shape.
 """
+import sys
+
 import numpy as np
 
 from .errors import usage
@@ -58,6 +68,45 @@ def input_array(array):
 
 def _params(memory, device):
     return params_arg(op_params(memory, device))
+
+
+def _from_torch(array):
+    """(numpy view, True) of a CPU torch tensor, or (array, False) for anything else."""
+    torch = sys.modules.get("torch")
+    if torch is None or not isinstance(array, torch.Tensor):
+        return array, False
+    if array.device.type != "cpu":
+        raise usage(f"a {array.device.type} tensor was passed to a numpy collective; use "
+                    f"disttrain.torch for device tensors, or pass tensor.cpu()")
+    return array.detach().numpy(), True
+
+
+def _to_torch(result, was_torch):
+    if not was_torch:
+        return result
+    import torch
+    return torch.from_numpy(result)
+
+
+def _sizes_name(name):
+    """The name of the size exchange that comes before an uneven collective's data."""
+    return None if name is None else f"{name}.sizes"
+
+
+def _counts(values):
+    """A size_t array the C API reads one count per rank from. Keep it in a variable
+    while the call runs: `.ctypes.data` of a temporary is freed memory at once."""
+    return np.ascontiguousarray(values, dtype=np.uintp)
+
+
+def _splits(splits, rows, size):
+    s = np.asarray(splits)
+    if s.ndim != 1 or s.shape[0] != size or not np.issubdtype(s.dtype, np.integer):
+        raise usage(f"splits must hold one integer per rank ({size}); got {splits!r}")
+    if (s < 0).any() or int(s.sum()) != rows:
+        raise usage(f"splits {s.tolist()} must be >= 0 and sum to the first dimension of "
+                    f"the array ({rows})")
+    return s.astype(np.int64)
 
 
 def _leading_blocks(a, size, what):
@@ -140,18 +189,34 @@ class NumpyCollectives:
     # -- allgather --------------------------------------------------------------------
     def allgather_async(self, array, name=None, *, memory=None, device=None):
         """Starts an allgather; wait() returns every rank's array concatenated along
-        axis 0, rank 0 first. Every rank must pass the same shape (a 0-d array counts
-        as shape (1,))."""
+        axis 0, rank 0 first. The first dimension may differ per rank; the others, and
+        the dtype, must agree (a 0-d array counts as shape (1,)). Sizes are exchanged
+        first (an allgather of one int64 per rank), then an allgatherv moves the data
+        when wait() finds the sizes."""
+        array, was_torch = _from_torch(array)
         a, dtype = input_array(array)
         if a.ndim == 0:
             a = a.reshape(1)
-        out = np.empty((self.size() * a.shape[0],) + a.shape[1:], dtype=a.dtype)
-        req = self._submit("dt_allgather_async_ex", _name(name), a.ctypes.data,
-                           out.ctypes.data, a.size, int(dtype), _params(memory, device))
-        return Handle(self, req, (a, out), result=out, name=name)
+        mine = np.array([a.shape[0]], dtype=np.int64)
+        rows = np.empty(self.size(), dtype=np.int64)
+        req = self._submit("dt_allgather_async_ex", _name(_sizes_name(name)),
+                           mine.ctypes.data, rows.ctypes.data, 1, int(numpy_dtype(rows.dtype)),
+                           None)  # the sizes live in host memory
+
+        def gather_data(_):
+            row = int(np.prod(a.shape[1:], dtype=np.int64))
+            out = np.empty((int(rows.sum()),) + a.shape[1:], dtype=a.dtype)
+            counts = _counts(rows * row)  # held here: the call reads it
+            data = self._submit("dt_allgatherv_async_ex", _name(name), a.ctypes.data,
+                                out.ctypes.data, a.size, counts.ctypes.data,
+                                int(dtype), _params(memory, device))
+            return _to_torch(Handle(self, data, (a, out), result=out, name=name).wait(),
+                             was_torch)
+
+        return Handle(self, req, (a, mine, rows), on_complete=gather_data, name=name)
 
     def allgather(self, array, name=None, *, memory=None, device=None):
-        """Every rank's array concatenated along axis 0."""
+        """Every rank's array concatenated along axis 0 (see allgather_async)."""
         return self.allgather_async(array, name, memory=memory, device=device).wait()
 
     # -- reduce_scatter ---------------------------------------------------------------
@@ -173,20 +238,49 @@ class NumpyCollectives:
                                          device=device).wait()
 
     # -- alltoall ---------------------------------------------------------------------
-    def alltoall_async(self, array, name=None, *, memory=None, device=None):
-        """Starts an alltoall: block j (rows [j*n, (j+1)*n)) of `array` goes to rank j,
-        which stores it as block i, i being the sender. wait() returns the new array."""
+    def alltoall_async(self, array, splits=None, name=None, *, memory=None, device=None):
+        """Starts an alltoall along axis 0. Without splits, block j (rows [j*n,
+        (j+1)*n)) of `array` goes to rank j, which stores it as block i, i being the
+        sender; wait() returns the new array. With splits (one row count per rank,
+        summing to the first dimension, as Horovod's), splits[j] rows go to rank j; the
+        ranks exchange their splits first, and wait() returns (received array, received
+        splits), the rows from rank i being block i."""
+        array, was_torch = _from_torch(array)
         a, dtype = input_array(array)
-        _leading_blocks(a, self.size(), "alltoall")
-        out = np.empty_like(a)
-        req = self._submit("dt_alltoall_async_ex", _name(name), a.ctypes.data,
-                           out.ctypes.data, a.size // self.size(), int(dtype),
-                           _params(memory, device))
-        return Handle(self, req, (a, out), result=out, name=name)
+        if splits is None:
+            _leading_blocks(a, self.size(), "alltoall")
+            out = np.empty_like(a)
+            req = self._submit("dt_alltoall_async_ex", _name(name), a.ctypes.data,
+                               out.ctypes.data, a.size // self.size(), int(dtype),
+                               _params(memory, device))
+            return Handle(self, req, (a, out), result=out, name=name,
+                          on_complete=lambda r: _to_torch(r, was_torch))
+        if a.ndim == 0:
+            raise usage("alltoall with splits needs an array of at least one dimension")
+        send_splits = _splits(splits, a.shape[0], self.size())
+        recv_splits = np.empty(self.size(), dtype=np.int64)
+        req = self._submit("dt_alltoall_async_ex", _name(_sizes_name(name)),
+                           send_splits.ctypes.data, recv_splits.ctypes.data, 1,
+                           int(numpy_dtype(recv_splits.dtype)), None)
 
-    def alltoall(self, array, name=None, *, memory=None, device=None):
-        """The array of blocks received from every rank (see alltoall_async)."""
-        return self.alltoall_async(array, name, memory=memory, device=device).wait()
+        def exchange_data(_):
+            row = int(np.prod(a.shape[1:], dtype=np.int64))
+            out = np.empty((int(recv_splits.sum()),) + a.shape[1:], dtype=a.dtype)
+            sendcounts, recvcounts = _counts(send_splits * row), _counts(recv_splits * row)
+            data = self._submit("dt_alltoallv_async_ex", _name(name), a.ctypes.data,
+                                out.ctypes.data, sendcounts.ctypes.data,
+                                recvcounts.ctypes.data, int(dtype), _params(memory, device))
+            Handle(self, data, (a, out), name=name).wait()
+            return _to_torch(out, was_torch), _to_torch(recv_splits, was_torch)
+
+        return Handle(self, req, (a, send_splits, recv_splits), on_complete=exchange_data,
+                      name=name)
+
+    def alltoall(self, array, splits=None, name=None, *, memory=None, device=None):
+        """The array of blocks received from every rank, or with splits the tuple
+        (received array, received splits) (see alltoall_async)."""
+        return self.alltoall_async(array, splits, name, memory=memory,
+                                   device=device).wait()
 
     # -- barrier ----------------------------------------------------------------------
     def barrier_async(self, name=None):

@@ -316,6 +316,22 @@ TEST(Router, ADeviceTransportRunsDeviceCallsOverTheWholeJobAheadOfStaging)
     EXPECT_EQ(chosen_device(job, OpKind::alltoall), "staging");
 }
 
+TEST(Router, UnevenKindsRunOnTheAlgorithmsAndStageDeviceMemory)
+{
+    // No transport has them natively and shared memory does not carry them, whatever
+    // the job looks like; device memory is staged when a provider can stage it.
+    for (Job job : {Job{{0, 0}}, Job{{0, 1}, 0, false, kAllNative, true},
+                    Job{{0, 0, 2, 2}, 3, true, kAllNative, true}}) {
+        job.device_native = kAllNative;
+        EXPECT_EQ(chosen(job, OpKind::allgatherv, 4), "ring");
+        EXPECT_EQ(chosen(job, OpKind::alltoallv, 4), "pairwise");
+        EXPECT_EQ(chosen_device(job, OpKind::allgatherv), "(none)");
+        job.staging = true;
+        EXPECT_EQ(chosen_device(job, OpKind::allgatherv), "staging");
+        EXPECT_EQ(chosen_device(job, OpKind::alltoallv), "staging");
+    }
+}
+
 TEST(Router, HostCallsNeverStage)
 {
     Job job{{0, 0}};

@@ -35,6 +35,12 @@ TEST(CallCheck, FieldsThatDoNotMatterForTheKindAreZero)
     EXPECT_EQ(b.op, 0); // a broadcast does not reduce
     d.kind = OpKind::barrier;
     EXPECT_EQ(call_check_of(d, 0).count, 0u);
+    // The uneven kinds' counts are compared by their algorithm, count by count.
+    for (OpKind k : {OpKind::allgatherv, OpKind::alltoallv}) {
+        d.kind = k;
+        EXPECT_EQ(call_check_of(d, 0).count, 0u) << op_kind_name(k);
+        EXPECT_EQ(call_check_of(d, 0).kind, static_cast<uint8_t>(k)) << op_kind_name(k);
+    }
 }
 
 TEST(CallCheck, EveryComparedFieldChangesTheHash)

@@ -32,6 +32,11 @@ TEST(Fusion, LargeOrOtherKindsRunAlone)
     b.kind = OpKind::broadcast;
     EXPECT_FALSE(fuses(b));
     EXPECT_FALSE(fusable(allreduce(16), b));
+    for (OpKind k : {OpKind::allgatherv, OpKind::alltoallv}) {
+        b.kind = k;
+        EXPECT_FALSE(fuses(b)) << op_kind_name(k);
+        EXPECT_FALSE(fusable(allreduce(16), b)) << op_kind_name(k);
+    }
 }
 
 TEST(Fusion, EveryFieldOfTheBatchMustAgree)

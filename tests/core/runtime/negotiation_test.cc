@@ -117,6 +117,9 @@ std::vector<Record> sample_records()
         for (int m = 0; m < i; ++m)
             out.back().members.push_back(m * 3);
     }
+    // The uneven kinds, appended after join: they travel too.
+    out.push_back(request("gv", sig(OpKind::allgatherv, DT_FLOAT32, DT_SUM, 0, 0, 0)));
+    out.push_back(request("av", sig(OpKind::alltoallv, DT_INT8, DT_SUM, 0, 0, 2)));
     out.push_back(join());
     for (const auto &name : odd_names())
         out.push_back(request(name, sig(OpKind::allreduce, DT_INT64, DT_PROD,

@@ -89,6 +89,25 @@ TEST(Signature, KindsThatReduceOrHaveARoot)
         EXPECT_FALSE(kind_has_root(k)) << op_kind_name(k);
 }
 
+TEST(Signature, UnevenKindsLeaveTheCountToTheirAlgorithm)
+{
+    // Ranks of an allgatherv or alltoallv pass their own counts; the algorithm compares
+    // them all (algorithms/counts_agreement.h), so the signature must not.
+    for (OpKind k : {OpKind::allgatherv, OpKind::alltoallv}) {
+        OpDesc d, e;
+        d.kind = e.kind = k;
+        d.count = 10;
+        e.count = 12;
+        EXPECT_FALSE(kind_counts_agree(k)) << op_kind_name(k);
+        EXPECT_EQ(signature_of(d, 0), signature_of(e, 0)) << op_kind_name(k);
+        e.dtype = DT_FLOAT64;
+        EXPECT_NE(signature_of(d, 0), signature_of(e, 0)) << op_kind_name(k);
+    }
+    EXPECT_TRUE(kind_counts_agree(OpKind::allgather));
+    EXPECT_EQ(std::string(op_kind_name(OpKind::allgatherv)), "allgatherv");
+    EXPECT_EQ(std::string(op_kind_name(OpKind::alltoallv)), "alltoallv");
+}
+
 TEST(Signature, AgreementIsNoMessage)
 {
     Signature s = sig(OpKind::allreduce, DT_FLOAT32, 4);

@@ -15,6 +15,8 @@ const char *kind_name(Kind kind)
     case Kind::reduce_scatter: return "reduce_scatter";
     case Kind::alltoall: return "alltoall";
     case Kind::barrier: return "barrier";
+    case Kind::allgatherv: return "allgatherv";
+    case Kind::alltoallv: return "alltoallv";
     }
     return "?";
 }
@@ -22,6 +24,7 @@ const char *kind_name(Kind kind)
 namespace {
 
 bool reduces(Kind kind) { return kind == Kind::allreduce || kind == Kind::reduce_scatter; }
+bool uneven(Kind kind) { return kind == Kind::allgatherv || kind == Kind::alltoallv; }
 
 } // namespace
 
@@ -41,6 +44,11 @@ Case::Case(Kind kind, dt_dtype_t dtype, dt_reduce_op_t op, size_t count, bool in
     what_ += inplace ? " in-place" : "";
     what_ += async ? " async" : " blocking";
     what_ += device ? " device" : "";
+    if (uneven(kind))
+        for (int r = 0; r < ranks; ++r) {
+            sendcounts_.push_back(block(rank, r));
+            recvcounts_.push_back(block(r, rank));
+        }
     // Buffers are never empty, so a count of 0 still passes valid pointers.
     out_.resize((out_count() + kGuard) * elt_);
     in_.resize((in_count() + 1) * elt_);
@@ -50,6 +58,7 @@ Case::Case(Case &&o) noexcept
     : kind_(o.kind_), dtype_(o.dtype_), op_(o.op_), count_(o.count_), inplace_(o.inplace_),
       root_(o.root_), async_(o.async_), rank_(o.rank_), ranks_(o.ranks_), elt_(o.elt_),
       what_(std::move(o.what_)), in_(std::move(o.in_)), out_(std::move(o.out_)),
+      sendcounts_(std::move(o.sendcounts_)), recvcounts_(std::move(o.recvcounts_)),
       req_(std::exchange(o.req_, nullptr)), device_(o.device_),
       dev_in_(std::exchange(o.dev_in_, nullptr)), dev_out_(std::exchange(o.dev_out_, nullptr))
 {
@@ -64,10 +73,27 @@ Case::~Case()
     }
 }
 
+size_t Case::block(int from, int to) const
+{
+    const size_t extra = kind_ == Kind::allgatherv ? static_cast<size_t>(from % 3)
+                                                   : static_cast<size_t>((from + 2 * to) % 3);
+    return count_ + extra;
+}
+
+size_t Case::offset(int peer, bool send) const
+{
+    size_t at = 0;
+    for (int r = 0; r < peer; ++r)
+        at += send ? block(rank_, r) : block(r, rank_);
+    return at;
+}
+
 size_t Case::out_count() const
 {
     const size_t n = static_cast<size_t>(ranks_);
     switch (kind_) {
+    case Kind::allgatherv:
+    case Kind::alltoallv: return offset(ranks_, false);
     case Kind::allgather:
     case Kind::alltoall: return count_ * n;
     case Kind::barrier: return 0;
@@ -80,6 +106,10 @@ size_t Case::in_count() const
     if (inplace_ || kind_ == Kind::broadcast || kind_ == Kind::barrier)
         return 0;
     const size_t n = static_cast<size_t>(ranks_);
+    if (kind_ == Kind::allgatherv)
+        return block(rank_, rank_);
+    if (kind_ == Kind::alltoallv)
+        return offset(ranks_, true);
     return kind_ == Kind::reduce_scatter || kind_ == Kind::alltoall ? count_ * n : count_;
 }
 
@@ -89,6 +119,8 @@ const void *Case::in_ptr()
         return in_.data();
     if (kind_ == Kind::allgather)
         return out_.data() + static_cast<size_t>(rank_) * count_ * elt_;
+    if (kind_ == Kind::allgatherv)
+        return out_.data() + offset(rank_, false) * elt_;
     return out_.data();
 }
 
@@ -101,6 +133,8 @@ const void *Case::call_in()
     if (kind_ == Kind::allgather)
         return static_cast<unsigned char *>(dev_out_) +
                static_cast<size_t>(rank_) * count_ * elt_;
+    if (kind_ == Kind::allgatherv)
+        return static_cast<unsigned char *>(dev_out_) + offset(rank_, false) * elt_;
     return dev_out_;
 }
 
@@ -130,6 +164,16 @@ void Case::prepare()
         for (uint64_t peer = 0; peer < n; ++peer)
             for (size_t i = 0; i < count_; ++i)
                 put(dtype_, in, peer * count_ + i, payload(dtype_, ranks_, seed * n + peer, i));
+        break;
+    case Kind::allgatherv:
+        for (size_t i = 0; i < block(rank_, rank_); ++i)
+            put(dtype_, in, i, payload(dtype_, ranks_, seed, i));
+        break;
+    case Kind::alltoallv:
+        for (int peer = 0; peer < ranks_; ++peer)
+            for (size_t i = 0; i < block(rank_, peer); ++i)
+                put(dtype_, in, offset(peer, true) + i,
+                    payload(dtype_, ranks_, seed * n + static_cast<uint64_t>(peer), i));
         break;
     case Kind::barrier:
         break;
@@ -174,6 +218,17 @@ dt_status_t Case::launch(dt_context_h ctx)
                    : dt_alltoall_ex(ctx, n, in, out, count_, dtype_, p);
     case Kind::barrier:
         return req ? dt_barrier_async_ex(ctx, n, p, req) : dt_barrier_ex(ctx, n, p);
+    case Kind::allgatherv: {
+        const size_t mine = recvcounts_[static_cast<size_t>(rank_)];
+        return req ? dt_allgatherv_async_ex(ctx, n, in, out, mine, recvcounts_.data(), dtype_,
+                                            p, req)
+                   : dt_allgatherv_ex(ctx, n, in, out, mine, recvcounts_.data(), dtype_, p);
+    }
+    case Kind::alltoallv:
+        return req ? dt_alltoallv_async_ex(ctx, n, in, out, sendcounts_.data(),
+                                           recvcounts_.data(), dtype_, p, req)
+                   : dt_alltoallv_ex(ctx, n, in, out, sendcounts_.data(), recvcounts_.data(),
+                                     dtype_, p);
     }
     return DT_ERR_INVALID_ARGUMENT;
 }
@@ -190,6 +245,16 @@ double Case::expected(size_t i) const
     case Kind::broadcast: return payload(dtype_, ranks_, static_cast<uint64_t>(root_), i);
     case Kind::allgather: return payload(dtype_, ranks_, i / count_, i % count_);
     case Kind::alltoall: return payload(dtype_, ranks_, (i / count_) * n + self, i % count_);
+    case Kind::allgatherv:
+    case Kind::alltoallv: {
+        int from = 0; // the block that holds element i
+        while (from + 1 < ranks_ && offset(from + 1, false) <= i)
+            ++from;
+        const size_t k = i - offset(from, false);
+        const auto sender = static_cast<uint64_t>(from);
+        return payload(dtype_, ranks_, kind_ == Kind::allgatherv ? sender : sender * n + self,
+                       k);
+    }
     case Kind::barrier: break;
     }
     return kPoison;

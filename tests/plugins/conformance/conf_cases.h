@@ -13,7 +13,11 @@
 
 namespace dt::conformance {
 
-enum class Kind { allreduce, broadcast, allgather, reduce_scatter, alltoall, barrier };
+// allgatherv and alltoallv (API 1.2) run uneven blocks derived from the count: rank r
+// sends count + r % 3 elements to an allgatherv, and rank i count + (i + 2j) % 3 to rank
+// j in an alltoallv, so blocks differ between ranks and a count of 0 has empty ones.
+enum class Kind { allreduce, broadcast, allgather, reduce_scatter, alltoall, barrier,
+                  allgatherv, alltoallv };
 
 const char *kind_name(Kind kind);
 
@@ -61,6 +65,10 @@ private:
     const void *call_in();
     const void *in_ptr();
     double expected(size_t index) const;
+    // Uneven kinds: elements rank `from` sends rank `to` (allgatherv: to every rank).
+    size_t block(int from, int to) const;
+    // Elements before the block of `peer` in this rank's input (send) or output (!send).
+    size_t offset(int peer, bool send) const;
 
     Kind kind_;
     dt_dtype_t dtype_;
@@ -73,6 +81,7 @@ private:
     size_t elt_;
     std::string what_;
     std::vector<unsigned char> in_, out_;
+    std::vector<size_t> sendcounts_, recvcounts_; // uneven kinds: one per rank
     dt_request_h req_ = nullptr;
     const testing::DeviceMemory *device_ = nullptr;
     void *dev_in_ = nullptr, *dev_out_ = nullptr;

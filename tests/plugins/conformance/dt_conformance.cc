@@ -78,7 +78,12 @@ public:
                     add(DT_SUM, inplace, 0);
             break;
         case Kind::alltoall:
+        case Kind::alltoallv:
             add(DT_SUM, false, 0);
+            break;
+        case Kind::allgatherv:
+            for (bool inplace : {false, true})
+                add(DT_SUM, inplace, 0);
             break;
         case Kind::barrier:
             for (int i = 0; i < 3; ++i)
@@ -148,7 +153,8 @@ private:
 bool run_plan(Suite &suite, const Settings &settings)
 {
     constexpr Kind kKinds[] = {Kind::allreduce, Kind::reduce_scatter, Kind::broadcast,
-                               Kind::allgather, Kind::alltoall};
+                               Kind::allgather, Kind::alltoall, Kind::allgatherv,
+                               Kind::alltoallv};
     for (bool async : {false, true}) {
         if (!suite.group(Kind::barrier, DT_FLOAT32, 0, async))
             return false;

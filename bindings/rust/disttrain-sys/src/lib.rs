@@ -7,7 +7,7 @@
 use std::os::raw::{c_char, c_int};
 
 pub const DT_API_MAJOR: c_int = 1;
-pub const DT_API_MINOR: c_int = 1;
+pub const DT_API_MINOR: c_int = 2;
 
 // ---- status codes ---------------------------------------------------------------------
 pub type dt_status_t = c_int;
@@ -187,6 +187,14 @@ extern "C" {
     pub fn dt_context_local_rank(ctx: dt_context_h, local_rank: *mut c_int) -> dt_status_t;
     pub fn dt_context_local_size(ctx: dt_context_h, local_size: *mut c_int) -> dt_status_t;
     pub fn dt_context_transport(ctx: dt_context_h, name: *mut *const c_char) -> dt_status_t;
+
+    pub fn dt_group_create(
+        parent: dt_context_h,
+        ranks: *const c_int,
+        nranks: c_int,
+        out: *mut dt_context_h,
+    ) -> dt_status_t;
+    pub fn dt_join(ctx: dt_context_h, last_joined_rank: *mut c_int) -> dt_status_t;
 
     pub fn dt_request_test(req: dt_request_h, done: *mut c_int) -> dt_status_t;
     pub fn dt_request_wait(req: dt_request_h, timeout_ms: c_int) -> dt_status_t;
@@ -389,6 +397,87 @@ extern "C" {
         sendbuf: *const std::ffi::c_void,
         recvbuf: *mut std::ffi::c_void,
         count: usize,
+        dtype: dt_dtype_t,
+        params: *const dt_op_params_t,
+        req: *mut dt_request_h,
+    ) -> dt_status_t;
+    // API 1.2: uneven blocks, one count per rank.
+    pub fn dt_allgatherv(
+        ctx: dt_context_h,
+        name: *const c_char,
+        sendbuf: *const std::ffi::c_void,
+        recvbuf: *mut std::ffi::c_void,
+        sendcount: usize,
+        recvcounts: *const usize,
+        dtype: dt_dtype_t,
+    ) -> dt_status_t;
+    pub fn dt_allgatherv_async(
+        ctx: dt_context_h,
+        name: *const c_char,
+        sendbuf: *const std::ffi::c_void,
+        recvbuf: *mut std::ffi::c_void,
+        sendcount: usize,
+        recvcounts: *const usize,
+        dtype: dt_dtype_t,
+        req: *mut dt_request_h,
+    ) -> dt_status_t;
+    pub fn dt_allgatherv_ex(
+        ctx: dt_context_h,
+        name: *const c_char,
+        sendbuf: *const std::ffi::c_void,
+        recvbuf: *mut std::ffi::c_void,
+        sendcount: usize,
+        recvcounts: *const usize,
+        dtype: dt_dtype_t,
+        params: *const dt_op_params_t,
+    ) -> dt_status_t;
+    pub fn dt_allgatherv_async_ex(
+        ctx: dt_context_h,
+        name: *const c_char,
+        sendbuf: *const std::ffi::c_void,
+        recvbuf: *mut std::ffi::c_void,
+        sendcount: usize,
+        recvcounts: *const usize,
+        dtype: dt_dtype_t,
+        params: *const dt_op_params_t,
+        req: *mut dt_request_h,
+    ) -> dt_status_t;
+    pub fn dt_alltoallv(
+        ctx: dt_context_h,
+        name: *const c_char,
+        sendbuf: *const std::ffi::c_void,
+        recvbuf: *mut std::ffi::c_void,
+        sendcounts: *const usize,
+        recvcounts: *const usize,
+        dtype: dt_dtype_t,
+    ) -> dt_status_t;
+    pub fn dt_alltoallv_async(
+        ctx: dt_context_h,
+        name: *const c_char,
+        sendbuf: *const std::ffi::c_void,
+        recvbuf: *mut std::ffi::c_void,
+        sendcounts: *const usize,
+        recvcounts: *const usize,
+        dtype: dt_dtype_t,
+        req: *mut dt_request_h,
+    ) -> dt_status_t;
+    pub fn dt_alltoallv_ex(
+        ctx: dt_context_h,
+        name: *const c_char,
+        sendbuf: *const std::ffi::c_void,
+        recvbuf: *mut std::ffi::c_void,
+        sendcounts: *const usize,
+        recvcounts: *const usize,
+        dtype: dt_dtype_t,
+        params: *const dt_op_params_t,
+    ) -> dt_status_t;
+    pub fn dt_alltoallv_async_ex(
+        ctx: dt_context_h,
+        name: *const c_char,
+        sendbuf: *const std::ffi::c_void,
+        recvbuf: *mut std::ffi::c_void,
+        sendcounts: *const usize,
+        recvcounts: *const usize,
         dtype: dt_dtype_t,
         params: *const dt_op_params_t,
         req: *mut dt_request_h,

@@ -42,6 +42,24 @@ pub(crate) fn divisible(what: &str, len: usize, size: usize) -> Result<()> {
     Ok(())
 }
 
+/// One count per rank, summing to what the slice holds: checked here, so the C API never
+/// reads or writes past a slice.
+pub(crate) fn counts_fit(what: &str, counts_name: &str, counts: &[usize], buf: &str,
+                         buf_len: usize, size: usize) -> Result<()> {
+    if counts.len() != size {
+        return Err(Error::usage(format!(
+            "{what}: {counts_name} has {} counts but the context has {size} ranks; pass one \
+             count per rank", counts.len())));
+    }
+    let sum = counts.iter().try_fold(0usize, |a, &c| a.checked_add(c));
+    if sum != Some(buf_len) {
+        return Err(Error::usage(format!(
+            "{what}: {buf} has {buf_len} elements but {counts_name} {counts:?} sums to {}",
+            sum.map_or("more than usize holds".to_string(), |s| s.to_string()))));
+    }
+    Ok(())
+}
+
 pub(crate) fn root_of(root: usize, size: usize) -> Result<i32> {
     if root >= size {
         return Err(Error::usage(format!(
@@ -122,6 +140,39 @@ macro_rules! blocking_collectives {
                 sys::dt_alltoall_ex(self.ctx().as_raw(), self.name_ptr(), send.as_ptr().cast(),
                                     recv.as_mut_ptr().cast(), send.len() / self.ctx().size(),
                                     T::DTYPE, self.params_ptr())
+            })
+        }
+
+        /// Gathers every rank's `send` into `recv`, rank r's `recvcounts[r]` elements
+        /// after those of ranks 0..r. `recvcounts` (one per rank) is the same on every
+        /// rank, `recvcounts[rank]` being `send.len()`; ranks that disagree get an
+        /// `Err` (DT_ERR_MISMATCH) on every rank. API 1.2.
+        pub fn allgatherv<T: Element>(&self, send: &[T], recv: &mut [T], recvcounts: &[usize])
+            -> Result<()> {
+            counts_fit("allgatherv", "recvcounts", recvcounts, "recv", recv.len(),
+                       self.ctx().size())?;
+            check(unsafe {
+                sys::dt_allgatherv_ex(self.ctx().as_raw(), self.name_ptr(),
+                                      send.as_ptr().cast(), recv.as_mut_ptr().cast(),
+                                      send.len(), recvcounts.as_ptr(), T::DTYPE,
+                                      self.params_ptr())
+            })
+        }
+
+        /// Sends `sendcounts[j]` elements of `send` to rank j and stores the
+        /// `recvcounts[i]` elements from rank i as block i of `recv`, blocks packed in
+        /// rank order. Rank i's `sendcounts[j]` must equal rank j's `recvcounts[i]`, or
+        /// every rank gets an `Err` (DT_ERR_MISMATCH). API 1.2.
+        pub fn alltoallv<T: Element>(&self, send: &[T], sendcounts: &[usize], recv: &mut [T],
+                                     recvcounts: &[usize]) -> Result<()> {
+            let size = self.ctx().size();
+            counts_fit("alltoallv", "sendcounts", sendcounts, "send", send.len(), size)?;
+            counts_fit("alltoallv", "recvcounts", recvcounts, "recv", recv.len(), size)?;
+            check(unsafe {
+                sys::dt_alltoallv_ex(self.ctx().as_raw(), self.name_ptr(),
+                                     send.as_ptr().cast(), recv.as_mut_ptr().cast(),
+                                     sendcounts.as_ptr(), recvcounts.as_ptr(), T::DTYPE,
+                                     self.params_ptr())
             })
         }
 

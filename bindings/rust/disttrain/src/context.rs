@@ -1,5 +1,6 @@
 //! Context: one member of a job (dt_context_h). Dropping it destroys the context.
 use std::ffi::{CStr, CString};
+use std::marker::PhantomData;
 use std::os::raw::{c_char, c_int};
 use std::ptr::NonNull;
 use std::time::Duration;
@@ -105,6 +106,11 @@ impl Context {
         let raw = NonNull::new(raw).ok_or_else(|| {
             Error::with_message(sys::DT_ERR_INTERNAL, "dt_context_create gave NULL".into())
         })?;
+        Context::adopt(raw)
+    }
+
+    /// Owns a handle the C API made (dt_context_create, dt_group_create).
+    fn adopt(raw: NonNull<sys::dt_context>) -> Result<Context> {
         // From here on, Drop destroys the context whatever fails below.
         let mut ctx = Context { raw, rank: 0, size: 0, local_rank: 0, local_size: 0,
                                 transport: String::new() };
@@ -161,6 +167,56 @@ impl Context {
     /// leave. The context is still destroyed on drop.
     pub fn abort(&self) -> Result<()> {
         check(unsafe { sys::dt_context_abort(self.as_raw()) })
+    }
+}
+
+impl Context {
+    /// A process set: a context over some ranks of this one (dt_group_create), sharing
+    /// its connections. Collective over this context: every rank calls it with the same
+    /// `ranks`, in the same order relative to other groups. Members get `Some(group)`,
+    /// whose rank is the position in `ranks`; other ranks get `None`. The group borrows
+    /// this context, which must outlive it.
+    pub fn group(&self, ranks: &[usize]) -> Result<Option<Group<'_>>> {
+        let c_ranks = ranks
+            .iter()
+            .map(|&r| c_int_of("ranks", r))
+            .collect::<Result<Vec<c_int>>>()?;
+        let n = c_int_of("ranks.len()", c_ranks.len())?;
+        let mut raw: sys::dt_context_h = std::ptr::null_mut();
+        check(unsafe { sys::dt_group_create(self.as_raw(), c_ranks.as_ptr(), n, &mut raw) })?;
+        match NonNull::new(raw) {
+            None => Ok(None),
+            Some(raw) => Ok(Some(Group { ctx: Context::adopt(raw)?, _parent: PhantomData })),
+        }
+    }
+
+    /// For uneven inputs (dt_join): this rank has no more data. Blocks until every rank
+    /// has joined; meanwhile the others' allreduces go on with this rank contributing
+    /// the identity. Returns the rank that joined last. Whole-job contexts only.
+    pub fn join(&self) -> Result<usize> {
+        let mut last: c_int = -1;
+        check(unsafe { sys::dt_join(self.as_raw(), &mut last) })?;
+        Ok(last.max(0) as usize)
+    }
+}
+
+/// A process set made by `Context::group`: a Context (through Deref) that cannot
+/// outlive the context it was made from.
+pub struct Group<'p> {
+    ctx: Context,
+    _parent: PhantomData<&'p Context>,
+}
+
+impl std::ops::Deref for Group<'_> {
+    type Target = Context;
+    fn deref(&self) -> &Context {
+        &self.ctx
+    }
+}
+
+impl std::fmt::Debug for Group<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Group({:?})", self.ctx)
     }
 }
 

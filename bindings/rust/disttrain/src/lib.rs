@@ -31,13 +31,13 @@ mod request;
 pub use disttrain_sys as sys;
 
 pub use collectives::Named;
-pub use context::{Context, Params};
+pub use context::{Context, Group, Params};
 pub use element::{Bf16, Element, ReduceOp, F16};
 pub use error::{Error, ErrorKind, Result};
 pub use memory::{Memory, OpParams};
 pub use request::{NamedScope, Request, Scope};
 
-/// Version string of the loaded library ("1.1.0").
+/// Version string of the loaded library ("1.2.0").
 pub fn version() -> String {
     let mut v = sys::dt_version_t { api_major: 0, api_minor: 0, patch: 0,
                                     string: std::ptr::null() };

@@ -153,3 +153,32 @@ fn explicit_params_for_a_single_process() {
     let e = ctx.barrier().unwrap_err();
     assert_eq!(e.kind, ErrorKind::PeerLost, "{e}");
 }
+
+#[test]
+fn uneven_collectives_groups_and_join_of_one_rank() {
+    let ctx = common::single();
+    let mut out = [0i64; 3];
+    ctx.named("gv").allgatherv(&[1i64, 2, 3], &mut out, &[3]).unwrap();
+    assert_eq!(out, [1, 2, 3]);
+    let mut out = [0u8; 2];
+    ctx.alltoallv(&[7u8, 8], &[2], &mut out, &[2]).unwrap();
+    assert_eq!(out, [7, 8]);
+    // Counts that do not fit the slices are an Err before the library reads anything.
+    let e = ctx.allgatherv(&[1i64], &mut [0i64; 2], &[1, 1]).unwrap_err();
+    assert_eq!(e.name, "DT_ERR_INVALID_ARGUMENT");
+    assert!(e.message.contains("2 counts") && e.message.contains("1 ranks"), "{e}");
+    let e = ctx.alltoallv(&[1f32; 3], &[2], &mut [0f32; 3], &[3]).unwrap_err();
+    assert!(e.message.contains("sendcounts [2] sums to 2"), "{e}");
+    // The library's own check: this rank's count must be what it sends.
+    let e = ctx.allgatherv(&[1i64], &mut [0i64; 2], &[2]).unwrap_err();
+    assert!(e.message.contains("recvcounts[0] = 2"), "{e}");
+
+    let group = ctx.group(&[0]).unwrap().expect("rank 0 is a member");
+    assert_eq!((group.rank(), group.size()), (0, 1));
+    let mut x = [3i32; 2];
+    group.allreduce_in_place(&mut x, ReduceOp::Sum).unwrap();
+    assert_eq!(x, [3, 3]);
+    drop(group);
+    assert_eq!(ctx.group(&[1]).unwrap_err().name, "DT_ERR_INVALID_ARGUMENT");
+    assert_eq!(ctx.join().unwrap(), 0);
+}

@@ -1,5 +1,5 @@
-//! Runs examples/allreduce under `disttrainrun -np 2` and checks both ranks agree with the
-//! expected results. Needs the build tree's launcher (found by build.rs); without one the
+//! Runs examples/allreduce and examples/uneven under `disttrainrun -np 2` and checks both
+//! ranks agree with the expected results. Needs the build tree's launcher (found by build.rs); without one the
 //! test says so and does nothing (scripts/rust-tests.sh always has one).
 mod common;
 
@@ -7,20 +7,29 @@ use std::path::PathBuf;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-fn example() -> PathBuf {
-    // target/<profile>/deps/two_ranks-<hash> -> target/<profile>/examples/allreduce
+fn example_named(name: &str) -> PathBuf {
+    // target/<profile>/deps/two_ranks-<hash> -> target/<profile>/examples/<name>
     let exe = std::env::current_exe().unwrap();
-    exe.parent().unwrap().parent().unwrap().join("examples").join("allreduce")
+    exe.parent().unwrap().parent().unwrap().join("examples").join(name)
 }
 
 #[test]
 fn allreduce_example_on_two_ranks() {
+    run_example_on_two_ranks("allreduce");
+}
+
+#[test]
+fn uneven_example_on_two_ranks() {
+    run_example_on_two_ranks("uneven");
+}
+
+fn run_example_on_two_ranks(name: &str) {
     let launcher = env!("DISTTRAIN_BUILD_LAUNCHER");
     if launcher.is_empty() {
         eprintln!("no disttrainrun in the build tree: 2-rank test not run");
         return;
     }
-    let example = example();
+    let example = example_named(name);
     assert!(example.exists(), "{} missing: cargo test builds examples", example.display());
     common::setup_env();
     let mut cmd = Command::new(launcher);
@@ -37,7 +46,7 @@ fn allreduce_example_on_two_ranks() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "job failed:\n{stdout}\n{stderr}");
     for r in 0..2 {
-        assert!(stdout.contains(&format!("rank {r}/2: allreduce example OK")),
+        assert!(stdout.contains(&format!("rank {r}/2: {name} example OK")),
                 "rank {r} did not report OK:\n{stdout}\n{stderr}");
     }
 }

@@ -1,0 +1,69 @@
+"""A 2+-rank job for allgather with a first dimension that differs per rank and alltoall
+with splits (as Horovod's), on numpy arrays and CPU torch tensors, blocking and
+asynchronous, including ranks that disagree. Prints "OK"; raises on the first wrong
+result."""
+import numpy as np
+
+import disttrain
+
+disttrain.init()
+r, n = disttrain.rank(), disttrain.size()
+eq = np.testing.assert_array_equal
+
+# allgather: rank k contributes k+1 rows (rank 0 also an empty array in a second call)
+x = np.full((r + 1, 3), r, np.float32)
+want = np.concatenate([np.full((k + 1, 3), k, np.float32) for k in range(n)])
+eq(disttrain.allgather(x, name="ag"), want)
+eq(disttrain.allgather_async(x, name="ag.async").wait(), want)
+rows = np.zeros((0, 2), np.int64) if r == 0 else np.full((2, 2), r, np.int64)
+eq(disttrain.allgather(rows), np.concatenate([np.full((0 if k == 0 else 2, 2), k, np.int64)
+                                              for k in range(n)]))
+
+# alltoall with splits: rank i sends j+1 rows of value 10*i+j to rank j
+splits = [j + 1 for j in range(n)]
+send = np.concatenate([np.full((j + 1, 2), 10 * r + j, np.int32) for j in range(n)])
+out, received = disttrain.alltoall(send, splits=splits, name="a2a")
+eq(received, [r + 1] * n)
+eq(out, np.concatenate([np.full((r + 1, 2), 10 * i + r, np.int32) for i in range(n)]))
+out, received = disttrain.alltoall_async(send, splits, name="a2a.async").wait()
+eq(received, [r + 1] * n)
+# without splits: equal blocks, the array alone, as before
+eq(disttrain.alltoall(np.arange(n, dtype=np.int64) + 100 * r),
+   np.array([100 * i + r for i in range(n)], np.int64))
+
+# bad splits are refused on this rank at once
+for bad in ([1] * (n + 1), [-1] + [0] * (n - 1), [0] * n):
+    try:
+        disttrain.alltoall(np.ones(3, np.float32), splits=bad)
+    except disttrain.UsageError as e:
+        assert "splits" in str(e), e
+    else:
+        raise AssertionError(f"splits={bad} were accepted")
+
+# ranks that disagree on the trailing dimensions: every rank gets a MismatchError-class
+# error naming the counts, and the context goes on
+try:
+    disttrain.allgather(np.ones((1, 2 + (r == n - 1)), np.float32), name="ag.bad")
+except disttrain.DisttrainError as e:
+    assert e.status_name == "DT_ERR_MISMATCH" and "recvcounts" in e.message, e
+else:
+    raise AssertionError("an allgather with different trailing dimensions succeeded")
+eq(disttrain.allgather(np.array([r]), name="ag.after"), np.arange(n))
+
+try:
+    import torch
+except ImportError:
+    torch = None
+if torch is not None:
+    t = torch.full((r + 1, 2), float(r))
+    g = disttrain.allgather(t, name="ag.torch")
+    assert isinstance(g, torch.Tensor) and g.shape == (n * (n + 1) // 2, 2), g
+    assert torch.equal(g, torch.cat([torch.full((k + 1, 2), float(k)) for k in range(n)]))
+    send = torch.cat([torch.full((j + 1,), 10 * r + j, dtype=torch.int64) for j in range(n)])
+    out, received = disttrain.alltoall(send, splits=torch.tensor(splits), name="a2a.torch")
+    assert isinstance(out, torch.Tensor) and isinstance(received, torch.Tensor)
+    assert received.tolist() == [r + 1] * n
+    assert out.tolist() == [10 * i + r for i in range(n) for _ in range(r + 1)]
+
+disttrain.shutdown()
+print("OK")

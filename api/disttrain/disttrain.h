@@ -261,6 +261,23 @@ DT_API dt_status_t dt_group_create(dt_context_h parent, const int *ranks, int nr
  */
 DT_API dt_status_t dt_join(dt_context_h ctx, int *last_joined_rank);
 
+/**
+ * Elastic jobs (DISTTRAIN_ELASTIC=1, as `disttrainrun --elastic` sets): after an operation
+ * failed with DT_ERR_PEER_LOST, re-forms the job among the ranks still alive. Every
+ * surviving rank calls it; they meet in the rendezvous store (which must outlive every
+ * rank: disttrainrun serves it), are renumbered densely in their old order (rank 0 stays
+ * rank 0 if it lives) and connect afresh. On return ctx has its new rank, size and local
+ * rank; its groups are gone (their operations fail with DT_ERR_INVALID_STATE: create them
+ * again). Requests of the old membership must have been freed, and no other thread may
+ * use ctx meanwhile. Membership closes once every rank the survivors still believe alive
+ * has arrived, or DISTTRAIN_ELASTIC_SETTLE_MS (default 1000) after the last arrival when
+ * a death went unseen. Errors: DT_ERR_INVALID_STATE when the job is not elastic or this
+ * rank arrived after the job re-formed without it; DT_ERR_TIMEOUT when fewer than
+ * DISTTRAIN_MIN_SIZE ranks arrived within DISTTRAIN_TIMEOUT; DT_ERR_INVALID_ARGUMENT for
+ * a group's context; then the errors of dt_context_create. Since 1.2.
+ */
+DT_API dt_status_t dt_context_reform(dt_context_h ctx);
+
 /** Rank of this process in the context. Thread safe. */
 DT_API dt_status_t dt_context_rank(dt_context_h ctx, int *rank);
 /** Number of ranks in the context. Thread safe. */

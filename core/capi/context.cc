@@ -121,6 +121,18 @@ DT_API dt_status_t dt_group_create(dt_context_h parent, const int *ranks, int nr
     });
 }
 
+DT_API dt_status_t dt_context_reform(dt_context_h ctx)
+{
+    return guard([&] {
+        dt::ContextView &c = impl(ctx, "dt_context_reform");
+        if (c.group() != 0)
+            dt::throw_error(DT_ERR_INVALID_ARGUMENT, "dt_context_reform: re-form the whole "
+                            "job's context; its groups end with the old membership");
+        c.world().reform();
+        return DT_OK;
+    });
+}
+
 DT_API dt_status_t dt_join(dt_context_h ctx, int *last_joined_rank)
 {
     return guard([&] {

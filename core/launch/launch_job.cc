@@ -305,6 +305,8 @@ private:
                                128 + sig, &r};
             return;
         }
+        if (settings_.elastic && survive_loss(r, sig))
+            return;
         if (sig != 0) {
             fail({who(r) + " was killed by signal " + signal_text(sig) + others_suffix(r),
                   128 + sig, &r});
@@ -343,6 +345,22 @@ private:
                   124});
         if (stopping_ && !killed_ && now >= kill_at_)
             kill_now();
+    }
+
+    // Elastic jobs: the others re-form without r, as long as --min-np of them still run.
+    // Says so at once (the job may go on for hours) and returns true; false when the job
+    // must stop after all.
+    bool survive_loss(const Rank &r, int sig)
+    {
+        int left = running_count();
+        if (left < settings_.min_np)
+            return false;
+        std::string how = sig != 0 ? "was killed by signal " + signal_text(sig)
+                                   : "exited with code " + std::to_string(WEXITSTATUS(r.status));
+        std::string line = "disttrainrun: " + who(r) + " " + how + "; the job goes on with " +
+                           std::to_string(left) + " rank(s) (--elastic)\n";
+        write_all(2, line.data(), line.size());
+        return true;
     }
 
     // Records the first failure and stops every rank still running: sig, then SIGKILL

@@ -29,6 +29,10 @@ struct JobSettings {
     double timeout_s = 0; // 0: none
     double grace_s = 5;
     bool tag_output = true;
+    // A rank that fails does not stop the others while at least min_np run: they re-form
+    // without it (dt_context_reform).
+    bool elastic = false;
+    int min_np = 1;
 };
 
 // Starts every rank and supervises them until all have ended. Returns the exit code for

@@ -39,15 +39,21 @@ const std::vector<std::string> &rank_variables()
     return names;
 }
 
-EnvList rank_env(const Placement &p, int size, const std::string &store_addr)
+EnvList rank_env(const Placement &p, int size, const std::string &store_addr,
+                 const Options &opt)
 {
-    return {{"DISTTRAIN_RANK", std::to_string(p.rank)},
+    EnvList env = {{"DISTTRAIN_RANK", std::to_string(p.rank)},
             {"DISTTRAIN_SIZE", std::to_string(size)},
             {"DISTTRAIN_LOCAL_RANK", std::to_string(p.local_rank)},
             {"DISTTRAIN_LOCAL_SIZE", std::to_string(p.local_size)},
             {"DISTTRAIN_STORE_ADDR", store_addr},
             // The library must connect to our store rather than serve one on rank 0.
             {"DISTTRAIN_STORE_SERVER", "launcher"}};
+    if (opt.elastic) {
+        env.push_back({"DISTTRAIN_ELASTIC", "1"});
+        env.push_back({"DISTTRAIN_MIN_SIZE", std::to_string(opt.min_np)});
+    }
+    return env;
 }
 
 std::string current_dir()
@@ -81,7 +87,7 @@ std::vector<RankLaunch> build_launches(const Options &opt,
     for (const Placement &p : placements) {
         RankLaunch l;
         l.place = p;
-        EnvList env = rank_env(p, opt.np, store_addr);
+        EnvList env = rank_env(p, opt.np, store_addr, opt);
         if (p.local) {
             l.spec.path = local_exe;
             l.spec.argv = opt.command;
@@ -181,7 +187,7 @@ int run(const std::vector<std::string> &args)
     std::string token = bootstrap::Auth::random_token();
     LaunchStore store = start_store(remote_hosts, token);
     DT_LOG(info, "launch", "store at ", store.address, " for ", opt.np, " ranks");
-    JobSettings settings{opt.timeout_s, opt.grace_s, opt.tag_output};
+    JobSettings settings{opt.timeout_s, opt.grace_s, opt.tag_output, opt.elastic, opt.min_np};
     return run_job(signals,
                    build_launches(opt, placements, local_exe, ssh_path, store.address, token,
                                   cpu_plan),

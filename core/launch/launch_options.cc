@@ -114,6 +114,7 @@ std::optional<Options> parse_options(const std::vector<std::string> &args)
 {
     Options opt;
     bool np_given = false;
+    bool min_np_given = false;
     size_t i = 0;
     // The value of an option: inline (--grace=2) or the next argument.
     auto value_of = [&](const Arg &a) -> std::string {
@@ -162,6 +163,11 @@ std::optional<Options> parse_options(const std::vector<std::string> &args)
             opt.timeout_s = parse_seconds(a.name, value_of(a));
         } else if (a.name == "--grace") {
             opt.grace_s = parse_seconds(a.name, value_of(a));
+        } else if (a.name == "--elastic" && !a.inline_value) {
+            opt.elastic = true;
+        } else if (a.name == "--min-np") {
+            opt.min_np = parse_count(a.name, value_of(a));
+            min_np_given = true;
         } else if (a.name == "--bind-to") {
             opt.bind_to = parse_bind_to(value_of(a));
         } else if (a.name == "--tag-output" && !a.inline_value) {
@@ -179,6 +185,14 @@ std::optional<Options> parse_options(const std::vector<std::string> &args)
         throw UsageError{"-H and --hostfile both give the hosts; use one of them"};
     if (!np_given)
         throw UsageError{"-np is required: the number of ranks to start, e.g. -np 4"};
+    if (opt.elastic && opt.launcher == LauncherKind::mpi)
+        throw UsageError{"--elastic needs ranks that disttrainrun starts itself (--launcher "
+                         "local or ssh): mpirun ends the whole job when a rank dies"};
+    if (min_np_given && !opt.elastic)
+        throw UsageError{"--min-np is for elastic jobs: add --elastic"};
+    if (opt.min_np > opt.np)
+        throw UsageError{"--min-np " + std::to_string(opt.min_np) + " is more than -np " +
+                         std::to_string(opt.np)};
     if (opt.command.empty())
         throw UsageError{"no command given: put the program each rank runs after the "
                          "options, e.g. disttrainrun -np 2 ./train"};
@@ -191,7 +205,8 @@ const char *usage() noexcept
            "                    [-x VAR[=VALUE]]... [--launcher local|ssh|mpi]\n"
            "                    [--ssh-port PORT] [--ssh-identity FILE]\n"
            "                    [--timeout S] [--grace S] [--tag-output|--no-tag-output]\n"
-           "                    [--bind-to core|none|auto] [--version]\n"
+           "                    [--bind-to core|none|auto] [--elastic [--min-np A]]\n"
+           "                    [--version]\n"
            "                    [--] command [args...]\n"
            "\n"
            "Starts N ranks of command, serves their rendezvous store and prefixes each\n"
@@ -225,6 +240,11 @@ const char *usage() noexcept
            "                   disttrainrun may use (an error if there are fewer cores\n"
            "                   than ranks); none: ranks share every CPU; auto (default):\n"
            "                   core when the ranks fit, else none\n"
+           "  --elastic        a rank that dies does not stop the job: the others get\n"
+           "                   DT_ERR_PEER_LOST and re-form without it\n"
+           "                   (dt_context_reform); ranks get DISTTRAIN_ELASTIC=1\n"
+           "  --min-np A       elastic: stop the job when fewer than A ranks run\n"
+           "                   (default 1); ranks get DISTTRAIN_MIN_SIZE=A\n"
            "  --version        print the version of disttrainrun and libdisttrain\n"
            "\n"
            "When a rank fails, the others are stopped and the last lines say why: the\n"

@@ -42,6 +42,8 @@ struct Options {
     double grace_s = 5;           // SIGTERM to SIGKILL delay when stopping ranks
     bool tag_output = true;
     BindTo bind_to = BindTo::automatic; // local ranks only (launch_binding.h)
+    bool elastic = false;         // --elastic: a rank that dies does not stop the others
+    int min_np = 1;               // --min-np: the fewest ranks an elastic job runs with
     std::vector<std::string> command;
 };
 

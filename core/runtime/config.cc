@@ -195,6 +195,18 @@ ContextConfig read_config(const dt_context_params_t *params)
 
     cfg.policy = routing::read_policy();
 
+    cfg.elastic = env::get_int("DISTTRAIN_ELASTIC", 0, 0, 1) == 1;
+    cfg.min_size = static_cast<int>(env::get_int("DISTTRAIN_MIN_SIZE", 1, 1, INT32_MAX));
+    cfg.elastic_settle = std::chrono::milliseconds(
+        env::get_int("DISTTRAIN_ELASTIC_SETTLE_MS", cfg.elastic_settle.count(), 0, 3600000));
+    // Rank 0 may be the one lost: the store the survivors meet in must outlive every rank.
+    if (cfg.elastic && cfg.ranks.size > 1 && !cfg.launcher_serves_store)
+        throw_error(DT_ERR_INVALID_CONFIG, "DISTTRAIN_ELASTIC=1 needs a rendezvous store "
+                    "that outlives every rank, and here rank 0 would serve it: start the job "
+                    "with disttrainrun --elastic (which serves the store), or serve one "
+                    "outside the job and set DISTTRAIN_STORE_ADDR and "
+                    "DISTTRAIN_STORE_SERVER=launcher");
+
     meet_through_slurm(cfg);
     cfg.private_store = mpi_without_store(cfg);
     if (cfg.ranks.size > 1 && cfg.store_addr.empty() && !cfg.private_store)

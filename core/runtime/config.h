@@ -43,6 +43,11 @@ struct ContextConfig {
     int64_t fusion_threshold = 64 << 20;  // bytes (used by the engine)
     int64_t cycle_time_ms = 1;
     bool ordered = false; // DISTTRAIN_ORDERED: no negotiation, run in submission order
+    // DISTTRAIN_ELASTIC: a lost peer ends the current membership, not the job; the
+    // survivors call dt_context_reform (runtime/elastic_membership.h).
+    bool elastic = false;
+    int min_size = 1; // DISTTRAIN_MIN_SIZE: the fewest ranks a re-formed job may have
+    std::chrono::milliseconds elastic_settle{1000}; // DISTTRAIN_ELASTIC_SETTLE_MS
     routing::Policy policy; // how collectives run: DISTTRAIN_ALGORITHM, DISTTRAIN_SHM*
 };
 

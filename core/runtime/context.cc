@@ -2,12 +2,14 @@
 
 #include "plugin/loader.h"
 #include "plugin/memory_provider.h"
+#include "runtime/elastic_membership.h"
 #include "runtime/error.h"
 #include "runtime/job_agreement.h"
 #include "runtime/transport_choice.h"
 #include "telemetry/log.h"
 
 #include <atomic>
+#include <unistd.h>
 #include <optional>
 
 namespace dt {
@@ -41,6 +43,19 @@ std::vector<std::string> expand_auto(const std::vector<std::string> &names)
     return out;
 }
 
+bool ends_with(const std::string &s, const std::string &tail)
+{
+    return s.size() >= tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0;
+}
+
+std::string host_name()
+{
+    char name[256] = {};
+    if (gethostname(name, sizeof name - 1) != 0)
+        return "localhost";
+    return name;
+}
+
 } // namespace
 
 Context::Context(const dt_context_params_t *params)
@@ -52,16 +67,22 @@ Context::Context(const dt_context_params_t *params)
                                          : std::chrono::steady_clock::time_point::max();
     log::set_rank(cfg_.ranks.size > 1 ? cfg_.ranks.rank : -1);
     id_ = g_next_context_id.fetch_add(1);
+    ns_ = cat("ctx", id_, "/");
     DT_LOG(info, "context", "rank ", rank(), " of ", size(), " (from ", cfg_.ranks.source,
            "), local rank ", local_rank(), " of ", local_size());
     open_store();
     check_agreement(); // before anything waits on the other ranks
     open_memory(); // before the transport, so a wrong provider fails before peers connect
+    connect_peers();
+}
+
+void Context::connect_peers()
+{
     open_transport();
     open_device_transport();
     shm_ = shm::attach(*store_, *transport_,
                        {rank(), size(), local_rank(), local_size(), cfg_.ranks.local_known,
-                        cat("ctx", id_, "/shm/"), cfg_.timeout},
+                        cat(ns_, "shm/"), cfg_.timeout},
                        cfg_.policy.shm);
     router_ = std::make_unique<routing::Router>(cfg_.policy, *transport_,
                                                 device_transport_.get(), shm_.get(),
@@ -69,7 +90,7 @@ Context::Context(const dt_context_params_t *params)
     engine_ = std::make_unique<Engine>(*transport_, cfg_, *router_);
 }
 
-Context::~Context()
+void Context::disconnect_peers()
 {
     engine_.reset();
     router_.reset();
@@ -77,9 +98,47 @@ Context::~Context()
     device_transport_.reset();
     device_host_.reset();
     transport_.reset();
+    host_.reset();
+}
+
+void Context::reform()
+{
+    if (!cfg_.elastic)
+        throw_error(DT_ERR_INVALID_STATE, "dt_context_reform: this job is not elastic; set "
+                    "DISTTRAIN_ELASTIC=1 on every rank (disttrainrun --elastic does)");
+    const int old_rank = rank();
+    ElasticRendezvous r;
+    r.lost = engine_->stop(); // who this membership saw lost, before it goes
+    disconnect_peers();
+
+    ++epoch_;
+    deadline_ = cfg_.timeout.count() > 0 ? std::chrono::steady_clock::now() + cfg_.timeout
+                                         : std::chrono::steady_clock::time_point::max();
+    r.prefix = cat("ctx", id_, "/reform/", epoch_, "/");
+    r.me = {old_rank, host_name()};
+    r.old_size = size();
+    r.min_size = cfg_.min_size;
+    r.settle = cfg_.elastic_settle;
+    r.deadline = deadline_;
+    ElasticMembership m = elastic_rendezvous(*store_, r);
+
+    cfg_.ranks.rank = m.rank;
+    cfg_.ranks.size = m.size;
+    cfg_.ranks.local_rank = m.local_rank;
+    cfg_.ranks.local_size = m.local_size;
+    cfg_.ranks.local_known = true;
+    ns_ = cat("ctx", id_, ".", epoch_, "/");
+    log::set_rank(m.size > 1 ? m.rank : -1);
+    DT_LOG(info, "context", "re-formed (epoch ", epoch_, "): rank ", old_rank, " is now rank ",
+           m.rank, " of ", m.size, ", local rank ", m.local_rank, " of ", m.local_size);
+    connect_peers();
+}
+
+Context::~Context()
+{
+    disconnect_peers();
     memory_.reset(); // nothing queued can still use its streams: the engine is gone
     memory_host_.reset();
-    host_.reset();
     store_.reset();
     store_server_.reset();
 }
@@ -122,7 +181,7 @@ void Context::check_agreement()
     mine.ordered = cfg_.ordered;
     mine.api_major = DT_API_MAJOR;
     mine.api_minor = DT_API_MINOR;
-    check_job_agreement(*store_, cat("ctx", id_, "/"), rank(), mine, time_left());
+    check_job_agreement(*store_, ns_, rank(), mine, time_left());
 }
 
 std::chrono::milliseconds Context::time_left() const
@@ -156,7 +215,7 @@ void Context::open_transport()
     std::vector<std::string> names = expand_auto(cfg_.transports);
     std::optional<TransportChoice> choice;
     if (shared_store_ && size() > 1) {
-        choice.emplace(*store_, cat("ctx", id_, "/"), rank(), size(), deadline_);
+        choice.emplace(*store_, ns_, rank(), size(), deadline_);
         names = choice->candidates(names);
     }
 
@@ -164,7 +223,7 @@ void Context::open_transport()
     for (const auto &name : names) {
         // Each transport gets its own keys, so one that fails half-way cannot confuse
         // the next in the list.
-        host_->key_prefix = cat("ctx", id_, "/", name, "/");
+        host_->key_prefix = cat(ns_, name, "/");
         dt_transport_init_args_t args = transport_args(*host_);
         args.timeout_ms = static_cast<int32_t>(std::min<int64_t>(time_left().count(), INT32_MAX));
         if (choice) {
@@ -186,9 +245,10 @@ void Context::open_transport()
                 // A plugin that lost its peers says what it missed; the rank that gave up
                 // first says why, which is what the user needs.
                 try {
-                    if (auto first = choice->abandoned(name))
+                    auto first = choice->abandoned(name);
+                    if (first && !ends_with(*first, why))
                         why += cat(" (", *first, ")");
-                    else
+                    if (!first)
                         choice->abandon(name, e.what());
                 } catch (const Error &) {
                     // The store is gone: the peers will hear of it through their own waits.
@@ -222,7 +282,7 @@ void Context::open_device_transport()
                     "DISTTRAIN_MEMORY (e.g. cuda)");
     const std::string &name = cfg_.device_transport;
     device_host_ = std::make_unique<HostBridge>(store_.get(), auth_.get(),
-                                                cat("ctx", id_, "/device/", name, "/"),
+                                                cat(ns_, "device/", name, "/"),
                                                 cfg_.timeout);
     const dt_transport_init_args_t args = transport_args(*device_host_);
     try {

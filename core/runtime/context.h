@@ -37,6 +37,13 @@ public:
     // Queues op on the engine; the returned operation completes asynchronously.
     std::shared_ptr<Operation> submit(OpDesc desc);
     void abort();
+    // Elastic jobs: after a peer was lost, meets the ranks that are left (and any new
+    // ones) in the store, renumbers them and connects them afresh (elastic_membership.h).
+    // Operations of the old membership must have completed. Throws as
+    // elastic_rendezvous does, DT_ERR_INVALID_STATE when the job is not elastic.
+    void reform();
+    // How many times the job re-formed: groups of an earlier epoch are gone.
+    uint64_t epoch() const { return epoch_; }
     // The error that broke the context (a lost peer, a time-out, an abort), if any.
     std::optional<std::pair<dt_status_t, std::string>> error() const;
 
@@ -57,12 +64,17 @@ private:
     // A transport plugin's init arguments, its host services through bridge.
     dt_transport_init_args_t transport_args(HostBridge &bridge) const;
     void open_memory();
+    // Everything that talks to peers, built for the current rank and size.
+    void connect_peers();
+    void disconnect_peers();
     // What is left of DISTTRAIN_TIMEOUT for creating this context (0: no limit).
     std::chrono::milliseconds time_left() const;
 
     ContextConfig cfg_;
     bool shared_store_ = false; // the ranks meet in one store (not private ones)
     uint64_t id_;
+    uint64_t epoch_ = 0;
+    std::string ns_; // this membership's store namespace: "ctx<id>/", then "ctx<id>.<epoch>/"
     std::chrono::steady_clock::time_point deadline_; // of the whole creation
     std::unique_ptr<bootstrap::Auth> auth_;
     std::unique_ptr<bootstrap::StoreServer> store_server_;

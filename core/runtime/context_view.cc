@@ -10,14 +10,6 @@ namespace dt {
 
 namespace {
 
-std::vector<int> iota(int n)
-{
-    std::vector<int> out(n);
-    for (int i = 0; i < n; ++i)
-        out[i] = i;
-    return out;
-}
-
 // FNV-1a over the group id and its members: equal on every rank that got the same list.
 uint64_t fingerprint(uint32_t id, const std::vector<int> &members)
 {
@@ -61,13 +53,14 @@ void wait_ok(const std::shared_ptr<Operation> &op)
 } // namespace
 
 ContextView::ContextView(std::shared_ptr<Context> world)
-    : world_(std::move(world)), members_(iota(world_->size())), rank_(world_->rank())
+    : world_(std::move(world)), epoch_(world_->epoch()), counted_epoch_(epoch_)
 {
 }
 
 ContextView::ContextView(std::shared_ptr<Context> world, uint32_t group,
                          std::vector<int> members, int rank)
-    : world_(std::move(world)), group_(group), members_(std::move(members)), rank_(rank)
+    : world_(std::move(world)), group_(group), members_(std::move(members)), rank_(rank),
+      epoch_(world_->epoch()), counted_epoch_(epoch_)
 {
 }
 
@@ -83,6 +76,9 @@ int ContextView::local_size() const
 
 std::shared_ptr<Operation> ContextView::submit(OpDesc desc)
 {
+    if (group_ != 0 && epoch_ != world_->epoch())
+        throw_error(DT_ERR_INVALID_STATE, "this group belongs to the job as it was before it "
+                    "re-formed; create the groups again after dt_context_reform");
     if (desc.name.empty())
         desc.name = cat(op_kind_name(desc.kind), ".", unnamed_ops_++);
     desc.group = group_;
@@ -105,12 +101,17 @@ std::unique_ptr<ContextView> ContextView::create_group(ContextView &parent, cons
         if (!seen.insert(r).second)
             throw_error(DT_ERR_INVALID_ARGUMENT, "dt_group_create: rank ", r,
                         " is listed twice");
-        members.push_back(parent.members_[r]);
+        members.push_back(parent.world_rank_of(r));
     }
 
     // Every rank of the parent registers the group before it agrees on it, so no rank
     // can see an operation of the group before its own engine knows the members.
     Context &world = parent.world();
+    // A re-formed job counts its groups afresh, as ranks that joined it do.
+    if (parent.counted_epoch_ != world.epoch()) {
+        parent.counted_epoch_ = world.epoch();
+        parent.groups_created_ = 0;
+    }
     uint32_t id = derive_group_id(parent.group_, parent.groups_created_++);
     bool registered = world.register_group(id, members);
 

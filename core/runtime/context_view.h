@@ -22,14 +22,16 @@ public:
     static std::unique_ptr<ContextView> create_group(ContextView &parent, const int *ranks,
                                                      int nranks);
 
-    int rank() const { return rank_; }
-    int size() const { return static_cast<int>(members_.size()); }
+    // The whole job's view follows the world through re-forms (Context::reform).
+    int rank() const { return group_ == 0 ? world_->rank() : rank_; }
+    int size() const { return group_ == 0 ? world_->size() : static_cast<int>(members_.size()); }
     int local_rank() const;
     int local_size() const;
     Context &world() { return *world_; }
     uint32_t group() const { return group_; }
 
-    // Queues an operation of this view (sets desc.group). An unnamed one is named after
+    // Queues an operation of this view (sets desc.group); a group of an earlier epoch
+    // (before the job re-formed) refuses with DT_ERR_INVALID_STATE. An unnamed one is named after
     // its kind and a count of this view's unnamed calls: ranks outside the view make
     // other calls, so a count over the whole job would differ between ranks.
     std::shared_ptr<Operation> submit(OpDesc desc);
@@ -40,8 +42,12 @@ private:
 
     std::shared_ptr<Context> world_;
     uint32_t group_ = 0;
-    std::vector<int> members_; // world ranks, in group rank order
-    int rank_ = 0;
+    int world_rank_of(int rank) const { return group_ == 0 ? rank : members_[rank]; }
+
+    std::vector<int> members_; // groups: world ranks, in group rank order
+    int rank_ = 0;             // groups: this rank's place in members_
+    uint64_t epoch_ = 0;       // the world's epoch when this view was made
+    uint64_t counted_epoch_ = 0; // the epoch groups_created_ counts in
     std::atomic<uint64_t> unnamed_ops_{0};
     std::atomic<uint32_t> groups_created_{0}; // groups created with this view as parent
 };

@@ -44,12 +44,32 @@ Engine::Engine(Transport &transport, const ContextConfig &config, routing::Route
 
 Engine::~Engine()
 {
+    stop();
+}
+
+void Engine::note_lost_peers()
+{
+    // A closed connection fails a control receive only when the transport progresses
+    // (ordered mode does so on the callers' threads, and not after a failure).
+    transport_.ops().progress(transport_.instance(), 0);
+    std::vector<int> now = failed_control_receives();
+    std::lock_guard lock(lost_mutex_);
+    for (int peer : now)
+        if (std::find(lost_peers_.begin(), lost_peers_.end(), peer) == lost_peers_.end())
+            lost_peers_.push_back(peer);
+}
+
+std::vector<int> Engine::stop()
+{
     {
         std::lock_guard lock(mutex_);
         stopping_ = true;
     }
     cv_.notify_all();
-    thread_.join();
+    if (thread_.joinable())
+        thread_.join();
+    std::lock_guard lock(lost_mutex_);
+    return lost_peers_;
 }
 
 void Engine::submit(std::shared_ptr<Operation> op)
@@ -170,7 +190,9 @@ algo::Comm Engine::comm(uint64_t tag, const char *what, const std::vector<int> *
     c.set_cancel(&cancel_);
     c.set_departure_check([this](int peer) { return departure_notice(peer); });
     c.set_failure_hook([this](dt_status_t status, const std::string &message) {
-        // The transport still works: tell the peers why this rank is leaving.
+        // The transport still works: tell the peers why this rank is leaving, and note
+        // which peers are gone before the abort fails every control receive alike.
+        note_lost_peers();
         auto err = error();
         if (status == DT_ERR_ABORTED && err)
             notify_peers(DT_ERR_ABORTED, err->second);
@@ -301,6 +323,7 @@ void Engine::loop()
         notify_peers(DT_ERR_PEER_LOST, cat("rank ", rank_, " has destroyed its context"));
     if (graceful)
         await_peers_leaving();
+    note_lost_peers();
     if (empty_cycles_ > 0)
         DT_LOG(info, "engine", empty_cycles_, " empty negotiation cycles took ",
                std::chrono::duration<double, std::micro>(empty_cycle_time_).count() /

@@ -57,6 +57,9 @@ public:
 
     // Fails every pending and later operation with DT_ERR_ABORTED and tells peers.
     void abort();
+    // Stops the engine thread (as the destructor does) and returns the peers whose
+    // connection failed, as far as this rank saw: what a re-form needs to know.
+    std::vector<int> stop();
 
     // Makes a group's members known (world ranks); before any of its operations. False,
     // and nothing changed, when another group already has the id.
@@ -136,6 +139,8 @@ private:
     algo::Comm::Departure departure_notice(int peer) const;
     // Clean exit: waits (bounded) until every peer has left too, see engine_control.cc.
     void await_peers_leaving();
+    std::vector<int> failed_control_receives() const;
+    void note_lost_peers(); // adds failed_control_receives() to lost_peers_
     // The best explanation of a failure: a peer's notice or a lost connection seen on
     // the control receives, else the error itself.
     std::pair<dt_status_t, std::string> root_cause(dt_status_t status,
@@ -178,6 +183,8 @@ private:
     // caller running its blocking operation); true until the control receives are up.
     bool transport_busy_ = true;
     std::optional<std::pair<dt_status_t, std::string>> error_;
+    std::mutex lost_mutex_;
+    std::vector<int> lost_peers_; // noted when a collective fails and as the engine leaves
     bool departure_only_ = false; // error_ came from a peer's clean exit (break_context)
     std::atomic<bool> cancel_{false};
     mutable std::mutex groups_mutex_;

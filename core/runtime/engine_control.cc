@@ -63,6 +63,19 @@ algo::Comm::Departure Engine::departure_notice(int peer) const
     return {notice_status(c.buf, c.raw.bytes), notice_text(c.buf, c.raw.bytes)};
 }
 
+std::vector<int> Engine::failed_control_receives() const
+{
+    std::vector<int> lost;
+    for (int peer = 0; peer < static_cast<int>(control_.size()); ++peer) {
+        if (!control_[peer])
+            continue;
+        int32_t s = control_[peer]->raw.status;
+        if (s != DTP_INPROGRESS && s != DTP_OK && s != DTP_ERR_ABORTED)
+            lost.push_back(peer);
+    }
+    return lost;
+}
+
 void Engine::check_control()
 {
     std::vector<int> lost;

@@ -1,0 +1,127 @@
+#include "runtime/elastic_membership.h"
+
+#include "runtime/env.h"
+#include "runtime/error.h"
+
+#include <algorithm>
+#include <numeric>
+#include <thread>
+
+namespace dt {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using Millis = std::chrono::milliseconds;
+
+std::string encode(const ElasticMember &m) { return cat(m.old_rank, " ", m.host); }
+
+ElasticMember decode(const std::string &s)
+{
+    ElasticMember m;
+    auto space = s.find(' ');
+    if (space == std::string::npos)
+        throw_error(DT_ERR_PROTOCOL, "malformed elastic arrival '", s, "'");
+    m.old_rank = static_cast<int>(env::parse_int("elastic arrival", s.substr(0, space), -1,
+                                                 INT32_MAX));
+    m.host = s.substr(space + 1);
+    return m;
+}
+
+bool exists(bootstrap::StoreClient &store, const std::string &key, std::string *value)
+{
+    try {
+        *value = store.get(key, Millis{0});
+        return true;
+    } catch (const Error &e) {
+        if (e.status() != DT_ERR_TIMEOUT)
+            throw;
+        return false;
+    }
+}
+
+Millis time_left(Clock::time_point deadline)
+{
+    return std::max(Millis{1}, std::chrono::duration_cast<Millis>(deadline - Clock::now()));
+}
+
+} // namespace
+
+ElasticMembership number_members(const std::vector<ElasticMember> &arrivals, int my_ticket)
+{
+    std::vector<int> order(arrivals.size());
+    std::iota(order.begin(), order.end(), 0);
+    // Old ranks first, in their old order; newcomers after them, by ticket.
+    std::stable_sort(order.begin(), order.end(), [&](int a, int b) {
+        int ra = arrivals[a].old_rank, rb = arrivals[b].old_rank;
+        if ((ra < 0) != (rb < 0))
+            return rb < 0;
+        return ra >= 0 && ra < rb;
+    });
+    ElasticMembership m;
+    m.size = static_cast<int>(arrivals.size());
+    for (int pos = 0; pos < m.size; ++pos) {
+        const ElasticMember &who = arrivals[order[pos]];
+        m.members.push_back(who);
+        if (order[pos] == my_ticket)
+            m.rank = pos;
+    }
+    const std::string &host = arrivals[my_ticket].host;
+    m.local_size = 0;
+    for (int pos = 0; pos < m.size; ++pos) {
+        if (m.members[pos].host != host)
+            continue;
+        if (pos == m.rank)
+            m.local_rank = m.local_size;
+        ++m.local_size;
+    }
+    return m;
+}
+
+ElasticMembership elastic_rendezvous(bootstrap::StoreClient &store, const ElasticRendezvous &r)
+{
+    const std::string &p = r.prefix;
+    const int ticket = static_cast<int>(store.add(p + "arrived", 1) - 1);
+    store.set(cat(p, "arrival/", ticket), encode(r.me));
+    for (int lost : r.lost)
+        if (store.add(cat(p, "lost/", lost), 1) == 1)
+            store.add(p + "lost_total", 1);
+
+    std::string closed;
+    int64_t seen = -1;
+    auto changed_at = Clock::now();
+    while (!exists(store, p + "closed", &closed)) {
+        int64_t arrived = store.add(p + "arrived", 0);
+        int64_t alive = r.old_size - store.add(p + "lost_total", 0);
+        auto now = Clock::now();
+        if (arrived != seen) {
+            seen = arrived;
+            changed_at = now;
+        }
+        bool everyone = arrived >= std::max<int64_t>(alive, 1);
+        bool settled = now - changed_at >= r.settle;
+        if (arrived >= r.min_size && (everyone || settled)) {
+            if (store.add(p + "closer", 1) == 1) {
+                // Read again: a rank that took a ticket since is still counted in.
+                store.set(p + "closed", std::to_string(store.add(p + "arrived", 0)));
+            }
+            continue; // the closer's value is the one every rank takes
+        }
+        if (now >= r.deadline)
+            throw_error(DT_ERR_TIMEOUT, "the job could not re-form: ", arrived,
+                        " rank(s) arrived before DISTTRAIN_TIMEOUT, and it needs at least ",
+                        r.min_size, " (DISTTRAIN_MIN_SIZE)");
+        std::this_thread::sleep_for(Millis{2});
+    }
+
+    const int size = static_cast<int>(env::parse_int("elastic membership", closed, 1, INT32_MAX));
+    if (ticket >= size)
+        throw_error(DT_ERR_INVALID_STATE, "the job re-formed without this rank (it arrived "
+                    "after the ", size, " that make up the new job)");
+    std::vector<ElasticMember> arrivals;
+    for (int t = 0; t < size; ++t)
+        arrivals.push_back(decode(store.get(cat(p, "arrival/", t), time_left(r.deadline))));
+    return number_members(arrivals, ticket);
+}
+
+} // namespace dt

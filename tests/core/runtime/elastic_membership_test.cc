@@ -1,0 +1,124 @@
+// Membership after a re-form: numbering (old ranks first in their order, newcomers after,
+// local ranks per host) and the rendezvous in a real store: it closes as soon as the
+// ranks believed alive arrived, falls back to the settle time when no death was seen,
+// refuses a rank that comes after it closed, and times out below the minimum size.
+#include "runtime/elastic_membership.h"
+
+#include "bootstrap/store.h"
+#include "runtime/error.h"
+
+#include <gtest/gtest.h>
+
+#include <future>
+
+namespace dt {
+namespace {
+
+using namespace std::chrono_literals;
+using Clock = std::chrono::steady_clock;
+
+TEST(ElasticMembership, OldRanksKeepTheirOrderAndNewcomersFollow)
+{
+    // Tickets in arrival order: old rank 3, a newcomer, old rank 0, old rank 2.
+    std::vector<ElasticMember> arrivals = {{3, "b"}, {-1, "a"}, {0, "a"}, {2, "b"}};
+    ElasticMembership m = number_members(arrivals, 0);
+    ASSERT_EQ(m.size, 4);
+    EXPECT_EQ(m.members[0].old_rank, 0);
+    EXPECT_EQ(m.members[1].old_rank, 2);
+    EXPECT_EQ(m.members[2].old_rank, 3);
+    EXPECT_EQ(m.members[3].old_rank, -1);
+    EXPECT_EQ(m.rank, 2);
+    EXPECT_EQ(m.local_size, 2) << "old ranks 2 and 3 run on host b";
+    EXPECT_EQ(m.local_rank, 1);
+    ElasticMembership newcomer = number_members(arrivals, 1);
+    EXPECT_EQ(newcomer.rank, 3);
+    EXPECT_EQ(newcomer.local_rank, 1) << "after old rank 0 on host a";
+    EXPECT_EQ(newcomer.local_size, 2);
+}
+
+struct Reform : ::testing::Test {
+    bootstrap::Auth auth{std::string(64, 'e')};
+    bootstrap::StoreServer server{"127.0.0.1:0", auth};
+
+    ElasticRendezvous survivor(int old_rank, std::vector<int> lost, int old_size,
+                               std::chrono::milliseconds settle, int min_size = 1,
+                               std::chrono::milliseconds timeout = 10s)
+    {
+        ElasticRendezvous r;
+        r.prefix = "ctx0/reform/1/";
+        r.me = {old_rank, "host"};
+        r.old_size = old_size;
+        r.lost = std::move(lost);
+        r.min_size = min_size;
+        r.settle = settle;
+        r.deadline = Clock::now() + timeout;
+        return r;
+    }
+
+    // Each rendezvous on its own thread and client; the outcome of each.
+    std::vector<std::pair<dt_status_t, ElasticMembership>> run(
+        const std::vector<ElasticRendezvous> &ranks)
+    {
+        std::vector<std::future<std::pair<dt_status_t, ElasticMembership>>> results;
+        for (const auto &r : ranks)
+            results.push_back(std::async(std::launch::async, [&, r] {
+                try {
+                    bootstrap::StoreClient store(server.address(), auth, 10000ms);
+                    return std::make_pair(DT_OK, elastic_rendezvous(store, r));
+                } catch (const Error &e) {
+                    return std::make_pair(e.status(), ElasticMembership{});
+                }
+            }));
+        std::vector<std::pair<dt_status_t, ElasticMembership>> out;
+        for (auto &f : results)
+            out.push_back(f.get());
+        return out;
+    }
+};
+
+TEST_F(Reform, ClosesAtOnceWhenTheLostRanksAreKnown)
+{
+    // 4 ranks, rank 1 died and ranks 0 and 3 saw it: no settle time is waited.
+    auto start = Clock::now();
+    auto out = run({survivor(0, {1}, 4, 30s), survivor(2, {}, 4, 30s), survivor(3, {1}, 4, 30s)});
+    EXPECT_LT(Clock::now() - start, 5s);
+    for (int i = 0; i < 3; ++i) {
+        ASSERT_EQ(out[i].first, DT_OK) << i;
+        EXPECT_EQ(out[i].second.size, 3);
+        EXPECT_EQ(out[i].second.rank, i) << "old ranks 0, 2, 3 become 0, 1, 2";
+    }
+}
+
+TEST_F(Reform, ClosesAfterTheSettleTimeWhenNoDeathWasSeen)
+{
+    auto start = Clock::now();
+    auto out = run({survivor(0, {}, 3, 300ms), survivor(1, {}, 3, 300ms)});
+    auto took = Clock::now() - start;
+    EXPECT_GE(took, 300ms);
+    EXPECT_LT(took, 5s);
+    for (auto &[status, m] : out) {
+        ASSERT_EQ(status, DT_OK);
+        EXPECT_EQ(m.size, 2);
+    }
+}
+
+TEST_F(Reform, ARankArrivingAfterItClosedIsToldSo)
+{
+    auto first = run({survivor(0, {2}, 3, 30s), survivor(1, {2}, 3, 30s)});
+    for (auto &[status, m] : first)
+        ASSERT_EQ(status, DT_OK);
+    auto late = run({survivor(2, {}, 3, 30s)});
+    EXPECT_EQ(late[0].first, DT_ERR_INVALID_STATE);
+}
+
+TEST_F(Reform, FewerThanTheMinimumTimesOutOnEveryRank)
+{
+    auto start = Clock::now();
+    auto out = run({survivor(0, {1, 2}, 4, 0ms, 3, 500ms), survivor(3, {1, 2}, 4, 0ms, 3, 500ms)});
+    EXPECT_LT(Clock::now() - start, 5s);
+    for (auto &[status, m] : out)
+        EXPECT_EQ(status, DT_ERR_TIMEOUT);
+}
+
+} // namespace
+} // namespace dt

@@ -1,0 +1,92 @@
+/*
+ * A rank of an elastic job (DISTTRAIN_ELASTIC=1) on the public C API:
+ *   dt_elastic_worker STEPS VICTIM [VICTIM2]
+ *   dt_elastic_worker reform      call dt_context_reform at once, print its status
+ * runs STEPS allreduces of 1 per rank (each must sum to the job's size). At step 3 the
+ * rank(s) VICTIM (by their rank at the start) kill themselves with SIGKILL. The others
+ * get DT_ERR_PEER_LOST, call dt_context_reform, print their new rank and size and the
+ * time the re-form took, and repeat the step. Prints "done rank=R size=S steps=N" at the
+ * end. Any other failure prints "error: <what>: <status>: <message>" and exits 1.
+ */
+#define _POSIX_C_SOURCE 200809L
+#include <disttrain/disttrain.h>
+
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+static double now_ms(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec * 1e3 + (double)t.tv_nsec / 1e6;
+}
+
+static int fail(const char *what, dt_status_t status)
+{
+    fprintf(stderr, "error: %s: %s: %s\n", what, dt_status_string(status), dt_last_error());
+    return 1;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc == 2 && strcmp(argv[1], "reform") == 0) {
+        dt_context_h ctx = NULL;
+        dt_status_t s = dt_context_create(NULL, &ctx);
+        if (s != DT_OK)
+            return fail("dt_context_create", s);
+        s = dt_context_reform(ctx);
+        printf("reform: %s: %s\n", dt_status_string(s), dt_last_error());
+        dt_context_destroy(ctx);
+        return 0;
+    }
+    if (argc < 3) {
+        fprintf(stderr, "usage: dt_elastic_worker STEPS VICTIM [VICTIM2]\n");
+        return 2;
+    }
+    const int steps = atoi(argv[1]);
+    const int victim = atoi(argv[2]);
+    const int victim2 = argc > 3 ? atoi(argv[3]) : -1;
+    setvbuf(stdout, NULL, _IOLBF, 0);
+
+    dt_context_h ctx = NULL;
+    dt_status_t s = dt_context_create(NULL, &ctx);
+    if (s != DT_OK)
+        return fail("dt_context_create", s);
+    int first_rank = 0, rank = 0, size = 0;
+    dt_context_rank(ctx, &first_rank);
+    rank = first_rank;
+    dt_context_size(ctx, &size);
+
+    for (int step = 0; step < steps; ++step) {
+        if (step == 3 && (first_rank == victim || first_rank == victim2))
+            raise(SIGKILL);
+        int64_t one = 1;
+        s = dt_allreduce(ctx, "step", &one, &one, 1, DT_INT64, DT_SUM);
+        if (s == DT_ERR_PEER_LOST) {
+            double lost_at = now_ms();
+            s = dt_context_reform(ctx);
+            if (s != DT_OK)
+                return fail("dt_context_reform", s);
+            int old_rank = rank;
+            dt_context_rank(ctx, &rank);
+            dt_context_size(ctx, &size);
+            printf("reformed step=%d old_rank=%d rank=%d size=%d took_ms=%.1f\n", step,
+                   old_rank, rank, size, now_ms() - lost_at);
+            --step; /* the step runs again in the new job */
+            continue;
+        }
+        if (s != DT_OK)
+            return fail("dt_allreduce", s);
+        if (one != size) {
+            fprintf(stderr, "error: step %d summed to %lld on a job of %d ranks\n", step,
+                    (long long)one, size);
+            return 1;
+        }
+    }
+    printf("done rank=%d size=%d steps=%d\n", rank, size, steps);
+    dt_context_destroy(ctx);
+    return 0;
+}

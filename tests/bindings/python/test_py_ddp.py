@@ -81,6 +81,13 @@ def test_ddp_bad_arguments(ctx):
         dt.DistributedDataParallel(torch.nn.Linear(2, 2), bucket_bytes=-1)
     with pytest.raises(disttrain.UsageError, match="process_set must be"):
         dt.DistributedDataParallel(torch.nn.Linear(2, 2), process_set=[0])
+    with pytest.raises(disttrain.UsageError, match="module's parameters are on cpu"):
+        dt.DistributedDataParallel(torch.nn.Linear(2, 2), device_ids=[0])
+    with pytest.raises(disttrain.UsageError, match="one process drives one device"):
+        dt.DistributedDataParallel(torch.nn.Linear(2, 2), device_ids=[0, 1])
+    # torch DDP's arguments that ported scripts pass are accepted.
+    dt.DistributedDataParallel(torch.nn.Linear(2, 2), device_ids=["cpu"],
+                               output_device="cpu", find_unused_parameters=True)
 
 
 def test_sync_batch_norm_in_one_process_is_batch_norm(ctx):
@@ -94,3 +101,24 @@ def test_sync_batch_norm_in_one_process_is_batch_norm(ctx):
         sync(torch.randn(4, 5, 2))
     with pytest.raises(disttrain.UsageError, match=r"\(N, C, ...\)"):
         sync(torch.randn(4))
+
+
+def test_ddp_buckets_start_during_backward(ctx, monkeypatch):
+    # One bucket per parameter: all but the last start from the hooks, before the
+    # end-of-backward callback, so their reduction overlaps the rest of backward.
+    model = dt.DistributedDataParallel(
+        torch.nn.Sequential(torch.nn.Linear(3, 4), torch.nn.Tanh(), torch.nn.Linear(4, 4),
+                            torch.nn.Tanh(), torch.nn.Linear(4, 1)), bucket_bytes=0)
+    assert len(model._buckets) == 6
+    started, at_finish = [], []
+    real_start, real_finish = dt.ddp.Bucket.start, model._finish
+    monkeypatch.setattr(dt.ddp.Bucket, "start",
+                        lambda self, *a: started.append(self.name) or real_start(self, *a))
+    monkeypatch.setattr(model, "_finish", lambda: at_finish.append(list(started))
+                        or real_finish())
+    for _ in range(2):
+        model(torch.ones(2, 3)).sum().backward()
+        # Reverse registration order: the last layer's bias first.
+        assert at_finish[-1] == [b.name for b in model._buckets[:5]], at_finish
+        assert at_finish[-1][0].endswith(".grad.4.bias+1")
+        started.clear()

@@ -99,3 +99,16 @@ def test_a_bad_member_fails_the_group_and_the_context_goes_on(ctx):
         disttrain.grouped_allreduce([np.ones(2, np.float32), np.ones(2, np.complex64)])
     # The context goes on: the first member was waited for, not left in flight.
     np.testing.assert_array_equal(disttrain.allreduce(np.ones(2)), [1, 1])
+
+
+def test_root_warning_names_the_users_line_and_shows_by_default(tmp_path):
+    # Python hides DeprecationWarnings attributed to library modules; one attributed to
+    # the script's own line is shown without any -W option.
+    script = tmp_path / "old_spelling.py"
+    script.write_text("import numpy as np, disttrain\n"
+                      "disttrain.init()\n"
+                      "disttrain.broadcast_(np.ones(2), root=0)\n")
+    r = dtpy.run([dtpy.PYTHON, script], env=dtpy.job_env(), timeout=60)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert f"{script}:3: DeprecationWarning: broadcast_(root=...) is deprecated; spell " \
+           f"it root_rank=" in r.stderr, r.stderr

@@ -49,6 +49,22 @@ def _accumulator(p):
         return p.expand_as(p).grad_fn.next_functions[0][0]
 
 
+def _check_device_ids(module, device_ids):
+    """device_ids as torch's DDP takes it: None, or one device that the module is on."""
+    if device_ids is None:
+        return
+    devices = {p.device for p in module.parameters()}
+    listed = list(device_ids)
+    if len(listed) != 1 or len(devices) > 1:
+        raise usage(f"device_ids={device_ids!r}: one process drives one device; pass "
+                    f"device_ids=[the device of the module] or leave it out")
+    wanted = torch.device(listed[0] if not isinstance(listed[0], int) else
+                          f"cuda:{listed[0]}")
+    if devices and devices != {wanted}:
+        raise usage(f"device_ids={device_ids!r} but the module's parameters are on "
+                    f"{devices.pop()}; move the module first (module.to(device))")
+
+
 class DistributedDataParallel(torch.nn.Module):
     """Wraps `module` for data-parallel training: every rank (of process_set, or of the
     job) starts from rank 0's parameters and buffers, and backward leaves each p.grad
@@ -62,14 +78,21 @@ class DistributedDataParallel(torch.nn.Module):
     broadcast_buffers: rank 0's buffers (BatchNorm running statistics) are copied to
     every rank at each forward in training mode, as torch's DDP does.
     compression: Compression.none, .fp16 or .bf16 for the gradients on the wire.
+    device_ids, output_device, find_unused_parameters: accepted as torch's DDP takes them,
+    so ported scripts keep their call: the module stays where it is (device_ids, if
+    given, must name that one device), and parameters a backward does not reach always
+    count as zero gradients.
     """
 
-    def __init__(self, module, process_set=None, context=None, bucket_bytes=DEFAULT_BUCKET_BYTES,
-                 broadcast_buffers=True, op=Average, compression=Compression.none):
+    def __init__(self, module, process_set=None, context=None,
+                 bucket_bytes=DEFAULT_BUCKET_BYTES, broadcast_buffers=True, op=Average,
+                 compression=Compression.none, device_ids=None, output_device=None,
+                 find_unused_parameters=False):
         super().__init__()
         if not isinstance(module, torch.nn.Module):
             raise usage(f"DistributedDataParallel wraps a torch.nn.Module, got "
                         f"{type(module).__name__}")
+        _check_device_ids(module, device_ids)
         if isinstance(bucket_bytes, bool) or not isinstance(bucket_bytes, int) or \
                 bucket_bytes < 0:
             raise usage(f"bucket_bytes={bucket_bytes!r}: need an integer >= 0 (0: one "

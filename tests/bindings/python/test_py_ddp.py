@@ -28,8 +28,10 @@ def test_ddp_on_two_ranks_equals_one_process_on_the_whole_batch(ordered):
     dtpy.assert_ranks_ok(job, np=2)
 
 
-def test_sync_batch_norm_on_two_ranks_equals_batch_norm_on_the_whole_batch():
-    job = dtpy.run_job("sync_batch_norm_job.py", np=2, timeout=90)
+@pytest.mark.parametrize("ordered", ["0", "1"])
+def test_sync_batch_norm_on_two_ranks_equals_batch_norm_on_the_whole_batch(ordered):
+    job = dtpy.run_job("sync_batch_norm_job.py", np=2, env={"DISTTRAIN_ORDERED": ordered},
+                       timeout=90)
     dtpy.assert_ranks_ok(job, np=2)
 
 

@@ -1,7 +1,8 @@
 """The porting guides of bindings/python/README.md: the ported scripts
 (bindings/python/examples/port_horovod.py under disttrainrun, port_ddp.py started as
-torchrun starts it) train on 2 ranks, end with identical parameters and a lower loss,
-and the README shows the diff from the scripts users bring (examples/before/)."""
+torchrun starts it) train on 2 ranks, end with identical parameters and a lower loss;
+port_ddp.py ends with the very parameters of its torch DDP original (examples/before/,
+run on torch.distributed's gloo); and the README shows the diff of each port."""
 import difflib
 import re
 import subprocess
@@ -46,32 +47,55 @@ def test_ported_horovod_script_on_two_ranks_with_disttrainrun():
     assert_trained_in_step(summaries([r.stdout]))
 
 
-def test_ported_ddp_script_on_two_ranks_started_as_torchrun_does():
-    port = dtpy.free_ports(2)  # torchrun's own store at MASTER_PORT, disttrain's above it
+def run_as_torchrun(script, extra_env, np=2, timeout=90):
+    """Starts `script` as torchrun would on np ranks (RANK, WORLD_SIZE, LOCAL_RANK,
+    LOCAL_WORLD_SIZE, MASTER_ADDR, MASTER_PORT) plus extra_env; returns the stdouts. A
+    failing rank fails the test; a hang kills every rank and fails it."""
+    port = dtpy.free_ports(2)  # torch's store at MASTER_PORT, disttrain's above it
     procs = []
-    for rank in range(2):
-        env = dtpy.job_env({"RANK": str(rank), "WORLD_SIZE": "2", "LOCAL_RANK": str(rank),
-                            "LOCAL_WORLD_SIZE": "2", "MASTER_ADDR": "127.0.0.1",
-                            "MASTER_PORT": str(port),
-                            "DISTTRAIN_JOB_TOKEN": "porting-guide-test-token",
-                            "DISTTRAIN_TRANSPORT": "tcp", "DISTTRAIN_TIMEOUT": "60"})
-        procs.append(subprocess.Popen([dtpy.PYTHON, str(EXAMPLES / "port_ddp.py")],
-                                      env=clean_env(env), text=True,
-                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE))
-    outputs, deadline = [], time.monotonic() + 90
+    for rank in range(np):
+        env = dtpy.job_env({"RANK": str(rank), "WORLD_SIZE": str(np),
+                            "LOCAL_RANK": str(rank), "LOCAL_WORLD_SIZE": str(np),
+                            "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port),
+                            **extra_env})
+        procs.append(subprocess.Popen([dtpy.PYTHON, str(script)], env=clean_env(env),
+                                      text=True, stdout=subprocess.PIPE,
+                                      stderr=subprocess.PIPE))
+    outputs, deadline = [], time.monotonic() + timeout
     try:
         for p in procs:
             out, err = p.communicate(timeout=max(0.1, deadline - time.monotonic()))
-            assert p.returncode == 0, out + err
+            assert p.returncode == 0, f"{script.name}:\n{out}{err}"
             outputs.append(out)
     except subprocess.TimeoutExpired:
-        pytest.fail("a rank of port_ddp.py did not finish within 90 s (hang)")
+        pytest.fail(f"a rank of {script.name} did not finish within {timeout} s (hang)")
     finally:
         for p in procs:
             if p.poll() is None:
                 p.kill()
                 p.communicate()
-    assert_trained_in_step(summaries(outputs))
+    return outputs
+
+
+DISTTRAIN_TORCHRUN_ENV = {"DISTTRAIN_JOB_TOKEN": "porting-guide-test-token",
+                          "DISTTRAIN_TRANSPORT": "tcp", "DISTTRAIN_TIMEOUT": "60"}
+
+
+def test_ported_ddp_script_on_two_ranks_started_as_torchrun_does():
+    found = summaries(run_as_torchrun(EXAMPLES / "port_ddp.py", DISTTRAIN_TORCHRUN_ENV))
+    assert_trained_in_step(found)
+
+
+def test_ported_ddp_script_computes_what_the_torch_ddp_original_computes():
+    # The original on torch.distributed (gloo) and the port on disttrain: the same
+    # averaged gradients (a sum of two values, halved, is exact in any order), the same
+    # buffers from rank 0, so the same parameters to the last bit and the same losses.
+    dist = pytest.importorskip("torch.distributed")
+    if not dist.is_available() or not dist.is_gloo_available():
+        pytest.skip("this torch has no torch.distributed gloo backend")
+    original = summaries(run_as_torchrun(EXAMPLES / "before" / "ddp_train.py", {}))
+    ported = summaries(run_as_torchrun(EXAMPLES / "port_ddp.py", DISTTRAIN_TORCHRUN_ENV))
+    assert original == ported, f"torch DDP: {original}\ndisttrain: {ported}"
 
 
 def readme_diff(before, after):

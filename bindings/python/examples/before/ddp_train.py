@@ -23,7 +23,6 @@ loader = DataLoader(TensorDataset(x, y), batch_size=32, sampler=sampler)
 
 model = torch.nn.Sequential(torch.nn.Linear(10, 32), torch.nn.BatchNorm1d(32),
                             torch.nn.ReLU(), torch.nn.Linear(32, 1))
-model = torch.nn.SyncBatchNorm.convert_sync_batchnorm(model)  # (CUDA only in torch)
 model = DDP(model)
 optimizer = torch.optim.SGD(model.parameters(), lr=0.02, momentum=0.9)
 

@@ -17,12 +17,14 @@ p.grad averaged and any optimizer can step.
 Buckets are submitted in bucket order on every rank (a bucket completed early waits for
 the ones before it; a parameter that this backward did not reach counts as a zero
 gradient and its bucket is submitted at the end), so ordered mode is safe and the
-negotiating engine matches them by name ("ddp<k>.grad.<first parameter>+<count>").
+negotiating engine matches them by name ("ddp<k>.grad.<first parameter>+<count>", k
+counting the wrappers made over the same context or process set: every rank of it makes
+its wrappers in the same order, as their construction is collective anyway).
 
 no_sync(): forward passes run inside it skip the reduction of their backward; the
 gradients accumulate locally and the next synchronised backward reduces the sum.
 """
-import itertools
+import weakref
 from contextlib import contextmanager
 
 import torch
@@ -37,9 +39,18 @@ from .compression import Compression
 from .functions import broadcast_parameters
 from .optimizer import DEFAULT_BUCKET_BYTES
 
-# Numbers the wrappers of this process in creation order, which every rank shares, so
-# two wrapped models in one job never give their buckets the same name.
-_instances = itertools.count()
+# Numbers the wrappers made over each context or process set, in creation order, which
+# the ranks replicating a model share: two wrapped models reduced in one backward (a
+# GAN's loss through both) then never give their buckets the same name. Counted per
+# context or set (names are matched per group), so that members of other sets making
+# other wrappers do not shift the numbers.
+_instances = weakref.WeakKeyDictionary()
+
+
+def _prefix(collectives):
+    n = _instances.get(collectives, 0)
+    _instances[collectives] = n + 1
+    return f"ddp{n}"
 
 
 def _accumulator(p):
@@ -103,7 +114,7 @@ class DistributedDataParallel(torch.nn.Module):
         self._op = to_op(op)
         self._compression = compression
         self._broadcast_buffers = broadcast_buffers
-        self._prefix = f"ddp{next(_instances)}"
+        self._prefix = _prefix(self._collectives)
         self.require_backward_grad_sync = True
         self._sync_this_pass = False
 

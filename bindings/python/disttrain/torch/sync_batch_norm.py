@@ -14,8 +14,6 @@ where the sums and N run over every rank's batch. dweight and dbias are this ran
 In eval mode (or with a single rank) it is plain batch normalisation with the local or
 running statistics. Every rank must run the same SyncBatchNorm layers in the same order.
 """
-import itertools
-
 import torch
 import torch.nn.functional as F
 
@@ -26,9 +24,12 @@ from disttrain.types import Sum
 
 from . import ops
 
-# Numbers the layers in creation order (the same on every rank): their collectives are
-# named after it, so layers never match each other's.
-_layers = itertools.count()
+# The names of the layers' collectives. One name for every layer: each call blocks until
+# done, so one layer's is never in flight beside another's, and ranks that made other
+# models (an extra evaluation copy) still agree. Ranks that run the layers in different
+# orders are told so by the engine whenever the layers' channel counts differ.
+STATS_NAME = "syncbn.stats"
+GRAD_NAME = "syncbn.grad"
 
 
 def _per_channel(x):
@@ -44,13 +45,13 @@ def _broadcastable(v, x):
 class _SyncBatchNormFunction(torch.autograd.Function):
     @staticmethod
     def forward(ctx, x, weight, bias, running_mean, running_var, eps, momentum,
-                collectives, name):
+                collectives):
         xc = _per_channel(x.detach())
         local = torch.cat([torch.full((1,), float(xc.shape[1]), dtype=torch.float64,
                                       device=x.device),
                            xc.sum(1, dtype=torch.float64),
                            (xc.to(torch.float64) ** 2).sum(1)])
-        ops.allreduce_(local, op=Sum, name=f"{name}.stats", context=collectives)
+        ops.allreduce_(local, op=Sum, name=STATS_NAME, context=collectives)
         channels = xc.shape[0]
         count = local[0]
         if count.item() < 2:
@@ -75,7 +76,6 @@ class _SyncBatchNormFunction(torch.autograd.Function):
         ctx.save_for_backward(x_hat, weight, invstd)
         ctx.count = count.item()
         ctx.collectives = collectives
-        ctx.name = name
         return y
 
     @staticmethod
@@ -90,14 +90,14 @@ class _SyncBatchNormFunction(torch.autograd.Function):
         grad_x = None
         if ctx.needs_input_grad[0]:
             sums = torch.cat([sum_dy, sum_dy_xhat]).to(torch.float64)
-            ops.allreduce_(sums, op=Sum, name=f"{ctx.name}.grad", context=ctx.collectives)
+            ops.allreduce_(sums, op=Sum, name=GRAD_NAME, context=ctx.collectives)
             channels = sum_dy.shape[0]
             mean_dy = (sums[:channels] / ctx.count).to(dy.dtype)
             mean_dy_xhat = (sums[channels:] / ctx.count).to(dy.dtype)
             scale = invstd if weight is None else invstd * weight
             grad_x = _broadcastable(scale, dy) * (
                 dy - _broadcastable(mean_dy, dy) - x_hat * _broadcastable(mean_dy_xhat, dy))
-        return grad_x, grad_weight, grad_bias, None, None, None, None, None, None
+        return grad_x, grad_weight, grad_bias, None, None, None, None, None
 
 
 class SyncBatchNorm(torch.nn.modules.batchnorm._BatchNorm):
@@ -111,7 +111,6 @@ class SyncBatchNorm(torch.nn.modules.batchnorm._BatchNorm):
                          device=device, dtype=dtype)
         self.process_set = process_set
         self.context = context
-        self._name = f"syncbn{next(_layers)}"
 
     def _check_input_dim(self, x):
         if x.dim() < 2:
@@ -145,8 +144,7 @@ class SyncBatchNorm(torch.nn.modules.batchnorm._BatchNorm):
         running = self.track_running_stats and self.training
         return _SyncBatchNormFunction.apply(
             x, self.weight, self.bias, self.running_mean if running else None,
-            self.running_var if running else None, self.eps, factor, collectives,
-            self._name)
+            self.running_var if running else None, self.eps, factor, collectives)
 
     @classmethod
     def convert_sync_batchnorm(cls, module, process_set=None, context=None):

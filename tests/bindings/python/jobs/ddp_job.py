@@ -112,6 +112,15 @@ for model in (solo, local):
         loss_fn(model(mine(x)), mine(y)).backward()
         opt.step()
 close(solo.module.named_parameters(), local.parameters(), "process set of one")
+# Wrappers made over one set only on its members do not change the names of the next
+# job-wide wrapper's buckets (counted per context or set): the ranks still agree.
+if r == 0:
+    dt.DistributedDataParallel(net(1), process_set=alone)
+world = dt.DistributedDataParallel(net(0), bucket_bytes=64)
+loss_fn(world(mine(data(0)[0])), mine(data(0)[1])).backward()
+grads = torch.cat([p.grad.reshape(-1) for p in world.parameters()]).unsqueeze(0)
+everyone = dt.allgather(grads, name="grads.after.sets")
+assert all(torch.equal(everyone[0], g) for g in everyone), "gradients differ"
 alone.close()
 
 # The sets ran apart; a rank that shut down while another's set still reduces would fail

@@ -23,7 +23,11 @@ library (DT_ERR_UNSUPPORTED) until a memory provider is loaded. Ranks must agree
 memory type, as on dtype and shape.
 
 Reductions average by default (op="avg"), as Horovod and disttrain.torch do; pass
-op="sum" for a sum. Integer arrays average with integer division.
+op="sum" for a sum. Integer arrays average with integer division. A broadcast's root is
+root_rank= (root= is deprecated: arguments.py).
+
+grouped_allreduce starts one allreduce per array at once so that the engine fuses them;
+allgather_object and broadcast_object move pickled objects (objects.py).
 """
 import sys
 

@@ -10,6 +10,7 @@ import threading
 
 from . import _lib
 from .errors import TimeoutError as DtTimeoutError
+from .errors import usage
 from .status import check, last_error, raise_status
 
 _DONE = object()
@@ -117,7 +118,6 @@ def start_group(items, name, start):
     name is None); returns the handles. If one cannot start (bad input), those already
     started are waited for before the error is raised, so no collective of the group is
     left half-issued on this rank."""
-    from .errors import usage
     if not isinstance(items, (list, tuple)):
         raise usage(f"a grouped collective takes a list of arrays or tensors, got "
                     f"{type(items).__name__}")

@@ -2,7 +2,8 @@
 training the same model on the whole batch: the wrapper starts every rank from rank 0's
 parameters and buffers, backward leaves the gradients averaged (in one bucket, and in many
 buckets overlapping backward), no_sync() accumulates locally until the next synchronised
-backward, and process_set= keeps the reduction inside the set. Prints "OK"."""
+backward, with SyncBatchNorm the job trains exactly as one process with BatchNorm on the
+whole batch, and process_set= keeps the reduction inside the set. Prints "OK"."""
 import torch
 
 import disttrain
@@ -99,6 +100,23 @@ for step in range(2):
 # gradient of the two micro-batches' mean-over-ranks losses.
 want = reference(2, micro=2)
 close(ddp.module.named_parameters(), want.parameters(), "no_sync", tol=1e-5)
+
+# -- with SyncBatchNorm: exactly one process training on the whole batch ---------------
+# Batch statistics over every rank's rows, and gradients averaged over the ranks: the
+# same as plain BatchNorm on the whole batch with the whole batch's mean loss.
+sync = dt.DistributedDataParallel(dt.SyncBatchNorm.convert_sync_batchnorm(net(0)),
+                                  bucket_bytes=128)
+whole = net(0)
+for model, rows in ((sync, mine), (whole, lambda t: t)):
+    opt = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+    for step in range(3):
+        opt.zero_grad()
+        x, y = data(step)
+        loss_fn(model(rows(x)), rows(y)).backward()
+        opt.step()
+close(sync.module.named_parameters(), whole.parameters(), "DDP with SyncBatchNorm")
+close([("running_mean", sync.module[3].running_mean)], [whole[3].running_mean],
+      "SyncBatchNorm running mean")
 
 # -- process_set=: a set of one rank never hears from the others -----------------------
 alone = [disttrain.add_process_set([k]) for k in range(n)][r]

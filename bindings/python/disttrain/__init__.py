@@ -5,7 +5,7 @@ Horovod-style use, with a process-wide default context:
     import numpy as np, disttrain
     disttrain.init()                      # rank and size from disttrainrun's variables
     x = np.ones(4, np.float32) * disttrain.rank()
-    disttrain.allreduce_(x, op="avg")     # in place
+    disttrain.allreduce_(x)               # in place; averages by default, as Horovod
     disttrain.shutdown()
 
 or with explicit contexts: `with disttrain.Context() as ctx: ctx.allreduce(x)`.
@@ -22,7 +22,7 @@ from . import _lib
 from .context import Context
 from .errors import (DisttrainError, InternalError, NotInitializedError, PeerLostError,
                      PluginError, TimeoutError, TransportError, UsageError)
-from .handle import Handle
+from .handle import GroupHandle, Handle
 from .process_set import ProcessSet, resolve as _resolve
 from .types import Average, DType, Max, Min, MemoryType, Product, ReduceOp, Sum
 
@@ -31,7 +31,8 @@ __all__ = [
     "local_size", "transport", "allreduce", "allreduce_", "allreduce_async",
     "allreduce_async_", "broadcast", "broadcast_", "broadcast_async", "broadcast_async_",
     "allgather", "allgather_async", "reduce_scatter", "reduce_scatter_async", "alltoall",
-    "alltoall_async", "barrier", "barrier_async", "join", "ProcessSet",
+    "alltoall_async", "barrier", "barrier_async", "join", "grouped_allreduce",
+    "grouped_allreduce_async", "allgather_object", "broadcast_object", "GroupHandle", "ProcessSet",
     "add_process_set", "remove_process_set", "Context", "Handle", "DType",
     "ReduceOp", "MemoryType", "Sum", "Average", "Min", "Max", "Product", "DisttrainError",
     "UsageError", "NotInitializedError", "PluginError", "TransportError",
@@ -144,6 +145,10 @@ alltoall_async = _delegate("alltoall_async")
 barrier = _delegate("barrier")
 barrier_async = _delegate("barrier_async")
 join = _delegate("join")
+grouped_allreduce = _delegate("grouped_allreduce")
+grouped_allreduce_async = _delegate("grouped_allreduce_async")
+allgather_object = _delegate("allgather_object")
+broadcast_object = _delegate("broadcast_object")
 
 # Destroy the default context before the interpreter tears ctypes down, so the engine's
 # threads stop cleanly and peers see an orderly close.

@@ -21,13 +21,22 @@ arrays live in host memory, the default; memory='auto' lets the library ask its 
 memory providers (host while there are none), and memory='device' is refused by the
 library (DT_ERR_UNSUPPORTED) until a memory provider is loaded. Ranks must agree on the
 memory type, as on dtype and shape.
+
+Reductions average by default (op="avg"), as Horovod and disttrain.torch do; pass
+op="sum" for a sum. Integer arrays average with integer division. A broadcast's root is
+root_rank= (root= is deprecated: arguments.py).
+
+grouped_allreduce starts one allreduce per array at once so that the engine fuses them;
+allgather_object and broadcast_object move pickled objects (objects.py).
 """
 import sys
 
 import numpy as np
 
+from .arguments import UNSET, root_rank_of
 from .errors import usage
-from .handle import Handle
+from . import objects
+from .handle import GroupHandle, Handle, start_group as _start_group
 from .memory import op_params, params_arg
 from .types import numpy_dtype, to_op
 
@@ -120,7 +129,7 @@ class NumpyCollectives:
     size() and rank()."""
 
     # -- allreduce --------------------------------------------------------------------
-    def allreduce_async(self, array, op="sum", name=None, out=None, *, memory=None,
+    def allreduce_async(self, array, op="avg", name=None, out=None, *, memory=None,
                         device=None):
         """Starts an allreduce; the handle's wait() returns the result array (`out`, or
         a new array of the same shape and dtype). out=array reduces in place."""
@@ -142,49 +151,78 @@ class NumpyCollectives:
                            _params(memory, device))
         return Handle(self, req, (a, out), result=out, name=name)
 
-    def allreduce(self, array, op="sum", name=None, out=None, *, memory=None, device=None):
-        """Reduces `array` across ranks with op and returns the result (a new array
-        unless out is given; out=array works in place)."""
+    def allreduce(self, array, op="avg", name=None, out=None, *, memory=None, device=None):
+        """Reduces `array` across ranks with op (average by default) and returns the
+        result (a new array unless out is given; out=array works in place)."""
         return self.allreduce_async(array, op, name, out, memory=memory,
                                     device=device).wait()
 
-    def allreduce_async_(self, array, op="sum", name=None, *, memory=None, device=None):
+    def allreduce_async_(self, array, op="avg", name=None, *, memory=None, device=None):
         """In-place allreduce_async; wait() returns `array`."""
         inplace_array(array)
         return self.allreduce_async(array, op, name, out=array, memory=memory,
                                     device=device)
 
-    def allreduce_(self, array, op="sum", name=None, *, memory=None, device=None):
-        """Reduces `array` in place across ranks and returns it."""
+    def allreduce_(self, array, op="avg", name=None, *, memory=None, device=None):
+        """Reduces `array` in place across ranks (average by default) and returns it."""
         return self.allreduce_async_(array, op, name, memory=memory, device=device).wait()
 
+    # -- grouped allreduce ------------------------------------------------------------
+    def grouped_allreduce_async(self, arrays, op="avg", name=None, *, memory=None,
+                                device=None):
+        """Starts the allreduce of every array of the list at once, as one group (as
+        Horovod's grouped_allreduce): the engine packs ready small allreduces of one
+        dtype and operator into its fusion buffer, so the group travels as few
+        transfers. wait() returns the list of results, in the order given. Array i is
+        named "<name>.<i>" when name is given."""
+        handles = _start_group(arrays, name, lambda a, n: self.allreduce_async(
+            a, op, n, memory=memory, device=device))
+        return GroupHandle(handles)
+
+    def grouped_allreduce(self, arrays, op="avg", name=None, *, memory=None, device=None):
+        """The list of allreduces of `arrays` (average by default), reduced as one
+        group (see grouped_allreduce_async)."""
+        return self.grouped_allreduce_async(arrays, op, name, memory=memory,
+                                            device=device).wait()
+
     # -- broadcast --------------------------------------------------------------------
-    def broadcast_async_(self, array, root=0, name=None, *, memory=None, device=None):
-        """Starts copying root's `array` into `array` on every rank."""
+    def broadcast_async_(self, array, root_rank=UNSET, name=None, *, root=UNSET,
+                         memory=None, device=None):
+        """Starts copying root_rank's `array` into `array` on every rank (root= is the
+        deprecated spelling of root_rank=)."""
+        root_rank = root_rank_of(root_rank, root, "broadcast")
         dtype = inplace_array(array)
-        self._check_root(root)
+        self._check_root(root_rank)
         req = self._submit("dt_broadcast_async_ex", _name(name), array.ctypes.data,
-                           array.size, int(dtype), int(root), _params(memory, device))
+                           array.size, int(dtype), int(root_rank), _params(memory, device))
         return Handle(self, req, (array,), result=array, name=name)
 
-    def broadcast_(self, array, root=0, name=None, *, memory=None, device=None):
-        """Overwrites `array` with root's `array` on every rank; returns it."""
-        return self.broadcast_async_(array, root, name, memory=memory, device=device).wait()
+    def broadcast_(self, array, root_rank=UNSET, name=None, *, root=UNSET, memory=None,
+                   device=None):
+        """Overwrites `array` with root_rank's `array` on every rank; returns it."""
+        root_rank = root_rank_of(root_rank, root, "broadcast_")
+        return self.broadcast_async_(array, root_rank, name, memory=memory,
+                                     device=device).wait()
 
-    def broadcast_async(self, array, root=0, name=None, *, memory=None, device=None):
+    def broadcast_async(self, array, root_rank=UNSET, name=None, *, root=UNSET,
+                        memory=None, device=None):
         """Out-of-place broadcast_async: the result is a new array."""
-        return self.broadcast_async_(np.array(input_array(array)[0], copy=True), root, name,
-                                     memory=memory, device=device)
+        root_rank = root_rank_of(root_rank, root, "broadcast_async")
+        return self.broadcast_async_(np.array(input_array(array)[0], copy=True), root_rank,
+                                     name, memory=memory, device=device)
 
-    def broadcast(self, array, root=0, name=None, *, memory=None, device=None):
-        """Returns a copy of root's `array` (on root, a copy of its own)."""
-        return self.broadcast_async(array, root, name, memory=memory, device=device).wait()
+    def broadcast(self, array, root_rank=UNSET, name=None, *, root=UNSET, memory=None,
+                  device=None):
+        """Returns a copy of root_rank's `array` (on root_rank, a copy of its own)."""
+        root_rank = root_rank_of(root_rank, root, "broadcast")
+        return self.broadcast_async(array, root_rank, name, memory=memory,
+                                    device=device).wait()
 
-    def _check_root(self, root):
-        if isinstance(root, bool) or not isinstance(root, (int, np.integer)) or \
-                not 0 <= root < self.size():
-            raise usage(f"root={root!r} is not a rank of this context; use 0 <= root < "
-                        f"{self.size()}")
+    def _check_root(self, root_rank):
+        if isinstance(root_rank, bool) or not isinstance(root_rank, (int, np.integer)) or \
+                not 0 <= root_rank < self.size():
+            raise usage(f"root_rank={root_rank!r} is not a rank of this context; use 0 <= "
+                        f"root_rank < {self.size()}")
 
     # -- allgather --------------------------------------------------------------------
     def allgather_async(self, array, name=None, *, memory=None, device=None):
@@ -193,6 +231,14 @@ class NumpyCollectives:
         the dtype, must agree (a 0-d array counts as shape (1,)). Sizes are exchanged
         first (an allgather of one int64 per rank), then an allgatherv moves the data
         when wait() finds the sizes."""
+        return self._allgather_rows_async(array, name, memory, device, with_rows=False)
+
+    def allgather(self, array, name=None, *, memory=None, device=None):
+        """Every rank's array concatenated along axis 0 (see allgather_async)."""
+        return self.allgather_async(array, name, memory=memory, device=device).wait()
+
+    def _allgather_rows_async(self, array, name, memory, device, with_rows):
+        """allgather_async; with_rows: wait() returns (gathered, rows per rank)."""
         array, was_torch = _from_torch(array)
         a, dtype = input_array(array)
         if a.ndim == 0:
@@ -210,19 +256,27 @@ class NumpyCollectives:
             data = self._submit("dt_allgatherv_async_ex", _name(name), a.ctypes.data,
                                 out.ctypes.data, a.size, counts.ctypes.data,
                                 int(dtype), _params(memory, device))
-            return _to_torch(Handle(self, data, (a, out), result=out, name=name).wait(),
-                             was_torch)
+            out = _to_torch(Handle(self, data, (a, out), result=out, name=name).wait(),
+                            was_torch)
+            return (out, rows) if with_rows else out
 
         return Handle(self, req, (a, mine, rows), on_complete=gather_data, name=name)
 
-    def allgather(self, array, name=None, *, memory=None, device=None):
-        """Every rank's array concatenated along axis 0 (see allgather_async)."""
-        return self.allgather_async(array, name, memory=memory, device=device).wait()
+    # -- Python objects -----------------------------------------------------------------
+    def allgather_object(self, obj, name=None):
+        """Every rank's `obj` in a list, rank 0 first (pickled; each rank's size is
+        exchanged first, so the objects may differ in size)."""
+        return objects.allgather_object(self, obj, name)
+
+    def broadcast_object(self, obj, root_rank=UNSET, name=None, *, root=UNSET):
+        """root_rank's `obj` on every rank (pickled); root_rank returns its own."""
+        root_rank = root_rank_of(root_rank, root, "broadcast_object")
+        return objects.broadcast_object(self, obj, root_rank, name)
 
     # -- reduce_scatter ---------------------------------------------------------------
-    def reduce_scatter_async(self, array, op="sum", name=None, *, memory=None, device=None):
+    def reduce_scatter_async(self, array, op="avg", name=None, *, memory=None, device=None):
         """Starts a reduce-scatter: `array` (first dimension size() * n) is reduced
-        across ranks and rank r gets rows [r*n, (r+1)*n) of the result."""
+        (averaged by default) across ranks and rank r gets rows [r*n, (r+1)*n) of the result."""
         op = to_op(op)
         a, dtype = input_array(array)
         _leading_blocks(a, self.size(), "reduce_scatter")
@@ -232,7 +286,7 @@ class NumpyCollectives:
                            _params(memory, device))
         return Handle(self, req, (a, out), result=out, name=name)
 
-    def reduce_scatter(self, array, op="sum", name=None, *, memory=None, device=None):
+    def reduce_scatter(self, array, op="avg", name=None, *, memory=None, device=None):
         """This rank's block of the reduced array (see reduce_scatter_async)."""
         return self.reduce_scatter_async(array, op, name, memory=memory,
                                          device=device).wait()

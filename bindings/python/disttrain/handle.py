@@ -10,6 +10,7 @@ import threading
 
 from . import _lib
 from .errors import TimeoutError as DtTimeoutError
+from .errors import usage
 from .status import check, last_error, raise_status
 
 _DONE = object()
@@ -110,3 +111,57 @@ class Handle:
     def __repr__(self):
         state = "done" if self._request is None else "in flight"
         return f"<disttrain.Handle {self.name or ''!r} {state}>"
+
+
+def start_group(items, name, start):
+    """Starts start(item, name_i) for every item of a list, named "<name>.<i>" (None when
+    name is None); returns the handles. If one cannot start (bad input), those already
+    started are waited for before the error is raised, so no collective of the group is
+    left half-issued on this rank."""
+    if not isinstance(items, (list, tuple)):
+        raise usage(f"a grouped collective takes a list of arrays or tensors, got "
+                    f"{type(items).__name__}")
+    handles = []
+    try:
+        for i, item in enumerate(items):
+            handles.append(start(item, None if name is None else f"{name}.{i}"))
+    except BaseException:
+        for h in handles:
+            h._release()
+        raise
+    return handles
+
+
+class GroupHandle:
+    """The handles of a grouped collective; wait() returns their results as a list."""
+
+    def __init__(self, handles):
+        self._handles = handles
+
+    def wait(self, timeout=None):
+        """Waits for every member (in start order) and returns the list of results. On
+        a failure the others are still waited for, then the first error is raised."""
+        results, error = [], None
+        for h in self._handles:
+            try:
+                results.append(h.wait(timeout))
+            except BaseException as e:
+                if isinstance(e, DtTimeoutError):
+                    raise  # the handles stay valid: wait() again
+                error = error or e
+        if error is not None:
+            raise error
+        return results
+
+    def test(self):
+        """True once every member has completed."""
+        return all([h.test() for h in self._handles])
+
+    def done(self):
+        return self.test()
+
+    def __len__(self):
+        return len(self._handles)
+
+    def __repr__(self):
+        return f"<disttrain.GroupHandle of {len(self._handles)}>"

@@ -43,7 +43,7 @@ def test_out_and_in_place_forms(ctx):
     assert disttrain.allreduce(x, out=x) is x
     assert disttrain.allreduce_(x, op=disttrain.Average) is x
     b = np.arange(3, dtype=np.int64)
-    assert disttrain.broadcast_(b, root=0) is b
+    assert disttrain.broadcast_(b, root_rank=0) is b
     np.testing.assert_array_equal(disttrain.broadcast([1, 2], 0), [1, 2])
 
 
@@ -100,8 +100,8 @@ def test_other_bad_arguments(ctx):
     x = np.ones(4, np.float32)
     with pytest.raises(disttrain.UsageError, match="not a reduction operator"):
         disttrain.allreduce(x, op="median")
-    with pytest.raises(disttrain.UsageError, match="root=1 is not a rank"):
-        disttrain.broadcast_(x, root=1)
+    with pytest.raises(disttrain.UsageError, match="root_rank=1 is not a rank"):
+        disttrain.broadcast_(x, root_rank=1)
     with pytest.raises(disttrain.UsageError, match="read-only"):
         ro = np.ones(3, np.float32)
         ro.flags.writeable = False

@@ -117,7 +117,8 @@ def test_cuda_tensors_pass_device_memory_with_index_and_current_stream(monkeypat
 
 @pytest.mark.parametrize("call", [dt.allreduce, dt.allreduce_, dt.allreduce_async_,
                                   dt.broadcast_, dt.allgather, dt.reduce_scatter,
-                                  dt.alltoall])
+                                  dt.alltoall, lambda t: dt.alltoall(t, splits=[4]),
+                                  lambda t: dt.grouped_allreduce([t])])
 def test_cuda_tensors_are_refused_clearly_without_a_memory_provider(ctx, monkeypatch,
                                                                          call):
     t, _ = _fake_cuda(monkeypatch, torch.ones(4))

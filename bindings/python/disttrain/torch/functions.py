@@ -12,17 +12,21 @@ import numpy as np
 import torch
 
 import disttrain
+from disttrain.arguments import UNSET, root_rank_of
 from disttrain.errors import usage
+from disttrain.process_set import resolve
 from disttrain.types import Average, to_op
 
 from . import ops
 
 
-def _ctx(context):
-    return disttrain.context() if context is None else context
+def _ctx(context, process_set=None):
+    ctx = resolve(context, process_set)
+    return disttrain.context() if ctx is None else ctx
 
 
-def broadcast_parameters(params, root_rank=0, context=None):
+def broadcast_parameters(params, root_rank=UNSET, context=None, process_set=None, *,
+                         root=UNSET):
     """Overwrites params with root_rank's values, in place. params: a state_dict() (or
     any name -> tensor mapping), or (name, tensor) pairs such as
     model.named_parameters(). Names are sorted for a dict, so every rank agrees on the
@@ -34,6 +38,8 @@ def broadcast_parameters(params, root_rank=0, context=None):
         if any(not (isinstance(x, tuple) and len(x) == 2) for x in items):
             raise usage("broadcast_parameters takes a state_dict() or (name, tensor) "
                         "pairs such as model.named_parameters()")
+    root_rank = root_rank_of(root_rank, root, "broadcast_parameters")
+    ctx = _ctx(context, process_set)
     handles = []
     for name, p in items:
         if p is None:
@@ -42,14 +48,18 @@ def broadcast_parameters(params, root_rank=0, context=None):
         if t.dtype == torch.bool:
             t = t.view(torch.uint8)  # same bytes; the library has no bool
         handles.append(ops.broadcast_async_(t, root_rank, name=f"bcast.{name}",
-                                            context=context))
+                                            context=ctx))
     for h in handles:
         h.wait()
 
 
-def broadcast_object(obj, root_rank=0, name=None, context=None):
-    """Returns root_rank's `obj` on every rank (serialised with torch.save)."""
-    ctx = _ctx(context)
+def broadcast_object(obj, root_rank=UNSET, name=None, context=None, process_set=None, *,
+                     root=UNSET):
+    """Returns root_rank's `obj` on every rank (serialised with torch.save, so tensors
+    keep their storage sharing)."""
+    root_rank = root_rank_of(root_rank, root, "broadcast_object")
+    ctx = _ctx(context, process_set)
+    ctx._check_root(root_rank)
     name = name or "object"
     length = np.zeros(1, np.int64)
     data = None
@@ -67,11 +77,20 @@ def broadcast_object(obj, root_rank=0, name=None, context=None):
     return torch.load(io.BytesIO(data.tobytes()))
 
 
-def broadcast_optimizer_state(optimizer, root_rank=0, context=None):
+def allgather_object(obj, name=None, context=None, process_set=None):
+    """[rank 0's obj, rank 1's obj, ...] on every rank (pickled; the sizes may differ
+    and are exchanged first, as in an uneven allgather)."""
+    return _ctx(context, process_set).allgather_object(obj, name)
+
+
+def broadcast_optimizer_state(optimizer, root_rank=UNSET, context=None, process_set=None,
+                              *, root=UNSET):
     """Makes every rank's optimizer state (momentum buffers, step counts, learning
     rates) a copy of root_rank's. Works even where other ranks have no state yet."""
-    state = broadcast_object(optimizer.state_dict(), root_rank, "optimizer_state", context)
-    if _ctx(context).rank() != root_rank:
+    root_rank = root_rank_of(root_rank, root, "broadcast_optimizer_state")
+    ctx = _ctx(context, process_set)
+    state = broadcast_object(optimizer.state_dict(), root_rank, "optimizer_state", ctx)
+    if ctx.rank() != root_rank:
         optimizer.load_state_dict(state)
 
 

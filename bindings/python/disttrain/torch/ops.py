@@ -16,11 +16,14 @@ runs the collective among its members only (context= accepts a ProcessSet too).
 import torch
 
 import disttrain
+from disttrain.arguments import UNSET, root_rank_of
 from disttrain.errors import usage
-from disttrain.handle import Handle
+from disttrain.handle import GroupHandle, Handle, start_group
 from disttrain.memory import op_params, params_arg
 from disttrain.process_set import resolve
 from disttrain.types import Average, DType, to_op
+
+from . import uneven
 
 # torch dtype -> DType. bfloat16 exists only here: numpy has no bfloat16.
 TORCH_DTYPES = {
@@ -140,9 +143,39 @@ def allreduce(tensor, op=Average, name=None, out=None, context=None, process_set
     return allreduce_async(tensor, op, name, out, context, process_set).wait()
 
 
+# -- grouped allreduce ---------------------------------------------------------------
+def grouped_allreduce_async(tensors, op=Average, name=None, context=None, process_set=None):
+    """Starts the allreduce of every tensor of the list at once, as one group (as
+    horovod.torch's): the engine packs ready small allreduces of one dtype and operator
+    into its fusion buffer. wait() returns the list of new tensors, in the order given.
+    Tensor i is named "<name>.<i>" when name is given."""
+    return GroupHandle(start_group(tensors, name, lambda t, n: allreduce_async(
+        t, op, n, None, context, process_set)))
+
+
+def grouped_allreduce(tensors, op=Average, name=None, context=None, process_set=None):
+    """The list of allreduces of `tensors` (average by default), reduced as one group."""
+    return grouped_allreduce_async(tensors, op, name, context, process_set).wait()
+
+
+def grouped_allreduce_async_(tensors, op=Average, name=None, context=None,
+                             process_set=None):
+    """In-place grouped_allreduce_async; wait() returns the list of `tensors`."""
+    return GroupHandle(start_group(tensors, name, lambda t, n: allreduce_async_(
+        t, op, n, context, process_set)))
+
+
+def grouped_allreduce_(tensors, op=Average, name=None, context=None, process_set=None):
+    """Reduces every tensor of the list in place, as one group; returns the list."""
+    return grouped_allreduce_async_(tensors, op, name, context, process_set).wait()
+
+
 # -- broadcast -----------------------------------------------------------------------
-def broadcast_async_(tensor, root_rank=0, name=None, context=None, process_set=None):
-    """Starts overwriting `tensor` with root_rank's tensor."""
+def broadcast_async_(tensor, root_rank=UNSET, name=None, context=None, process_set=None,
+                     *, root=UNSET):
+    """Starts overwriting `tensor` with root_rank's tensor (root= is the deprecated
+    spelling of root_rank=)."""
+    root_rank = root_rank_of(root_rank, root, "broadcast_async_")
     dtype = inplace_tensor(tensor)
     ctx = _ctx(context, process_set)
     ctx._check_root(root_rank)
@@ -151,33 +184,35 @@ def broadcast_async_(tensor, root_rank=0, name=None, context=None, process_set=N
     return Handle(ctx, req, (tensor,), result=tensor, name=name)
 
 
-def broadcast_(tensor, root_rank=0, name=None, context=None, process_set=None):
+def broadcast_(tensor, root_rank=UNSET, name=None, context=None, process_set=None, *,
+               root=UNSET):
     """Overwrites `tensor` with root_rank's tensor; returns it."""
+    root_rank = root_rank_of(root_rank, root, "broadcast_")
     return broadcast_async_(tensor, root_rank, name, context, process_set).wait()
 
 
-def broadcast_async(tensor, root_rank=0, name=None, context=None, process_set=None):
+def broadcast_async(tensor, root_rank=UNSET, name=None, context=None, process_set=None,
+                    *, root=UNSET):
+    root_rank = root_rank_of(root_rank, root, "broadcast_async")
     copy = input_tensor(tensor)[0].clone(memory_format=torch.contiguous_format)
     return broadcast_async_(copy, root_rank, name, context, process_set)
 
 
-def broadcast(tensor, root_rank=0, name=None, context=None, process_set=None):
+def broadcast(tensor, root_rank=UNSET, name=None, context=None, process_set=None, *,
+              root=UNSET):
     """Returns a new tensor holding root_rank's tensor."""
+    root_rank = root_rank_of(root_rank, root, "broadcast")
     return broadcast_async(tensor, root_rank, name, context, process_set).wait()
 
 
 # -- allgather, reduce_scatter, alltoall ----------------------------------------------
 def allgather_async(tensor, name=None, context=None, process_set=None):
-    """Starts an allgather; wait() returns every rank's tensor concatenated along dim 0
-    (every rank passes the same shape)."""
+    """Starts an allgather; wait() returns every rank's tensor concatenated along dim 0,
+    rank 0 first. dim 0 may differ per rank (the sizes are exchanged first); the other
+    dimensions and the dtype must agree."""
     src, dtype = input_tensor(tensor)
-    if src.dim() == 0:
-        src = src.reshape(1)
-    ctx = _ctx(context, process_set)
-    out = src.new_empty((ctx.size() * src.shape[0],) + tuple(src.shape[1:]))
-    req = ctx._submit("dt_allgather_async_ex", _name(name), src.data_ptr(), out.data_ptr(),
-                      src.numel(), int(dtype), _params(src))
-    return Handle(ctx, req, (src, out), result=out, name=name)
+    return uneven.allgather_async(_ctx(context, process_set), src, dtype, name, _params,
+                                  _name)
 
 
 def allgather(tensor, name=None, context=None, process_set=None):
@@ -205,10 +240,15 @@ def reduce_scatter(tensor, op=Average, name=None, context=None, process_set=None
     return reduce_scatter_async(tensor, op, name, context, process_set).wait()
 
 
-def alltoall_async(tensor, name=None, context=None, process_set=None):
-    """Block j of dim 0 goes to rank j, which stores it as block i (i the sender)."""
+def alltoall_async(tensor, splits=None, name=None, context=None, process_set=None):
+    """Without splits, block j of dim 0 goes to rank j, which stores it as block i (i the
+    sender); wait() returns the new tensor. With splits (one row count per rank, summing
+    to dim 0, as horovod.torch's), splits[j] rows go to rank j; wait() returns (received
+    tensor, received splits), the rows from rank i being block i."""
     src, dtype = input_tensor(tensor)
     ctx = _ctx(context, process_set)
+    if splits is not None:
+        return uneven.alltoall_async(ctx, src, splits, dtype, name, _params, _name)
     _blocks(src, ctx.size(), "alltoall")
     out = torch.empty_like(src, memory_format=torch.contiguous_format)
     req = ctx._submit("dt_alltoall_async_ex", _name(name), src.data_ptr(), out.data_ptr(),
@@ -216,8 +256,10 @@ def alltoall_async(tensor, name=None, context=None, process_set=None):
     return Handle(ctx, req, (src, out), result=out, name=name)
 
 
-def alltoall(tensor, name=None, context=None, process_set=None):
-    return alltoall_async(tensor, name, context, process_set).wait()
+def alltoall(tensor, splits=None, name=None, context=None, process_set=None):
+    """The tensor of blocks received from every rank, or with splits the tuple
+    (received tensor, received splits) (see alltoall_async)."""
+    return alltoall_async(tensor, splits, name, context, process_set).wait()
 
 
 def synchronize(handle):

@@ -22,7 +22,7 @@ eq(disttrain.allreduce_(big, op="avg"),
 # broadcast from every root
 for root in range(n):
     b = np.full(1000, r, np.int64)
-    eq(disttrain.broadcast_(b, root=root), np.full(1000, root))
+    eq(disttrain.broadcast_(b, root_rank=root), np.full(1000, root))
     eq(disttrain.broadcast(np.array([[r, -r]], np.float64), root), [[root, -root]])
 
 # allgather: concatenated along axis 0, rank order
@@ -39,9 +39,9 @@ x = np.array([[100 * r + j] for j in range(n)], np.int64)
 eq(disttrain.alltoall(x), np.array([[100 * i + r] for i in range(n)], np.int64))
 
 # many asynchronous operations in flight at once, waited in reverse order
-hs = [disttrain.allreduce_async(np.full(4096, i * (r + 1), np.float32), name=f"a{i}")
+hs = [disttrain.allreduce_async(np.full(4096, i * (r + 1), np.float32), "sum", f"a{i}")
       for i in range(16)]
-hs.append(disttrain.broadcast_async_(np.full(10, r, np.int32), root=n - 1))
+hs.append(disttrain.broadcast_async_(np.full(10, r, np.int32), root_rank=n - 1))
 hs.append(disttrain.allgather_async(np.array([r], np.int64)))
 results = [h.wait(timeout=60) for h in reversed(hs)][::-1]
 for i in range(16):
@@ -53,14 +53,14 @@ eq(results[17], np.arange(n))
 import time  # noqa: E402
 if r == 1:
     time.sleep(1.0)
-h = disttrain.allreduce_async(np.ones(3, np.float32), name="late")
+h = disttrain.allreduce_async(np.full(3, r + 1, np.float32), name="late")  # averaged
 if r == 0 and n > 1:
     try:
         h.wait(timeout=0.1)
         raise AssertionError("wait(timeout=0.1) returned before rank 1 joined")
     except disttrain.TimeoutError as e:
         assert e.status_name == "DT_ERR_TIMEOUT" and "late" in str(e), e
-eq(h.wait(timeout=60), np.full(3, n, np.float32))
+eq(h.wait(timeout=60), np.full(3, (n + 1) / 2, np.float32))
 
 disttrain.barrier()
 disttrain.shutdown()

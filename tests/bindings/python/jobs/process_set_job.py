@@ -43,7 +43,7 @@ def sets(use_torch):
 
     # Collectives among members only: {0,2} sums to 2, {1,3} to 4.
     want = 2 if r % 2 == 0 else 4
-    s = mine.allreduce(np.array([r], np.int64))
+    s = mine.allreduce(np.array([r], np.int64), op="sum")
     eq(s, [want])
     eq(disttrain.allreduce(np.full(3, r, np.float32), op="sum", process_set=mine),
        np.full(3, want, np.float32))
@@ -51,12 +51,12 @@ def sets(use_torch):
     mine.allreduce_(x, op="avg")
     eq(x, np.full(5, want / 2))
     eq(mine.allreduce_async(np.array([r + 1], np.int32), op="max").wait(), [r % 2 + 3])
-    eq(mine.broadcast(np.array([r, r]), root=1), [r % 2 + 2] * 2)  # root: set rank 1
+    eq(mine.broadcast(np.array([r, r]), root_rank=1), [r % 2 + 2] * 2)  # set rank 1
     eq(mine.allgather(np.array([r], np.int32)), list(mine.ranks))
     mine.barrier()
     # Sets that run different numbers of operations, then the whole job again.
     if r % 2 == 0:
-        eq(disttrain.allreduce(np.array([1]), process_set=even), [2])
+        eq(disttrain.allreduce(np.array([1]), "sum", process_set=even), [2])
     world = disttrain.allreduce(np.array([r], np.int64), op="sum")
     eq(world, [6])
     print(f"set sum={int(s[0])} world={int(world[0])}")

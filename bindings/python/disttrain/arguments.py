@@ -1,0 +1,39 @@
+"""Argument spellings shared by the numpy and torch collectives.
+
+The root of a broadcast is `root_rank=` everywhere, as in Horovod. The numpy functions
+used to spell it `root=`; that spelling is still accepted, with a DeprecationWarning, so
+scripts keep running while they are ported.
+"""
+import os
+import sys
+import warnings
+
+_PACKAGE = os.path.dirname(os.path.abspath(__file__)) + os.sep
+
+# Stands for "not passed", so that root_rank=0 given explicitly and root= can be told apart.
+UNSET = object()
+
+
+def root_rank_of(root_rank, root, where):
+    """The root rank of a call to `where` given root_rank= and the deprecated root=.
+    TypeError when both are given; DeprecationWarning when only root= is."""
+    if root is UNSET:
+        return 0 if root_rank is UNSET else root_rank
+    if root_rank is not UNSET:
+        raise TypeError(f"{where}() got both root_rank={root_rank!r} and root={root!r}; "
+                        f"pass only root_rank= (root= is its deprecated spelling)")
+    warnings.warn(f"{where}(root=...) is deprecated; spell it root_rank= (as Horovod does)",
+                  DeprecationWarning, stacklevel=_caller_level())
+    return root
+
+
+def _caller_level():
+    """The stacklevel of the first frame outside this package: the warning then names
+    the user's line, and Python's default filters show it when that line is in
+    __main__ (they hide DeprecationWarnings attributed to library modules)."""
+    level, frame = 2, sys._getframe(2)  # 1: root_rank_of, 2: its caller
+    while frame is not None and \
+            os.path.abspath(frame.f_code.co_filename).startswith(_PACKAGE):
+        frame = frame.f_back
+        level += 1
+    return level

@@ -195,6 +195,29 @@ class Context(_Owner):
         """Name of the transport plugin in use, e.g. "tcp"."""
         return self._info["transport"]
 
+    def reform(self):
+        """Elastic jobs (disttrainrun --elastic): after a collective raised PeerLostError,
+        re-forms the job among the ranks still alive (dt_context_reform). Every surviving
+        rank calls it. The requests in flight are freed (they failed), the process sets
+        made from this context are closed (create them again), and rank(), size(),
+        local_rank() and local_size() give the new values. disttrain.elastic.run does
+        this, with the state to restore, for a training function."""
+        with self._lock:
+            pending = list(self._inflight)
+            children = list(self._children)
+        for h in pending:
+            h._release()
+        for c in children:
+            c.close()
+        lib = _lib.lib()
+        handle = self._live_handle()
+        check(lib.dt_context_reform(handle), "dt_context_reform")
+        for what in ("rank", "size", "local_rank", "local_size"):
+            value = ctypes.c_int()
+            check(getattr(lib, f"dt_context_{what}")(handle, ctypes.byref(value)),
+                  f"dt_context_{what}")
+            self._info[what] = value.value
+
     # -- teardown ---------------------------------------------------------------------
     def abort(self):
         """Fails every pending and later operation with PeerLostError (DT_ERR_ABORTED);

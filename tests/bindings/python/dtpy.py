@@ -47,11 +47,11 @@ def run_python(script, *args, env=None, timeout=120):
     return run([PYTHON, JOBS / script, *args], env=job_env(env), timeout=timeout)
 
 
-def run_job(script, *args, np=2, env=None, timeout=120):
+def run_job(script, *args, np=2, env=None, timeout=120, launcher_args=()):
     """Runs a job script on np ranks through disttrainrun."""
     launcher = build_path("core", "launch", "disttrainrun")
-    return run([launcher, "-np", np, "--timeout", timeout - 10, "--", PYTHON,
-                JOBS / script, *args], env=job_env(env), timeout=timeout)
+    return run([launcher, "-np", np, "--timeout", timeout - 10, *launcher_args, "--",
+                PYTHON, JOBS / script, *args], env=job_env(env), timeout=timeout)
 
 
 MPIRUN = shutil.which("mpirun")

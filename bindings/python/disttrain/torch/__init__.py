@@ -41,9 +41,10 @@ from .ops import (SUPPORTED, TORCH_DTYPES, allgather, allgather_async, allreduce
                   synchronize)
 from .optimizer import DistributedOptimizer
 from .sync_batch_norm import SyncBatchNorm
+from . import elastic  # noqa: E402 (needs the functions above)
 
 __all__ = [
-    "init", "shutdown", "is_initialized", "rank", "size", "local_rank", "local_size",
+    "elastic", "init", "shutdown", "is_initialized", "rank", "size", "local_rank", "local_size",
     "transport", "barrier", "join", "ProcessSet", "add_process_set",
     "remove_process_set", "allreduce", "allreduce_", "allreduce_async",
     "allreduce_async_", "broadcast", "broadcast_", "broadcast_async", "broadcast_async_",

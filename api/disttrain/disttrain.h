@@ -263,20 +263,32 @@ DT_API dt_status_t dt_join(dt_context_h ctx, int *last_joined_rank);
 
 /**
  * Elastic jobs (DISTTRAIN_ELASTIC=1, as `disttrainrun --elastic` sets): after an operation
- * failed with DT_ERR_PEER_LOST, re-forms the job among the ranks still alive. Every
- * surviving rank calls it; they meet in the rendezvous store (which must outlive every
- * rank: disttrainrun serves it), are renumbered densely in their old order (rank 0 stays
- * rank 0 if it lives) and connect afresh. On return ctx has its new rank, size and local
+ * failed with DT_ERR_PEER_LOST, or when dt_context_poll_joiners says new ranks wait,
+ * re-forms the job among the ranks still alive and the new ones. Every surviving rank
+ * calls it; they meet in the rendezvous store (which must outlive every rank:
+ * disttrainrun serves it), are renumbered densely in their old order (rank 0 stays rank 0
+ * if it lives), new ranks after them, and connect afresh. On return ctx has its new rank, size and local
  * rank; its groups are gone (their operations fail with DT_ERR_INVALID_STATE: create them
  * again). Requests of the old membership must have been freed, and no other thread may
  * use ctx meanwhile. Membership closes once every rank the survivors still believe alive
- * has arrived, or DISTTRAIN_ELASTIC_SETTLE_MS (default 1000) after the last arrival when
- * a death went unseen. Errors: DT_ERR_INVALID_STATE when the job is not elastic or this
+ * and every waiting new rank have arrived, or DISTTRAIN_ELASTIC_SETTLE_MS (default 1000)
+ * after the last arrival when a death went unseen. Errors: DT_ERR_INVALID_STATE when the job is not elastic or this
  * rank arrived after the job re-formed without it; DT_ERR_TIMEOUT when fewer than
  * DISTTRAIN_MIN_SIZE ranks arrived within DISTTRAIN_TIMEOUT; DT_ERR_INVALID_ARGUMENT for
  * a group's context; then the errors of dt_context_create. Since 1.2.
  */
 DT_API dt_status_t dt_context_reform(dt_context_h ctx);
+
+/**
+ * Elastic jobs: how many new processes wait to join (a launcher's replacements, started
+ * by `disttrainrun --elastic --max-restarts N`, whose dt_context_create blocks until the
+ * job lets them in). Collective over the whole job: every rank calls it at the same step
+ * boundary (where the program commits its state) and gets rank 0's count in *waiting;
+ * when it is above 0, every rank then calls dt_context_reform, which lets them in. 0 in a
+ * job that is not elastic. Errors: DT_ERR_INVALID_ARGUMENT for a group's context or a
+ * NULL waiting; then those of dt_broadcast. Since 1.2.
+ */
+DT_API dt_status_t dt_context_poll_joiners(dt_context_h ctx, int *waiting);
 
 /** Rank of this process in the context. Thread safe. */
 DT_API dt_status_t dt_context_rank(dt_context_h ctx, int *rank);

@@ -133,6 +133,25 @@ DT_API dt_status_t dt_context_reform(dt_context_h ctx)
     });
 }
 
+DT_API dt_status_t dt_context_poll_joiners(dt_context_h ctx, int *waiting)
+{
+    return guard([&] {
+        dt::ContextView &c = impl(ctx, "dt_context_poll_joiners");
+        require(waiting, "dt_context_poll_joiners", "waiting");
+        if (c.group() != 0)
+            dt::throw_error(DT_ERR_INVALID_ARGUMENT, "dt_context_poll_joiners: ask the whole "
+                            "job's context; groups do not take new ranks");
+        // Rank 0 reads the store and every rank takes its answer, so all agree on
+        // whether to re-form at this step.
+        int64_t n = c.world().waiting_joiners();
+        dt_status_t s = dt_broadcast(ctx, "dt_context_poll_joiners", &n, 1, DT_INT64, 0);
+        if (s != DT_OK)
+            return s;
+        *waiting = static_cast<int>(std::min<int64_t>(n, INT32_MAX));
+        return DT_OK;
+    });
+}
+
 DT_API dt_status_t dt_join(dt_context_h ctx, int *last_joined_rank)
 {
     return guard([&] {

@@ -75,6 +75,8 @@ struct Rank {
     bool reaped = false;
     int status = 0;         // the wait status, once reaped
     bool ended_by_us = false; // died by the signal we sent to stop it
+    bool replacement = false; // elastic: started for a rank that died
+    bool retired = false;     // a replacement stopped because the job had ended
 
     Rank(const Placement &p, const std::string &prefix)
         : place(p), out_tag(1, prefix), err_tag(2, prefix) {}
@@ -110,33 +112,40 @@ public:
 private:
     void start_all()
     {
-        ranks_.reserve(launches_.size());
-        for (RankLaunch &l : launches_) {
-            std::string prefix =
-                settings_.tag_output ? "[" + std::to_string(l.place.rank) + "] " : "";
-            Rank &r = ranks_.emplace_back(l.place, prefix); // reserved: r stays put
-            r.label = l.label;
-            if (l.explain)
-                r.err_tag.watch([&r, explain = l.explain](std::string_view line) {
-                    if (r.cause.empty())
-                        r.cause = explain(line);
-                });
-            try {
-                Child c = spawn(l.spec);
-                r.pid = c.pid;
-                r.in = std::move(c.in);
-                r.out = std::move(c.out);
-                r.err = std::move(c.err);
-                r.running = true;
-                if (!l.stdin_data.empty())
-                    write_all(r.in.get(), l.stdin_data.data(), l.stdin_data.size());
-                DT_LOG(debug, "launch", "started rank ", r.place.rank, " on ", r.place.host,
-                       " as pid ", r.pid);
-            } catch (const SpawnError &e) {
-                fail({e.message() + others_suffix(r), 127});
+        // Replacements join the same vector: reserved, so no Rank ever moves (the output
+        // taggers' callbacks hold references).
+        ranks_.reserve(launches_.size() + static_cast<size_t>(settings_.max_restarts));
+        for (RankLaunch &l : launches_)
+            if (!start(l).running)
                 return;
-            }
+    }
+
+    // Starts one process of l; on failure the job fails and the Rank is not running.
+    Rank &start(const RankLaunch &l)
+    {
+        std::string prefix = settings_.tag_output ? "[" + std::to_string(l.place.rank) + "] " : "";
+        Rank &r = ranks_.emplace_back(l.place, prefix); // reserved: r stays put
+        r.label = l.label;
+        if (l.explain)
+            r.err_tag.watch([&r, explain = l.explain](std::string_view line) {
+                if (r.cause.empty())
+                    r.cause = explain(line);
+            });
+        try {
+            Child c = spawn(l.spec);
+            r.pid = c.pid;
+            r.in = std::move(c.in);
+            r.out = std::move(c.out);
+            r.err = std::move(c.err);
+            r.running = true;
+            if (!l.stdin_data.empty())
+                write_all(r.in.get(), l.stdin_data.data(), l.stdin_data.size());
+            DT_LOG(debug, "launch", "started rank ", r.place.rank, " on ", r.place.host,
+                   " as pid ", r.pid);
+        } catch (const SpawnError &e) {
+            fail({e.message() + others_suffix(r), 127});
         }
+        return r;
     }
 
     void loop()
@@ -285,8 +294,13 @@ private:
         bool ok = WIFEXITED(status) && WEXITSTATUS(status) == 0;
         DT_LOG(debug, "launch", "rank ", r.place.rank, " (pid ", r.pid, ") ended, status ",
                status);
-        if (ok)
+        if (ok) {
+            if (settings_.elastic)
+                retire_unneeded_replacements();
             return;
+        }
+        if (r.retired)
+            return; // stopped by us after the job ended: not a failure
         // The signal we sent to stop it, or the SIGKILL after the grace period. We cannot
         // see who sent a signal: one of the same number from elsewhere counts as ours.
         int sig = WIFSIGNALED(status) ? WTERMSIG(status) : 0;
@@ -352,15 +366,54 @@ private:
     // must stop after all.
     bool survive_loss(const Rank &r, int sig)
     {
+        std::string how = sig != 0 ? "was killed by signal " + signal_text(sig)
+                                   : "exited with code " + std::to_string(WEXITSTATUS(r.status));
+        std::string replaced;
+        if (restarts_ < settings_.max_restarts) {
+            ++restarts_;
+            Rank &fresh = start(settings_.replacements.at(r.place.rank));
+            if (!fresh.running)
+                return false; // start() has failed the job
+            fresh.replacement = true;
+            replaced = "; started a replacement (pid " + std::to_string(fresh.pid) +
+                       ", restart " + std::to_string(restarts_) + " of " +
+                       std::to_string(settings_.max_restarts) + ")";
+        }
         int left = running_count();
         if (left < settings_.min_np)
             return false;
-        std::string how = sig != 0 ? "was killed by signal " + signal_text(sig)
-                                   : "exited with code " + std::to_string(WEXITSTATUS(r.status));
-        std::string line = "disttrainrun: " + who(r) + " " + how + "; the job goes on with " +
-                           std::to_string(left) + " rank(s) (--elastic)\n";
+        std::string line = "disttrainrun: " + who(r) + " " + how + replaced +
+                           "; the job goes on with " + std::to_string(left) +
+                           " rank(s) (--elastic)\n";
         write_all(2, line.data(), line.size());
         return true;
+    }
+
+    // Elastic: once every rank that was not a replacement has ended, one of them well, the
+    // job is done;
+    // a replacement still running is one that was never let in (or is only leaving), so
+    // it is stopped rather than left to wait out its DISTTRAIN_TIMEOUT.
+    void retire_unneeded_replacements()
+    {
+        bool one_ended_well = false;
+        for (const Rank &o : ranks_) {
+            if (o.replacement)
+                continue;
+            if (o.running)
+                return;
+            one_ended_well = one_ended_well ||
+                             (WIFEXITED(o.status) && WEXITSTATUS(o.status) == 0);
+        }
+        if (!one_ended_well)
+            return;
+        for (Rank &o : ranks_) {
+            if (!o.running || o.retired)
+                continue;
+            o.retired = true;
+            o.in.reset();
+            kill(-o.pid, SIGTERM);
+            kill(-o.pid, SIGCONT);
+        }
     }
 
     // Records the first failure and stops every rank still running: sig, then SIGKILL
@@ -435,6 +488,7 @@ private:
     JobSettings settings_;
     std::vector<Rank> ranks_;
     std::optional<Outcome> outcome_;
+    int restarts_ = 0; // replacements started (elastic)
     bool outcome_from_exit_ = false; // the recorded failure is a rank's non-zero exit
     Clock::time_point failed_at_{};
     int stop_signal_ = SIGTERM;

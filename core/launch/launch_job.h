@@ -33,6 +33,10 @@ struct JobSettings {
     // without it (dt_context_reform).
     bool elastic = false;
     int min_np = 1;
+    // Elastic: up to max_restarts times, a rank that dies is replaced by
+    // replacements[its rank], which joins the running job (DISTTRAIN_ELASTIC_JOIN=1).
+    int max_restarts = 0;
+    std::vector<RankLaunch> replacements;
 };
 
 // Starts every rank and supervises them until all have ended. Returns the exit code for

@@ -40,7 +40,7 @@ const std::vector<std::string> &rank_variables()
 }
 
 EnvList rank_env(const Placement &p, int size, const std::string &store_addr,
-                 const Options &opt)
+                 const Options &opt, bool replacement)
 {
     EnvList env = {{"DISTTRAIN_RANK", std::to_string(p.rank)},
             {"DISTTRAIN_SIZE", std::to_string(size)},
@@ -52,6 +52,8 @@ EnvList rank_env(const Placement &p, int size, const std::string &store_addr,
     if (opt.elastic) {
         env.push_back({"DISTTRAIN_ELASTIC", "1"});
         env.push_back({"DISTTRAIN_MIN_SIZE", std::to_string(opt.min_np)});
+        if (replacement)
+            env.push_back({"DISTTRAIN_ELASTIC_JOIN", "1"});
     }
     return env;
 }
@@ -71,7 +73,8 @@ std::vector<RankLaunch> build_launches(const Options &opt,
                                        const std::string &ssh_path,
                                        const std::string &store_addr,
                                        const std::string &token,
-                                       const std::vector<std::vector<int>> &cpu_plan)
+                                       const std::vector<std::vector<int>> &cpu_plan,
+                                       bool replacements = false)
 {
     std::vector<RankLaunch> launches;
     size_t local_index = 0; // the plan covers the ranks started here, in order
@@ -87,7 +90,7 @@ std::vector<RankLaunch> build_launches(const Options &opt,
     for (const Placement &p : placements) {
         RankLaunch l;
         l.place = p;
-        EnvList env = rank_env(p, opt.np, store_addr, opt);
+        EnvList env = rank_env(p, opt.np, store_addr, opt, replacements);
         if (p.local) {
             l.spec.path = local_exe;
             l.spec.argv = opt.command;
@@ -187,7 +190,11 @@ int run(const std::vector<std::string> &args)
     std::string token = bootstrap::Auth::random_token();
     LaunchStore store = start_store(remote_hosts, token);
     DT_LOG(info, "launch", "store at ", store.address, " for ", opt.np, " ranks");
-    JobSettings settings{opt.timeout_s, opt.grace_s, opt.tag_output, opt.elastic, opt.min_np};
+    JobSettings settings{opt.timeout_s, opt.grace_s, opt.tag_output, opt.elastic, opt.min_np,
+                         opt.max_restarts, {}};
+    if (opt.max_restarts > 0)
+        settings.replacements = build_launches(opt, placements, local_exe, ssh_path,
+                                               store.address, token, cpu_plan, true);
     return run_job(signals,
                    build_launches(opt, placements, local_exe, ssh_path, store.address, token,
                                   cpu_plan),

@@ -25,14 +25,16 @@ Arg split_arg(const std::string &arg)
     return {arg, std::nullopt};
 }
 
-int parse_count(const std::string &option, const std::string &value)
+// A count of ranks (positive), or of restarts (zero allowed).
+int parse_count(const std::string &option, const std::string &value, bool zero_ok = false)
 {
     // strtol accepts leading blanks, '+' and trailing junk; a rank count must be digits.
     bool digits = !value.empty() && value.size() <= 9 &&
                   value.find_first_not_of("0123456789") == std::string::npos;
-    int n = digits ? std::atoi(value.c_str()) : 0;
-    if (n <= 0)
-        throw UsageError{option + " needs a positive number of ranks, got '" + value + "'"};
+    int n = digits ? std::atoi(value.c_str()) : -1;
+    if (n < 0 || (n == 0 && !zero_ok))
+        throw UsageError{option + " needs a " + (zero_ok ? "number" : "positive number of ranks") +
+                         ", got '" + value + "'"};
     return n;
 }
 
@@ -115,6 +117,7 @@ std::optional<Options> parse_options(const std::vector<std::string> &args)
     Options opt;
     bool np_given = false;
     bool min_np_given = false;
+    bool max_restarts_given = false;
     size_t i = 0;
     // The value of an option: inline (--grace=2) or the next argument.
     auto value_of = [&](const Arg &a) -> std::string {
@@ -165,6 +168,9 @@ std::optional<Options> parse_options(const std::vector<std::string> &args)
             opt.grace_s = parse_seconds(a.name, value_of(a));
         } else if (a.name == "--elastic" && !a.inline_value) {
             opt.elastic = true;
+        } else if (a.name == "--max-restarts") {
+            opt.max_restarts = parse_count(a.name, value_of(a), true);
+            max_restarts_given = true;
         } else if (a.name == "--min-np") {
             opt.min_np = parse_count(a.name, value_of(a));
             min_np_given = true;
@@ -190,6 +196,8 @@ std::optional<Options> parse_options(const std::vector<std::string> &args)
                          "local or ssh): mpirun ends the whole job when a rank dies"};
     if (min_np_given && !opt.elastic)
         throw UsageError{"--min-np is for elastic jobs: add --elastic"};
+    if (max_restarts_given && !opt.elastic)
+        throw UsageError{"--max-restarts is for elastic jobs: add --elastic"};
     if (opt.min_np > opt.np)
         throw UsageError{"--min-np " + std::to_string(opt.min_np) + " is more than -np " +
                          std::to_string(opt.np)};
@@ -205,7 +213,8 @@ const char *usage() noexcept
            "                    [-x VAR[=VALUE]]... [--launcher local|ssh|mpi]\n"
            "                    [--ssh-port PORT] [--ssh-identity FILE]\n"
            "                    [--timeout S] [--grace S] [--tag-output|--no-tag-output]\n"
-           "                    [--bind-to core|none|auto] [--elastic [--min-np A]]\n"
+           "                    [--bind-to core|none|auto] [--elastic [--min-np A]\n"
+           "                    [--max-restarts N]]\n"
            "                    [--version]\n"
            "                    [--] command [args...]\n"
            "\n"
@@ -245,6 +254,9 @@ const char *usage() noexcept
            "                   (dt_context_reform); ranks get DISTTRAIN_ELASTIC=1\n"
            "  --min-np A       elastic: stop the job when fewer than A ranks run\n"
            "                   (default 1); ranks get DISTTRAIN_MIN_SIZE=A\n"
+           "  --max-restarts N elastic: start a replacement for each rank that dies, N\n"
+           "                   in all (default 0); it joins when the ranks next call\n"
+           "                   dt_context_poll_joiners and re-form\n"
            "  --version        print the version of disttrainrun and libdisttrain\n"
            "\n"
            "When a rank fails, the others are stopped and the last lines say why: the\n"

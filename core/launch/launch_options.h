@@ -44,6 +44,7 @@ struct Options {
     BindTo bind_to = BindTo::automatic; // local ranks only (launch_binding.h)
     bool elastic = false;         // --elastic: a rank that dies does not stop the others
     int min_np = 1;               // --min-np: the fewest ranks an elastic job runs with
+    int max_restarts = 0;         // --max-restarts: replacements an elastic job may start
     std::vector<std::string> command;
 };
 

@@ -197,6 +197,7 @@ ContextConfig read_config(const dt_context_params_t *params)
 
     cfg.elastic = env::get_int("DISTTRAIN_ELASTIC", 0, 0, 1) == 1;
     cfg.min_size = static_cast<int>(env::get_int("DISTTRAIN_MIN_SIZE", 1, 1, INT32_MAX));
+    cfg.elastic_join = cfg.elastic && env::get_int("DISTTRAIN_ELASTIC_JOIN", 0, 0, 1) == 1;
     cfg.elastic_settle = std::chrono::milliseconds(
         env::get_int("DISTTRAIN_ELASTIC_SETTLE_MS", cfg.elastic_settle.count(), 0, 3600000));
     // Rank 0 may be the one lost: the store the survivors meet in must outlive every rank.

@@ -47,6 +47,9 @@ struct ContextConfig {
     // survivors call dt_context_reform (runtime/elastic_membership.h).
     bool elastic = false;
     int min_size = 1; // DISTTRAIN_MIN_SIZE: the fewest ranks a re-formed job may have
+    // DISTTRAIN_ELASTIC_JOIN=1 (a launcher's replacement): join the running job at its
+    // next re-form instead of starting one.
+    bool elastic_join = false;
     std::chrono::milliseconds elastic_settle{1000}; // DISTTRAIN_ELASTIC_SETTLE_MS
     routing::Policy policy; // how collectives run: DISTTRAIN_ALGORITHM, DISTTRAIN_SHM*
 };

@@ -71,9 +71,63 @@ Context::Context(const dt_context_params_t *params)
     DT_LOG(info, "context", "rank ", rank(), " of ", size(), " (from ", cfg_.ranks.source,
            "), local rank ", local_rank(), " of ", local_size());
     open_store();
+    if (cfg_.elastic_join) {
+        open_memory();
+        join_running_job();
+        connect_peers();
+        return;
+    }
     check_agreement(); // before anything waits on the other ranks
     open_memory(); // before the transport, so a wrong provider fails before peers connect
     connect_peers();
+}
+
+ElasticRendezvous Context::rendezvous_for(int old_rank)
+{
+    deadline_ = cfg_.timeout.count() > 0 ? std::chrono::steady_clock::now() + cfg_.timeout
+                                         : std::chrono::steady_clock::time_point::max();
+    ElasticRendezvous r;
+    r.root = elastic_root();
+    r.me = {old_rank, host_name()};
+    r.old_size = size();
+    r.min_size = cfg_.min_size;
+    r.settle = cfg_.elastic_settle;
+    r.deadline = deadline_;
+    return r;
+}
+
+void Context::adopt(const ElasticMembership &m, int old_rank)
+{
+    cfg_.ranks.rank = m.rank;
+    cfg_.ranks.size = m.size;
+    cfg_.ranks.local_rank = m.local_rank;
+    cfg_.ranks.local_size = m.local_size;
+    cfg_.ranks.local_known = true;
+    ns_ = cat("ctx", id_, ".", epoch_, "/");
+    log::set_rank(m.size > 1 ? m.rank : -1);
+    if (old_rank >= 0)
+        DT_LOG(info, "context", "re-formed (epoch ", epoch_, "): rank ", old_rank,
+               " is now rank ", m.rank, " of ", m.size, ", local rank ", m.local_rank, " of ",
+               m.local_size);
+    else
+        DT_LOG(info, "context", "joined the running job (epoch ", epoch_, ") as rank ", m.rank,
+               " of ", m.size, ", local rank ", m.local_rank, " of ", m.local_size);
+}
+
+void Context::join_running_job()
+{
+    DT_LOG(info, "context", "joining a running elastic job: waiting for its ranks to let "
+           "this one in (at their next step boundary)");
+    auto [m, epoch] = elastic_join(*store_, rendezvous_for(-1));
+    epoch_ = epoch;
+    adopt(m, -1);
+}
+
+int64_t Context::waiting_joiners()
+{
+    if (!cfg_.elastic || rank() != 0)
+        return 0;
+    return dt::waiting_joiners(*store_, elastic_root());
 }
 
 void Context::connect_peers()
@@ -107,30 +161,11 @@ void Context::reform()
         throw_error(DT_ERR_INVALID_STATE, "dt_context_reform: this job is not elastic; set "
                     "DISTTRAIN_ELASTIC=1 on every rank (disttrainrun --elastic does)");
     const int old_rank = rank();
-    ElasticRendezvous r;
+    ElasticRendezvous r = rendezvous_for(old_rank);
     r.lost = engine_->stop(); // who this membership saw lost, before it goes
     disconnect_peers();
-
-    ++epoch_;
-    deadline_ = cfg_.timeout.count() > 0 ? std::chrono::steady_clock::now() + cfg_.timeout
-                                         : std::chrono::steady_clock::time_point::max();
-    r.prefix = cat("ctx", id_, "/reform/", epoch_, "/");
-    r.me = {old_rank, host_name()};
-    r.old_size = size();
-    r.min_size = cfg_.min_size;
-    r.settle = cfg_.elastic_settle;
-    r.deadline = deadline_;
-    ElasticMembership m = elastic_rendezvous(*store_, r);
-
-    cfg_.ranks.rank = m.rank;
-    cfg_.ranks.size = m.size;
-    cfg_.ranks.local_rank = m.local_rank;
-    cfg_.ranks.local_size = m.local_size;
-    cfg_.ranks.local_known = true;
-    ns_ = cat("ctx", id_, ".", epoch_, "/");
-    log::set_rank(m.size > 1 ? m.rank : -1);
-    DT_LOG(info, "context", "re-formed (epoch ", epoch_, "): rank ", old_rank, " is now rank ",
-           m.rank, " of ", m.size, ", local rank ", m.local_rank, " of ", m.local_size);
+    r.epoch = ++epoch_;
+    adopt(elastic_rendezvous(*store_, r), old_rank);
     connect_peers();
 }
 

@@ -9,6 +9,7 @@
 #include "plugin/transport.h"
 #include "routing/router.h"
 #include "runtime/config.h"
+#include "runtime/elastic_membership.h"
 #include "runtime/engine.h"
 #include "runtime/host_services.h"
 #include "runtime/memory_classifier.h"
@@ -44,6 +45,9 @@ public:
     void reform();
     // How many times the job re-formed: groups of an earlier epoch are gone.
     uint64_t epoch() const { return epoch_; }
+    // Elastic jobs: on rank 0, the new processes waiting to join; 0 elsewhere (the C API
+    // shares rank 0's answer).
+    int64_t waiting_joiners();
     // The error that broke the context (a lost peer, a time-out, an abort), if any.
     std::optional<std::pair<dt_status_t, std::string>> error() const;
 
@@ -64,6 +68,11 @@ private:
     // A transport plugin's init arguments, its host services through bridge.
     dt_transport_init_args_t transport_args(HostBridge &bridge) const;
     void open_memory();
+    // Elastic membership (elastic_membership.h).
+    std::string elastic_root() const { return cat("ctx", id_, "/elastic/"); }
+    ElasticRendezvous rendezvous_for(int old_rank); // also restarts deadline_
+    void adopt(const ElasticMembership &m, int old_rank);
+    void join_running_job();
     // Everything that talks to peers, built for the current rank and size.
     void connect_peers();
     void disconnect_peers();

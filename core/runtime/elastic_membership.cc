@@ -80,7 +80,8 @@ ElasticMembership number_members(const std::vector<ElasticMember> &arrivals, int
 
 ElasticMembership elastic_rendezvous(bootstrap::StoreClient &store, const ElasticRendezvous &r)
 {
-    const std::string &p = r.prefix;
+    const std::string p = cat(r.root, r.epoch, "/");
+    const bool newcomer = r.me.old_rank < 0;
     const int ticket = static_cast<int>(store.add(p + "arrived", 1) - 1);
     store.set(cat(p, "arrival/", ticket), encode(r.me));
     for (int lost : r.lost)
@@ -91,26 +92,35 @@ ElasticMembership elastic_rendezvous(bootstrap::StoreClient &store, const Elasti
     int64_t seen = -1;
     auto changed_at = Clock::now();
     while (!exists(store, p + "closed", &closed)) {
-        int64_t arrived = store.add(p + "arrived", 0);
-        int64_t alive = r.old_size - store.add(p + "lost_total", 0);
         auto now = Clock::now();
-        if (arrived != seen) {
-            seen = arrived;
-            changed_at = now;
-        }
-        bool everyone = arrived >= std::max<int64_t>(alive, 1);
-        bool settled = now - changed_at >= r.settle;
-        if (arrived >= r.min_size && (everyone || settled)) {
-            if (store.add(p + "closer", 1) == 1) {
-                // Read again: a rank that took a ticket since is still counted in.
-                store.set(p + "closed", std::to_string(store.add(p + "arrived", 0)));
+        if (!newcomer) {
+            int64_t arrived = store.add(p + "arrived", 0);
+            int64_t alive = r.old_size - store.add(p + "lost_total", 0);
+            int64_t expected = std::max<int64_t>(alive, 1) + waiting_joiners(store, r.root);
+            if (arrived != seen) {
+                seen = arrived;
+                changed_at = now;
             }
-            continue; // the closer's value is the one every rank takes
+            bool everyone = arrived >= expected;
+            bool settled = now - changed_at >= r.settle;
+            if (arrived >= r.min_size && (everyone || settled)) {
+                if (store.add(p + "closer", 1) == 1) {
+                    // The epoch first: a joiner that finds this one closed goes on to the
+                    // next. Read the count again: a rank that took a ticket since is in.
+                    store.set(r.root + "epoch", std::to_string(r.epoch));
+                    store.set(p + "closed", std::to_string(store.add(p + "arrived", 0)));
+                }
+                continue; // the closer's value is the one every rank takes
+            }
+            if (now >= r.deadline)
+                throw_error(DT_ERR_TIMEOUT, "the job could not re-form: ", arrived,
+                            " rank(s) arrived before DISTTRAIN_TIMEOUT, and it needs at "
+                            "least ", r.min_size, " (DISTTRAIN_MIN_SIZE)");
+        } else if (now >= r.deadline) {
+            throw_error(DT_ERR_TIMEOUT, "no re-form of the running job let this rank in "
+                        "before DISTTRAIN_TIMEOUT; its ranks let joiners in when they call "
+                        "dt_context_poll_joiners at a step boundary");
         }
-        if (now >= r.deadline)
-            throw_error(DT_ERR_TIMEOUT, "the job could not re-form: ", arrived,
-                        " rank(s) arrived before DISTTRAIN_TIMEOUT, and it needs at least ",
-                        r.min_size, " (DISTTRAIN_MIN_SIZE)");
         std::this_thread::sleep_for(Millis{2});
     }
 
@@ -121,7 +131,40 @@ ElasticMembership elastic_rendezvous(bootstrap::StoreClient &store, const Elasti
     std::vector<ElasticMember> arrivals;
     for (int t = 0; t < size; ++t)
         arrivals.push_back(decode(store.get(cat(p, "arrival/", t), time_left(r.deadline))));
-    return number_members(arrivals, ticket);
+    ElasticMembership m = number_members(arrivals, ticket);
+    // The new rank 0 counts the joiners let in, before any rank can ask how many wait.
+    int64_t newcomers = std::count_if(arrivals.begin(), arrivals.end(),
+                                      [](const ElasticMember &a) { return a.old_rank < 0; });
+    if (m.rank == 0 && newcomers > 0)
+        store.add(r.root + "admitted", newcomers);
+    return m;
+}
+
+std::pair<ElasticMembership, uint64_t> elastic_join(bootstrap::StoreClient &store,
+                                                    ElasticRendezvous r)
+{
+    r.me.old_rank = -1;
+    store.add(r.root + "joiners", 1);
+    for (;;) {
+        std::string last;
+        r.epoch = (exists(store, r.root + "epoch", &last)
+                       ? static_cast<uint64_t>(env::parse_int("elastic epoch", last, 0,
+                                                              INT64_MAX))
+                       : 0) +
+                  1;
+        try {
+            return {elastic_rendezvous(store, r), r.epoch};
+        } catch (const Error &e) {
+            if (e.status() != DT_ERR_INVALID_STATE)
+                throw;
+            // That re-form closed before this rank arrived: wait in the next one.
+        }
+    }
+}
+
+int64_t waiting_joiners(bootstrap::StoreClient &store, const std::string &root)
+{
+    return store.add(root + "joiners", 0) - store.add(root + "admitted", 0);
 }
 
 } // namespace dt

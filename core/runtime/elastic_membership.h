@@ -1,16 +1,21 @@
 // Who is in the job after a re-form (dt_context_reform). The ranks that call it meet in
 // the store under a new epoch: each takes a ticket, says which rank it was and on which
-// host it runs, and reports the peers it saw lost. Membership closes as soon as every
-// rank the survivors still believe alive has arrived, or, when nobody can say who is
-// missing, once arrivals have settled; the first rank to see that closes it for all. The
-// new ranks follow the old ranks' order (so rank 0 stays rank 0 when it lives), then
-// ranks that were not in the job, in arrival order.
+// host it runs, and reports the peers it saw lost. New processes (a launcher's
+// replacements) register as joiners and wait in the next epoch's rendezvous; the job lets
+// them in when its ranks re-form, at a step boundary (dt_context_poll_joiners) or after a
+// loss. Membership closes as soon as every rank the survivors still believe alive and
+// every registered joiner has arrived, or, when nobody can say who is missing, once
+// arrivals have settled; the first member of the old job to see that closes it for all
+// (a joiner never does). The new ranks follow the old ranks' order (so rank 0 stays rank
+// 0 when it lives), then the joiners, in arrival order.
 #pragma once
 
 #include "bootstrap/store.h"
 
 #include <chrono>
+#include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace dt {
@@ -29,8 +34,9 @@ struct ElasticMembership {
 };
 
 struct ElasticRendezvous {
-    std::string prefix;   // the epoch's store namespace
-    ElasticMember me;
+    std::string root;     // the context's elastic namespace ("ctx0/elastic/")
+    uint64_t epoch = 1;   // the membership being formed; its keys are under root + epoch
+    ElasticMember me;     // old_rank -1: a joiner
     int old_size = 1;     // members before; all of them back closes at once
     std::vector<int> lost; // old ranks this rank saw lost
     int min_size = 1;
@@ -42,6 +48,16 @@ struct ElasticRendezvous {
 // how many did), DT_ERR_INVALID_STATE when this rank arrived after membership closed
 // without it.
 ElasticMembership elastic_rendezvous(bootstrap::StoreClient &store, const ElasticRendezvous &r);
+
+// A new process joining a running job: registers, then takes part in re-forms as a joiner
+// until one lets it in (r.epoch is ignored: each try joins the next one). Returns the
+// membership and the epoch it joined. Throws DT_ERR_TIMEOUT at r.deadline.
+std::pair<ElasticMembership, uint64_t> elastic_join(bootstrap::StoreClient &store,
+                                                    ElasticRendezvous r);
+
+// Joiners registered and not yet let in (the store's view: call it on one rank and share
+// the answer).
+int64_t waiting_joiners(bootstrap::StoreClient &store, const std::string &root);
 
 // The pure part, for tests: new ranks and local ranks from the arrivals that made it.
 ElasticMembership number_members(const std::vector<ElasticMember> &arrivals, int my_ticket);

@@ -1,12 +1,15 @@
 /*
  * A rank of an elastic job (DISTTRAIN_ELASTIC=1) on the public C API:
  *   dt_elastic_worker STEPS VICTIM [VICTIM2]
+ * runs STEPS allreduces of 1 per rank (each must sum to the job's size), 10 ms apart. At
+ * step 3 the rank(s) VICTIM (by their rank at the start; never a replacement) kill
+ * themselves with SIGKILL. The others get DT_ERR_PEER_LOST, call dt_context_reform, print
+ * their new rank and size and the time the re-form took, and repeat the step. Before each
+ * step every rank asks dt_context_poll_joiners whether replacements wait, and re-forms to
+ * let them in. After creating the context and after each re-form, rank 0's step count is
+ * everyone's. Prints "done rank=R size=S steps=N" at the end.
  *   dt_elastic_worker reform      call dt_context_reform at once, print its status
- * runs STEPS allreduces of 1 per rank (each must sum to the job's size). At step 3 the
- * rank(s) VICTIM (by their rank at the start) kill themselves with SIGKILL. The others
- * get DT_ERR_PEER_LOST, call dt_context_reform, print their new rank and size and the
- * time the re-form took, and repeat the step. Prints "done rank=R size=S steps=N" at the
- * end. Any other failure prints "error: <what>: <status>: <message>" and exits 1.
+ * Any other failure prints "error: <what>: <status>: <message>" and exits 1.
  */
 #define _POSIX_C_SOURCE 200809L
 #include <disttrain/disttrain.h>
@@ -28,6 +31,15 @@ static int fail(const char *what, dt_status_t status)
 {
     fprintf(stderr, "error: %s: %s: %s\n", what, dt_status_string(status), dt_last_error());
     return 1;
+}
+
+/* Everyone takes rank 0's step: the survivors after a re-form, a replacement at its start. */
+static dt_status_t sync_step(dt_context_h ctx, int *step)
+{
+    int64_t s = *step;
+    dt_status_t status = dt_broadcast(ctx, "sync.step", &s, 1, DT_INT64, 0);
+    *step = (int)s;
+    return status;
 }
 
 int main(int argc, char **argv)
@@ -60,11 +72,27 @@ int main(int argc, char **argv)
     rank = first_rank;
     dt_context_size(ctx, &size);
 
-    for (int step = 0; step < steps; ++step) {
-        if (step == 3 && (first_rank == victim || first_rank == victim2))
+    const int replacement = getenv("DISTTRAIN_ELASTIC_JOIN") != NULL;
+    int step = 0;
+    if ((s = sync_step(ctx, &step)) != DT_OK)
+        return fail("sync_step", s);
+    while (step < steps) {
+        int waiting = 0;
+        if ((s = dt_context_poll_joiners(ctx, &waiting)) == DT_OK && waiting > 0) {
+            if ((s = dt_context_reform(ctx)) != DT_OK)
+                return fail("dt_context_reform (growing)", s);
+            dt_context_rank(ctx, &rank);
+            dt_context_size(ctx, &size);
+            printf("grew step=%d rank=%d size=%d\n", step, rank, size);
+            if ((s = sync_step(ctx, &step)) != DT_OK)
+                return fail("sync_step", s);
+            continue; /* as a replacement does after its sync: ask again, then the step */
+        }
+        if (step == 3 && !replacement && (first_rank == victim || first_rank == victim2))
             raise(SIGKILL);
         int64_t one = 1;
-        s = dt_allreduce(ctx, "step", &one, &one, 1, DT_INT64, DT_SUM);
+        if (s == DT_OK)
+            s = dt_allreduce(ctx, "step", &one, &one, 1, DT_INT64, DT_SUM);
         if (s == DT_ERR_PEER_LOST) {
             double lost_at = now_ms();
             s = dt_context_reform(ctx);
@@ -75,8 +103,9 @@ int main(int argc, char **argv)
             dt_context_size(ctx, &size);
             printf("reformed step=%d old_rank=%d rank=%d size=%d took_ms=%.1f\n", step,
                    old_rank, rank, size, now_ms() - lost_at);
-            --step; /* the step runs again in the new job */
-            continue;
+            if ((s = sync_step(ctx, &step)) != DT_OK)
+                return fail("sync_step", s);
+            continue; /* the step runs again in the new job */
         }
         if (s != DT_OK)
             return fail("dt_allreduce", s);
@@ -85,8 +114,11 @@ int main(int argc, char **argv)
                     (long long)one, size);
             return 1;
         }
+        ++step;
+        struct timespec pause = {0, 10 * 1000 * 1000};
+        nanosleep(&pause, NULL);
     }
-    printf("done rank=%d size=%d steps=%d\n", rank, size, steps);
+    printf("done rank=%d size=%d steps=%d\n", rank, size, step);
     dt_context_destroy(ctx);
     return 0;
 }

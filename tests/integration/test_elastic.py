@@ -1,7 +1,8 @@
 """Elastic jobs (disttrainrun --elastic): a rank killed with SIGKILL mid-job is an error on
 the survivors, who re-form without it (dt_context_reform) and finish every step on the
-smaller job; rank 0's death loses nothing since disttrainrun serves the store; --min-np
-ends the job when too few ranks are left. Each job has a hard timeout."""
+smaller job; rank 0's death loses nothing since disttrainrun serves the store; with
+--max-restarts a replacement joins when the ranks next poll for joiners; --min-np ends
+the job when too few ranks are left. Each job has a hard timeout."""
 import re
 
 import pytest
@@ -48,6 +49,18 @@ def test_survivors_reform_and_finish_every_step(disttrainrun, worker, np, victim
         assert took < (900 if len(victims) == 1 else 2000), m.group(0)
     for v in victims:
         assert f"rank {v} (host localhost" in r.stderr and "(--elastic)" in r.stderr, r.stderr
+
+
+@pytest.mark.parametrize("ordered", ["0", "1"])
+def test_a_replacement_joins_and_the_job_ends_on_every_rank(disttrainrun, worker, ordered):
+    r = run([disttrainrun, "-np", "3", "--elastic", "--max-restarts", "1", worker, "60", "1"],
+            env={"DISTTRAIN_ORDERED": ordered, "DISTTRAIN_TIMEOUT": "30"}, timeout=90)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "started a replacement (pid" in r.stderr and "restart 1 of 1" in r.stderr
+    done = sorted(m.group(2) for m in lines(r.stdout, "^done "))
+    # Old ranks 0 and 2 and the replacement (tagged [1]) end as ranks 0-2 of 3.
+    assert done == [f"done rank={k} size=3 steps=60" for k in range(3)], r.stdout + r.stderr
+    assert len(lines(r.stdout, r"^grew step=\d+ rank=\d size=3")) == 2, r.stdout
 
 
 def test_below_min_np_the_job_stops(disttrainrun, worker):

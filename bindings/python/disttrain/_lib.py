@@ -82,6 +82,7 @@ _PROTOTYPES = {
     "dt_group_create": (_status, [_ctx, _c_int_p, ctypes.c_int, ctypes.POINTER(_ctx)]),
     "dt_join": (_status, [_ctx, _c_int_p]),
     "dt_context_reform": (_status, [_ctx]),
+    "dt_context_poll_joiners": (_status, [_ctx, _c_int_p]),
     "dt_request_test": (_status, [_req, _c_int_p]),
     "dt_request_wait": (_status, [_req, ctypes.c_int]),
     "dt_request_free": (_status, [_req]),

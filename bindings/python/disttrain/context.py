@@ -218,6 +218,15 @@ class Context(_Owner):
                   f"dt_context_{what}")
             self._info[what] = value.value
 
+    def poll_joiners(self):
+        """Elastic jobs: how many replacements (disttrainrun --max-restarts) wait to join;
+        rank 0's count, the same on every rank. Collective: call it at the same step on
+        every rank; when it is above 0, every rank calls reform() to let them in."""
+        waiting = ctypes.c_int(0)
+        check(_lib.lib().dt_context_poll_joiners(self._live_handle(), ctypes.byref(waiting)),
+              "dt_context_poll_joiners")
+        return waiting.value
+
     # -- teardown ---------------------------------------------------------------------
     def abort(self):
         """Fails every pending and later operation with PeerLostError (DT_ERR_ABORTED);

@@ -20,7 +20,11 @@ commit, re-forms the job without the dead rank (Context.reform: ranks renumbered
 0's store kept by disttrainrun), gives every rank the new rank 0's state (sync), calls
 the state's reset callbacks (to re-shard data or rescale the learning rate for the new
 size) and calls the function again. Work since the last commit is done again; nothing
-committed is lost. disttrain.torch.elastic.TorchState keeps a model and an optimizer.
+committed is lost. With `--max-restarts N` disttrainrun starts a replacement for each rank
+that dies; its disttrain.init() waits until the job lets it in, which commit() does: it
+asks whether replacements wait, and if so the ranks re-form with them and every rank,
+the new ones included, goes on from the state just committed.
+disttrain.torch.elastic.TorchState keeps a model and an optimizer.
 """
 import copy
 import functools
@@ -54,8 +58,13 @@ class State:
 
     def commit(self):
         """Keeps a copy of the state in memory: what every rank goes back to when the job
-        re-forms. Commit at the same step on every rank; the cost is one copy."""
+        re-forms. Commit at the same step on every rank: it is also where replacements
+        waiting to join are let in (one small broadcast asks whether any wait), so it may
+        end the function's current call, which run() then starts again on the grown job
+        with this state."""
         self.save()
+        if self.context.poll_joiners() > 0:
+            raise _JoinersWaiting()
 
     def save(self):
         raise NotImplementedError
@@ -97,6 +106,10 @@ class ObjectState(State):
         self.save()
 
 
+class _JoinersWaiting(Exception):
+    """Raised by commit() to have run() re-form the job and let replacements in."""
+
+
 def run(func):
     """Wraps func(state, *args, **kwargs) so that it survives lost ranks (see the module
     notes). Returns what func returns. Errors other than a lost peer propagate, as does
@@ -115,6 +128,9 @@ def run(func):
             except PeerLostError:
                 state.restore()
                 state.context.reform()
+                reformed = True
+            except _JoinersWaiting:
+                state.context.reform()  # the state is as just committed
                 reformed = True
 
     return wrapper

@@ -10,6 +10,7 @@
 #include <gtest/gtest.h>
 
 #include <future>
+#include <thread>
 
 namespace dt {
 namespace {
@@ -45,7 +46,8 @@ struct Reform : ::testing::Test {
                                std::chrono::milliseconds timeout = 10s)
     {
         ElasticRendezvous r;
-        r.prefix = "ctx0/reform/1/";
+        r.root = "ctx0/elastic/";
+        r.epoch = 1;
         r.me = {old_rank, "host"};
         r.old_size = old_size;
         r.lost = std::move(lost);
@@ -109,6 +111,35 @@ TEST_F(Reform, ARankArrivingAfterItClosedIsToldSo)
         ASSERT_EQ(status, DT_OK);
     auto late = run({survivor(2, {}, 3, 30s)});
     EXPECT_EQ(late[0].first, DT_ERR_INVALID_STATE);
+}
+
+TEST_F(Reform, AJoinerWaitsForTheNextReformAndIsCountedIn)
+{
+    // A joiner registers while the job runs; the survivors' next re-form waits for it
+    // (no settle time) and numbers it after them; then nobody waits any more.
+    auto joiner = std::async(std::launch::async, [&] {
+        bootstrap::StoreClient store(server.address(), auth, 10000ms);
+        ElasticRendezvous r = survivor(-1, {}, 0, 30s);
+        return elastic_join(store, r);
+    });
+    bootstrap::StoreClient probe(server.address(), auth, 10000ms);
+    auto until = Clock::now() + 5s;
+    while (waiting_joiners(probe, "ctx0/elastic/") == 0 && Clock::now() < until)
+        std::this_thread::sleep_for(1ms);
+    ASSERT_EQ(waiting_joiners(probe, "ctx0/elastic/"), 1);
+    auto start = Clock::now();
+    auto out = run({survivor(0, {}, 2, 30s), survivor(1, {}, 2, 30s)});
+    EXPECT_LT(Clock::now() - start, 5s);
+    for (int i = 0; i < 2; ++i) {
+        ASSERT_EQ(out[i].first, DT_OK);
+        EXPECT_EQ(out[i].second.size, 3);
+        EXPECT_EQ(out[i].second.rank, i);
+    }
+    auto [m, epoch] = joiner.get();
+    EXPECT_EQ(m.rank, 2);
+    EXPECT_EQ(m.size, 3);
+    EXPECT_EQ(epoch, 1u);
+    EXPECT_EQ(waiting_joiners(probe, "ctx0/elastic/"), 0);
 }
 
 TEST_F(Reform, FewerThanTheMinimumTimesOutOnEveryRank)

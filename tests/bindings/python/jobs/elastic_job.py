@@ -1,8 +1,11 @@
 """A rank of an elastic job (disttrainrun --elastic) through disttrain.elastic.run.
 
-    elastic_job.py numpy VICTIM   a vector "trained" by the average of each step's
+    elastic_job.py numpy VICTIM [PAUSE]
+                                  a vector "trained" by the average of each step's
                                   gradient (the step number on every rank), committed
-                                  every 3 steps; rank VICTIM kills itself at step 7
+                                  every 3 steps; rank VICTIM kills itself at step 7;
+                                  PAUSE seconds between steps (time for a replacement
+                                  of disttrainrun --max-restarts to start and join)
     elastic_job.py torch VICTIM   a small torch model trained on fixed data with
                                   TorchState, committed every 2 steps; same kill
 
@@ -12,6 +15,7 @@ would end different."""
 import os
 import signal
 import sys
+import time
 
 import numpy as np
 
@@ -23,11 +27,12 @@ KILL_AT = 7
 
 
 def die_if_victim(step, victim, first_rank):
-    if step == KILL_AT and first_rank == victim:
+    replacement = "DISTTRAIN_ELASTIC_JOIN" in os.environ
+    if step == KILL_AT and first_rank == victim and not replacement:
         os.kill(os.getpid(), signal.SIGKILL)
 
 
-def numpy_job(victim):
+def numpy_job(victim, pause=0.0):
     ctx = disttrain.init()
     first_rank = ctx.rank()
     state = elastic.ObjectState(step=0, w=np.zeros(4, np.float64))
@@ -44,6 +49,7 @@ def numpy_job(victim):
             state.step += 1
             if state.step % 3 == 0:
                 state.commit()
+            time.sleep(pause)  # time for a replacement to start and join
         return state.w
 
     w = train(state)
@@ -96,5 +102,6 @@ def torch_job(victim):
 
 
 if __name__ == "__main__":
-    {"numpy": numpy_job, "torch": torch_job}[sys.argv[1]](int(sys.argv[2]))
+    {"numpy": numpy_job, "torch": torch_job}[sys.argv[1]](int(sys.argv[2]),
+                                                          *map(float, sys.argv[3:]))
     disttrain.shutdown()

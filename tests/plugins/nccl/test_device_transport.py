@@ -1,10 +1,15 @@
 """A device transport beside the host transport (DISTTRAIN_DEVICE_TRANSPORT=nccl): device
 memory of the fake device goes over the NCCL plugin's native collectives, here on the
-test-only NCCL and CUDA runtime mocks (which move fake-device memory through its shadow),
-one rank, since the mocks move no data between processes. Setting errors fail create
-naming the variable. Every job has a hard timeout."""
+test-only NCCL and CUDA runtime mocks (which move fake-device memory through its shadow;
+the mock's ranks are processes of this host, joined through shared memory), on 1 and 2
+ranks. A rank dying in the middle of a device collective fails the survivor promptly; a
+rank without a GPU makes every rank decline alike. Setting errors fail create naming the
+variable. Every job has a hard timeout."""
 import os
 import re
+import socket
+import subprocess
+import time
 
 import pytest
 
@@ -15,6 +20,7 @@ MOCKS = BUILD / "tests" / "plugins" / "nccl"
 FAKE = BUILD / "tests" / "plugins" / "fakedevice"
 CONFORMANCE = BUILD / "tests" / "plugins" / "conformance" / "dt_conformance"
 WORKER = BUILD / "tests" / "integration" / "dt_worker"
+LAUNCHER = BUILD / "core" / "launch" / "disttrainrun"
 
 pytestmark = pytest.mark.skipif(
     not (NCCL / "libdt-transport-nccl.so").exists() or
@@ -36,20 +42,41 @@ def env(extra=None):
     return e
 
 
+def launch(ranks, program, timeout_s=100, grace_s=None):
+    if ranks == 1:
+        return list(program)
+    cmd = [LAUNCHER, "-np", ranks, "--timeout", timeout_s]
+    if grace_s is not None:
+        cmd += ["--grace", grace_s]
+    return cmd + ["--"] + list(program)
+
+
+def per_rank(rank, variables, program):
+    """program run through a shell that exports variables on rank `rank` only."""
+    exports = " ".join(f"export {k}={v};" for k, v in variables.items())
+    return ["sh", "-c", f'if [ "$DISTTRAIN_RANK" = {rank} ]; then {exports} fi; exec "$@"',
+            "sh"] + list(program)
+
+
+@pytest.mark.parametrize("ranks", [1, 2])
 @pytest.mark.parametrize("mode", [{}, {"DISTTRAIN_ORDERED": "1"},
-                                  {"DISTTRAIN_FAKE_DEVICE_DELAY_US": "100"}],
-                         ids=["negotiated", "ordered", "slowcopies"])
-def test_device_memory_runs_on_the_device_transport(mode):
-    r = run([CONFORMANCE, "--device", "--no-large"],
+                                  {"DISTTRAIN_FAKE_DEVICE_DELAY_US": "100"},
+                                  {"DISTTRAIN_MOCK_NCCL_ENQUEUE": "sync"}],
+                         ids=["negotiated", "ordered", "slowcopies", "syncenqueue"])
+def test_device_memory_runs_on_the_device_transport(mode, ranks):
+    r = run(launch(ranks, [CONFORMANCE, "--device", "--no-large"]),
             env=env({"DISTTRAIN_LOG_LEVEL": "debug", **mode}), timeout=120)
     out = r.stdout + r.stderr
     assert r.returncode == 0, out[-6000:]
-    assert "PASS ranks=1 transport=tcp memory=fakedevice" in r.stdout
+    assert f"PASS ranks={ranks} transport=tcp memory=fakedevice" in r.stdout, out[-3000:]
     paths = {}
     for kind, memory, path in re.findall(
             r"routing: (\w+) '[^']*' \(\d+ B, \d+ ranks, (\w+) memory\): (\w+)", r.stderr):
-        paths.setdefault(memory, set()).add(path)
+        # The uneven kinds have no native collective anywhere: they are staged.
+        uneven = kind in ("allgatherv", "alltoallv")
+        paths.setdefault(memory + ("-uneven" if uneven else ""), set()).add(path)
     assert paths.get("device") == {"device_native"}, paths
+    assert paths.get("device-uneven", {"staging"}) == {"staging"}, paths
     assert "device_native" not in paths.get("host", set()), paths
 
 
@@ -70,3 +97,56 @@ def test_a_bad_device_transport_fails_create_naming_the_variable(extra, status, 
     assert status in r.stderr and words in r.stderr, r.stderr
     assert "DISTTRAIN_DEVICE_TRANSPORT=" in r.stderr or \
         "DISTTRAIN_DEVICE_TRANSPORT='" in r.stderr, r.stderr
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_a_rank_dying_mid_collective_fails_the_survivor_promptly():
+    # Two ranks started by hand (rank 0 serves the store), so nothing stops the survivor
+    # but its own error. Rank 1 exits inside its third device collective, before its
+    # part left. The survivor hears of it at once, not at a deadline: DISTTRAIN_TIMEOUT
+    # is 60 s.
+    common = {"DISTTRAIN_SIZE": "2", "DISTTRAIN_LOCAL_SIZE": "2",
+              "DISTTRAIN_STORE_ADDR": f"127.0.0.1:{free_port()}",
+              "DISTTRAIN_STORE_SERVER": "rank0", "DISTTRAIN_JOB_TOKEN": "dying-rank",
+              "DISTTRAIN_TIMEOUT": "60", "DISTTRAIN_MOCK_NCCL_EXIT_AT": "1:3"}
+    procs = []
+    try:
+        start = time.monotonic()
+        for rank in (0, 1):
+            procs.append(subprocess.Popen(
+                [str(CONFORMANCE), "--device", "--no-large"], text=True,
+                stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                env=clean_env(env({**common, "DISTTRAIN_RANK": str(rank),
+                                   "DISTTRAIN_LOCAL_RANK": str(rank)}))))
+        out1 = procs[1].communicate(timeout=60)
+        out0 = procs[0].communicate(timeout=60)
+        elapsed = time.monotonic() - start
+    finally:
+        for p in procs:
+            p.kill()
+    assert procs[1].returncode == 3, out1[1][-3000:]
+    assert procs[0].returncode not in (0, None), out0[1][-3000:]
+    # NCCL's remote error or the host transport's lost connection, whichever comes first
+    # (the plugin's own detection is checked alone in nccl_mock's NcclProcesses).
+    err = out0[1]
+    assert ("rank 1 (pid" in err and "exited" in err) or \
+        "lost the connection to rank 1" in err, err[-3000:]
+    assert elapsed < 20, f"the survivor took {elapsed:.1f} s: {out0[1][-3000:]}"
+
+
+def test_a_rank_without_a_gpu_makes_every_rank_decline_alike():
+    r = run(launch(2, per_rank(1, {"DISTTRAIN_MOCK_CUDA_DEVICES": "0"}, [WORKER, "info"])),
+            env=env(), timeout=90)
+    out = r.stdout + r.stderr
+    assert r.returncode != 0, out[-4000:]
+    lines = [l for l in out.splitlines() if "declined on every rank" in l]
+    assert len(lines) >= 2, out[-4000:]  # both ranks, with one reason
+    for line in lines:
+        assert "rank 1: no GPU: cudaGetDeviceCount failed: cudaErrorNoDevice" in line, line
+        assert "rank 0:" not in line, line
+

@@ -3,6 +3,7 @@
 // stream and knows nothing of the producer's, so the path first waits on the host for
 // the event the C API recorded on the producer's stream when the call was made; and it
 // carries no control traffic, so ordered mode's call check goes over the host paths.
+// A group runs on its own communicator (Router::split_device).
 #include "routing/native_call.h"
 #include "routing/paths.h"
 #include "routing/router.h"
@@ -13,10 +14,11 @@ namespace dt::routing {
 
 namespace {
 
+// The whole job, or a group with a communicator of its own (the router leaves
+// device_native empty for a group without one).
 bool applies(const Call &call, const Topology &t, const Policy &)
 {
-    return call.memory == Memory::device && t.whole_job &&
-           (t.device_native & kind_bit(call.kind)) != 0;
+    return call.memory == Memory::device && (t.device_native & kind_bit(call.kind)) != 0;
 }
 
 // Ordered mode: a two-word MAX allreduce of {h, ~h} on the host paths, which carry the
@@ -45,6 +47,8 @@ void check_over_host(const Services &s, algo::Comm &comm, const Args &a)
 
 bool run(const Services &s, algo::Comm &comm, const Args &a)
 {
+    if (a.device == nullptr)
+        return false; // applies() saw the kind in a table that is not this call's
     // The plugin averages over every rank of its communicator; with ranks joined, the
     // divisor is smaller, and staging divides by it instead.
     if (a.avg_divisor > 0 && a.avg_divisor != comm.size())
@@ -58,7 +62,7 @@ bool run(const Services &s, algo::Comm &comm, const Args &a)
             comm.fail_collective(e.status(), e.what()); // the peers must not wait for us
         }
     }
-    Transport &device = *s.device_transport;
+    Transport &device = *a.device;
     algo::Comm dc(device, comm.rank(), comm.size(), comm.tag(), comm.deadline(),
                   op_kind_name(a.kind));
     dc.set_cancel(comm.cancel_flag());

@@ -110,6 +110,7 @@ std::string Libraries::open() {
     rn(nccl.GroupStart, "ncclGroupStart");
     rn(nccl.GroupEnd, "ncclGroupEnd");
     if (!rn.missing().empty()) return "NCCL " + rn.missing();
+    nccl.CommSplit = reinterpret_cast<decltype(nccl.CommSplit)>(dlsym(n, "ncclCommSplit"));
     return "";
 }
 

@@ -49,6 +49,8 @@ struct NcclApi {
     decltype(&::ncclRecv) Recv = nullptr;
     decltype(&::ncclGroupStart) GroupStart = nullptr;
     decltype(&::ncclGroupEnd) GroupEnd = nullptr;
+    // Optional: NCCL before 2.18 has none, and groups are then staged.
+    decltype(&::ncclCommSplit) CommSplit = nullptr;
 
     // "ncclRemoteError: remote process exited or there was a network error (<the
     // communicator's last error>)"; comm may be null.

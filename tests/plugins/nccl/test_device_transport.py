@@ -150,3 +150,42 @@ def test_a_rank_without_a_gpu_makes_every_rank_decline_alike():
         assert "rank 1: no GPU: cudaGetDeviceCount failed: cudaErrorNoDevice" in line, line
         assert "rank 0:" not in line, line
 
+
+GROUPS = BUILD / "tests" / "plugins" / "nccl" / "dt_device_groups"
+ROUTING = re.compile(r"routing: (\w+) '([^']*)' \(\d+ B, \d+ ranks, (\w+) memory\): (\w+)")
+
+
+def device_paths(stderr, prefix):
+    return {path for _, name, memory, path in ROUTING.findall(stderr)
+            if memory == "device" and name.startswith(prefix)}
+
+
+@pytest.mark.parametrize("ranks", [2, 3])
+def test_a_group_runs_on_its_own_split_communicator(ranks, tmp_path):
+    # With 3 ranks, rank 1 is outside the group: it takes part in the split without a
+    # color and gets no communicator.
+    log = tmp_path / "nccl.log"
+    r = run(launch(ranks, [GROUPS, "group"]),
+            env=env({"DISTTRAIN_LOG_LEVEL": "debug", "DISTTRAIN_MOCK_NCCL_LOG": str(log)}),
+            timeout=120)
+    out = r.stdout + r.stderr
+    assert r.returncode == 0, out[-6000:]
+    assert r.stdout.count("PASS group") == ranks, out[-3000:]
+    assert device_paths(r.stderr, "g.") == {"device_native"}, out[-3000:]
+    calls = log.read_text().splitlines()
+    assert calls.count("ncclCommSplit") == ranks, calls
+    # Two members' communicators and the job's: each destroyed once, none aborted.
+    assert calls.count("ncclCommDestroy") == ranks + 2, calls
+    assert calls.count("ncclCommAbort") == 0, calls
+
+
+def test_without_ncclcommsplit_a_group_is_staged_saying_why():
+    r = run(launch(2, [GROUPS, "group"]),
+            env=env({"DISTTRAIN_LOG_LEVEL": "debug",
+                     "DISTTRAIN_NCCL_LIBRARY": str(MOCKS / "libnccl-mock-nosplit.so")}),
+            timeout=120)
+    out = r.stdout + r.stderr
+    assert r.returncode == 0, out[-6000:]
+    assert device_paths(r.stderr, "g.") == {"staging"}, out[-3000:]
+    assert "device collectives are staged" in r.stderr and "has no ncclCommSplit" in r.stderr, \
+        out[-3000:]

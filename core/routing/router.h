@@ -71,6 +71,14 @@ public:
     // The device transport of a group's members (0: the whole job's), or null.
     Transport *device_for(uint32_t group) const;
 
+    // Runs a ready batch of device allreduces (same dtype and operator, every rank holding
+    // its own buffers) on the members' device transport, issued together between the
+    // plugin's batch_begin and batch_end and waited for together. Returns the path's
+    // name, or null, having run nothing, when the batch cannot go there (no device
+    // transport, ordered mode's check, DT_AVG with joined ranks): the caller stages it.
+    const char *run_device_batch(algo::Comm &comm, const std::vector<const OpDesc *> &ops,
+                                 int avg_divisor);
+
 private:
     // Runs args on the first path of its kind's table that applies to call; average:
     // divide the sum by avg_divisor once.

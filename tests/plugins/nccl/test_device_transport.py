@@ -189,3 +189,18 @@ def test_without_ncclcommsplit_a_group_is_staged_saying_why():
     assert device_paths(r.stderr, "g.") == {"staging"}, out[-3000:]
     assert "device collectives are staged" in r.stderr and "has no ncclCommSplit" in r.stderr, \
         out[-3000:]
+
+
+def test_a_ready_batch_of_device_allreduces_is_issued_as_one_nccl_group(tmp_path):
+    log = tmp_path / "nccl.log"
+    r = run(launch(2, [GROUPS, "batch"]),
+            env=env({"DISTTRAIN_LOG_LEVEL": "debug", "DISTTRAIN_MOCK_NCCL_LOG": str(log)}),
+            timeout=120)
+    out = r.stdout + r.stderr
+    assert r.returncode == 0, out[-6000:]
+    assert r.stdout.count("PASS batch") == 2, out[-3000:]
+    groups = [int(line.split()[1]) for line in log.read_text().splitlines()
+              if line.startswith("ncclGroupEnd ")]
+    assert groups and max(groups) >= 2, groups  # several allreduces in one NCCL group
+    assert "device_native_batch" in r.stderr, out[-3000:]
+    assert device_paths(r.stderr, "fusion") == set(), out[-3000:]  # nothing staged

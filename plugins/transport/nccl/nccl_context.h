@@ -105,6 +105,7 @@ private:
 
     // init, step by step (nccl_init.cc).
     std::string local_verdict(const dt_transport_init_args_t &args);
+    std::string gpu_verdict();
     void vote(const std::string &mine);
     ncclUniqueId share_unique_id();
     void create_comm(const ncclUniqueId &id);

@@ -26,6 +26,8 @@ struct CudaApi {
     decltype(&::cudaEventQuery) EventQuery = nullptr;
     cudaError_t (*Malloc)(void **, size_t) = nullptr; // cudaMalloc has C++ overloads
     decltype(&::cudaFree) Free = nullptr;
+    // Optional: names the GPU for DISTTRAIN_DEVICE_TRANSPORT=auto's "a GPU of its own".
+    decltype(&::cudaDeviceGetPCIBusId) DeviceGetPCIBusId = nullptr;
 
     // "cudaErrorInsufficientDriver: CUDA driver version is insufficient for ..."
     std::string describe(cudaError_t rc) const;

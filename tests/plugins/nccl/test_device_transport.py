@@ -204,3 +204,62 @@ def test_a_ready_batch_of_device_allreduces_is_issued_as_one_nccl_group(tmp_path
     assert groups and max(groups) >= 2, groups  # several allreduces in one NCCL group
     assert "device_native_batch" in r.stderr, out[-3000:]
     assert device_paths(r.stderr, "fusion") == set(), out[-3000:]  # nothing staged
+
+
+# DISTTRAIN_DEVICE_TRANSPORT=auto: nccl where every rank has a GPU of its own (the mock
+# CUDA runtime's DISTTRAIN_MOCK_CUDA_DEVICES; local rank r takes GPU r), staging otherwise.
+def auto_env(extra=None):
+    return env({"DISTTRAIN_DEVICE_TRANSPORT": "auto", "DISTTRAIN_LOG_LEVEL": "debug",
+                **(extra or {})})
+
+
+def run_auto(extra, program=None):
+    r = run(launch(2, program or [CONFORMANCE, "--device", "--no-large"]),
+            env=auto_env(extra), timeout=120)
+    assert r.returncode == 0, (r.stdout + r.stderr)[-6000:]
+    return r
+
+
+def device_kinds(stderr):
+    return {path for kind, _, memory, path in ROUTING.findall(stderr)
+            if memory == "device" and kind not in ("allgatherv", "alltoallv")}
+
+
+def test_auto_picks_nccl_where_every_rank_has_a_gpu_of_its_own():
+    r = run_auto({"DISTTRAIN_MOCK_CUDA_DEVICES": "2"})
+    assert r.stderr.count("every rank has a GPU of its own") == 2, r.stderr[-3000:]
+    assert device_kinds(r.stderr) == {"device_native"}, r.stderr[-3000:]
+
+
+@pytest.mark.parametrize("case,extra,why", [
+    ("shared_gpu", {"DISTTRAIN_MOCK_CUDA_DEVICES": "1"}, "would share the GPU"),
+    ("no_plugin", {"DISTTRAIN_PLUGIN_PATH":
+                   f"{BUILD / 'plugins/transport/tcp'}:{FAKE}"},
+     "transport plugin 'nccl' not found"),
+], ids=["shared_gpu", "no_plugin"])
+def test_auto_stages_and_says_why(case, extra, why):
+    r = run_auto(extra)
+    lines = [l for l in r.stderr.splitlines() if "device memory is staged" in l]
+    assert len(lines) == 2 and all(why in l for l in lines), r.stderr[-3000:]
+    assert device_kinds(r.stderr) == {"staging"}, r.stderr[-3000:]
+
+
+def test_auto_stages_on_every_rank_when_one_has_no_gpu():
+    r = run(launch(2, per_rank(1, {"DISTTRAIN_MOCK_CUDA_DEVICES": "0"},
+                               [CONFORMANCE, "--device", "--no-large"])),
+            env=auto_env({"DISTTRAIN_MOCK_CUDA_DEVICES": "2"}), timeout=120)
+    assert r.returncode == 0, (r.stdout + r.stderr)[-6000:]
+    lines = [l for l in r.stderr.splitlines() if "device memory is staged" in l]
+    assert len(lines) == 2 and all("rank 1: no GPU" in l for l in lines), r.stderr[-3000:]
+    assert device_kinds(r.stderr) == {"staging"}, r.stderr[-3000:]
+
+
+def test_auto_without_a_memory_provider_loads_nothing(tmp_path):
+    log = tmp_path / "nccl.log"
+    r = run(launch(2, [WORKER, "info"]),
+            env=auto_env({"DISTTRAIN_MEMORY": "none", "DISTTRAIN_MOCK_NCCL_LOG": str(log),
+                          "LD_DEBUG": "files"}), timeout=60)
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert "libdt-transport-nccl.so" not in r.stderr, "the nccl plugin was opened"
+    assert "libcudart" not in r.stderr and not log.exists()
+    assert "no memory provider" in r.stderr

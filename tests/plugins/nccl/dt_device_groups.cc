@@ -8,13 +8,19 @@
 //                            AVG, allgather and broadcast on device buffers, checked
 //   dt_device_groups batch   16 small device allreduces started together, then waited
 //                            for: negotiated mode hands the engine one ready batch
+//   dt_device_groups abort   (DISTTRAIN_ORDERED=1) rank 0's device allreduce is in
+//                            flight on the device transport, waiting for rank 1, which
+//                            joins 3 s late; rank 0 aborts its context after 0.3 s: the
+//                            allreduce must fail within a second of the abort
 //
 // Prints "PASS <mode> rank R" and exits 0, or says what differed and exits 1.
 #include "device_memory.h"
 
 #include <disttrain/disttrain.h>
 
+#include <chrono>
 #include <cstdio>
+#include <thread>
 #include <cstring>
 #include <exception>
 #include <memory>
@@ -135,12 +141,39 @@ void run_batch(dt_context_h ctx, const dt::testing::DeviceMemory &dev, int rank,
     }
 }
 
+void run_abort(dt_context_h ctx, const dt::testing::DeviceMemory &dev, int rank) {
+    const size_t n = 4096;
+    Buffer b(dev, n * sizeof(float));
+    b.put(std::vector<float>(n, 1.0f));
+    if (rank != 0) {
+        std::this_thread::sleep_for(std::chrono::seconds(3));
+        dt_status_t s = dt_allreduce_ex(ctx, "aborted", b.ptr, b.ptr, n, DT_FLOAT32, DT_SUM,
+                                        device_params());
+        expect(s != DT_OK, "rank 1's allreduce succeeded although rank 0 aborted");
+        return;
+    }
+    dt_request_h req = nullptr;
+    if (!ok(dt_allreduce_async_ex(ctx, "aborted", b.ptr, b.ptr, n, DT_FLOAT32, DT_SUM,
+                                  device_params(), &req), "dt_allreduce_async_ex")) return;
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    auto aborted = std::chrono::steady_clock::now();
+    ok(dt_context_abort(ctx), "dt_context_abort");
+    dt_status_t s = dt_request_wait(req, 20000);
+    auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+        std::chrono::steady_clock::now() - aborted).count();
+    std::printf("abort: the allreduce returned %s %lld ms after dt_context_abort\n",
+                dt_status_string(s), static_cast<long long>(ms));
+    expect(s != DT_OK, "the aborted allreduce succeeded");
+    expect(ms < 1000, "the aborted allreduce took " + std::to_string(ms) + " ms");
+    dt_request_free(req);
+}
+
 } // namespace
 
 int main(int argc, char **argv) {
     const std::string mode = argc > 1 ? argv[1] : "";
-    if (mode != "group" && mode != "batch") {
-        std::fprintf(stderr, "usage: dt_device_groups group|batch\n");
+    if (mode != "group" && mode != "batch" && mode != "abort") {
+        std::fprintf(stderr, "usage: dt_device_groups group|batch|abort\n");
         return 2;
     }
     dt_context_h ctx = nullptr;
@@ -150,15 +183,20 @@ int main(int argc, char **argv) {
     dt_context_size(ctx, &size);
     try {
         dt::testing::DeviceMemory dev;
-        if (mode == "group") run_group(ctx, dev, rank, size);
-        else run_batch(ctx, dev, rank, size);
-        // Negotiation needs every rank, members of the group or not, until all is done.
-        ok(dt_barrier(ctx, "done"), "dt_barrier");
+        if (mode == "abort") {
+            run_abort(ctx, dev, rank);
+        } else {
+            if (mode == "group") run_group(ctx, dev, rank, size);
+            else run_batch(ctx, dev, rank, size);
+            // Negotiation needs every rank, members of the group or not, until all is done.
+            ok(dt_barrier(ctx, "done"), "dt_barrier");
+        }
     } catch (const std::exception &e) {
         std::fprintf(stderr, "dt_device_groups: %s\n", e.what());
         ++failures;
     }
-    ok(dt_context_destroy(ctx), "dt_context_destroy");
+    dt_status_t destroyed = dt_context_destroy(ctx);
+    if (mode != "abort") ok(destroyed, "dt_context_destroy"); // an aborted one may say so
     if (failures == 0) std::printf("PASS %s rank %d\n", mode.c_str(), rank);
     return failures == 0 ? 0 : 1;
 }

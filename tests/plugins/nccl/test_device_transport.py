@@ -263,3 +263,17 @@ def test_auto_without_a_memory_provider_loads_nothing(tmp_path):
     assert "libdt-transport-nccl.so" not in r.stderr, "the nccl plugin was opened"
     assert "libcudart" not in r.stderr and not log.exists()
     assert "no memory provider" in r.stderr
+
+
+def test_dt_context_abort_mid_allreduce_returns_within_a_second(tmp_path):
+    # Ordered mode: rank 0's device allreduce goes straight to the nccl transport and
+    # waits there for rank 1, which joins 3 s late; rank 0 aborts after 0.3 s.
+    log = tmp_path / "nccl.log"
+    r = run(launch(2, [GROUPS, "abort"], grace_s=10),
+            env=env({"DISTTRAIN_ORDERED": "1", "DISTTRAIN_MOCK_NCCL_LOG": str(log)}),
+            timeout=60)
+    out = r.stdout + r.stderr
+    assert r.returncode == 0, out[-4000:]
+    m = re.search(r"returned DT_ERR_ABORTED.* (\d+) ms after dt_context_abort", r.stdout)
+    assert m and int(m.group(1)) < 1000, out[-4000:]
+    assert "ncclCommAbort" in log.read_text().splitlines(), out[-4000:]

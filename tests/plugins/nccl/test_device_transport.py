@@ -160,13 +160,15 @@ def device_paths(stderr, prefix):
             if memory == "device" and name.startswith(prefix)}
 
 
+@pytest.mark.parametrize("mode", [{}, {"DISTTRAIN_ORDERED": "1"}], ids=["negotiated", "ordered"])
 @pytest.mark.parametrize("ranks", [2, 3])
-def test_a_group_runs_on_its_own_split_communicator(ranks, tmp_path):
+def test_a_group_runs_on_its_own_split_communicator(ranks, mode, tmp_path):
     # With 3 ranks, rank 1 is outside the group: it takes part in the split without a
     # color and gets no communicator.
     log = tmp_path / "nccl.log"
     r = run(launch(ranks, [GROUPS, "group"]),
-            env=env({"DISTTRAIN_LOG_LEVEL": "debug", "DISTTRAIN_MOCK_NCCL_LOG": str(log)}),
+            env=env({"DISTTRAIN_LOG_LEVEL": "debug", "DISTTRAIN_MOCK_NCCL_LOG": str(log),
+                     **mode}),
             timeout=120)
     out = r.stdout + r.stderr
     assert r.returncode == 0, out[-6000:]

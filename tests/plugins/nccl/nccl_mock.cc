@@ -92,6 +92,7 @@ struct ncclComm {
     std::unique_ptr<Wire> wire;
     std::deque<Op> pending;
     uint64_t next_seq = 1;
+    std::chrono::steady_clock::time_point next_check{}; // of the peers' liveness
 };
 
 namespace {
@@ -238,7 +239,10 @@ void drive(ncclComm_t comm) {
         w.consumed(op.seq);
         comm->pending.pop_front();
     }
-    if (comm->failed == ncclSuccess && !comm->pending.empty()) {
+    // Waiting on a peer: is it still there? At most once a millisecond (it reads /proc).
+    auto now = std::chrono::steady_clock::now();
+    if (comm->failed == ncclSuccess && !comm->pending.empty() && now >= comm->next_check) {
+        comm->next_check = now + std::chrono::milliseconds(1);
         std::string why = comm->wire->peer_failure();
         if (!why.empty()) fail(comm, ncclRemoteError, "mock: " + why);
     }

@@ -48,6 +48,9 @@ struct Args {
     void *stream = nullptr;     // device memory: the producer's stream (null: default)
     void *ready = nullptr;      // ... and the event recorded on it at the call (OpDesc)
     bool whole_job = true;      // the call spans every rank of the job (group 0)
+    // The device transport of the call's members: the context's for the whole job, the
+    // group's own communicator (Router::split_device) for a group; null: none.
+    Transport *device = nullptr;
 };
 
 class Router;

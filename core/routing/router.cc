@@ -93,7 +93,10 @@ Topology Router::topology(const algo::Comm &comm, bool whole_job)
 const char *Router::run(algo::Comm &comm, const OpDesc &op, int avg_divisor)
 {
     const Call call{op.kind, op.count * dt_dtype_size(op.dtype), memory_of(op.memory)};
-    const Topology topo = topology(comm, op.group == 0);
+    Topology topo = topology(comm, op.group == 0);
+    Transport *device = op.group == 0 ? services_.device_transport : device_for(op.group);
+    if (device == nullptr)
+        topo.device_native = 0; // a group without a communicator of its own is staged
     const bool average = op.op == DT_AVG && reduces(op.kind);
     Args args;
     args.kind = op.kind;
@@ -108,8 +111,12 @@ const char *Router::run(algo::Comm &comm, const OpDesc &op, int avg_divisor)
     args.stream = op.stream;
     args.ready = op.ready.get();
     args.whole_job = op.group == 0;
-    if (const char *path = dispatch(comm, call, topo, args, average, avg_divisor))
+    args.device = device;
+    if (const char *path = dispatch(comm, call, topo, args, average, avg_divisor)) {
+        if (op.new_group)
+            split_device(comm, op);
         return path;
+    }
     if (!accepts_memory(op.kind, call.memory))
         throw_error(DT_ERR_UNSUPPORTED, op_kind_name(op.kind), " '", op.name, "': the "
                     "buffers are ", dt_memory_type_name(op.memory), " memory, and no path "

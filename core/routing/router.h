@@ -19,6 +19,7 @@
 #include "runtime/operation.h"
 
 #include <memory>
+#include <unordered_map>
 #include <vector>
 
 namespace dt::shm {
@@ -61,6 +62,23 @@ public:
     // The members of a call on comm as the paths' applies() see them.
     Topology topology(const algo::Comm &comm, bool whole_job);
 
+    // check is dt_group_create's agreement check (OpDesc::new_group), which just ran on
+    // comm, the parent's members: when the parent has a device transport that can split
+    // (the nccl plugin: ncclCommSplit), every rank of the parent splits it, and the new
+    // group's device calls go over its own communicator; otherwise they are staged, with
+    // the reason logged. Throws dt::Error when the split itself fails.
+    void split_device(algo::Comm &comm, const OpDesc &check);
+    // The device transport of a group's members (0: the whole job's), or null.
+    Transport *device_for(uint32_t group) const;
+
+    // Runs a ready batch of device allreduces (same dtype and operator, every rank holding
+    // its own buffers) on the members' device transport, issued together between the
+    // plugin's batch_begin and batch_end and waited for together. Returns the path's
+    // name, or null, having run nothing, when the batch cannot go there (no device
+    // transport, ordered mode's check, DT_AVG with joined ranks): the caller stages it.
+    const char *run_device_batch(algo::Comm &comm, const std::vector<const OpDesc *> &ops,
+                                 int avg_divisor);
+
 private:
     // Runs args on the first path of its kind's table that applies to call; average:
     // divide the sum by avg_divisor once.
@@ -77,6 +95,9 @@ private:
     Spread job_spread_ = Spread::one_per_host;
     int my_host_ = -1;
     std::vector<int> scratch_; // spread_of() of a group's members
+    // Groups' device communicators (split_device), destroyed with the router, before the
+    // context's device transport they were split from.
+    std::unordered_map<uint32_t, std::unique_ptr<Transport>> group_devices_;
 };
 
 } // namespace dt::routing

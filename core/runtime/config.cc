@@ -165,9 +165,10 @@ ContextConfig read_config(const dt_context_params_t *params)
 
     if (auto v = env::get("DISTTRAIN_DEVICE_TRANSPORT")) {
         auto names = parse_transports("DISTTRAIN_DEVICE_TRANSPORT", *v);
-        if (names.size() != 1 || names[0] == "auto")
+        if (names.size() != 1)
             throw_error(DT_ERR_INVALID_CONFIG, "DISTTRAIN_DEVICE_TRANSPORT='", *v,
-                        "' must name one device transport (e.g. nccl), or none");
+                        "' must name one device transport (e.g. nccl), auto (nccl where "
+                        "every rank has a GPU of its own, staging otherwise) or none");
         cfg.device_transport = names[0];
     }
 

@@ -310,6 +310,10 @@ void Context::open_device_transport()
 {
     if (cfg_.device_transport == "none")
         return;
+    if (cfg_.device_transport == "auto") {
+        open_device_transport_auto();
+        return;
+    }
     if (memory_ == nullptr)
         throw_error(DT_ERR_INVALID_CONFIG, "DISTTRAIN_DEVICE_TRANSPORT='",
                     cfg_.device_transport, "' needs a memory provider, which says where "

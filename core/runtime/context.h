@@ -65,6 +65,7 @@ private:
     void check_agreement();
     void open_transport();
     void open_device_transport(); // DISTTRAIN_DEVICE_TRANSPORT, beside transport_
+    void open_device_transport_auto(); // ... =auto (device_transport_auto.cc)
     // A transport plugin's init arguments, its host services through bridge.
     dt_transport_init_args_t transport_args(HostBridge &bridge) const;
     void open_memory();

@@ -126,6 +126,7 @@ std::unique_ptr<ContextView> ContextView::create_group(ContextView &parent, cons
     check.recvbuf = all.data();
     check.count = 1;
     check.dtype = DT_INT64;
+    check.new_group = std::make_shared<const OpDesc::NewGroup>(OpDesc::NewGroup{id, members});
     wait_ok(parent.submit(check));
     if (!registered)
         throw_error(DT_ERR_INTERNAL, "dt_group_create: group id ", id, " is already taken "

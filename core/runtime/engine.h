@@ -110,6 +110,8 @@ private:
     void execute(std::vector<Ready> &ready);
     size_t run_fused(std::vector<Ready> &ready, size_t first);
     void run_one(Ready &r);
+    bool run_device_batch(std::vector<Ready> &ready, size_t first, size_t last, algo::Comm &c,
+                          int divisor); // engine_execute.cc
     void complete(Ready &r, dt_status_t status, const std::string &message);
 
     // A Comm for one exchange; with members, among those world ranks only.

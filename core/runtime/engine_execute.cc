@@ -4,6 +4,8 @@
 // as one host allreduce. Host tensors are copied with memcpy into the fusion buffer;
 // device tensors with the memory provider's copies into a pinned staging buffer, on each
 // tensor's producer stream, with one wait for all copies in and one for all copies out.
+// Where a device transport carries the members' device calls, a device batch instead
+// runs there natively, issued as one batch (Router::run_device_batch).
 #include "algorithms/algorithms.h"
 #include "reduce/reduce.h"
 #include "runtime/engine.h"
@@ -115,6 +117,9 @@ size_t Engine::run_fused(std::vector<Ready> &ready, size_t first)
                     "of a context without a memory provider");
     std::vector<int> ranks = members(sig.group);
     algo::Comm c = comm(next_op_tag(sig.group), "allreduce", &ranks);
+    const int divisor = sig.group == 0 ? active_ranks() : static_cast<int>(ranks.size());
+    if (device && !joined_mode() && run_device_batch(ready, first, last, c, divisor))
+        return last;
     uint8_t *buffer = nullptr;
     std::vector<void *> streams; // device: the streams the copies went on, to wait for
     auto start = Clock::now();
@@ -159,8 +164,7 @@ size_t Engine::run_fused(std::vector<Ready> &ready, size_t first)
     fused.dtype = sig.dtype;
     fused.op = sig.op;
     fused.group = sig.group;
-    const char *path = router_.run(
-        c, fused, sig.group == 0 ? active_ranks() : static_cast<int>(ranks.size()));
+    const char *path = router_.run(c, fused, divisor);
     auto reduced = Clock::now();
 
     try {
@@ -196,6 +200,37 @@ size_t Engine::run_fused(std::vector<Ready> &ready, size_t first)
     for (size_t i = first; i < last; ++i)
         complete(ready[i], DT_OK, {});
     return last;
+}
+
+// A device transport runs the batch natively, each tensor in place (no staging copies),
+// issued together and waited for together. False, with nothing run, where it cannot.
+bool Engine::run_device_batch(std::vector<Ready> &ready, size_t first, size_t last,
+                              algo::Comm &c, int divisor)
+{
+    std::vector<const OpDesc *> batch;
+    for (size_t i = first; i < last; ++i) {
+        if (!ready[i].op)
+            return false;
+        batch.push_back(&ready[i].op->desc());
+    }
+    auto start = Clock::now();
+    const char *path = router_.run_device_batch(c, batch, divisor);
+    if (path == nullptr)
+        return false;
+    auto end = Clock::now();
+    if (timeline_) {
+        timeline_->marker("DEVICE_BATCH", start, cat(R"("tensors":)", last - first));
+        for (size_t i = first; i < last; ++i) {
+            timeline_->phase(ready[i].name, "NEGOTIATE", ready[i].submitted, ready[i].ready_at);
+            timeline_->phase(ready[i].name, "QUEUE", ready[i].ready_at, start);
+            timeline_->phase(ready[i].name, "allreduce", start, end,
+                             cat(R"("bytes":)", bytes_of(ready[i].sig), R"(,"path":")", path,
+                                 '"'));
+        }
+    }
+    for (size_t i = first; i < last; ++i)
+        complete(ready[i], DT_OK, {});
+    return true;
 }
 
 } // namespace dt

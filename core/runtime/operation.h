@@ -53,6 +53,14 @@ struct OpDesc {
     // after which staging's copies may start (plugin/memory_provider.h).
     std::shared_ptr<void> ready;
     bool blocking = false; // the caller waits for it at once (nothing else will follow)
+    // Set on dt_group_create's agreement check (an allgather over the parent): the group
+    // it agrees on, which the router gives a device communicator of its own once the
+    // check ran, on the thread that holds the transports (Router::split_device).
+    struct NewGroup {
+        uint32_t id = 0;
+        std::vector<int> members; // world ranks, in group rank order
+    };
+    std::shared_ptr<const NewGroup> new_group;
 };
 
 // The engine thread's wake-up: its lock, its condition variable, and the "someone waits"

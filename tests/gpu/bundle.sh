@@ -30,6 +30,10 @@ for f in transport/tcp/libdt-transport-tcp.so compute/cudnn/libdt-compute-cudnn.
          memory/cuda/libdt-memory-cuda.so; do
     need "$BUILD/plugins/$f"; cp "$BUILD/plugins/$f" "$DEST/plugins/"
 done
+# The nccl device transport, where nccl.h was found at build time (run.sh skips it else).
+if [ -e "$BUILD/plugins/transport/nccl/libdt-transport-nccl.so" ]; then
+    cp "$BUILD/plugins/transport/nccl/libdt-transport-nccl.so" "$DEST/plugins/"
+fi
 if [ $REFERENCE = 1 ]; then
     need "$BUILD/plugins/compute/onednn/libdt-compute-onednn.so"
     need "$BUILD/tests/compute/compute_cudnn_gtest"

@@ -10,8 +10,9 @@
 # (2 ranks sharing the GPU, staged through pinned host memory); disttrain-train mlp and
 # disttrain-bench resnet20 on 2 ranks with the cuDNN plugin (the loss falls, the ranks
 # end with bit-identical models); disttrain.torch on CUDA tensors behind a slow producer
-# kernel; ResNet-50 images/sec for 1 and 2 ranks beside PyTorch (1 process, and DDP over
-# gloo on 2). Prints "STEP name: PASS|FAIL" lines and the figures; exits 1 if a step
+# kernel; the nccl device transport (1 rank: every collective and dtype, ordering, abort;
+# 2 ranks on the one GPU or NCCL's refusal); ResNet-50 images/sec for 1 and 2 ranks beside
+# PyTorch (1 process, and DDP over gloo on 2). Prints "STEP name: PASS|FAIL" lines and the figures; exits 1 if a step
 # failed. With $OUT set, the whole log is also written to $OUT/gpu-run.log.
 set -u
 BUNDLE=$(cd "${1:-.gpu-bundle}" && pwd) || { echo "no bundle: run tests/gpu/bundle.sh"; exit 2; }
@@ -23,7 +24,8 @@ PY=$(command -v python3)
 # CUDA's libraries where PyTorch's wheels put them (or a CUDA install): one search.
 libdirs=""
 found=$(timeout 60 find /opt /usr/local /usr/lib /root -name libcudnn.so.9 -o \
-        -name libcublas.so.13 -o -name libcudart.so.13 -o -name libcublasLt.so.13 2>/dev/null)
+        -name libcublas.so.13 -o -name libcudart.so.13 -o -name libcublasLt.so.13 -o \
+        -name libnccl.so.2 2>/dev/null)
 for lib in libcudnn.so.9 libcublas.so.13 libcudart.so.13 libcublasLt.so.13; do
     f=$(echo "$found" | grep "/$lib\$" | head -1)
     [ -n "$f" ] && libdirs="$libdirs:$(dirname "$f")"
@@ -90,6 +92,36 @@ echo "resnet20 $first -> $last"
 
 DISTTRAIN_MEMORY=cuda step torch-cuda 150 "$RUN" -np 2 -- "$PY" \
     "$REPO/tests/gpu/torch_cuda_job.py"
+
+# NCCL as the device transport (DISTTRAIN_DEVICE_TRANSPORT=nccl), with the NCCL of
+# PyTorch's wheel: every collective and dtype on 1 rank, all on the device_native path;
+# ordering behind a slow producer kernel; dt_context_abort in the middle of an allreduce;
+# 2 ranks on the one GPU, or NCCL's clean, fast refusal.
+NCCL_LIB=$(echo "$found" | grep "/libnccl.so.2\$" | head -1)
+if [ ! -e "$BUNDLE/plugins/libdt-transport-nccl.so" ]; then
+    echo "STEP nccl: SKIPPED (the bundle has no libdt-transport-nccl.so: nccl.h was not found at build time)"
+elif [ -z "$NCCL_LIB" ]; then
+    echo "STEP nccl: FAIL (no libnccl.so.2 found: install PyTorch's CUDA wheels)"; failed=1
+else
+    echo "NCCL: $NCCL_LIB"
+    NCCL_ENV=(DISTTRAIN_MEMORY=cuda DISTTRAIN_DEVICE_TRANSPORT=nccl
+              DISTTRAIN_NCCL_LIBRARY="$NCCL_LIB")
+    # shellcheck disable=SC2030,SC2031
+    export "${NCCL_ENV[@]}"
+    DISTTRAIN_LOG_LEVEL=debug step nccl-1 150 "$BUNDLE/bin/dt_conformance" --device
+    native=$(grep -c "device memory): device_native" /tmp/step-nccl-1.log)
+    # The uneven kinds (allgatherv, alltoallv) have no native collective: always staged.
+    staged=$(grep "device memory): staging" /tmp/step-nccl-1.log | grep -vc "allgatherv\|alltoallv")
+    echo "nccl-1: $native device calls on device_native, $staged staged (uneven kinds aside)"
+    if [ "$native" -eq 0 ] || [ "$staged" -ne 0 ]; then
+        echo "STEP nccl-1-native: FAIL"; failed=1
+    fi
+    step nccl-ordering 150 "$PY" "$REPO/tests/gpu/torch_cuda_job.py"
+    step nccl-abort 90 "$PY" "$REPO/tests/gpu/nccl_abort.py"
+    step nccl-2-shared 120 bash "$REPO/tests/gpu/nccl_shared_gpu.sh" "$RUN" \
+        "$BUNDLE/bin/dt_conformance"
+    unset DISTTRAIN_MEMORY DISTTRAIN_DEVICE_TRANSPORT DISTTRAIN_NCCL_LIBRARY
+fi
 
 DISTTRAIN_COMPUTE=cudnn step resnet50-1 120 "$BUNDLE/bin/disttrain-bench" \
     --model resnet50 --batch-size 64 --num-warmup 3 --num-iters 20

@@ -166,6 +166,26 @@ typedef struct dt_transport_v2 {
  *           traffic, and is never used as the only transport; one that leaves a memory
  *           type out of a mask is never handed a pointer to that memory through the
  *           members the mask covers.
+ *
+ * Appended later (grow-only; an older plugin's shorter table reads as NULL):
+ *
+ * split       a communicator of a subset of this instance's ranks, for a group of the
+ *             core's (dt_group_create): collective over every rank of the instance,
+ *             each passing the same child_size for its color. Ranks passing the same
+ *             color >= 0 form one child, in which key (0 to child_size - 1, distinct
+ *             within a color) is the rank; a negative color takes part without joining
+ *             one (*child = NULL). The child is a new instance of this same table, with
+ *             its own rank and size, finalized by finalize; the parent outlives it and
+ *             aborting the parent aborts it. DTP_ERR_UNSUPPORTED: no child can be made
+ *             (the reason in set_error): the core runs the group's calls elsewhere.
+ *             Bounded by timeout_ms.
+ * batch_begin, batch_end
+ *             bracket a batch of native collectives the core starts back to back (each
+ *             with its own request, accepted with DTP_INPROGRESS): the plugin may hold
+ *             them until batch_end and issue them together (NCCL: one
+ *             ncclGroupStart/ncclGroupEnd). Every rank brackets the same calls. No
+ *             other member is called between them; a batch_end with no batch_begin is
+ *             DTP_ERR_INVALID_ARGUMENT.
  */
 typedef struct dt_transport_v3 {
     uint32_t struct_size;
@@ -195,6 +215,13 @@ typedef struct dt_transport_v3 {
     int32_t (*barrier)(void *transport, dt_transport_request_t *req);
 
     int32_t (*query)(void *transport, dt_transport_caps_t *caps);
+
+    /* Appended to version 3; the core reads them only when struct_size covers them, and
+     * a NULL member (or a table too short to hold it) means "not offered". */
+    int32_t (*split)(void *transport, int32_t color, int32_t key, int32_t child_size,
+                     int32_t timeout_ms, void **child);
+    int32_t (*batch_begin)(void *transport);
+    int32_t (*batch_end)(void *transport);
 } dt_transport_v3_t;
 
 #ifdef __cplusplus

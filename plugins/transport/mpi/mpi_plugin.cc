@@ -83,6 +83,9 @@ const dt_transport_v3_t kOps = {
     mpi_alltoall,
     mpi_barrier,
     Entry::query, // host only: a CUDA-aware MPI is not detected, so only host buffers
+    nullptr,      // split: the core's algorithms serve its groups
+    nullptr,      // batch_begin, batch_end: each call is issued on its own
+    nullptr,
 };
 
 } // namespace

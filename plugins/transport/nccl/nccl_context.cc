@@ -5,6 +5,7 @@
 
 #include "plugin_request.h"
 
+#include <algorithm>
 #include <thread>
 
 namespace dt::nccl {
@@ -90,9 +91,14 @@ void Context::break_comm(const std::string &why) {
 
 void Context::pump() {
     OnDevice on(*this);
-    for (auto &p : ops_) {
-        Op &op = *p;
+    for (size_t i = 0; i < ops_.size(); ++i) {
+        Op &op = *ops_[i];
         if (op.state == State::running) continue;
+        if (op.state == State::queued && op.batch != 0) {
+            if (!op.sealed) return; // its batch is still being submitted
+            if (!launch_batch(i)) return;
+            continue;
+        }
         if (op.state == State::enqueueing) {
             // NCCL is still enqueueing it: nothing else may start on the communicator.
             ncclResult_t state = ncclSuccess;
@@ -120,6 +126,71 @@ void Context::pump() {
     }
 }
 
+// The batch's collectives are queued back to back (nothing else is submitted between
+// batch_begin and batch_end), so they are ops_[first] onwards with its number.
+bool Context::launch_batch(size_t first) {
+    const unsigned batch = ops_[first]->batch;
+    size_t end = first;
+    while (end < ops_.size() && ops_[end]->batch == batch) ++end;
+    ncclResult_t rc = lib_.nccl.GroupStart();
+    ncclResult_t failed = rc;
+    const char *what = "ncclGroupStart";
+    for (size_t i = first; rc == ncclSuccess && i < end && failed == ncclSuccess; ++i) {
+        Op &op = *ops_[i];
+        failed = op.launch();
+        op.launch = nullptr;
+        if (failed == ncclInProgress) failed = ncclSuccess;
+        if (failed != ncclSuccess) what = op.what;
+    }
+    if (rc == ncclSuccess) {
+        rc = lib_.nccl.GroupEnd(); // always, to close the group
+        if (failed == ncclSuccess && rc != ncclSuccess && rc != ncclInProgress) {
+            failed = rc;
+            what = "ncclGroupEnd";
+        }
+    }
+    for (size_t i = first; i < end; ++i) ops_[i]->batch = 0; // launched: plain ops now
+    if (failed != ncclSuccess) {
+        break_comm(std::string("nccl: a batch of ") + std::to_string(end - first) +
+                   " collectives failed in " + what + ": " + lib_.nccl.describe(failed, comm_));
+        return false;
+    }
+    if (rc == ncclInProgress) {
+        // NCCL enqueues the whole group: each op records its event once that is done.
+        for (size_t i = first; i < end; ++i) ops_[i]->state = State::enqueueing;
+        return false;
+    }
+    for (size_t i = first; i < end; ++i)
+        if (!record(*ops_[i])) return false;
+    return true;
+}
+
+int32_t Context::batch_begin() {
+    if (batch_ != 0) {
+        host_.set_error("nccl: batch_begin inside a batch: end the open one first");
+        return DTP_ERR_INVALID_ARGUMENT;
+    }
+    batch_ = ++batches_;
+    if (batch_ == 0) batch_ = ++batches_; // 0 means "alone"
+    return DTP_OK;
+}
+
+int32_t Context::batch_end() {
+    if (batch_ == 0) {
+        host_.set_error("nccl: batch_end without batch_begin");
+        return DTP_ERR_INVALID_ARGUMENT;
+    }
+    for (auto &op : ops_)
+        if (op->batch == batch_) op->sealed = true;
+    batch_ = 0;
+    if (broken_ != DTP_OK) {
+        host_.set_error(broken_why_);
+        return broken_;
+    }
+    pump();
+    return DTP_OK;
+}
+
 int32_t Context::submit(dt_transport_request_t *req, const char *what, size_t bytes,
                         std::function<ncclResult_t()> launch) {
     start_request(req, -1);
@@ -133,6 +204,12 @@ int32_t Context::submit(dt_transport_request_t *req, const char *what, size_t by
     op->what = what;
     op->bytes = bytes;
     op->launch = std::move(launch);
+    if (batch_ != 0) {
+        op->batch = batch_;
+        op->sealed = false;
+        ops_.push_back(std::move(op));
+        return DTP_INPROGRESS; // launched with its batch at batch_end
+    }
     ops_.push_back(std::move(op));
     pump();
     return DTP_INPROGRESS;
@@ -176,6 +253,7 @@ int32_t Context::progress(int32_t timeout_ms) {
 }
 
 void Context::abort() {
+    for (Context *child : children_) child->abort(); // their calls cannot finish either
     fail_all(DTP_ERR_ABORTED, "nccl: aborted");
     release_comm(true);
     if (broken_ == DTP_OK) {
@@ -205,6 +283,10 @@ void Context::finish(std::chrono::milliseconds limit) {
 }
 
 Context::~Context() {
+    if (parent_ != nullptr) {
+        auto &siblings = parent_->children_;
+        siblings.erase(std::remove(siblings.begin(), siblings.end(), this), siblings.end());
+    }
     fail_all(DTP_ERR_ABORTED, "nccl: finalized with the request still pending");
     release_comm(true);
     OnDevice on(*this);

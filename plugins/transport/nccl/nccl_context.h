@@ -21,6 +21,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
 namespace dt::nccl {
 
@@ -68,6 +69,16 @@ public:
                      dt_transport_request_t *req);
     int32_t barrier(dt_transport_request_t *req);
 
+    // A child communicator of a subset of the ranks (ncclCommSplit; nccl_split.cc): the
+    // ranks of `color` with rank `key` of `child_size`, or none for a negative color.
+    // DTP_ERR_UNSUPPORTED when the loaded NCCL has no ncclCommSplit. Throws NcclError.
+    int32_t split(int32_t color, int32_t key, int32_t child_size, int32_t timeout_ms,
+                  void **child);
+    // Collectives submitted between the two are held, then launched inside one
+    // ncclGroupStart/ncclGroupEnd and complete together.
+    int32_t batch_begin();
+    int32_t batch_end();
+
 private:
     enum class State { queued, enqueueing, running };
     struct Op {
@@ -77,6 +88,8 @@ private:
         std::function<ncclResult_t()> launch;
         State state = State::queued;
         cudaEvent_t event = nullptr;
+        unsigned batch = 0;  // 0: alone; else launched with the others of its batch
+        bool sealed = true;  // false while its batch is still open (no batch_end yet)
     };
 
     // Makes the instance's device current on the calling thread for one scope.
@@ -92,16 +105,26 @@ private:
 
     // init, step by step (nccl_init.cc).
     std::string local_verdict(const dt_transport_init_args_t &args);
+    std::string gpu_verdict();
     void vote(const std::string &mine);
     ncclUniqueId share_unique_id();
     void create_comm(const ncclUniqueId &id);
     int32_t remaining_ms() const;
+
+    // A child of parent on comm, a communicator of ncclCommSplit (nccl_split.cc).
+    Context(Context &parent, ncclComm_t comm, int rank, int size);
+    // Polls c (a communicator being created) until NCCL is done or the deadline passes.
+    ncclResult_t await_comm(ncclComm_t c, std::chrono::steady_clock::time_point deadline,
+                            bool *timed_out);
 
     // Starts a collective (nccl_context.cc).
     int32_t submit(dt_transport_request_t *req, const char *what, size_t bytes,
                    std::function<ncclResult_t()> launch);
     // Launches queued ops while the communicator is free; finishes an enqueueing one.
     void pump();
+    // Launches the sealed batch starting at ops_[first] in one NCCL group; false when
+    // the communicator broke or the batch is still enqueueing.
+    bool launch_batch(size_t first);
     // Records op's completion event on the stream; false (and the communicator broken)
     // when CUDA refuses.
     bool record(Op &op);
@@ -124,6 +147,10 @@ private:
     cudaStream_t stream_ = nullptr;
     float *scratch_ = nullptr; // the barrier's one element, in device memory
     std::deque<std::unique_ptr<Op>> ops_;
+    unsigned batch_ = 0;   // the open batch (batch_begin), or 0
+    unsigned batches_ = 0; // batches opened so far, for their numbers
+    Context *parent_ = nullptr;       // a child's parent, which outlives it
+    std::vector<Context *> children_; // aborted with this one
     // Set once the communicator failed or was aborted: every later call fails with it.
     int32_t broken_ = DTP_OK;
     std::string broken_why_;

@@ -5,16 +5,33 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <map>
 #include <thread>
+#include <unistd.h>
 
 namespace dt::nccl {
 namespace {
 
 constexpr const char *kVerdictOk = "ok";
 
-// A verdict travels as "<DTP status> <reason>" (or "ok").
+// A verdict travels as "<DTP status> <reason>", or "ok" (with DISTTRAIN_DEVICE_TRANSPORT
+// =auto: "ok <host> <GPU's PCI bus id>").
 std::string verdict(int32_t status, const std::string &why) {
     return std::to_string(status) + " " + why;
+}
+
+bool is_ok(const std::string &v) { return v == kVerdictOk || v.rfind("ok ", 0) == 0; }
+
+// DISTTRAIN_DEVICE_TRANSPORT=auto takes NCCL only where every rank has a GPU of its own.
+bool auto_mode() {
+    const char *v = std::getenv("DISTTRAIN_DEVICE_TRANSPORT");
+    return v != nullptr && std::strcmp(v, "auto") == 0;
+}
+
+std::string host_name() {
+    char name[256] = {0};
+    if (gethostname(name, sizeof(name) - 1) != 0) return "?";
+    return name;
 }
 
 } // namespace
@@ -54,7 +71,7 @@ std::string Context::local_verdict(const dt_transport_init_args_t &args) {
     const char *value = std::getenv("DISTTRAIN_DEVICE");
     if (value == nullptr || *value == '\0') {
         device_ = (args.local_rank > 0 ? args.local_rank : 0) % count;
-        return kVerdictOk;
+        return gpu_verdict();
     }
     char *end = nullptr;
     errno = 0;
@@ -66,7 +83,22 @@ std::string Context::local_verdict(const dt_transport_init_args_t &args) {
                        " GPU(s) numbered from 0");
     }
     device_ = static_cast<int>(ordinal);
-    return kVerdictOk;
+    return gpu_verdict();
+}
+
+// "ok", or in auto mode "ok <host> <PCI bus id of the GPU>" (the ordinal where the runtime
+// cannot say), so the vote can see two ranks of one host on one GPU.
+std::string Context::gpu_verdict() {
+    if (!auto_mode()) return kVerdictOk;
+    std::string id = "ordinal-" + std::to_string(device_);
+    char bus[64] = {0};
+    if (lib_.cuda.DeviceGetPCIBusId != nullptr &&
+        lib_.cuda.DeviceGetPCIBusId(bus, sizeof(bus) - 1, device_) == cudaSuccess) {
+        id = bus;
+    } else {
+        lib_.cuda.GetLastError();
+    }
+    return std::string(kVerdictOk) + " " + host_name() + " " + id;
 }
 
 // Every rank puts its verdict and reads all of them, so that either every rank goes on or
@@ -74,8 +106,17 @@ std::string Context::local_verdict(const dt_transport_init_args_t &args) {
 void Context::vote(const std::string &mine) {
     std::string failures;
     int32_t status = DTP_OK;
+    std::map<std::string, int> gpus; // auto mode: "<host> <bus id>" -> the first rank on it
+    std::string shared;              // ... and the first two ranks found on one GPU
     auto note = [&](int r, const std::string &v) {
-        if (v == kVerdictOk) return;
+        if (v.rfind("ok ", 0) == 0) {
+            auto [it, fresh] = gpus.emplace(v.substr(3), r);
+            if (!fresh && shared.empty())
+                shared = "ranks " + std::to_string(it->second) + " and " + std::to_string(r) +
+                         " would share the GPU " + v.substr(3);
+            return;
+        }
+        if (is_ok(v)) return;
         char *end = nullptr;
         long s = std::strtol(v.c_str(), &end, 10);
         if (status == DTP_OK) status = s < 0 ? static_cast<int32_t>(s) : DTP_ERR_UNSUPPORTED;
@@ -95,6 +136,12 @@ void Context::vote(const std::string &mine) {
                                                        "'s verdict on running NCCL");
             note(r, v);
         }
+    }
+    if (status == DTP_OK && !shared.empty()) {
+        throw NcclError(DTP_ERR_UNSUPPORTED, "nccl: declined on every rank, since " + shared +
+                        ": DISTTRAIN_DEVICE_TRANSPORT=auto takes NCCL only where every rank "
+                        "has a GPU of its own (DISTTRAIN_DEVICE_TRANSPORT=nccl shares one "
+                        "where the installed NCCL allows it)");
     }
     if (status != DTP_OK) {
         throw NcclError(status, std::string("nccl: declined") +

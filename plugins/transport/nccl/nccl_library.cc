@@ -87,6 +87,8 @@ std::string Libraries::open() {
     rc(cuda.Malloc, "cudaMalloc");
     rc(cuda.Free, "cudaFree");
     if (!rc.missing().empty()) return "the CUDA runtime " + rc.missing();
+    cuda.DeviceGetPCIBusId = reinterpret_cast<decltype(cuda.DeviceGetPCIBusId)>(
+        dlsym(c, "cudaDeviceGetPCIBusId"));
 
     nccl_path = env_or("DISTTRAIN_NCCL_LIBRARY", "libnccl.so.2");
     void *n = load(nccl_path, "NCCL", "DISTTRAIN_NCCL_LIBRARY", &why);
@@ -110,6 +112,7 @@ std::string Libraries::open() {
     rn(nccl.GroupStart, "ncclGroupStart");
     rn(nccl.GroupEnd, "ncclGroupEnd");
     if (!rn.missing().empty()) return "NCCL " + rn.missing();
+    nccl.CommSplit = reinterpret_cast<decltype(nccl.CommSplit)>(dlsym(n, "ncclCommSplit"));
     return "";
 }
 

@@ -26,6 +26,8 @@ struct CudaApi {
     decltype(&::cudaEventQuery) EventQuery = nullptr;
     cudaError_t (*Malloc)(void **, size_t) = nullptr; // cudaMalloc has C++ overloads
     decltype(&::cudaFree) Free = nullptr;
+    // Optional: names the GPU for DISTTRAIN_DEVICE_TRANSPORT=auto's "a GPU of its own".
+    decltype(&::cudaDeviceGetPCIBusId) DeviceGetPCIBusId = nullptr;
 
     // "cudaErrorInsufficientDriver: CUDA driver version is insufficient for ..."
     std::string describe(cudaError_t rc) const;
@@ -49,6 +51,8 @@ struct NcclApi {
     decltype(&::ncclRecv) Recv = nullptr;
     decltype(&::ncclGroupStart) GroupStart = nullptr;
     decltype(&::ncclGroupEnd) GroupEnd = nullptr;
+    // Optional: NCCL before 2.18 has none, and groups are then staged.
+    decltype(&::ncclCommSplit) CommSplit = nullptr;
 
     // "ncclRemoteError: remote process exited or there was a network error (<the
     // communicator's last error>)"; comm may be null.

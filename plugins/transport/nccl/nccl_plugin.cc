@@ -67,6 +67,20 @@ int32_t nccl_barrier(void *t, dt_transport_request_t *req) {
     return call(t, [&](Context &c) { return c.barrier(req); });
 }
 
+int32_t nccl_split(void *t, int32_t color, int32_t key, int32_t child_size,
+                   int32_t timeout_ms, void **child) {
+    if (child == nullptr) return DTP_ERR_INVALID_ARGUMENT;
+    return call(t, [&](Context &c) { return c.split(color, key, child_size, timeout_ms, child); });
+}
+
+int32_t nccl_batch_begin(void *t) {
+    return call(t, [&](Context &c) { return c.batch_begin(); });
+}
+
+int32_t nccl_batch_end(void *t) {
+    return call(t, [&](Context &c) { return c.batch_end(); });
+}
+
 // Device memory for the native collectives only. Writes only what fits the core's
 // struct, after the header the core set.
 int32_t nccl_query(void *t, dt_transport_caps_t *caps) {
@@ -101,6 +115,9 @@ const dt_transport_v3_t kOps = {
     nccl_alltoall,
     nccl_barrier,
     nccl_query,
+    nccl_split,
+    nccl_batch_begin,
+    nccl_batch_end,
 };
 
 } // namespace

@@ -164,5 +164,33 @@ TEST(CapsAnswer, VersionThreeTableWithoutQueryGetsTheOldAnswer)
               plugin::host_only_query);
 }
 
+// A version 3 table as plugins built before split and batch_begin/batch_end were
+// appended: struct_size ends at query, and whatever lies past it in memory is never read.
+TEST(CapsAnswer, AnOlderVersionThreeTableReadsTheAppendedMembersAsNull)
+{
+    struct Older {
+        dt_transport_v3_t table;
+    } older;
+    std::memset(&older, 0xAB, sizeof(older)); // garbage where the appended members lie
+    older.table = Fake::ops();
+    older.table.init = [](const dt_transport_init_args_t *, void **) -> int32_t { return 0; };
+    older.table.isend = [](void *, int32_t, uint64_t, const void *, size_t,
+                           dt_transport_request_t *) -> int32_t { return 0; };
+    older.table.irecv = [](void *, int32_t, uint64_t, void *, size_t,
+                           dt_transport_request_t *) -> int32_t { return 0; };
+    older.table.progress = [](void *, int32_t) -> int32_t { return 0; };
+    const size_t old_size = offsetof(dt_transport_v3_t, split);
+    std::memset(reinterpret_cast<char *>(&older.table) + old_size, 0xAB,
+                sizeof(dt_transport_v3_t) - old_size);
+    older.table.struct_size = static_cast<uint32_t>(old_size);
+    ASSERT_EQ(plugin::check_transport_ops(DT_TRANSPORT_VERSION_3, &older.table), "");
+    dt_transport_v3_t upgraded = plugin::upgrade_transport_ops(DT_TRANSPORT_VERSION_3,
+                                                               &older.table);
+    EXPECT_EQ(upgraded.split, nullptr);
+    EXPECT_EQ(upgraded.batch_begin, nullptr);
+    EXPECT_EQ(upgraded.batch_end, nullptr);
+    EXPECT_NE(upgraded.query, nullptr);
+}
+
 } // namespace
 } // namespace dt::test

@@ -308,7 +308,11 @@ TEST(Router, ADeviceTransportRunsDeviceCallsOverTheWholeJobAheadOfStaging)
         EXPECT_EQ(chosen_device(job, kind), "device_native") << op_kind_name(kind);
         EXPECT_EQ(chosen(job, kind, 4), "shm_local") << op_kind_name(kind); // host calls
     }
-    job.whole_job = false; // a group: the device communicator spans every rank
+    // A group with a device communicator of its own (Router::split_device) runs there;
+    // for a group without one the router leaves device_native empty, and it is staged.
+    job.whole_job = false;
+    EXPECT_EQ(chosen_device(job, OpKind::allreduce), "device_native");
+    job.device_native = 0;
     EXPECT_EQ(chosen_device(job, OpKind::allreduce), "staging");
     job.whole_job = true;
     job.device_native = kind_bit(OpKind::allreduce);

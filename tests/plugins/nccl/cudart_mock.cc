@@ -11,6 +11,7 @@
 //                                       "never": the event never completes
 #include <cuda_runtime_api.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <string>
@@ -131,6 +132,15 @@ cudaError_t cudaEventQuery(cudaEvent_t event) {
 cudaError_t cudaMalloc(void **ptr, size_t size) {
     *ptr = std::calloc(1, size > 0 ? size : 1);
     return *ptr != nullptr ? cudaSuccess : fail(cudaErrorMemoryAllocation);
+}
+
+// A bus id per ordinal: ranks of one host on one ordinal are on one GPU.
+cudaError_t cudaDeviceGetPCIBusId(char *bus, int len, int device) {
+    if (device < 0 || device >= env_long("DISTTRAIN_MOCK_CUDA_DEVICES", 1)) {
+        return fail(cudaErrorInvalidDevice);
+    }
+    std::snprintf(bus, static_cast<size_t>(len), "0000:%02x:00.0", device + 1);
+    return cudaSuccess;
 }
 
 cudaError_t cudaFree(void *ptr) {

@@ -332,4 +332,47 @@ TEST(NcclProcesses, TwoRanksComeUpThroughTheStore) {
     for (const auto &r : results) EXPECT_EQ(r.status, DTP_OK) << r.error;
 }
 
+// Rank 1 exits inside its first allreduce, before its part left (the mock's
+// DISTTRAIN_MOCK_NCCL_EXIT_AT): rank 0's allreduce fails with NCCL's remote error naming
+// the dead rank, well within its wait.
+std::string rank1_dies(int rank) {
+    return both_with_gpu(rank) + ";DISTTRAIN_MOCK_NCCL_EXIT_AT=1:1";
+}
+
+int32_t one_allreduce(Instance &inst, int) {
+    std::vector<float> a(1024, 1.f), b(1024, 0.f);
+    dt_transport_request_t req{};
+    int32_t rc = ops().allreduce(inst.transport, a.data(), b.data(), a.size(), DTP_FLOAT32,
+                                 DTP_SUM, &req);
+    if (rc != DTP_INPROGRESS) return rc;
+    auto start = std::chrono::steady_clock::now();
+    rc = inst.wait(&req, 20000);
+    if (std::chrono::steady_clock::now() - start > std::chrono::seconds(10)) return -999;
+    return rc;
+}
+
+TEST(NcclProcesses, ARankDyingMidAllreduceFailsTheSurvivorsAllreduce) {
+    auto results = init_in_processes(2, rank1_dies, 10000, one_allreduce);
+    ASSERT_EQ(results.size(), 2u);
+    EXPECT_EQ(results[1].status, -12345) << results[1].error; // died: wrote no result
+    EXPECT_EQ(results[0].status, DTP_ERR_TRANSPORT) << results[0].error;
+    EXPECT_NE(results[0].error.find("the communicator failed: remote process exited or "
+                                    "there was a network error (mock) (6): mock: rank 1 (pid"),
+              std::string::npos) << results[0].error;
+}
+
+TEST(NcclProcesses, TwoRanksReduceAcrossProcesses) {
+    auto results = init_in_processes(2, both_with_gpu, 10000, [](Instance &inst, int rank) {
+        std::vector<int64_t> a(300, rank + 1), b(300, 0);
+        dt_transport_request_t req{};
+        int32_t rc = ops().allreduce(inst.transport, a.data(), b.data(), a.size(), DTP_INT64,
+                                     DTP_SUM, &req);
+        if (rc == DTP_INPROGRESS) rc = inst.wait(&req, 20000);
+        if (rc != DTP_OK) return rc;
+        return b == std::vector<int64_t>(300, 3) ? DTP_OK : DTP_ERR_INTERNAL;
+    });
+    ASSERT_EQ(results.size(), 2u);
+    for (const auto &r : results) EXPECT_EQ(r.status, DTP_OK) << r.error;
+}
+
 } // namespace

@@ -29,7 +29,8 @@ int CallLog::count(const std::string &call) const {
     return n;
 }
 
-std::vector<RankResult> init_in_processes(int n, std::string (*env_of)(int), int timeout_ms) {
+std::vector<RankResult> init_in_processes(int n, std::string (*env_of)(int), int timeout_ms,
+                                         int32_t (*then)(Instance &, int)) {
     char dir_tmpl[] = "/tmp/dt-nccl-store-XXXXXX";
     if (mkdtemp(dir_tmpl) == nullptr) throw std::runtime_error("mkdtemp failed");
     const std::string dir = dir_tmpl;
@@ -49,6 +50,7 @@ std::vector<RankResult> init_in_processes(int n, std::string (*env_of)(int), int
                 auto store = std::make_shared<tcptest::DirStore>(dir);
                 Instance inst(store, "job-token");
                 int32_t rc = inst.init(r, n, timeout_ms);
+                if (rc == DTP_OK && then != nullptr) rc = then(inst, r);
                 std::ofstream out(dir + "/result-" + std::to_string(r));
                 out << rc << "\n" << inst.host.last_error();
                 code = rc == DTP_OK ? 0 : 1;

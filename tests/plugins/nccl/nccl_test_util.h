@@ -42,8 +42,10 @@ struct RankResult {
 
 // Runs ranks 0..n-1 as child processes sharing a folder store; child r first sets the
 // environment variables env_of(r) (NAME=VALUE pairs separated by ';'), then inits with
-// timeout_ms, and reports its status and last error.
+// timeout_ms, then (when given and init succeeded) runs then(instance, rank), and
+// reports the status of the last of the two and the last error.
 std::vector<RankResult> init_in_processes(int n, std::string (*env_of)(int rank),
-                                          int timeout_ms);
+                                          int timeout_ms,
+                                          int32_t (*then)(Instance &, int rank) = nullptr);
 
 } // namespace nccltest

@@ -522,6 +522,24 @@ public:
         return last;
     }
 
+    /**
+     * Elastic jobs (dt_context_reform): after a collective threw error with
+     * DT_ERR_PEER_LOST, or when poll_joiners() is above 0, re-forms the job; rank() and
+     * size() then give the new values. Groups made before are gone.
+     */
+    void reform() { detail::check(dt_context_reform(ctx_.get())); }
+
+    /**
+     * Elastic jobs (dt_context_poll_joiners): collective; rank 0's count of new ranks
+     * waiting to join, on every rank. Above 0: every rank calls reform() to let them in.
+     */
+    int poll_joiners()
+    {
+        int waiting = 0;
+        detail::check(dt_context_poll_joiners(ctx_.get(), &waiting));
+        return waiting;
+    }
+
     /* -- barrier: moves no buffer; params are checked only -------------------------- */
 
     void barrier(const char *name = nullptr, const op_params &params = {})

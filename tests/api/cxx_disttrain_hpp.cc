@@ -73,6 +73,8 @@ void cxx_disttrain_hpp_instantiate(disttrain::context &ctx)
     if (group)
         group->barrier();
     (void)ctx.join();
+    ctx.reform();
+    (void)ctx.poll_joiners();
     (void)ctx.rank();
     (void)ctx.size();
     (void)ctx.local_rank();

@@ -107,6 +107,16 @@ void run()
     const int last = ctx.join();
     if (size > 1 && last == 0)
         wrong("join: rank 0 joined first but is reported last");
+    // Elastic calls in a job that is not elastic: nobody waits; re-forming is refused.
+    if (ctx.poll_joiners() != 0)
+        wrong("poll_joiners outside an elastic job");
+    try {
+        ctx.reform();
+        wrong("reform outside an elastic job succeeded");
+    } catch (const disttrain::error &e) {
+        if (e.status() != DT_ERR_INVALID_STATE)
+            wrong("reform outside an elastic job: not DT_ERR_INVALID_STATE");
+    }
     std::printf("cxx uneven ok\n");
 }
 

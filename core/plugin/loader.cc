@@ -136,7 +136,7 @@ std::unique_ptr<LoadedPlugin> load(const std::string &kind, const std::string &n
                     "' not found: looked for ", plugin_file_name(kind, name), " in ",
                     join_folders(folders),
                     "; set DISTTRAIN_PLUGIN_PATH to the folder that holds it or install "
-                    "the plugin package");
+                    "the libdisttrain-", kind, "-", name, " package");
     const std::string who = cat(kind, " plugin '", name, "' (", *path, ")");
 
     dlerror();

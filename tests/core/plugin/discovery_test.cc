@@ -99,7 +99,7 @@ TEST(Discovery, MissingPluginListsEveryFolderSearched)
               "transport plugin 'foo' not found: looked for libdt-transport-foo.so in " +
                   listed +
                   "; set DISTTRAIN_PLUGIN_PATH to the folder that holds it or install the "
-                  "plugin package");
+                  "libdisttrain-transport-foo package");
     EXPECT_EQ(listed.rfind("/nonexistent/one, /nonexistent/two, ", 0), 0u) << listed;
 }
 

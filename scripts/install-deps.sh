@@ -28,7 +28,7 @@ groups[rust]="cargo"
 groups[data]="dataset-fashion-mnist"
 # Debian packages (scripts/build-debs.sh) and the install test in a throwaway Debian root
 # (scripts/deb-install-test.sh).
-groups[packaging]="debhelper dh-python lintian mmdebstrap"
+groups[packaging]="debhelper dh-python help2man lintian mmdebstrap"
 order=(build test torch rust data packaging)
 
 usage() {

@@ -1,9 +1,11 @@
 """`meson install` into a DESTDIR, used as a user would: `import disttrain` finds the
 installed library by its soname (no DISTTRAIN_* variable, no build tree), a 2-rank numpy
-job runs on the installed launcher and tcp plugin."""
+job runs on the installed launcher and tcp plugin, and the C example builds against the
+install through CMake's find_package(disttrain)."""
 import json
 import os
 import pathlib
+import shutil
 import subprocess
 
 import pytest
@@ -113,3 +115,49 @@ def test_two_rank_numpy_job_on_the_installed_launcher(installed, tmp_path):
     assert r.returncode == 0, f"stdout:\n{r.stdout}\nstderr:\n{r.stderr}"
     assert r.stdout.count("OK") == 2, r.stdout
 
+
+@pytest.mark.skipif(shutil.which("cmake") is None or shutil.which("cc") is None,
+                    reason="needs cmake (scripts/install-deps.sh test) and a C compiler")
+def test_c_example_builds_with_cmake_find_package(installed, tmp_path):
+    root, site, libdir, bindir = installed
+    configs = list(root.rglob("cmake/disttrain/disttrainConfig.cmake"))
+    assert len(configs) == 1, configs
+    build = tmp_path / "cmake-build"
+    env = installed_env(site, libdir)
+    # The prefix as CMake users give it; the config finds the rest relative to itself.
+    env["CMAKE_PREFIX_PATH"] = str(root / prefix().lstrip("/"))
+    r = subprocess.run(["cmake", "-S", str(REPO / "tests" / "packaging" / "cmake-example"),
+                        "-B", str(build),
+                        f"-DEXAMPLE_SOURCE={REPO}/bindings/c/examples/allreduce_example.c"],
+                       env=env, capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, f"cmake configure failed:\n{r.stdout}\n{r.stderr}"
+    r = subprocess.run(["cmake", "--build", str(build)], env=env, capture_output=True,
+                       text=True, timeout=120)
+    assert r.returncode == 0, f"cmake build failed:\n{r.stdout}\n{r.stderr}"
+    r = subprocess.run([str(bindir / "disttrainrun"), "-np", "2", "--timeout", "50", "--",
+                        str(build / "allreduce_example")], env=env, capture_output=True,
+                       text=True, timeout=60)
+    assert r.returncode == 0, f"stdout:\n{r.stdout}\nstderr:\n{r.stderr}"
+    assert r.stdout.count("allreduce_example: OK") == 2, r.stdout
+
+
+def test_cmake_config_refuses_a_newer_or_other_major_version(installed, tmp_path):
+    if shutil.which("cmake") is None:
+        pytest.skip("needs cmake (scripts/install-deps.sh test)")
+    root, _, _, _ = installed
+    config_dir = next(root.rglob("cmake/disttrain"))
+    script = tmp_path / "versions.cmake"
+    script.write_text(
+        'foreach(v 1.0 1.1 1.99 2.0 0.9)\n'
+        '  set(PACKAGE_FIND_VERSION ${v})\n'
+        '  string(REGEX MATCH "^[0-9]+" PACKAGE_FIND_VERSION_MAJOR ${v})\n'
+        '  set(PACKAGE_VERSION_COMPATIBLE)\n'
+        f'  include("{config_dir}/disttrainConfigVersion.cmake")\n'
+        '  message("${v} ${PACKAGE_VERSION_COMPATIBLE}")\n'
+        'endforeach()\n')
+    r = subprocess.run(["cmake", "-P", str(script)], capture_output=True, text=True,
+                       timeout=60)
+    assert r.returncode == 0, r.stderr
+    verdicts = dict(line.split() for line in r.stderr.splitlines())
+    assert verdicts == {"1.0": "TRUE", "1.1": "TRUE", "1.99": "FALSE", "2.0": "FALSE",
+                        "0.9": "FALSE"}, verdicts

@@ -29,4 +29,7 @@ rc=$?
 echo "== Rust suites (cargo test --offline)"
 "$repo/scripts/rust-tests.sh" "$reports"
 
+echo "== Debian packages: build, lintian, install into a Debian 12 root"
+"$repo/scripts/packaging-tests.sh" "$reports"
+
 /usr/bin/python3 "$repo/scripts/summarize_tests.py" "$reports"

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Builds the Debian packages of debian/ from the working tree into a folder (default
 # build/debs) and checks them with lintian. The build runs in a copy of the tree, so the
 # checkout gets no debian/tmp, obj-* or stamp files.

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # The install test of the Debian packages: `apt-get install ./*.deb` into a throwaway
 # Debian 12 root (mmdebstrap, root mode) whose other packages come from the host's Debian
 # sources, then tests/packaging/installed_checks.sh in that root. Writes

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Installs the Debian packages that the build, the tests and the packaging need, by group.
 # Idempotent: apt-get runs only when something is missing.
 #

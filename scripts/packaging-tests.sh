@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # The packaging suite of scripts/run-tests.sh: builds the Debian packages into
 # <build>/debs (scripts/build-debs.sh: nocheck, 2 jobs, lintian), then installs them into a
 # throwaway Debian 12 root and runs jobs there (scripts/deb-install-test.sh). Writes

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Runs every test suite (C/C++ through meson, Python through pytest) and ends with one
 # line "N passed, N failed, N skipped" counting them all. Exits non-zero if any failed.
 set -uo pipefail

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Turns the TAP of tests/packaging/installed_checks.sh into a JUnit report that
 scripts/summarize_tests.py counts: one testcase per check, the "# " lines after a failed
 check as its failure text.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Opening a plugin file and negotiating with it (the Vulkan-loader handshake): the core
 // offers the ops versions it speaks, the plugin answers with one, and every field of the
 // answer is checked before the core trusts it.

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # Runs inside a Debian root where the libdisttrain packages were installed with apt-get,
 # and checks them as a user would: no DISTTRAIN_* variable but the transport choice, no
 # plugin path, no build tree. Prints TAP ("ok N - name" / "not ok N - name" and the

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """`meson install` into a DESTDIR, used as a user would: `import disttrain` finds the
 installed library by its soname (no DISTTRAIN_* variable, no build tree), a 2-rank numpy
 job runs on the installed launcher and tcp plugin, and the C example builds against the

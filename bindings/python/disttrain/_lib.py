@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Finds libdisttrain.so and declares the C API (api/disttrain/disttrain.h) for ctypes.
 
 No compiled extension: the only binary this package needs is the library itself, so one

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Discovery: the search path's order and contents, which file wins when a name is in
 // several folders, and the not-found message.
 #include "plugin/loader.h"

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Configures (once) and builds the project in ./build (or $DISTTRAIN_BUILD_DIR).
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Re-records the ABI descriptions in api/abi/ from a fresh build, after an intended ABI
 # change (api/abi/README.md says when that also needs a version or soname bump). Review
 # the diff it prints and commit api/abi/ with the change.

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # The main job: data-parallel training of the mlp (784-1000-1000-10) on Fashion-MNIST by
 # 2 ranks over the embedded TCP transport with oneDNN compute. Rank 0 prints a table per
 # epoch (and a progress bar on a terminal); metrics go to $build/main-job-metrics.jsonl.

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Runs every test suite (C/C++ through meson, Python through pytest) and ends with one
 # line "N passed, N failed, N skipped" counting them all. Exits non-zero if any failed.
 set -uo pipefail
@@ -28,5 +29,8 @@ rc=$?
 
 echo "== Rust suites (cargo test --offline)"
 "$repo/scripts/rust-tests.sh" "$reports"
+
+echo "== Debian packages: build, lintian, install into a Debian 12 root"
+"$repo/scripts/packaging-tests.sh" "$reports"
 
 /usr/bin/python3 "$repo/scripts/summarize_tests.py" "$reports"

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Builds and runs the Rust bindings' tests (bindings/rust, cargo --offline, target folder
 # inside the build tree), then runs the 2-rank example under disttrainrun, and writes
 # <report-dir>/rust.junit.xml with one testcase per Rust test (plus the example job).

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Builds the project with AddressSanitizer and UBSan in ./build-sanitize (or $1) and runs
 # the C/C++ suites and the multi-process engine and launcher tests against it.
 set -uo pipefail

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Adds up the JUnit reports of every suite into one closing line.
 
 Prints "N passed, N failed, N skipped" and exits 1 if anything failed (or no report was

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Shared pytest fixtures for the multi-process and binding suites.
 
 The build tree is DISTTRAIN_BUILD_DIR (set by scripts/run-tests.sh), default ./build.

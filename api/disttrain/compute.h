@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * libdisttrain compute API: devices, memory and the operations training needs.
  *

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * libdisttrain C++ API: a header-only layer over the C API in disttrain.h.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // Collective algorithms over point-to-point (one algorithm per file). Each function runs
 // the whole collective for this rank and throws dt::Error on failure. Buffers follow the
 // public API's conventions (disttrain.h): counts in elements, in place when documented.

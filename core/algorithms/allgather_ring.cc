@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Ring allgather: in step s every rank forwards to its right the block it received from
 // its left in step s-1 (its own block first), so after p-1 steps every rank has all p.
 // All receives are posted up front (each lands in its own block of recvbuf), so a block

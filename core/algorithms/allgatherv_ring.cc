@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Ring allgatherv: the ring allgather (allgather_ring.cc) with a block size per rank.
 // The counts are checked first (counts_agreement.h), so every receive is posted for the
 // exact bytes its sender forwards. Empty blocks travel as empty messages: every rank

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Recursive halving-doubling allreduce (Rabenseifner): a reduce-scatter by recursive
 // halving, then an allgather by recursive doubling, over the largest power of two pof2
 // <= p. The first 2*(p - pof2) ranks fold pairwise first: each even one hands its vector

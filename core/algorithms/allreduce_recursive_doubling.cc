@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Recursive doubling allreduce, the small-message algorithm: log2(p) exchanges of the
 // whole vector (see allreduce_select.cc for where it wins).
 #include "algorithms/algorithms.h"

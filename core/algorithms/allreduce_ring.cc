@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Pipelined ring allreduce: a reduce-scatter then an allgather around the ring, each of
 // the 2(p-1) steps split into segments. Segments stream: the receive of the next segment
 // is in flight while the current one is reduced, and each segment is forwarded to the

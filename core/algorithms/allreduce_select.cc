@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // allreduce(): picks the algorithm for one call. Recursive doubling exchanges the whole
 // vector log2(p) times and wins while latency dominates; halving-doubling takes twice the
 // steps but moves about half the data; the pipelined ring moves the least data per rank

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // Which point-to-point allreduce algorithm runs a call. DISTTRAIN_ALGORITHM (parsed once
 // into the routing policy, core/routing/policy.h) forces one, for measurement; "shm"
 // asks for the shared-memory path where the members share a host (hierarchical across

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Pairwise-exchange alltoall: in step s (1..p-1) rank r sends its block for r+s and
 // receives the block from r-s. Every step pairs each rank with one sender and one
 // receiver, so no rank is flooded by all the others at once.

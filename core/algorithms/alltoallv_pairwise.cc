@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Pairwise-exchange alltoallv: the pairwise alltoall (alltoall_pairwise.cc) with a block
 // size per peer. The counts are checked first (counts_agreement.h), so each receive is
 // posted for the exact bytes its sender sends. Empty blocks travel as empty messages:

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Dissemination barrier: in round k every rank signals rank r + 2^k and waits for rank
 // r - 2^k. After ceil(log2(p)) rounds each rank has heard, directly or through others,
 // from every rank, so none leaves before all have entered. Works for any p.

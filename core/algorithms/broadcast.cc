@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Broadcast from root: a binomial tree (log2(p) rounds of whole-buffer sends) for small
 // buffers, a pipelined chain root -> root+1 -> ... for large ones, where each rank
 // forwards a segment as soon as it has it and the time approaches one buffer transfer.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Comm: posting, waiting and failing point-to-point transfers for one collective call.
 //
 // Failure policy: when a transfer fails or the deadline passes, the transport is aborted

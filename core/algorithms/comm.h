@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // Comm: the point-to-point view that collective algorithms are written against. One Comm
 // serves one collective call: it carries the tag of that call (messages of different
 // calls never match each other), the deadline, and the rank/size of the group.

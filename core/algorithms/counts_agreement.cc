@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "algorithms/counts_agreement.h"
 
 #include "algorithms/algorithms.h"

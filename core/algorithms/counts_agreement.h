@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // Before an allgatherv or alltoallv moves data, its ranks make sure their counts agree:
 // a rank that expects more bytes than its peer sends would wait for them until the
 // deadline, and one that expects fewer would have its buffer overrun. A small exchange

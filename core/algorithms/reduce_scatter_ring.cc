@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Ring reduce-scatter: a partial sum of block b travels around the ring, each rank adding
 // its own contribution, and ends after p-1 hops at rank b. Step s sends the partial sum
 // of block r-1-s and receives the one of block r-2-s; the last step's block is r itself,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // Buffers for ordered mode's call check on the point-to-point path (comm.h): the first
 // message of a call to or from each peer goes through one (the check, then the data).
 // Every one is the same size, room for the check and the largest inline message, and

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // HMAC-SHA256 over the job token with OpenSSL's libcrypto; nothing here is hand-rolled.
 #include "bootstrap/auth.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // The job token and the HMAC challenge built on it (OpenSSL libcrypto). Every store and
 // data connection proves both ends hold the token without sending it:
 //   acceptor -> connector : nonce_a (32 random bytes)

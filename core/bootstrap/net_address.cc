@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // parse_host_port / HostPort::str (store.h) and the getaddrinfo helpers (net_address.h).
 #include "bootstrap/net_address.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // Turning "host:port" text into socket addresses and back (getaddrinfo), shared by the
 // store server and client. parse_host_port itself is declared in store.h.
 #pragma once

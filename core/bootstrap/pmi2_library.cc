@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "bootstrap/pmi2_library.h"
 
 #include "runtime/env.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // Slurm's PMI2 client library (libpmi2.so.0, Debian's libpmi2-0), loaded at run time so
 // that libdisttrain never depends on Slurm: only a job that needs it (started by srun with
 // no store or token given) loads it. The functions are those of slurm/pmi2.h; only the

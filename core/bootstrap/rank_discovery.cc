@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // discover_ranks(): each field (rank, size, local rank, local size) comes from the params
 // when its field_mask bit is set, otherwise from the first launcher whose variables are
 // present, in the order of rank_discovery.h. One launcher is read as a unit: a partial set

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // Where a process learns its rank: explicit params first, then the DISTTRAIN_* variables
 // that disttrainrun sets, then torchrun's (env://) RANK/WORLD_SIZE/LOCAL_RANK/
 // LOCAL_WORLD_SIZE, then TF_CONFIG, then Open MPI's OMPI_COMM_WORLD_*, then MPICH/PMI's

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "bootstrap/slurm_pmi2.h"
 
 #include "bootstrap/auth.h"

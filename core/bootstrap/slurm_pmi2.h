@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // The rendezvous of a job that srun started with neither DISTTRAIN_STORE_ADDR nor
 // DISTTRAIN_JOB_TOKEN: Slurm's own PMI2 key-value space carries them. Rank 0 opens the
 // store on a port it binds itself and puts its address and a fresh random token; every

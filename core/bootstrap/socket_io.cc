@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "bootstrap/socket_io.h"
 
 #include "bootstrap/net_address.h"

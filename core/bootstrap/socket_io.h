@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // Small POSIX socket helpers for the rendezvous store: an owning fd, deadlines, and reads
 // and writes that never block past a deadline. Every wait goes through poll() so a peer
 // that accepts a connection and then says nothing can never hang us; an optional wake fd

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // The rendezvous store: a small key-value service over TCP that ranks use to find each
 // other. Served by disttrainrun (or by rank 0 when no launcher serves it), used by the
 // core and, through host services, by plugins. Every connection is authenticated with

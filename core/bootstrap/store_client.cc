@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // StoreClient: one authenticated connection, one round trip at a time under a mutex. Every
 // read waits with poll() against a deadline, so neither a silent store nor a store that
 // dies mid-request can hang a rank. A connection that broke is dropped and the next call

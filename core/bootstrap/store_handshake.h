@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // The store's opening exchange, the challenge of auth.h with purpose "store":
 //   server -> client : "DTSTORE1" nonce_a                       (8 + 32 bytes)
 //   client -> server : "DTCLIEN1" nonce_c client_proof           (8 + 32 + 32 bytes)

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // The rendezvous store's wire format. After the token handshake (store_handshake.h) each
 // side sends frames: a 4-byte big-endian body length, then the body. Bodies:
 //   request: u8 op, then  set: str key, str value | get: str key, u64 timeout_ms

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // StoreServer: one accept thread plus one thread per connection. Ranks keep a single
 // connection each for the whole job, so the thread count stays at the job's size, and a
 // blocking get() is just a condition-variable wait on its own thread. Shutdown writes an

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // The store server's data: a map from key to value with waits for keys to appear. Kept
 // apart from the networking so it can be reasoned about (and tested) on its own.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // parse_tf_config (tf_config.h): a small strict JSON reader (objects, arrays, strings,
 // numbers, true/false/null; no extensions) and the checks on what TF_CONFIG must hold.
 // The value comes from the environment, so every malformation is an error that names

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // TF_CONFIG, the variable TensorFlow's cluster launchers (the Kubernetes TFJob operator,
 // Vertex AI, SageMaker's MultiWorkerMirroredStrategy) set on every process:
 //   {"cluster": {"chief": ["host:port"], "worker": ["host:port", ...]},

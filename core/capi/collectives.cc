@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // dt_<collective>[_async][_ex]: argument checks, then a queued operation. Every form is
 // the asynchronous _ex one: the forms without _ex pass no params (host memory), and a
 // blocking form is the asynchronous one followed by a wait, so all take the same path.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // dt_context_*: creation with the API version check, destruction, abort, queries.
 #include "capi/guard.h"
 

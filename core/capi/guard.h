@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // The pattern of every extern "C" function: check arguments, call into dt::, catch
 // everything, set the thread's last error, return a status. No exception leaves the ABI.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // dt_request_*: test, wait with a timeout, free.
 #include "capi/guard.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Status strings, the last error, versions, dtype and operator names.
 #include "capi/guard.h"
 #include "runtime/enum_value.h"

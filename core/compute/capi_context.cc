@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // dt_compute_* for the context and memory: create, destroy, query, synchronize, alloc,
 // free, memcpy, fill, cast.
 #include "compute/handle.h"

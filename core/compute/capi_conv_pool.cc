@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // dt_compute_* for convolution and pooling: every shape is checked against the geometry
 // here, so plugins receive consistent tensors only.
 #include "compute/handle.h"

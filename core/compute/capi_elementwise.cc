@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // dt_compute_* for matmul and the element-wise operations: add, axpby, scale, bias and
 // its gradient, ReLU and its gradient.
 #include "compute/handle.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // dt_compute_* for batch normalisation, softmax cross-entropy and the fused optimizer
 // updates.
 #include "compute/handle.h"

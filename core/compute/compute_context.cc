@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Opening a compute plugin: load and negotiate (core/plugin), copy its ops table, check
 // the members the core cannot do without, init an instance on the device.
 #include "compute/compute_context.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // A compute context: the negotiated compute plugin, its instance on one device and the
 // services it borrows. Everything behind dt_compute_h.
 #pragma once

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // The definition behind dt_compute_h, and the shims' common lookup.
 #pragma once
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "compute/services.h"
 
 #include "compute/compute_context.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // What a compute context is asked for: plugin names to try, device, threads, compute
 // dtype and cache size, from dt_compute_params_t first and DISTTRAIN_* variables second.
 #pragma once

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // Argument checks shared by every dt_compute_* shim, so that each plugin can trust its
 // inputs and every plugin reports a wrong shape with the same message. Each throws
 // DT_ERR_INVALID_ARGUMENT "<function>: <what> ..." naming the argument and the fix.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // CPU binding of local ranks (disttrainrun --bind-to). Like mpirun, which binds each rank
 // to a core by default: a rank that stays on its own cores keeps its caches, its spinning
 // waits never steal the CPU of the peer they wait for, and the compute plugin's default

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // What the ranks' environment holds besides their rank variables. Local ranks inherit
 // disttrainrun's environment; ranks started through ssh (or by mpirun on other hosts) get
 // only the settings below, as mpirun -x forwards only what it is told:

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "launch/launch_hosts.h"
 
 #include <unistd.h>

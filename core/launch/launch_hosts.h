@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // The -H host list and the placement of ranks on it: ranks fill each host's slots in
 // the order the hosts are given (rank 0 on the first host).
 #pragma once

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // Supervising the ranks of one job: start them, copy their output line by line, stop
 // them all when one fails or when we are signalled, and say in one line what happened.
 #pragma once

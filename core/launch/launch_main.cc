@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // disttrainrun: starts the ranks of a job on this machine and over ssh, serves their
 // rendezvous store, tags their output and stops them all when one fails.
 #include "launch/launch_env.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // --launcher mpi: mpirun starts the ranks (its placement, its remote start, the cluster's
 // trusted path), while disttrainrun still serves the rendezvous store, passes its address
 // and the job token with `mpirun -x`, and supervises the job (timeout, signals, the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "launch/launch_options.h"
 
 #include "disttrain/disttrain.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // The disttrainrun command line. Parsed by hand rather than with CLI11 (which the other
 // programs use) because mpirun's syntax does not fit it: CLI11 (2.1) refuses
 // multi-letter single-dash names (-np, -hostfile), and its prefix_command mode, the only

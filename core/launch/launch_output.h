@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // Rank output: bytes read from a rank's pipe are cut into lines and written to our own
 // stdout/stderr with a "[rank] " prefix. Only whole lines are written, so lines of
 // different ranks never interleave; a last line without '\n' is completed at EOF.

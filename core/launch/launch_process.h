@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // Starting one child process: fork/exec into its own process group (so a signal reaches
 // the rank's whole tree), with stdout/stderr (and optionally stdin) on pipes, and with
 // exec failures reported to the parent instead of surfacing as a mysterious exit 127.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // Starting ranks on other hosts through ssh: the reachability check run before anything
 // starts, and the remote command line.
 #pragma once

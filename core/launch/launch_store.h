@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // The rendezvous store disttrainrun serves for its ranks, and the address they are told.
 #pragma once
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Opening a plugin file and negotiating with it (the Vulkan-loader handshake): the core
 // offers the ops versions it speaks, the plugin answers with one, and every field of the
 // answer is checked before the core trusts it.
@@ -136,7 +137,7 @@ std::unique_ptr<LoadedPlugin> load(const std::string &kind, const std::string &n
                     "' not found: looked for ", plugin_file_name(kind, name), " in ",
                     join_folders(folders),
                     "; set DISTTRAIN_PLUGIN_PATH to the folder that holds it or install "
-                    "the plugin package");
+                    "the libdisttrain-", kind, "-", name, " package");
     const std::string who = cat(kind, " plugin '", name, "' (", *path, ")");
 
     dlerror();

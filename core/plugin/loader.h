@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // Plugin discovery and loading. A plugin is a file libdt-<kind>-<name>.so found in, in
 // order: each folder of DISTTRAIN_PLUGIN_PATH (colon-separated), the folder beside
 // libdisttrain.so (found with dladdr) and its disttrain/plugins subfolder, then the

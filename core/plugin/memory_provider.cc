@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Opening a memory provider and asking it where pointers live. The table is checked and
 // copied once at load, so a call never reads past what an older plugin defined.
 #include "plugin/memory_provider.h"

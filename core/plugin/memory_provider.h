@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // A loaded memory-provider plugin (api/disttrain/plugin/memory.h), initialised and kept
 // for the context's lifetime. It is the context's MemoryClassifier, so DT_MEMORY_AUTO
 // asks it where a buffer lives; its other services (allocation, copies, streams, events)

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Choosing a transport from an ordered list with fallback (NCCL, libfabric): each name
 // is loaded, negotiated and initialised in turn; the first that succeeds wins, and each
 // failure is logged with its reason so a silent fallback never hides a broken plugin.

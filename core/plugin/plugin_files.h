@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // Where plugin files are and what they are called; shared by the loader and discovery.
 #pragma once
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Plugin discovery: the search path and the plugins found in it.
 #include "plugin/loader.h"
 #include "plugin/plugin_files.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // A loaded, initialised transport: the plugin's ops (upgraded to the current table by the
 // adapters in this folder) and its instance. Owned by the context; used only from the
 // engine thread (the plugin ABI promises plugins one caller at a time). What it accepts

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Checks a plugin's transport table and copies it into the current layout.
 #include "plugin/transport_adapter.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // Transport ops tables of every version the core still speaks, checked and upgraded to
 // the current internal table (dt_transport_v3_t). One adapter file per old version; each
 // upgrades to the next version, so an old table climbs the chain one step at a time.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Adapter for transport ops version 1 (point-to-point only). Version 2 kept v1's members
 // in place and appended abort and the native collectives, so the upgrade copies the five
 // functions and leaves the rest NULL: the core then calls finalize instead of abort and

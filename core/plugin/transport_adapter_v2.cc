@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Adapter for transport ops version 2 (no capability query). Version 3 kept v2's members
 // in place and appended query, so the upgrade copies every member and answers the query
 // for the plugin: a v2 (or, through the v1 adapter, v1) plugin was written when every

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "plugin/transport_caps.h"
 
 #include "runtime/error.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // What a loaded transport accepts, as its query answered it (dt_transport_caps_t): the
 // memory its point-to-point ops and its native collectives may be handed, and whether it
 // can carry the engine's control traffic. Read once, right after init, and kept: the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // finish_average(): the division that turns a DT_AVG sum into a mean. Floats divide (not
 // multiply by a reciprocal) so the result is the correctly rounded quotient every rank
 // computes alike; integers use C++ division, which truncates toward zero.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // float16 and bfloat16 conversions. The scalar functions are portable and bit-exact with
 // the F16C instructions (round to nearest even, NaN kept as a quiet NaN with its sign and
 // top payload bits), so a block converted on a CPU without F16C matches one with it.

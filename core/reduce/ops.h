@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // Element-wise reduction loops shared by the kernel files of this folder (internal).
 //
 // Each loop is a plain indexed loop over arrays that GCC auto-vectorises at -O3; the

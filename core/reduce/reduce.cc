@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // reduce(): validates the dtype and operator and runs the kernel for the dtype. Each
 // per-dtype kernel is compiled three times (AVX-512, AVX2, baseline) and picked at load
 // time; float16 is widened to float32 in cache-sized blocks (F16C), reduced with the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // Vectorised reduction kernels for host memory. float16 and bfloat16 are widened to
 // float32 for the arithmetic and rounded back to nearest-even once per call.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A group's own device communicator: split from its parent's device transport when
 // dt_group_create's check ran (every rank of the parent takes part; the ranks outside
 // the group pass no color), so a group's device calls run natively like the whole job's.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "routing/native_call.h"
 
 namespace dt::routing {

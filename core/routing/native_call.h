@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // Starting a transport's native collective and waiting for it: shared by the host
 // transport's native path (path_native.cc) and the device transport's
 // (path_device_native.cc).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // One way to run a collective: a name (for the debug log and the timeline), the memory
 // it can read and write, a test of whether it applies to a call, and the run itself.
 // The router (router.h) keeps one ordered table of them per collective kind (table.cc).

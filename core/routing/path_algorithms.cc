@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The core's point-to-point algorithms as router paths: what serves every call that no
 // native collective or shared memory took.
 #include "algorithms/algorithms.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The device transport's native collectives (DISTTRAIN_DEVICE_TRANSPORT=nccl) as a router
 // path: device memory over the whole job, ahead of staging. The plugin runs on its own
 // stream and knows nothing of the producer's, so the path first waits on the host for

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The transport's native collectives (MPI, NCCL) as a router path: it applies to a call
 // over the whole job when the plugin's table has the kind's member, and the plugin may
 // still decline one call (DTP_ERR_UNSUPPORTED), which the router then runs by the next

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Shared memory as router paths (core/shm): among members that all run on this host,
 // and hierarchically for an allreduce spanning hosts where some host holds several.
 #include "routing/paths.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Staging: a device-memory call on paths that read host memory only (shared memory, the
 // core's point-to-point algorithms, a host-only transport's native collectives). The
 // buffers are copied to pinned host memory once the producer's work up to the call has

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // The paths the router's tables (table.cc) are made of, one family per file:
 // path_native.cc (the transport's own collectives), path_shm.cc (shared memory on this
 // host, hierarchical across hosts) and path_algorithms.cc (the core's point-to-point

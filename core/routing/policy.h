@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // The routing policy: every DISTTRAIN_* setting that decides how a collective runs,
 // parsed once at dt_context_create (runtime/config.cc). A malformed value fails create
 // with DT_ERR_INVALID_CONFIG naming the variable, the value and what is allowed, so a

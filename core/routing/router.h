@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // The router: the one place that decides how a collective runs. Owned by the context,
 // which hands it the policy parsed at create and its shared-memory domain. For each
 // call it describes the members (topology.h), runs the first path of the kind's table

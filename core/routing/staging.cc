@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "routing/staging.h"
 
 #include "plugin/memory_provider.h"

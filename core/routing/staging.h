@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // Device memory on paths that only read host memory: pinned host buffers from the memory
 // provider, copies on a stream of the staging's own that waits for the event recorded on
 // the producer's stream when the collective was called (so a copy starts once the work

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The router's tables: per collective kind, the candidate paths in order of preference.
 // The first that applies (and does not decline at run time) runs. Staging (device memory
 // through pinned host buffers) comes after the transport's native collectives, which may

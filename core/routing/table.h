@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // The ordered candidate paths of each collective kind (table.cc) and the test that picks
 // one: the memory question first (can the path touch the call's buffers, and does the
 // transport it runs over accept them?), then the path's own applies().

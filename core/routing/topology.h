@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // What the router knows about the ranks of one call: how many, whether they are the whole
 // job (a transport's native collectives span every rank), which collectives the transport
 // runs natively and which memory it accepts, whether a shared-memory domain serves this

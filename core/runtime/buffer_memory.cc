@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "runtime/buffer_memory.h"
 
 #include "runtime/enum_value.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // Where a collective's buffers live, from the call's dt_op_params_t and, for
 // DT_MEMORY_AUTO, the context's memory classifier (memory_classifier.h). The C API calls
 // it before it queues an operation, so a bad field or device memory that nothing can

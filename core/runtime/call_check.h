@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // The call check of ordered mode (DISTTRAIN_ORDERED=1). Nothing is negotiated there: the
 // n-th collective of every rank simply meets the n-th of the others. So that a rank that
 // skipped a call or passed other arguments is an error rather than a silent wrong result,

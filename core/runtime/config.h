@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // Everything a context reads at start-up, from its params struct and the environment,
 // checked once so that a bad value is an error at dt_context_create and never later.
 #pragma once

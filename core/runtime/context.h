@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // A context: this process's membership of a job. Creating one discovers the rank,
 // connects to (or serves) the rendezvous store, loads and initialises the transport and
 // starts the engine; destroying it undoes each step in reverse.

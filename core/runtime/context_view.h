@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // A context as the user holds it: the whole job, or a group (process set) of its ranks.
 // Groups share the job's engine and transport; their operations carry the group's id,
 // are negotiated with everything else, and run among the members only.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // The coordinator's table (rank 0): which ranks have submitted which named operation.
 // An operation is ready when every rank that must take part has submitted it; it is an
 // error when they disagree on its signature or when some never submit it within the

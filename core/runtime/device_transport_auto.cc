@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // DISTTRAIN_DEVICE_TRANSPORT=auto: device memory goes over NCCL where every rank has a
 // GPU of its own, and is staged through the host transport otherwise, with the reason
 // logged. Without a memory provider there is no device memory: nothing is loaded and

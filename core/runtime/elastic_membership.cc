@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "runtime/elastic_membership.h"
 
 #include "runtime/env.h"

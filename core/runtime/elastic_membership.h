@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // Who is in the job after a re-form (dt_context_reform). The ranks that call it meet in
 // the store under a new epoch: each takes a ticket, says which rank it was and on which
 // host it runs, and reports the peers it saw lost. New processes (a launcher's

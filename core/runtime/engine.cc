@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Engine life cycle: the thread, intake of submitted operations, and failures.
 #include "runtime/engine.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // The background engine of a context. Callers enqueue named operations from any thread,
 // in any order; one engine thread per context wakes every DISTTRAIN_CYCLE_TIME_MS (at
 // once when the queue holds a fusion buffer's worth or a caller waits; less often while

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Liveness and failure notices between engines. Every rank keeps one receive posted to
 // every peer on a control tag. A peer that closes its connection (killed, crashed) fails
 // that receive at once, so a lost rank is noticed within a cycle even by ranks that are

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // One negotiation cycle: every rank takes part, with or without work, so they stay in
 // step. Cached operations are agreed with one MIN allreduce of a byte per cache slot;
 // new ones (and joins, stalls, time-outs) take a round trip through the coordinator.

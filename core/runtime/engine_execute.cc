@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Running what negotiation found ready, in the agreed order: consecutive small
 // allreduces of the same dtype, operator and memory type (fusion.h) are packed into one
 // buffer (at most DISTTRAIN_FUSION_THRESHOLD bytes, so fusion memory is bounded) and run

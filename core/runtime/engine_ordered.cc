@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Ordered mode (DISTTRAIN_ORDERED=1): the user promises that every rank submits the same
 // operations in the same order, as MPI and NCCL require. There is then nothing to
 // negotiate: operations run in submission order, a blocking one on the caller's own

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // The integer inside a public enum that a C caller filled in. C lets any int through an
 // enum type; in C++ loading an enum object whose value lies outside the enumerators'
 // range is undefined (UBSan: "not a valid value for type"), so validation reads the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // Reading DISTTRAIN_* variables. A malformed value is an error that says what was read,
 // what is allowed and which variable to fix; nothing is silently defaulted.
 #pragma once

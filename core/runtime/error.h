@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // Errors inside the core: one exception type carrying a dt_status_t and a message that
 // names what was wrong and what to do. The C shims in core/capi catch it and turn it into
 // a status plus the thread-local dt_last_error() message.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // Which ready operations the engine packs into its fusion buffer (engine_execute.cc).
 // Kept apart from the engine so that the rule is testable without one.
 #pragma once

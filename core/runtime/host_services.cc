@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "runtime/host_services.h"
 
 #include "runtime/error.h"

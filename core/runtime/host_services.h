@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // The services the core lends plugins (plugin/common.h): logging, the rendezvous store,
 // the job token's HMAC and random bytes. One HostBridge per context; its address is the
 // opaque `host` pointer plugins pass back.

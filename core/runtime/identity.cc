@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // What a rank that has joined contributes to a collective it takes part in.
 #include "runtime/identity.h"
 

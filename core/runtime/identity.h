@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // The identity of a reduction: what a rank that has joined contributes, so that the
 // others' result is unchanged.
 #pragma once

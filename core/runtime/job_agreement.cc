@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // check_job_agreement and its encoding (job_agreement.h).
 #include "runtime/job_agreement.h"
 

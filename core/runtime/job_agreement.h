@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // The settings every rank of a job must share, checked through the store once at
 // dt_context_create, before any transport connects: a rank started with another size,
 // transport list, ordered mode or library API fails create with DT_ERR_INVALID_CONFIG

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // The hook through which a memory provider tells the core where a buffer lives. The core
 // never links or loads CUDA (or any accelerator runtime) to look at a pointer: only a
 // provider that is already loaded (the cuDNN compute plugin, a CUDA memory plugin) can

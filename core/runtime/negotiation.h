@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // Messages of the negotiation between ranks and the coordinator (rank 0), and their
 // encoding. Each cycle a rank with news sends the coordinator its records; the
 // coordinator answers every rank with the same list of responses, in the order in which

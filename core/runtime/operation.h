@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // One collective call as the engine sees it: what to run, and its completion, which the
 // caller's thread waits for (dt_request_wait) while the engine thread runs it.
 #pragma once

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // Operations the ranks have agreed on before, each in a numbered slot. Every rank holds
 // the same cache (slots are assigned in the coordinator's response order, lowest free
 // slot first), so readiness of a cached operation is one byte per slot in a MIN

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // What ranks must agree on for a named operation before it runs.
 #pragma once
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // Choosing the host transport together. Every rank tries the same candidates in the same
 // order (rank 0's, after "auto" is expanded there: hosts may have different plugins
 // installed), and a rank that cannot start one says so in the store. The others then give

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // Byte encoding of negotiation messages: little-endian integers and length-prefixed
 // strings. The reader checks every length against what is left, so a corrupt message is
 // a DT_ERR_PROTOCOL error, never an overread.

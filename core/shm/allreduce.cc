@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Shared-memory allreduce, three ways by size:
 //  - inline: the input rides in the tag's cache line; each rank reduces all of them;
 //  - one-shot: each rank stages its input, then reduces every staged input itself

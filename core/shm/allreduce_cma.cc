@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Single-copy allreduce: reduce-scatter + allgather that reads the peers' own buffers
 // with process_vm_readv (cma.h) instead of staging them through the segments.
 //

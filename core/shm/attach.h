@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // Attaching a context to shared memory: whether to (DISTTRAIN_SHM, the host's rank
 // count, the transport's own collectives) and the domain itself, which the context owns
 // and hands to its router (core/routing).

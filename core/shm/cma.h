@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // Cross-memory attach: reading another process's memory with one kernel copy
 // (process_vm_readv). The single-copy allreduce (allreduce_cma.cc) reads its peers'
 // buffers this way instead of staging them through the shared segments.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // Collectives among the ranks of one host through shared memory (see team.h for the
 // handoff). Each function runs the whole call for this rank and throws dt::Error (after
 // marking the domain failed) when a peer dies, fails, the deadline passes or the context

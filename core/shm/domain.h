@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // The shared-memory domain of one context: this rank's segment and read-only mappings
 // of the segments of every other rank on the host, set up once through the rendezvous
 // store. Collectives (collectives.h) run over a Team: the domain's ranks that take part

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Shared-memory allgather, broadcast and barrier. Allgather: every rank stages piece k of
 // its block and copies piece k of every peer's; broadcast: the root stages, the others
 // copy. A piece's slot is reused once every reader has said it copied it (reduced

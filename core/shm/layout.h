@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // What a rank's segment holds. The owner writes everything in it; peers only read it
 // (their mapping is read-only). Every flag sits in its own cache line, so a reader
 // polling one never steals the line its owner is writing next.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "shm/path_choice.h"
 
 #include <algorithm>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // Which path a large allreduce takes where the ranks may read each other's buffers
 // (process_vm_readv): staging through the segments, or single-copy reads. Neither wins
 // everywhere, and nothing cheap to probe predicts which will:

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // Geometry shared by the pipelined collectives: the staging area split in slots, pieces
 // cycling through them, and the wait that lets a slot be reused.
 #pragma once

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // Running a call through shared memory, once the router (core/routing) has chosen it:
 // among members that all share this host (run_local), or an allreduce spanning hosts
 // where some host holds several members (run_hierarchical: shm reduce on each host,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Shared-memory reduce-scatter and alltoall: both send slice j of every rank's input to
 // rank j; reduce-scatter combines what arrives, alltoall places it. Pieces of each block
 // cycle through the staging slots: rank r stages piece k of every block but its own,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // A POSIX shared-memory segment (shm_open + mmap), RAII. The owner creates its segment
 // with a name unique to the job and maps it read-write; peers map it read-only. The
 // name is unlinked as soon as every rank of the host has mapped it, so a killed job

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // What a context's policy (core/routing/policy.h) tells the shared-memory path: whether
 // to attach at all, how big the staging area is, single-copy reads, and the measurement
 // overrides of the size thresholds and waits. Parsed once at dt_context_create, so a

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // Team: the ranks of one shared-memory collective and the handoff between them. Each
 // participant publishes into its own segment and reads the others'; nothing is ever
 // written into a peer's memory, so a handoff is a release store of a flag by the owner

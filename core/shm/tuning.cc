@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Size thresholds of the shared-memory collectives, from runs of disttrain-perf on the
 // development host (2-core AMD EPYC, 2 MiB L2 per core, 32 MiB L3) with the
 // DISTTRAIN_SHM_SLICE / DISTTRAIN_SHM_ONESHOT overrides (TuningOverrides, parsed with the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // Logging: one line per event on stderr, prefixed with the rank, e.g.
 //   disttrain[rank 1] WARN tcp: refused connection from 127.0.0.1:4242: bad token
 // The level comes from DISTTRAIN_LOG_LEVEL (error, warn, info, debug, trace; default warn).

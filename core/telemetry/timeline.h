@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // The timeline: a Chrome trace / Perfetto JSON file (DISTTRAIN_TIMELINE=path) with one
 // row per named operation and its phases (negotiation wait, queue, copy into the fusion
 // buffer, the collective, copy out), plus cycle and fusion markers. The file is a valid

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // Errors of the model zoo and the trainer. models/ is a user of the public API and does
 // not include core headers, so it has its own two exception types: InputError for bad
 // input from the user (flags, data files, checkpoints), which the programs report and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // A small, portable random generator (SplitMix64). The trainer needs the same sequence
 // on every rank, on every platform and after a restart, which std::mt19937 plus the
 // standard distributions do not promise (the distributions are implementation-defined).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // An image classification data set held in memory as 8-bit NCHW pixels and int32
 // labels (a quarter of the memory of floats: every rank holds the whole training set,
 // since each epoch's shuffle hands it different samples); batches are converted to

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // Reader of IDX files (the format of MNIST and Fashion-MNIST), gzip-compressed or not.
 //
 // An IDX file is a 4-byte magic (0, 0, element type, number of dimensions), the

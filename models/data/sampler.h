@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // Splits a data set between ranks for data-parallel training.
 //
 // Every epoch the whole training set is shuffled with a permutation that depends only on

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // Batch normalisation over the channels of (N, C) or (N, C, H, W) activations, with
 // PyTorch's defaults (epsilon 1e-5, momentum 0.1, scale 1, shift 0). Training uses the
 // batch's statistics and updates the running ones; evaluation uses the running ones.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // The compute context the layers run on (dt_compute_h from api/disttrain/compute.h)
 // behind RAII, plus check(), which turns a failed dt_compute_* call into an exception
 // carrying the library's message.

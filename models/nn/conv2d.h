@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // 2-D convolution over NCHW activations with OIHW weights and an optional bias.
 #pragma once
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // The layer interface: forward, backward, and the parameters a layer owns.
 //
 // backward() reports each parameter through a GradReady callback the moment its

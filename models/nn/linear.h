@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // Fully connected layer y = x W^T + b with W (out, in) as in PyTorch, x (N, in).
 #pragma once
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // Softmax cross-entropy, the loss head of every classifier in the zoo: the mean loss
 // over the batch, the number of correct predictions, and the gradient of the mean loss.
 #pragma once

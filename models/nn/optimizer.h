@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // Optimizers on the compute plugin's fused updates: SGD (plain, momentum, Nesterov,
 // weight decay; torch.optim.SGD) and Adam (torch.optim.Adam, or AdamW with decoupled
 // weight decay). Their state is saved in and restored from checkpoints.

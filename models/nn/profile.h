@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // Per-layer timing of training steps, on with DISTTRAIN_PROFILE_LAYERS=1: Sequential and
 // Residual time each leaf layer's forward and backward and, at exit, a table goes to
 // stderr: time per kind of layer (conv, bn, relu, ...) and the most expensive layers,

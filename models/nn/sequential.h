@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // Containers: a chain of layers, and the residual block y = relu(body(x) + shortcut(x))
 // of ResNets (identity shortcut, or a projection when the shape changes).
 #pragma once

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // Layers without parameters: ReLU, Flatten and pooling.
 #pragma once
 

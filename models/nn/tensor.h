@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // A tensor: a descriptor (shape, dtype) and a reference to memory of the compute
 // context. Copies share memory, like a view; view() reinterprets the shape (Flatten).
 // The Compute object must outlive every tensor made on it.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // disttrain-bench: synthetic data-parallel training benchmark, in the manner of
 // tf_cnn_benchmarks and Horovod's synthetic benchmark.
 //

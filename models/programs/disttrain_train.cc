@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // disttrain-train: data-parallel training of a model of the zoo on Fashion-MNIST.
 //
 //   disttrainrun -np 2 disttrain-train --model mlp --epochs 20 --batch-size 100

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // disttrain-perf: measures libdisttrain collectives the way nccl-tests measures NCCL,
 // then checks one more run against a locally computed result. Public API only.
 //

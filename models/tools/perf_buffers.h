@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // Rotating buffers: each iteration uses the next of several buffer sets carved from one
 // pool larger than the last-level cache, so that timings include memory traffic as a
 // training step would see it, instead of flattering numbers from a cache-hot buffer.

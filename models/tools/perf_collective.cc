@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "perf_collective.h"
 
 #include "perf_data.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // How disttrain-perf sizes, launches and verifies each collective, following the
 // conventions of nccl-tests (PERFORMANCE.md) for message sizes and bus bandwidth.
 #pragma once

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // Element access for every dtype of the public API, and the data patterns that
 // disttrain-perf uses to check a collective's result against a local expectation.
 //

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // Command line of disttrain-perf, in the style of nccl-tests (-b -e -f -n -w -o -d ...).
 #pragma once
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "perf_report.h"
 
 #include <disttrain/disttrain.h>

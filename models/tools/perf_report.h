@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // Output of disttrain-perf: an nccl-tests style table, CSV or one JSON document.
 // Only rank 0 creates a Report.
 #pragma once

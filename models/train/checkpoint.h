@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // Checkpoints: named blobs (parameters, optimizer state, counters) in one file that is
 // written atomically and checked when read.
 //

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // The trainer's side of data parallelism, on the public collectives of disttrain.h:
 // broadcasting rank 0's state, averaging gradients asynchronously as backward produces
 // them, and summing metrics.

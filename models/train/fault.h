@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // Fault injection for the resume tests: DISTTRAIN_TRAIN_KILL_AT makes this process kill
 // itself with SIGKILL at a chosen point, which a test cannot hit reliably from outside.
 //   DISTTRAIN_TRAIN_KILL_AT=step:N         before optimizer step N (1-based, global count)

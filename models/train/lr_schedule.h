@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // Learning-rate schedule for data-parallel training (Goyal et al., "Accurate, Large
 // Minibatch SGD"): the linear scaling rule multiplies the base rate by
 // global batch / base batch, and a linear warm-up ramps from base rate / warm-up factor

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // Model parameters and buffers in checkpoints and across ranks.
 #pragma once
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // A one-line progress bar on a terminal, redrawn in place with '\r' (ChainerMN's
 // ProgressBar, condensed): epoch, bar, iterations, images/sec and time left. It draws
 // only on a terminal, so logs and pipes get the table alone, and at most every 100 ms so

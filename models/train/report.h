@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // What the trainer reports per epoch, as ChainerMN's LogReport / PrintReport do: a table
 // on rank 0's stdout and one JSON object per line in a metrics file.
 #pragma once

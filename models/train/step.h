@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // One data-parallel training step, shared by disttrain-train and disttrain-bench:
 // forward, loss, backward with every gradient's allreduce started as soon as it is
 // ready, wait for them, optimizer update.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // The training loop of disttrain-train: sharded data, forward, backward with gradients
 // averaged across ranks as they appear, optimizer step, per-epoch validation and
 // reports, checkpoints and resume.

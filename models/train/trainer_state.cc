@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Trainer: checkpoints and resume. Rank 0 writes and reads the checkpoint; on resume it
 // broadcasts the outcome, the position and every tensor, so the other ranks need no
 // access to its disk.

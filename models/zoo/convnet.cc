@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Two 3x3 convolutions (32 and 64 channels) each followed by ReLU and 2x2 max pooling,
 // then a 256-unit hidden layer: the "two convolutions with pooling" family of the
 // Fashion-MNIST benchmark table, sized to train in seconds per epoch on a CPU.

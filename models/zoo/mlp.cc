@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ChainerMN's MNIST example: two hidden layers of 1000 units with ReLU.
 #include "nn/linear.h"
 #include "nn/simple_layers.h"

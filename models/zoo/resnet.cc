@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ResNets (He et al. 2016): resnet20, the CIFAR-style network of three stages of three
 // basic blocks (16, 32, 64 channels), and resnet50, the ImageNet network of bottleneck
 // blocks [3, 4, 6, 3]. Projection shortcuts (1x1 convolution + batch norm) where the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // The model zoo: mlp (784-1000-1000-10, ChainerMN's MNIST example), convnet (two
 // convolutions with pooling), resnet20 (CIFAR-style ResNet, stem adapted to the input's
 // channels) and resnet50 (ImageNet bottleneck ResNet at 224x224, for the benchmark).

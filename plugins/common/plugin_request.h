@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // Starting and completing the core's request structs, shared by the transport plugins
 // (header-only: plugins never link the core or each other). The core keeps a request in
 // place while its status is DTP_INPROGRESS; once a function here writes another status

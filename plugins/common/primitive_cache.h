@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // A least-recently-used cache keyed by operation and shapes, shared by the compute
 // plugins (oneDNN primitives, cuDNN descriptors and chosen algorithms), so a training step
 // builds nothing after the first. Header-only: plugins never link the core or each other.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // The C side that every transport plugin shares (header-only: plugins never link the
 // core or each other): entry points that check their arguments, call the plugin's
 // Context, and turn any exception into a DTP_ status plus a message for the core

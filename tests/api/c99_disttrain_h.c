@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Compiles disttrain/disttrain.h alone as C99 with -Wall -Wextra -Wpedantic -Werror. */
 #include <disttrain/disttrain.h>
 #include <disttrain/disttrain.h> /* twice: the include guard must hold */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Runs after the public C headers compiled as C99 in their own translation units. */
 #include <stdio.h>
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * The _ex collectives of API 1.1 as a C99 user calls them, on a one-rank context: host
  * memory runs, device memory is refused at once with DT_ERR_UNSUPPORTED and a message

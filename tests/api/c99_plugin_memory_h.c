@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Compiles disttrain/plugin/memory.h alone as C99 with -Wall -Wextra -Wpedantic -Werror. */
 #include <disttrain/plugin/memory.h>
 #include <disttrain/plugin/memory.h> /* twice: the include guard must hold */

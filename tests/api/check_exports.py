@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Checks what the built binaries export (nm -D --defined-only).
 
   check_exports.py --header disttrain.h --library libdisttrain.so \

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // disttrain.hpp alone in a translation unit, as C++17 with warnings as errors; its
 // templates are instantiated here so their bodies are checked too.
 #include <disttrain/disttrain.hpp>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Every public header in one C++ translation unit, warnings as errors, and the plugin
 // ABI's DTP_* values checked against the C API's enums they must equal.
 #include <disttrain/disttrain.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // disttrain.hpp's op_params on a one-rank context: the C struct it builds, host memory
 // running, device memory thrown as disttrain::error with DT_ERR_UNSUPPORTED while no
 // memory provider is loaded, and a negative device refused by the library.

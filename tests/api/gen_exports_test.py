@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Generates a C file that takes the address of every DT_API function of disttrain.h.
 
 Linking it against libdisttrain.so proves every declared function is exported (like

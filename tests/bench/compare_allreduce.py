@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 """Allreduce: libdisttrain (disttrain-perf under disttrainrun) against Open MPI
 (mpi_allreduce_bench under mpirun), same sizes, dtype, op and rotating buffers.
 

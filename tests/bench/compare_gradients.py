@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 """A gradient-shaped workload: ResNet-50's 161 tensors (25.6 M float32) allreduced once per
 step on N ranks. Alternates, for several rounds, libdisttrain with fusion on (default
 DISTTRAIN_FUSION_THRESHOLD), with fusion off (threshold 0), and Open MPI calling one

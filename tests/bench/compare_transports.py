@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 """Allreduce over each libdisttrain transport (tcp, ucx, mpi) next to Open MPI's own
 MPI_Allreduce, same sizes and flags, alternating rounds; prints the median per size and
 the ratios the issue asks for (mpi plugin over raw MPI, ucx against tcp). A benchmark: it

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 """How the survivors of a lost rank fare, per transport x mode x shared memory x signal:
 N trials each of 4 ranks in a loop of allreduces, one of them SIGKILLed or SIGSTOPped at
 a varied iteration (tests/integration/fault_cases.py runs a trial). Prints one row per

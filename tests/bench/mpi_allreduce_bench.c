@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * The Open MPI twin of disttrain-perf: same flags, sizes, rotating buffers, timing rule
  * (average per iteration, maxed over ranks), bus-bandwidth factors and output columns, so

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Data-parallel scaling of disttrain-bench: N ranks against 1 rank, and against what
 this host gives N independent processes that never communicate.
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Small-message allreduce latency on shared memory: libdisttrain against Open MPI, and
 optionally against another build of libdisttrain (before/after a change), in one run.
 

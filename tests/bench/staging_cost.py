@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 """What staging costs on the host side: ResNet-50's 161 gradients (25.6 M float32)
 allreduced once per step on N ranks, from plain host memory and from device memory of
 the fake device (tests/plugins/fakedevice: its copies are memcpy on a worker thread, so

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The floor under a 2-rank allreduce over TCP loopback: two processes, each on its own
  * CPU, send each other N bytes at once (non-blocking sockets, poll) and nothing else: no
  * reduction, no framing, no library. Buffers rotate through a 64 MiB working set, as in

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """disttrain-perf: its command line and its correctness check (never its timings).
 
 Every job is small (a few sizes, a few iterations) and runs under a hard timeout.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """torch_ddp_compare.py runs end to end and prints its table (never judges a time)."""
 import re
 import subprocess

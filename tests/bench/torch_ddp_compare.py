@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Steps per second of a PyTorch training step on 2 ranks: disttrain.torch's
 DistributedOptimizer against torch.nn.parallel.DistributedDataParallel on gloo.
 

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Training throughput of disttrain-bench against PyTorch (Debian's build) on the same
 model, batch size and thread count, one process each, alternating rounds, medians.
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* What the uneven collectives' count check costs: dt_allgather against dt_allgatherv and
  * dt_alltoall against dt_alltoallv with the same (equal) blocks, per block size. Prints
  * the median time per call of each in microseconds (rank 0); never asserts a time.

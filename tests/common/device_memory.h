@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // Device memory for test and benchmark programs (dt_conformance --device, grad_bench
 // --device): the memory provider that the context uses (DISTTRAIN_MEMORY, found in
 // DISTTRAIN_PLUGIN_PATH) opened a second time by the program, as a user's own GPU runtime

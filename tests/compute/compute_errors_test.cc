@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Bad input to the compute API: every mistake is refused with a status and a message that
 // names the argument, and nothing is computed.
 #include "compute_test_util.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Finite-difference checks of every backward operation of the compute API on the oneDNN
 // plugin: L = sum(forward(x) * r) for a fixed random r, so dL/dx is backward(r).
 #include "compute_test_util.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* compute.h and plugin/compute.h compile as strict C99 and their inline helpers work. */
 #include <disttrain/compute.h>
 #include <disttrain/plugin/compute.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // Helpers of the compute gtest suites: a context on the oneDNN plugin, random tensors,
 // and a central finite-difference gradient of a scalar function.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The cuDNN plugin against the oneDNN plugin (itself checked against PyTorch) on the same
 // inputs: every operation runs on the GPU from device memory and is compared on the host,
 // in strict float32 (DISTTRAIN_TF32=0); one test checks the default TF32 convolutions

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """A tiny ctypes binding of disttrain/compute.h for the PyTorch comparison tests.
 
 Tensors live in numpy arrays (the oneDNN plugin's memory is host memory), so each call

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The oneDNN plugin's LRU primitive cache: hits, misses and eviction order.
 #include "onednn_cache.h"
 

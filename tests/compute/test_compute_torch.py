@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Every compute operation against PyTorch (Debian's python3-torch) on the same inputs.
 
 Drives libdisttrain's compute API through the ctypes binding in dtcompute.py with the

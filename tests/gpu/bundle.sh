@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: Apache-2.0
 # Packs what tests/gpu/run.sh needs from this build into one folder (default
 # .gpu-bundle, ignored by git) for a GPU machine that has CUDA and PyTorch but none of
 # Debian's libraries: the library, the programs, the plugins (tcp, cuDNN, the CUDA memory

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """tests/gpu/run.sh's abort check: dt_context_abort in the middle of a device allreduce
 on the nccl transport returns promptly.
 

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: Apache-2.0
 # tests/gpu/run.sh's step "nccl-2-shared": 2 ranks of the nccl transport on the one GPU.
 # NCCL up to 2.29 refuses two ranks on one GPU ("Duplicate GPU detected"): then the job
 # must fail fast and say so; a newer NCCL that allows it must run the conformance suite.

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: Apache-2.0
 # The checks that need a GPU, in one run of at most ~8 minutes, every step under a
 # timeout. Run on a machine with one NVIDIA GPU, CUDA 13, cuDNN 9 (PyTorch's wheels
 # bring them) and PyTorch, from the repository root, with the bundle that

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """A rank of tests/gpu/run.sh's torch job: disttrain.torch on CUDA tensors.
 
 Every rank fills its tensor on torch's current stream only after a long spin kernel

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """PyTorch's side of tests/gpu/run.sh: synthetic ResNet-50 training on the GPU with
 PyTorch's defaults (cuDNN convolutions in TF32, fp32 elsewhere), SGD with momentum, the
 same batch as disttrain-bench. `--ranks 2` runs DistributedDataParallel over gloo with

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A rank program for test_uneven.py: what disttrain.hpp adds in API 1.2 (allgatherv,
 // alltoallv) and the process sets and join it wraps, on 2+ ranks. Prints
 // "cxx uneven ok" at the end; failures print "error: ..." and exit 1.

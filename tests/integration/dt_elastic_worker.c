@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * A rank of an elastic job (DISTTRAIN_ELASTIC=1) on the public C API:
  *   dt_elastic_worker STEPS VICTIM [VICTIM2]

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A rank program for the engine's multi-process tests (test_engine.py). Each subcommand
 // exercises one behaviour through the public C API and prints what the test checks:
 //   order N          N allreduces submitted in a rank-dependent order

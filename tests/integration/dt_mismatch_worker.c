@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * A rank that breaks the promise of ordered mode on purpose:
  *   dt_mismatch_worker CASE

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* A rank program for test_uneven.py: dt_allgatherv and dt_alltoallv through the public C
  * API, from C99. Every rank checks its results and prints "[uneven] ok" at the end:
  *   - allgatherv with uneven and empty blocks: blocking, in place, async, _ex;

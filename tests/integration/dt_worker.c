@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * A small program on the public C API that the integration tests run as a rank:
  *   dt_worker info                 print rank, size, local rank/size and transport

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """One fault trial: 4 ranks of dt_engine_worker in a loop of allreduces, one of them
 SIGKILLed or SIGSTOPped by itself at a chosen iteration; then what the survivors said,
 how long they took, whether any died by a signal, and which processes of the job were

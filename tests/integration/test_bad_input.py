@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Bad input at the public API and in the environment: each is a clear error, never a hang."""
 import re
 import socket

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Jobs started the way other frameworks start them, with no disttrainrun: torchrun's
 env:// variables and TensorFlow's TF_CONFIG, and the settings check at dt_context_create
 (ranks that disagree on the size, transport list or ordered mode fail fast on every rank).

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Elastic jobs (disttrainrun --elastic): a rank killed with SIGKILL mid-job is an error on
 the survivors, who re-form without it (dt_context_reform) and finish every step on the
 smaller job; rank 0's death loses nothing since disttrainrun serves the store; with

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The collective engine across processes: negotiation, fusion, mismatches, stalls,
 failures, join, groups, the timeline and memory. Each job has a hard timeout."""
 import json

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """A lost rank on every transport: one of 4 ranks is SIGKILLed or SIGSTOPped at a varied
 moment in a loop of allreduces, over tcp and ucx (disttrainrun) and mpi (disttrainrun
 --launcher mpi), ordered and negotiated, shared memory on and off.

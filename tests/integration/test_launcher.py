@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """disttrainrun: placement, environment, tagged output, fail-fast stop, signals, errors.
 
 Ranks are plain shell commands, so these tests need only the launcher. Remote hosts are

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Ranks that disagree on a call, on every transport, with shared memory on and off, in
 ordered and negotiated mode: every rank ends with an error within a bound, no rank
 returns DT_OK with wrong data, none crashes, nothing hangs. dt_mismatch_worker makes

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """dt_allgatherv and dt_alltoallv across processes (dt_uneven_worker.c): uneven and empty
 blocks, bad arguments, and ranks that disagree on the counts, which must fail on every
 rank with the ranks and counts named, and leave the context working. Each job has a hard

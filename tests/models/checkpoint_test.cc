@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Checkpoints: round trip, atomic replacement, and refusal of damaged files.
 #include "common/error.h"
 #include "train/checkpoint.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // IDX reading: plain and gzip files, and the errors for missing, malformed and
 // truncated files.
 #include "common/error.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The layers' forward/backward wiring on the oneDNN plugin: finite-difference checks of
 // whole small networks (convolution, batch norm, residual block, pooling, flatten,
 // linear, loss), and that backward reports every gradient exactly once. The operations

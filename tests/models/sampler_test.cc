@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Sharding: the ranks' batches of a step are the 1-rank batch split in order, and the
 // shuffle depends only on (seed, epoch).
 #include "data/sampler.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Learning-rate schedule and the per-epoch reports.
 #include "train/lr_schedule.h"
 #include "train/report.h"

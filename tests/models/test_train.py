@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """disttrain-train end to end: data parallelism is exact, resume after a kill gives the
 results of an uninterrupted run, damaged checkpoints and bad input are refused with a
 message and exit status 2.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * libdisttrain plugin ABI: what every plugin kind shares.
  *

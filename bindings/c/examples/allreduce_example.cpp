@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Allreduce from C++ through disttrain.hpp: RAII context and requests, typed
 // collectives, errors as exceptions.
 //

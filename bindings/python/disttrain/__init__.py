@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """disttrain: Python bindings of libdisttrain (ctypes over the C API, no extension).
 
 Horovod-style use, with a process-wide default context:

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Finds libdisttrain.so and declares the C API (api/disttrain/disttrain.h) for ctypes.
 
 No compiled extension: the only binary this package needs is the library itself, so one
@@ -6,7 +7,9 @@ install works with every Python and framework version. The search order is
 1. DISTTRAIN_LIBRARY, a path to the .so (the explicit choice always wins);
 2. a build tree: DISTTRAIN_BUILD_DIR/core/libdisttrain.so, then <repo>/build/core/... when
    the package is used from a source checkout (bindings/python/disttrain);
-3. the system: ctypes.util.find_library("disttrain"), then "libdisttrain.so.1".
+3. the system, by the soname "libdisttrain.so.1" (what an installed package uses: the
+   dynamic loader searches LD_LIBRARY_PATH, then its cache of the installed libraries),
+   then ctypes.util.find_library("disttrain").
 
 ctypes.CDLL releases the GIL around every foreign call, so a blocking collective never
 holds up the other Python threads.
@@ -124,10 +127,16 @@ class LibraryNotFound(ImportError):
     """libdisttrain.so could not be found or is not a usable libdisttrain."""
 
 
+SONAME = "libdisttrain.so.1"
+
+
 def _repo_build_dir():
-    # bindings/python/disttrain/_lib.py -> <repo>
-    repo = pathlib.Path(__file__).resolve().parents[3]
-    return repo / "build"
+    """<repo>/build when this package is bindings/python/disttrain of a source checkout;
+    None when it is installed (site-packages has no build tree beside it)."""
+    package = pathlib.Path(__file__).resolve().parent
+    if package.parent.name != "python" or package.parent.parent.name != "bindings":
+        return None
+    return package.parents[2] / "build"
 
 
 def candidates():
@@ -140,11 +149,13 @@ def candidates():
     if build:
         found.append(("DISTTRAIN_BUILD_DIR",
                       str(pathlib.Path(build) / "core" / "libdisttrain.so")))
-    found.append(("source checkout", str(_repo_build_dir() / "core" / "libdisttrain.so")))
+    checkout_build = _repo_build_dir()
+    if checkout_build is not None:
+        found.append(("source checkout", str(checkout_build / "core" / "libdisttrain.so")))
+    found.append(("system (soname)", SONAME))
     system = ctypes.util.find_library("disttrain")
-    if system:
+    if system and system != SONAME:
         found.append(("system (find_library)", system))
-    found.append(("system (dlopen)", "libdisttrain.so.1"))
     return found
 
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Argument spellings shared by the numpy and torch collectives.
 
 The root of a broadcast is `root_rank=` everywhere, as in Horovod. The numpy functions

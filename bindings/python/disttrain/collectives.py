@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Collectives on numpy arrays, shared by Context (and by groups once they exist).
 
 Memory rules:

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Context: one member of a job (dt_context_h), with its collectives.
 
 A Context owns its C handle: shutdown() (or leaving a `with` block, or garbage collection)

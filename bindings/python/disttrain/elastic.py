@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Elastic training in Horovod's shape: a rank that dies does not end the job.
 
     import disttrain, disttrain.elastic as elastic

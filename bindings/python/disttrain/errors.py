@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Python exceptions for libdisttrain status codes.
 
 Every failing call raises a DisttrainError subclass chosen by the status range of

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Handle: an asynchronous collective in flight.
 
 The C request's buffers must stay valid until it completes, so a Handle holds a reference

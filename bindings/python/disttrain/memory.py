@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The per-call parameters of a collective (dt_op_params_t): where its buffers live.
 
 numpy arrays are host memory, the default. memory='device' (with device=<ordinal> and

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Python objects through collectives: pickled into uint8 arrays.
 
 allgather_object exchanges every rank's byte count with the same size exchange that an

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """ProcessSet: collectives among some ranks of a job (dt_group_create), as horovod's
 hvd.ProcessSet.
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Turns C status codes into exceptions carrying dt_last_error()'s message."""
 from . import _lib
 from .errors import class_for

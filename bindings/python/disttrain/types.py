@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Data types and reduction operators of the C API, and their numpy counterparts."""
 import enum
 

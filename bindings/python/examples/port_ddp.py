@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Training with disttrain (after): torchrun --nproc-per-node 2 port_ddp.py, with the
 same DISTTRAIN_JOB_TOKEN exported on every node (torchrun has no secret to share)."""
 import hashlib

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Training with disttrain (after): disttrainrun -np 2 -- python3 port_horovod.py"""
 import hashlib
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! Finds libdisttrain.so and tells rustc to link it. In order:
 //! 1. DISTTRAIN_LIB_DIR, a folder holding libdisttrain.so;
 //! 2. `pkg-config --libs disttrain` (PKG_CONFIG_PATH may point at

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! Adds an rpath to the folder where disttrain-sys found libdisttrain.so, so this crate's
 //! tests and examples run from a build tree without LD_LIBRARY_PATH (a build script's
 //! link arguments only reach its own package's binaries), and tells the tests where the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // The shape-keyed LRU cache of cuDNN descriptors and chosen algorithms.
 #pragma once
 

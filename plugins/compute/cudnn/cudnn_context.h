@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // The cuDNN compute plugin's instance: one GPU, its stream, the cuDNN and cuBLAS handles
 // bound to that stream, a growable workspace and the descriptor cache.
 //

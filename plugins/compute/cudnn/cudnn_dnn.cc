@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The operations cuDNN and cuBLAS run: matmul (cublasGemmEx), convolution with algorithms
 // chosen once per shape by cuDNN's heuristics, pooling and batch normalisation.
 #include "cudnn_context.h"

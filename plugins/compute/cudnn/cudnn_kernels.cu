@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Element-wise CUDA kernels of the cuDNN plugin. Grid-stride loops; every float type is
 // read and written through float, so one template serves f32, f16 and bf16.
 #include "cudnn_kernels.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // The CUDA kernels of the cuDNN plugin (cudnn_kernels.cu): the element-wise work that
 // cuDNN and cuBLAS have no single call for. Each launches on `stream` and returns the
 // launch's cudaError_t as an int (0: queued).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // The dt_compute_v1_t members implemented in cudnn_dnn.cc (the cuDNN / cuBLAS calls).
 #pragma once
 

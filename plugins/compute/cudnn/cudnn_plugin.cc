@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // libdt-compute-cudnn.so: the entry point, the instance on one GPU, memory, and the
 // element-wise, loss and optimizer ops that run as this plugin's own kernels.
 #include "cudnn_context.h"

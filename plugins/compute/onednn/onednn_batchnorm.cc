@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Batch normalisation over plain (N, C[, H, W]) as loops rather than oneDNN's primitive:
 // on plain NCHW oneDNN 2.6 only has its reference-grade ncsp_bnorm, which took a quarter
 // of a resnet50 training step (more than the reorders to and from blocked layouts that

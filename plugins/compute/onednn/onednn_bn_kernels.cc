@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // float32 plane loops of batch normalisation, cloned per instruction set (see the
 // header). Partial sums are float in blocks of kBlock elements (vector lanes keep them
 // short), added up in double, so a 400k-element channel loses no precision.

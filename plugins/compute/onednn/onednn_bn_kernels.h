@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // The per-plane loops of batch normalisation (onednn_batchnorm.cc). The float32 versions
 // live in onednn_bn_kernels.cc, compiled for AVX-512, AVX2 and the baseline and picked
 // when the plugin loads (the plugin is built for generic x86-64); the other dtypes use

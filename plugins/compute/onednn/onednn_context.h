@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // The oneDNN compute plugin's instance: a CPU engine and stream, the thread count, the
 // compute dtype in effect and the primitive cache. Shared by every onednn_*.cc file.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Convolution forward, backward-data and backward-weights with oneDNN primitives that
 // choose their own layouts (format any); Slot reorders between them and the user's NCHW
 // / OIHW. Large 1x1 convolutions run on NCHW itself instead (plain_1x1). Each direction

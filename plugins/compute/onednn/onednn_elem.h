@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // Scalar conversions between float32, bfloat16 and float16 (round to nearest even), and a
 // dispatch over a tensor's dtype for the element-wise loops written here rather than as
 // oneDNN primitives (they are memory bound; a loop is as fast and needs no cache entry).

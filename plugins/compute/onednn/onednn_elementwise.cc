@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Element-wise operations as OpenMP loops over the element type: add, axpby, scale,
 // bias and its gradient, ReLU and its gradient. They are memory bound, so a loop the
 // compiler vectorises is as fast as a primitive and needs no cache entry.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Softmax cross-entropy and the fused optimizer updates as OpenMP loops: small, memory
 // bound, and written to match PyTorch's formulas term by term.
 #include "onednn_context.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // C = alpha * op(A) * op(B) + beta * C with oneDNN's matmul primitive. Transposes are
 // strided views of the user's row-major matrices; alpha is the output scale and beta a
 // sum post-op. With bf16 compute, f32 inputs are reordered into bfloat16 scratch first.

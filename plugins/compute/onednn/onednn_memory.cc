@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Memory on the CPU engine: aligned host allocations, copies, fill and casts.
 #include "onednn_context.h"
 #include "onednn_elem.h"

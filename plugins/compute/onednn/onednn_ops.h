@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // The ops of dt_compute_v1_t that the oneDNN plugin implements, one group per file.
 #pragma once
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // libdt-compute-onednn.so: the entry point, instance life cycle and the helpers every
 // operation file shares.
 #include "onednn_context.h"

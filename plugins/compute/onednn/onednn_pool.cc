@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Max and average pooling over plain NCHW with oneDNN's pooling primitives. Max pooling
 // in training keeps oneDNN's workspace (the argmax) in memory the caller owns, sized by
 // pool_workspace_size.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // One argument of a cached primitive: the user's plain layout, the layout (and data type)
 // the primitive chose, and the reorder with its scratch memory between them when they
 // differ. Convolutions pick blocked layouts and bf16 compute converts the data type, so

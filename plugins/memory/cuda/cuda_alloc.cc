@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Device memory (cudaMalloc) and pinned host memory (cudaMallocHost) the core owns until
 // it frees them. Each block is remembered so finalize can free what the core did not and
 // a free of a foreign pointer is refused instead of corrupting the runtime's heap.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Opening the CUDA runtime for one context, choosing its device, and releasing what the
 // core left behind at the end.
 #include "cuda_instance.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Error reporting and device selection shared by every member of the table.
 #include "cuda_instance.h"
 

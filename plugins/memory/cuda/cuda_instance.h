@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // One provider instance: the device it serves, the host services it reports through, and
 // every stream, event and allocation it handed the core, so finalize can release what the
 // core left behind (the ABI makes finalize responsible for them).

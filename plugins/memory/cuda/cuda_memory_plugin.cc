@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // libdt-memory-cuda.so: the memory provider for NVIDIA GPUs through the CUDA runtime,
 // chosen with DISTTRAIN_MEMORY=cuda (and named by the cuDNN compute plugin). This file
 // is only the table and the entry point; the members live in the files cuda_ops.h lists.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // The members of the dt_memory_v1_t table, one file per concern:
 // cuda_init.cc (init, finalize), cuda_pointer.cc (pointer_query), cuda_alloc.cc (device
 // and pinned host memory), cuda_queue.cc (streams, copies, events).

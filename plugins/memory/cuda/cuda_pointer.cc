@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Where a pointer lives, as the CUDA runtime knows it. The core asks inside every
 // collective call on the caller's thread, so this neither waits nor changes that
 // thread's current device (cudaPointerGetAttributes needs none: addresses are unified).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Streams, asynchronous copies and events: the device work the core queues and then
 // polls. Nothing here waits for the device; event_query is cudaEventQuery, which never
 // blocks, so a stuck GPU becomes a time-out in the core.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Native collectives: MPI's non-blocking ones on a communicator of their own, completed
 // through progress like point-to-point requests. A call MPI cannot take as asked (avg,
 // counts beyond an int, buffers that overlap in a way MPI forbids) returns

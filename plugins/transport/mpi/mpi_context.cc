@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "mpi_context.h"
 
 #include "mpi_error.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // One transport instance: this rank's duplicates of MPI_COMM_WORLD (one per tag class and
 // one for native collectives) and every MPI request in flight for the core's requests.
 // The core calls it from one thread at a time (plugin ABI), so it has no locks.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // The host services the core lends this plugin, kept by value with the host pointer so
 // every other file calls them as plain methods. Only the fields the core's struct_size
 // covers are copied. MPI wires the ranks up itself, so the plugin needs only log and

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The plugin's only exported symbol and its ops table: the entry points every transport
 // shares (plugins/common/transport_entry.h) plus MPI's native collectives.
 #include "mpi_context.h"

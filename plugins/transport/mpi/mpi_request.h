@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // Request start and completion (plugins/common/plugin_request.h).
 #pragma once
 

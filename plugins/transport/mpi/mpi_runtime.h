@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // MPI itself, which is one per process whatever the number of contexts: whether this
 // process was started by an MPI launcher, initialising MPI at the thread level the engine
 // needs (or joining the host program's MPI), and finalising it at exit when the plugin

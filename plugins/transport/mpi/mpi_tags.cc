@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "mpi_tags.h"
 
 #include "mpi_error.h"

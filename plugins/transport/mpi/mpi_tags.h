@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // The core's 64-bit tags in MPI's tag range. The core keeps classes of tags in the bits
 // above 40 (operations 1<<40 + seq, negotiation 2<<40 + cycle, control 3<<40) while
 // MPI_TAG_UB may be as small as 32767. Each class gets its own duplicate of

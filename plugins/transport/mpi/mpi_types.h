@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // The core's dtypes and reduction operators as MPI's. MPI has no float16 or bfloat16, so
 // those travel as 16-bit integers and reduce with user operators (widen to float,
 // combine, round to nearest even), as the core's own kernels do. DTP_AVG has no MPI

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Native collectives: NCCL's, queued on the plugin's stream (the ABI carries no stream of
 // the core's) and completed through progress. Every DTP dtype has an NCCL type and every
 // DTP operator an NCCL one (AVG is ncclAvg); a value outside them is DTP_ERR_UNSUPPORTED

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Collectives in flight: queued behind the communicator, recorded as an event on the
 // plugin's stream, completed when cudaEventQuery says so, and failed together when NCCL
 // reports an asynchronous error or the core aborts.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // One transport instance: the NCCL communicator of this rank, the plugin's own
 // non-blocking CUDA stream every collective is queued on, and the collectives in flight.
 // The core calls it from one thread at a time (plugin ABI), so it has no locks.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // The one exception type inside the plugin. It carries the DTP_ status the C entry points
 // return; its message is handed to the core through services->set_error. Nothing thrown
 // here ever crosses the C ABI (plugins/common/transport_entry.h catches everything).

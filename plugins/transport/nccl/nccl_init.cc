@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // init: the vote on whether every rank can run NCCL, the device, rank 0's unique id and
 // the non-blocking communicator, each bounded by the init arguments' timeout.
 #include "nccl_context.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // dlopen of the CUDA runtime and NCCL, and their error texts.
 #include "nccl_library.h"
 

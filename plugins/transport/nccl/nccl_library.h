@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // NCCL and the CUDA runtime, opened with dlopen at init (the plugin links neither, so it
 // loads on a machine without them and declines with a reason instead). The headers give
 // only the types and constants; every function the plugin calls is a member of these

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Child communicators for the core's groups: ncclCommSplit of this instance's
 // communicator, called by every rank of it, each child a Context of its own (own stream,
 // own collectives in flight) that shares the parent's libraries, host services and GPU.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "tcp_address.h"
 
 #include "tcp_error.h"

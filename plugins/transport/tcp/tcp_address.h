@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // Which local address a rank listens on, and the "ip:port" text published in the store.
 //
 // Choice, in order:

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // The plugin's settings, read once from the environment at init.
 //
 //   DISTTRAIN_TCP_ADDR                  IP address to listen on (IPv4 or IPv6)

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // Building the full mesh. Each rank listens, publishes "addr/<rank>" = "ip:port" in the
 // store, connects to every lower rank and accepts every higher one; each connection is
 // authenticated (tcp_handshake.h) before it becomes an endpoint. The listening socket

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "tcp_context.h"
 
 #include "tcp_address.h"

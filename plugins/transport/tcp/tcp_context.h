@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // One transport instance: this rank's connections to every peer, the epoll set that
 // drives them, and the requests in flight. The core calls it from one thread at a time
 // (plugin ABI), so it has no locks.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // One connected peer: the send queue, the receive state machine and tag matching.
 //
 // Sends: isend writes header and payload with one sendmsg (gathered) straight away and

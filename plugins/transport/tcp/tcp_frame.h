@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // The wire format of a data message: a fixed header followed by `length` payload bytes.
 // Sent header and payload together with writev. Every received header is validated
 // before anything is allocated or copied for it: a peer that sends garbage loses its

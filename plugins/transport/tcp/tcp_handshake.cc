@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "tcp_handshake.h"
 
 #include "tcp_error.h"

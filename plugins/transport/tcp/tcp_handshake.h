@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // Mutual authentication of one new connection with the job token (HMAC-SHA256 through
 // the host services; the token never reaches the plugin):
 //

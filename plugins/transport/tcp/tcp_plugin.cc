@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The plugin's only exported symbol and its ops table, through the entry points every
 // transport shares (plugins/common/transport_entry.h).
 #include "tcp_context.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // Messages a rank sends to itself. The core's algorithms avoid them, but a transport must
 // not crash on them: a send is copied (so it completes at once, like a buffered send) and
 // matched with receives by tag in FIFO order.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // Socket helpers: an owning file descriptor and the options every data connection gets.
 #pragma once
 

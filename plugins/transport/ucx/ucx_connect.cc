@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Setting up the mesh: addresses and host identities through the store, one endpoint per
 // rank, a hello with every peer; and draining what nobody received before the worker goes.
 #include "ucx_context.h"

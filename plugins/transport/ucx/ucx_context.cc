@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "ucx_context.h"
 
 #include "ucx_error.h"

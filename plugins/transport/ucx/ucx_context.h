@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // One transport instance: the worker, an endpoint to every rank (this one included: UCX's
 // self transport carries those messages) and the requests in flight. The core calls it
 // from one thread at a time (plugin ABI), so it has no locks; UCX runs the callbacks

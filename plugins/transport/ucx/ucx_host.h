@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // The host services the core lends this plugin, kept by value with the host pointer so
 // every other file calls them as plain methods. Only the fields the core's struct_size
 // covers are copied; init refuses a table that lacks any function we call (log,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // The processes of the peers on this host, watched through pidfds. UCX's shared-memory
 // transports never see a peer die: only UCX's keepalive does, once per
 // UCX_KEEPALIVE_INTERVAL (20 s by default), and only while something calls progress. The

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // The core's 64-bit tag and the sender's rank in one UCP tag, so a receive matches one
 // (peer, tag) exactly with a full mask. Layout, high to low:
 //   [ source rank : 20 ][ class : 4 ][ low 40 bits of the core's tag ]

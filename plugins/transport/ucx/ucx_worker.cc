@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "ucx_worker.h"
 
 #include "ucx_error.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // UCP's context and this rank's one worker, owned together: the context reads UCX's own
 // variables (UCX_TLS, UCX_NET_DEVICES, ...) through ucp_config_read, so users steer UCX
 // exactly as they do for Open MPI or any other UCX program.

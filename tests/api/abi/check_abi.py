@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Compares the ABI of a fresh build with the descriptions committed in api/abi/.
 
 Each argument NAME=BINARY names a committed description (api/abi/NAME.abi) and the built

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Generates the C source of an ABI probe: a tiny shared object, built with debug info,
 whose exported variables name every type and every DT_API function of some public
 headers, so that abidw (libabigail) can describe them and abidiff can compare them.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // oneDNN sgemm throughput on the mlp's shapes (784-1000-1000-10, batch 100), forward and
 // backward, through dt_compute_matmul and, for comparison, oneDNN's dnnl_sgemm directly.
 // Prints GFLOP/s per shape and for a whole training step (the "sgemm-bound" rate the

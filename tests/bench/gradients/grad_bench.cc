@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * Gradient-shaped allreduce benchmark: the 161 tensors of ResNet-50 allreduced once per
  * step, as a data-parallel trainer does. Each step submits every gradient asynchronously

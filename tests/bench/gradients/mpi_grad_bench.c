@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * The Open MPI twin of grad_bench: the 161 ResNet-50 gradients, one blocking
  * MPI_Allreduce per tensor per step (what a trainer without fusion does).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // The 161 parameter tensors of ResNet-50 (torchvision layout, 25,557,032 float32 values),
 // in the order backward produces their gradients (last layer first), for gradient-shaped
 // allreduce benchmarks. C and C++.

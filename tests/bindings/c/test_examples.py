@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The C and C++ examples run under disttrainrun, and the C example builds out of tree
 against the build's libdisttrain with nothing but pkg-config."""
 import shutil

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Helpers of the Python binding suites: import the package from the source tree, use the
 build tree's library and plugins, and run Python jobs under disttrainrun."""
 import os

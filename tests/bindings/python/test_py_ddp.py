@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """disttrain.torch.DistributedDataParallel and SyncBatchNorm: 2-rank jobs checked against
 one process on the whole batch (jobs/ddp_job.py, jobs/sync_batch_norm_job.py), and the
 wrapper's behaviour in one process."""

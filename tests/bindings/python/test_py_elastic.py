@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """disttrain.elastic through the Python binding: 3 ranks under disttrainrun --elastic,
 one killed with SIGKILL mid-run; the survivors restore their last commit, re-form and
 finish with the right result (jobs/elastic_job.py). Every job has a hard timeout."""

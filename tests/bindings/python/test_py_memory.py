@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The memory= and device= keywords (dt_op_params_t) on numpy arrays in one process:
 host runs, auto is host while the library has no memory provider, device is refused at
 once with the library's DT_ERR_UNSUPPORTED, and bad values are named."""

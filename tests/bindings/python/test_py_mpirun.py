@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """disttrain.torch under a bare `mpirun -np 2` (as Horovod users start jobs): rank, size
 and local rank come from Open MPI's environment, not from disttrainrun. The 2-rank torch
 job (collectives, broadcast helpers, metrics, DistributedOptimizer against single-process

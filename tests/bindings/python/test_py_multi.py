@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """disttrain (numpy) on 2 ranks through disttrainrun, results checked with numpy."""
 import dtpy
 

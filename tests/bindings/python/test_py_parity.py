@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The Horovod-parity API of the Python binding: one default reduction (average) and one
 root spelling (root_rank=) across numpy and torch, grouped_allreduce, allgather_object and
 broadcast_object, torch's uneven allgather and alltoall with splits. In one process, and

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The porting guides of bindings/python/README.md: the ported scripts
 (bindings/python/examples/port_horovod.py under disttrainrun, port_ddp.py started as
 torchrun starts it) train on 2 ranks, end with identical parameters and a lower loss;

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Process sets and join through the Python binding: 4- and 2-rank jobs under
 disttrainrun (jobs/process_set_job.py), and single-process checks. Every job has a hard
 timeout and DISTTRAIN_TIMEOUT, so a hang fails the test."""

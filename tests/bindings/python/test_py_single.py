@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """disttrain (numpy) in one process: results, asynchronous handles and clear errors."""
 
 import numpy as np

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """disttrain.torch: tensor collectives and bad input in one process, a 2-rank job of
 every helper, and DistributedOptimizer against single-process training."""
 import pytest

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """allgather of arrays whose first dimension differs per rank and alltoall with splits,
 through the Python binding on 2 and 3 ranks (jobs/uneven_job.py)."""
 import dtpy

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Every allreduce algorithm x dtype x op x rank count 1..5 x size, in place and out of
 // place, against the scalar reference.
 #include "algorithms/algorithms.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Ordered mode's call check on the point-to-point path (Comm::set_check): checked calls
 // give the same results as unchecked ones at every size around the inline limit, and a
 // rank whose check differs is a DT_ERR_MISMATCH naming the field and both values, even

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // broadcast, allgather, reduce-scatter, alltoall and barrier on 1..5 ranks.
 #include "algorithms/algorithms.h"
 #include "harness.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Comm's waiting and error paths: failed peers, failed posts, failed progress, deadlines,
 // short and oversized receives, cancellation. Every failure must name the collective and
 // the peer, carry the right status, and leave no rank hanging.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // Runs one function per rank on its own thread, each with a Comm over a MemFabric
 // transport, and collects what every rank threw.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "mem_transport.h"
 
 #include "plugin/transport_adapter.h"

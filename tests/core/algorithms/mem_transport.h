@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // An in-memory transport for tests: N ranks of one process (one thread each) exchange
 // tagged messages through a shared MemFabric, implementing dt_transport_v3_t's
 // point-to-point ops. Messages between a pair with the same tag match in order; a send

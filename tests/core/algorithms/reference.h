@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // Inputs and scalar reference results for collective tests. Inputs are chosen so every
 // sum and product is exact in the dtype (small integers; products of +-1, 2, 0.5), which
 // makes the result independent of the order the algorithm combines ranks in; integers

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // allgatherv and alltoallv on 1..5 ranks: uneven and empty blocks, in place, and ranks
 // that disagree on the counts (an error on every rank that names them, never a hang).
 #include "algorithms/algorithms.h"

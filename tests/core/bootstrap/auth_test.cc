@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The job token's HMAC and challenge proofs.
 #include "bootstrap/auth.h"
 

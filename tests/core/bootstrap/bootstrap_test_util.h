@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // Helpers shared by the bootstrap tests: environment save/restore, raw loopback sockets
 // for talking to the store byte by byte, and status assertions.
 #pragma once

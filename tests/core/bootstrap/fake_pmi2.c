@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* A stand-in for Slurm's libpmi2.so.0 in tests, loaded through DISTTRAIN_PMI2_LIBRARY or
  * by path. The process plays one rank (PMI_RANK of PMI_SIZE, as srun sets them); the
  * key-value space lives in memory, and the test fills or reads it through the fake_pmi2_*

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // parse_host_port and HostPort::str.
 #include "bootstrap/store.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // discover_ranks() from params and from each launcher's variables, and its errors.
 #include "bootstrap/rank_discovery.h"
 

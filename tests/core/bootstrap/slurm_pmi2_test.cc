@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The Slurm PMI2 rendezvous (bootstrap/slurm_pmi2.h) against a fake libpmi2
 // (fake_pmi2.c, path in DISTTRAIN_TEST_FAKE_PMI2): what rank 0 publishes, what the others
 // fetch, and every way PMI2 can be missing or fail. The real srun is in

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The store's frame encoding: round trips, and strict rejection of malformed bodies.
 #include "bootstrap/store_protocol.h"
 

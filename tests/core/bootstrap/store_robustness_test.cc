@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The store against bad peers: wrong tokens, silent listeners, garbage and oversized
 // frames. Nothing here may crash, hang or stop the server from serving well-behaved
 // clients.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The rendezvous store's commands between a server and clients on loopback.
 #include "bootstrap/store.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // parse_tf_config: the ranks it gives and the errors for each malformation.
 #include "bootstrap/tf_config.h"
 

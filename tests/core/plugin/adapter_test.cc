@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The v1 adapter and table copying: a v1 plugin gets NULL native collectives and a
 // working send/receive; a short table is never read past its end.
 #include "plugin/loader.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // What transports accept (the version 3 capability query): old plugins are reported
 // host-only with control traffic, a device-only transport is refused as the only one
 // with a message that names it, and broken answers are refused as the plugin's fault.

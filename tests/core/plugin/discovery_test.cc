@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Discovery: the search path's order and contents, which file wins when a name is in
 // several folders, and the not-found message.
 #include "plugin/loader.h"
@@ -99,7 +100,7 @@ TEST(Discovery, MissingPluginListsEveryFolderSearched)
               "transport plugin 'foo' not found: looked for libdt-transport-foo.so in " +
                   listed +
                   "; set DISTTRAIN_PLUGIN_PATH to the folder that holds it or install the "
-                  "plugin package");
+                  "libdisttrain-transport-foo package");
     EXPECT_EQ(listed.rfind("/nonexistent/one, /nonexistent/two, ", 0), 0u) << listed;
 }
 

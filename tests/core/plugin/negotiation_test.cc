@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Negotiation against every fixture plugin: what is accepted, what is refused and with
 // which status and message.
 #include "plugin/loader.h"

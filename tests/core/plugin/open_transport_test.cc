@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // open_transport: the first transport of the list that loads, negotiates and
 // initialises wins; each failure is logged; when all fail the error names each.
 #include "plugin/loader.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // Helpers for the plugin tests: scoped environment variables, temporary folders, copies
 // of fixture plugins under other names, and host services that record plugin errors.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Every dtype x op against a scalar reference, at sizes around the vector widths, with
 // dst aliasing a or b and with unaligned pointers; NaN propagation; wrapping integers;
 // finish_average; argument checks.

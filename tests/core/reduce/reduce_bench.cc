@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Throughput of the reduction kernels (prints only; never asserts a time). Bytes counted
 // are the two inputs read plus the output written.
 #include "reduce/reduce.h"

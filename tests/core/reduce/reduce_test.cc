@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Reduction kernels: float16/bfloat16 conversions (rounding, subnormals, overflow, NaN),
 // every dtype x op against a scalar reference at sizes around the vector widths, with
 // aliasing and unaligned pointers, NaN propagation, wrapping integers, finish_average.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The routing policy's parsing: every variable it reads, good values, and malformed ones
 // with the message that names the variable, the value and what is allowed.
 #include "routing/policy.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Which path the router picks for each collective kind, over fake jobs: which ranks share
 // a host, whether the transport has native collectives and which memory it accepts,
 // shared memory on or off, a forced algorithm, a group or the whole job, and sizes on

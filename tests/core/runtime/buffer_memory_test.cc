@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // How a call's dt_op_params_t becomes the memory of its buffers: defaults, bad fields
 // named, device memory refused while no memory provider is loaded, and DT_MEMORY_AUTO
 // answered by the context's classifier when there is one (a fake here).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The call check of ordered mode as a value: which fields count for which kind, that
 // every counted field changes the hash, and what a disagreement's message says.
 #include "runtime/call_check.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The coordinator's decisions, driven with explicit time points instead of a clock: an
 // operation is ready only when every rank that must take part has submitted it, a
 // disagreement or a time-out is an error that names the ranks, joined ranks are left out

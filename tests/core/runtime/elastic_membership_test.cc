@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Membership after a re-form: numbering (old ranks first in their order, newcomers after,
 // local ranks per host) and the rendezvous in a real store: it closes as soon as the
 // ranks believed alive arrived, falls back to the settle time when no death was seen,

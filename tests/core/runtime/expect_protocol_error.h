@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // Shared by the negotiation and wire tests: f must throw a DT_ERR_PROTOCOL dt::Error whose
 // message contains part.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Which ready operations the engine fuses: small host allreduces of one dtype, operator,
 // group and memory type; never two memory types in one batch, and never device memory
 // into the host fusion buffer.

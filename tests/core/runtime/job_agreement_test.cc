@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The job-settings check of dt_context_create: its encoding, its messages, and the store
 // protocol with ranks as threads over a loopback store.
 #include "runtime/job_agreement.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Encoding of the records a rank sends the coordinator and of the responses it answers
 // with: every kind and field survives a round trip, and input that is truncated, longer
 // than its content, or otherwise malformed is refused as DT_ERR_PROTOCOL (never a crash or

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The response cache: slots are a pure function of the sequence of inserts and erases,
 // so ranks fed the coordinator's responses in the same order hold the same slots and can
 // agree on cached operations with one byte per slot under a MIN allreduce.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // What ranks must agree on for a named operation, and how a disagreement is told: which
 // field is named first when several differ, and that every rank's value is listed.
 #include "runtime/signature.h"

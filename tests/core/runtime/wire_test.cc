@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The byte reader and writer under every negotiation message: little-endian integers and
 // length-prefixed strings, and a reader that refuses (DT_ERR_PROTOCOL) any length that
 // would take it past the end of its buffer.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Every shared-memory collective x dtype x op on 2, 3 and 4 ranks (threads of this
 // process, each with its own Domain), on every path: inline, one-shot and pipelined with
 // a staging area small enough that pieces cycle through the slots many times, and the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A shared-memory wait never hangs: it ends with an error naming the rank when the
 // deadline passes, when the peer marked itself failed, when it destroyed its domain, or
 // when this rank's context is aborted.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // Test harness for core/shm: n "ranks" as threads of this process, each with its own
 // store client and Domain over one store server; or as forked processes (see
 // shm_process_test.cc). Teams are built over all ranks or a subset, with tags counted

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // PathChooser (core/shm/path_choice.h): the first member's choice between staging and
 // single-copy reads from the times of earlier calls, on made-up times and clocks.
 #include "shm/path_choice.h"

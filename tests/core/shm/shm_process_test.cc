@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Shared memory between real processes: the segments leave /dev/shm as soon as every
 // rank has mapped them, and a rank killed while its peer waits on a flag is detected at
 // once and named. Single-copy reads (process_vm_readv between the processes): the same

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Several hosts on one machine: network namespaces joined by veth pairs to a bridge.
 
 Fabric(n) makes n "host" namespaces, each with one interface eth0 at 10.77.0.<i+1>/24,

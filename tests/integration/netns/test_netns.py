@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """A 3-host job on one machine: one rank per network namespace (netns_fabric.Fabric),
 rank 0 serving the store at 10.77.0.1, with tcp and ucx (ucx over its tcp transport on
 eth0, so shared memory cannot bypass the network). Checks allreduce results, then takes

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """A one-node Slurm cluster of this machine for tests: munged, slurmctld and slurmd from
 Debian's slurm-wlm and munge, configured in a temporary folder of their own (slurm.conf,
 munge key and socket, state, spool and log folders, free ports, this host's short name as

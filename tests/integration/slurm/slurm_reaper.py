@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Ends whatever a test cluster left behind, even when the test process is killed.
 
 Run by Cluster as `python3 slurm_reaper.py SLURM_CONF DIR` with a pipe on stdin. When the

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Jobs started by a real Slurm with no DISTTRAIN_RANK, _STORE_ADDR or _JOB_TOKEN: the
 ranks meet through Slurm's PMI2 (core/bootstrap/slurm_pmi2.h).
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // One checked call of the conformance suite: its buffers (with guard elements behind every
 // output, to catch writes past the end), how to launch it and how to verify it.
 #pragma once

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // Reference values of the conformance suite: every dtype's element codec, the inputs each
 // rank contributes and the result a correct library must produce, computed locally in
 // double precision. Independent of the library's own kernels on purpose.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Conformance suite of the collectives, through the public API only. Every rank runs the
 // same plan: each collective x dtype x op x size (x in place, x root), blocking and async
 // (all variants of a group in flight at once), and compares every output element (plus

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Every transport plugin that was built answers the capability query through the core.
 
 A one-rank job per transport with debug logging: the core asks the plugin once, at load,

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Conformance of the collectives on every transport plugin that was built.
 
 Runs dt_conformance (every collective x dtype x op x size, blocking and async, checked

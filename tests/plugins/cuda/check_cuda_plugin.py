@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Checks the built CUDA memory provider's ELF surface, without a GPU.
 
   check_cuda_plugin.py needed PLUGIN    NEEDED has libcudart, and no libcuda or libnccl

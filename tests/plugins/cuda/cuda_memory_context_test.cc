@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The CUDA memory provider through the public API, on any machine: a one-rank context
 // with DISTTRAIN_MEMORY=cuda loads it from DISTTRAIN_PLUGIN_PATH. Without a GPU (the CI
 // machines) dt_context_create must fail with the provider's own "no GPU" reason and the

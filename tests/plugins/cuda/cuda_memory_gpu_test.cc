@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A manual check of the CUDA memory provider on a machine with a GPU (CI has none, so
 // this is built but not registered as a test). It opens libdt-memory-cuda.so with dlopen,
 // as the core does, and drives every member: where pointers live, allocations, and an

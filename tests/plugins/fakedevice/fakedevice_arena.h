@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // The fake device's memory: one memfd mapped twice. Device pointers point into a
 // PROT_NONE view, so any CPU access to them faults exactly as a CPU touch of real device
 // memory would; the provider's own copies go through a read-write shadow view of the same

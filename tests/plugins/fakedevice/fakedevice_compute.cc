@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // libdt-compute-fakedevice.so: a test-only compute plugin that looks like a GPU to the
 // core and to the trainer while computing with the oneDNN plugin on the CPU. Its memory
 // is the fake device's (fakedevice_arena.h): alloc hands out pointers into the PROT_NONE

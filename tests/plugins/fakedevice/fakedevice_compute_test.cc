@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The fake-device compute plugin through the public API: DISTTRAIN_COMPUTE=fakedevice
 // gives a context that says GPU and names the fake memory provider, whose memory the CPU
 // cannot touch, whose operations give the oneDNN plugin's results bit for bit, and whose

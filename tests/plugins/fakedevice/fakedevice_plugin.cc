@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A test-only memory provider that behaves like a GPU runtime without one: device memory
 // the CPU cannot touch (fakedevice_arena.h), in-order streams with a delay and events
 // that complete when their stream reaches them (fakedevice_stream.h). Pinned host memory

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The fake provider on its own, through its ABI table: pointer queries, copies that take
 // the stream's delay, events that are not done before it, and device memory that the CPU
 // really cannot touch.

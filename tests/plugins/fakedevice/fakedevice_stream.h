@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // The fake device's streams and events. A stream is a worker thread that runs its queue
 // in order, each copy after an optional delay (DISTTRAIN_FAKE_DEVICE_DELAY_US), so a
 // caller that reads a result without waiting for its event sees stale data or a fault

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A one-rank context with DISTTRAIN_MEMORY=fakedevice: the provider loads through the
 // plugin path, DT_MEMORY_AUTO asks it, and a collective on its device memory runs through
 // staging (a CPU touch of the memory would kill the process) with the right values; a

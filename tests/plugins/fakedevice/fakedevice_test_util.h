@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // Opens the fake provider the way a user's own GPU runtime sits in the process: dlopen of
 // the same file the context loads (so the same library and the same device memory), its
 // negotiation, and one initialised instance.

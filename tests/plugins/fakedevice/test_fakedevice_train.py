@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """disttrain-train on the fake device (DISTTRAIN_COMPUTE=fakedevice): the trainer's tensors
 are memory the CPU cannot touch, so a run that finishes shows that no host code of the
 library or the trainer read a device pointer; the parameters it ends with must be the

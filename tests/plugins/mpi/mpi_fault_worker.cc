@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A rank program for test_mpi_faults.py: an allreduce loop through the public C API in
 // which one rank, the victim, is hit by a signal, so the test can see what the others
 // report and that every process ends.

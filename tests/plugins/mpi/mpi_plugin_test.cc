@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The mpi transport plugin on its own, one process per rank under mpirun: negotiation,
 // point-to-point with the core's tag classes, messages split into chunks
 // (DISTTRAIN_MPI_CHUNK_BYTES), order per tag, every native collective with MPI's and the

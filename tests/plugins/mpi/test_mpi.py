@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The mpi transport as users meet it: its own plugin test under mpirun, a bare `mpirun -np
 N prog` with no DISTTRAIN_* variables, the clear error without mpirun, the logged fallback
 to the next transport of DISTTRAIN_TRANSPORT, and `disttrainrun --launcher mpi`.

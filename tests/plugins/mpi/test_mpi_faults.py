@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """A rank of an mpi job stopped (SIGSTOP) or killed (SIGKILL) mid-loop: the survivors
 report it, and every process of the job ends, none left behind.
 

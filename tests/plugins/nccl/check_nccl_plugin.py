@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Checks the built nccl transport's ELF surface, without a GPU.
 
   check_nccl_plugin.py needed PLUGIN    NEEDED has no libnccl, libcudart or libcuda

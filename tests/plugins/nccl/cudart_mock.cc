@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A test-only stand-in for the CUDA runtime (libcudart-mock.so), loaded by the nccl
 // transport through DISTTRAIN_CUDA_RUNTIME_LIBRARY. It exports just the functions the
 // plugin resolves. Its "device memory" is host memory and its stream does nothing: work

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Device collectives of a group and a batch of device allreduces, for the device
 // transport (DISTTRAIN_DEVICE_TRANSPORT=nccl on the mocks in CI, a GPU elsewhere). Run by
 // every rank of a job of 2 or more:

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // The mock NCCL's reductions: acc[i] = acc[i] (op) in[i] for every NCCL type, with
 // float16 and bfloat16 computed in float, as NCCL does. AVG accumulates as SUM and
 // mock_divide turns the sum into the mean at the end.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // How the ranks of one mock NCCL communicator, each a process of this host, exchange
 // data: a POSIX shared-memory object named by the unique id, holding one slot per rank.
 // The k-th collective on the communicator is exchanged in two steps that each rank polls

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The nccl transport's batches (batch_begin/batch_end: one NCCL group) and group
 // communicators (split: ncclCommSplit) on the mocks, one rank; several ranks run them
 // through the core in test_device_transport.py.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A test-only stand-in for NCCL (libnccl-mock.so), loaded by the nccl transport through
 // DISTTRAIN_NCCL_LIBRARY. It exports just the functions the plugin resolves. Its ranks
 // are processes of one host: a communicator is a shared-memory object named by the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The nccl transport without a GPU: with the real CUDA runtime it declines "no GPU" with
 // the driver's message; with the mock NCCL and CUDA runtime (one rank: collectives
 // really compute on host memory) it gives the right values, times out a stuck init,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // What the nccl transport tests share: the mock libraries' paths, a scope that points
 // the plugin at them, and a child process that plays one rank.
 #pragma once

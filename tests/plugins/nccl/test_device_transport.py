@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """A device transport beside the host transport (DISTTRAIN_DEVICE_TRANSPORT=nccl): device
 memory of the fake device goes over the NCCL plugin's native collectives, here on the
 test-only NCCL and CUDA runtime mocks (which move fake-device memory through its shadow;

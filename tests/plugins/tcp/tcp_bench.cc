@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // One-way throughput of the tcp transport between two processes over loopback.
 // Rank 0 streams `iters` messages of each size to rank 1, which answers with one empty
 // message when all have arrived; throughput = bytes / time to that answer.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Faults: a peer that sends garbage after a valid handshake, connections that never
 // authenticate, a peer that dies mid-transfer. None may crash, hang or disturb the job.
 #include "tcp_test_host.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Loading, negotiation, exported symbols, and building the mesh (including every way
 // init can fail: a rank that never comes, a bad address, an impostor).
 #include "tcp_test_host.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Stress: many outstanding sends and receives on one tag, in the shapes the core's
 // algorithms produce (the pipelined-chain broadcast: 64 KiB segments, the root posting
 // every send at once, receivers posting a few ahead and forwarding). Payloads are

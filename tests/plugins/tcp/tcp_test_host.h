@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // Test doubles for the tcp transport plugin: what the core would lend it (store, HMAC
 // with the job token, randomness, log), and helpers to load the built .so and run one
 // plugin instance per rank.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Moving data between two ranks: sizes, tags, ordering, unexpected messages, self sends,
 // a receive buffer that is too small, abort.
 #include "tcp_test_host.h"

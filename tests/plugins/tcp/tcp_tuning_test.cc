@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Socket tuning of data connections: the congestion control chosen for peers on this
 // host (DISTTRAIN_TCP_CONGESTION), and that a tuning the kernel refuses never fails the
 // job. The plugin reports its choice in its debug log, which is what these tests read.

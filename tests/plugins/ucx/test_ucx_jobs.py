@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The ucx transport in real jobs on one host: a SIGKILLed rank fails every survivor
 promptly with DT_ERR_PEER_LOST, and ranks that disagree on a large count return from
 the call with an error; in neither case may UCX abort a process. Shared memory off (UCX carries every

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ucx transport failures: a peer that leaves fails the requests that involve it with
 // DTP_ERR_PEER_LOST instead of hanging; init with no usable device or a missing peer
 // fails with a message that says what to do.

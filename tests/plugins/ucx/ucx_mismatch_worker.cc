@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A rank of test_ucx_jobs.py: up to 3 allreduces of 1 M floats times (rank + 1), so ranks
 // disagree on the count by megabytes (UCX's rendezvous path). Ordered mode runs it
 // without negotiation; every rank must return from the call (a rank whose receives all

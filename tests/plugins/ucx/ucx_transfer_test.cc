@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The ucx transport plugin on its own: each rank is one plugin instance in a thread of this
 // process (the tcp tests' fake host services: in-memory store, captured log), talking
 // through UCX over whatever UCX picks on this machine (shared memory, tcp, self).

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """disttrain.torch: PyTorch on libdisttrain, in the style of horovod.torch.
 
     import torch, disttrain.torch as dt

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Gradient buckets of DistributedOptimizer: one flat buffer per group of parameters,
 reduced with one allreduce once backward has produced every gradient in it.
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Gradient compression on the wire (horovod.torch.Compression's interface).
 
 compress(tensor) returns (tensor to send, context); decompress(tensor, context) returns a

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """DistributedDataParallel: a module wrapper in the style of torch's, on libdisttrain.
 
     model = dt.DistributedDataParallel(Net())      # rank 0's parameters and buffers

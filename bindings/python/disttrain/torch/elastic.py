@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Elastic training with PyTorch: disttrain.elastic.run with a state that keeps a model,
 an optimizer and any picklable values (epoch, batch, a sampler's position).
 

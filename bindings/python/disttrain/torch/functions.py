@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Start-of-training helpers and metric averaging.
 
 Metrics: the classic hang in data-parallel training is a metric reduced a different

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Collectives on torch tensors, sharing the tensor's memory (tensor.data_ptr()).
 
 Each call tells the library where the tensor lives (dt_op_params_t, tensor_memory()): a

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """DistributedOptimizer: data-parallel gradient averaging overlapped with backward.
 
 As in Horovod, the wrapper is a subclass of the wrapped optimizer's own class (so

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """SyncBatchNorm: batch normalisation over the batch of every rank, as torch's own.
 
 In training mode the forward pass allreduces (sum) each channel's sample count, sum and

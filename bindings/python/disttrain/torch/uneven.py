@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """allgather with a first dimension that differs per rank, and alltoall with splits, on
 torch tensors (as horovod.torch's): the sizes travel first, then dt_allgatherv or
 dt_alltoallv moves the data.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Training with torch DDP (before): torchrun --nproc-per-node 2 ddp_train.py"""
 import hashlib
 

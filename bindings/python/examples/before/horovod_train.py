@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Training with Horovod (before): horovodrun -np 2 python3 horovod_train.py"""
 import hashlib
 

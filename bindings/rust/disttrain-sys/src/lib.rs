@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! Raw declarations of libdisttrain's public C API, `api/disttrain/disttrain.h`, one to
 //! one. Everything here is `unsafe` to call; the `disttrain` crate is the safe layer.
 //! C enums are `c_int` aliases with constants, because a C enum is an `int` in the ABI

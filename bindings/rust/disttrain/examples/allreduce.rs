@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! A 2+-rank check of the Rust binding: `disttrainrun -np 2 -- target/.../allreduce`.
 //! Every rank contributes rank+1; the sum, average, max and a broadcast are checked, over
 //! blocking and scoped asynchronous calls. Exits 1 with a message on any mismatch.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! A 2+-rank check of uneven blocks, process sets and join in the Rust binding:
 //! `disttrainrun -np 2 -- target/.../uneven`. Rank r contributes r+1 elements to an
 //! allgatherv and sends j+1 elements to rank j in an alltoallv; ranks that disagree on a

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! Blocking collectives on slices, on Context and on Named (the same, with an operation
 //! name that shows in errors and the timeline, and/or per-call parameters: where the
 //! buffers live, memory.rs). Every method calls the C API's `_ex` form; the Context's

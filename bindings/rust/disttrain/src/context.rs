@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! Context: one member of a job (dt_context_h). Dropping it destroys the context.
 use std::ffi::{CStr, CString};
 use std::marker::PhantomData;

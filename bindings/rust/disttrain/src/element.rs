@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! Element types the library reduces, and reduction operators.
 use disttrain_sys as sys;
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! Error: a failed libdisttrain call, with its status code, kind and the library's message.
 use std::ffi::CStr;
 use std::fmt;

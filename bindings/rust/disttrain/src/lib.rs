@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! Safe Rust API of libdisttrain (standard library only).
 //!
 //! ```no_run

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! Where a collective's buffers live: the per-call parameters of the C API's `_ex`
 //! collectives (`dt_op_params_t`), for `Context::with_op_params` and
 //! `Named::with_op_params`.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! Asynchronous collectives: Scope and Request.
 //!
 //! The library writes a request's buffers until it completes, so a Request<'scope>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! Per-call parameters in a single process: host and auto run on slices, device memory
 //! is refused with the library's DT_ERR_UNSUPPORTED, and a negative device is named.
 mod common;

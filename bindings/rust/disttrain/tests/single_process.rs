@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! The safe API in a single process (size 1): results, length checks, requests, errors.
 mod common;
 

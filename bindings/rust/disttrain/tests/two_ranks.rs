@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! Runs examples/allreduce and examples/uneven under `disttrainrun -np 2` and checks both
 //! ranks agree with the expected results. Needs the build tree's launcher (found by build.rs); without one the
 //! test says so and does nothing (scripts/rust-tests.sh always has one).

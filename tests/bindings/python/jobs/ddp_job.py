@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """A 2+-rank job of disttrain.torch.DistributedDataParallel, checked against one process
 training the same model on the whole batch: the wrapper starts every rank from rank 0's
 parameters and buffers, backward leaves the gradients averaged (in one bucket, and in many

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """A rank of an elastic job (disttrainrun --elastic) through disttrain.elastic.run.
 
     elastic_job.py numpy VICTIM [PAUSE]

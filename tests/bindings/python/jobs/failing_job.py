@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Rank 1 dies before the allreduce that rank 0 is waiting in."""
 import sys
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """A 2+-rank numpy job: every collective, blocking and asynchronous, checked with numpy.
 Prints "OK" on success; raises (non-zero exit) on the first wrong result."""
 import numpy as np

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """A 2+-rank job of the Horovod-parity API on numpy arrays and torch tensors: one default
 reduction (average) and one root spelling (root_rank=, root= deprecated) in both,
 grouped_allreduce, allgather_object / broadcast_object, and disttrain.torch's uneven

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Process sets and join through the Python binding.
 
     process_set_job.py sets [torch]   4 ranks: sets {0,2} and {1,3}; prints "OK"

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """A 2+-rank job of disttrain.torch.SyncBatchNorm: each rank normalises its slice of one
 batch; the outputs, the input gradients, the weight and bias gradients summed over the
 ranks, and the running statistics must equal plain BatchNorm on the whole batch in one

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """A 2-rank disttrain.torch job: tensor collectives, broadcast helpers, metrics and
 DistributedOptimizer options, each checked; prints "OK rank=R size=N transport=T" on
 success. Runs under disttrainrun or a bare mpirun (rank and size from Open MPI)."""

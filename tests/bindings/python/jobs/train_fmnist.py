@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Trains a small MLP on Fashion-MNIST with plain SGD (no momentum), global batch B.
 
     train_fmnist.py dist OUT       under disttrainrun: each rank takes its 1/size share of

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """A 2+-rank job for allgather with a first dimension that differs per rank and alltoall
 with splits (as Horovod's), on numpy arrays and CPU torch tensors, blocking and
 asynchronous, including ranks that disagree. Prints "OK"; raises on the first wrong

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! Shared by the integration tests: a single-process context that finds the build
 //! tree's transport plugin.
 use std::sync::Once;

@@ -6,9 +6,12 @@
  * receives, driven by progress(). It may also offer native collectives; a NULL member
  * means "not supported" and the core runs its own algorithms over send/receive instead.
  *
- * Ops tables are frozen once released. The core speaks the newest version and keeps an
- * adapter for each older one (core/plugin/). A plugin answers negotiation with the
- * newest version it speaks that the offer allows.
+ * A released ops table never changes or loses a member. The newest one grows only by
+ * optional members appended at its end: the core copies min(struct_size, its sizeof) of
+ * a plugin's table into a zeroed one, so an older plugin's shorter table reads them as
+ * NULL ("not offered"). Anything else takes a new version; the core speaks the newest
+ * and keeps an adapter for each older one (core/plugin/). A plugin answers negotiation
+ * with the newest version it speaks that the offer allows.
  *
  * Threading: the core calls every op of one transport instance from one thread at a time
  * (its engine thread), so a plugin needs no locking of its own for its instance.

@@ -8,8 +8,9 @@ abidiff; the check fails on any change that is not a reviewed-compatible additio
 
   * new functions or variables (a new DT_API function, a new public type) pass;
   * members appended at the end of a struct whose first member is struct_size or
-    field_mask pass (that convention lets old and new callers share the struct),
-    except in the plugin ops tables (*_vN), which are frozen once released;
+    field_mask pass (that convention lets old and new callers share the struct; the
+    plugin ops tables included, which the core copies min(struct_size, sizeof) of into
+    a zeroed table, so an older plugin's table reads the new members as NULL);
   * anything else abidiff reports fails: a removed function, type or symbol (abidiff's
     incompatible-change bit), a changed signature, a reordered, removed, resized or
     retyped member, growth of any other struct, a changed soname.
@@ -42,9 +43,6 @@ ABIDW_COMMON = ["--no-show-locs", "--no-corpus-path", "--no-comp-dir-path",
                 "--no-elf-needed", "--type-id-style", "hash"]
 
 GROWABLE_FIRST_MEMBERS = ("struct_size", "field_mask")
-# Plugin ops tables (dt_transport_v3, dt_compute_v1, ...) are frozen once released: new
-# ops make a new version and a new table type, so they never grow in place.
-FROZEN = re.compile(r"_v[0-9]+$")
 
 
 def run(cmd):
@@ -88,8 +86,7 @@ def undo_appended_members(recorded, fresh, out):
     grown = set()
     for decl in tree.iter("class-decl"):
         name = decl.get("name")
-        if (name not in old or decl.get("is-declaration-only") == "yes"
-                or FROZEN.search(name)):
+        if name not in old or decl.get("is-declaration-only") == "yes":
             continue
         old_size, old_members = old[name]
         new_members = struct_members(decl)

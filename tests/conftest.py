@@ -6,6 +6,7 @@ Every job runs with a hard timeout so that a hang is a failure, never a stuck su
 """
 import os
 import pathlib
+import socket
 import subprocess
 
 import pytest
@@ -57,3 +58,27 @@ def run(cmd, env=None, timeout=120, **kwargs):
     except subprocess.TimeoutExpired as e:
         pytest.fail(f"{cmd} did not finish within {timeout} s (hang); output so far:\n"
                     f"{e.stdout}\n{e.stderr}")
+
+
+def free_ports(count):
+    """The first of `count` consecutive free TCP ports on loopback (a torchrun-started
+    job uses MASTER_PORT for torch's store and MASTER_PORT+1 for disttrain's)."""
+    for _ in range(50):
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            base = s.getsockname()[1]
+        if base + count > 65535:
+            continue
+        socks = []
+        try:
+            for port in range(base, base + count):
+                sk = socket.socket()
+                socks.append(sk)
+                sk.bind(("127.0.0.1", port))
+            return base
+        except OSError:
+            continue
+        finally:
+            for sk in socks:
+                sk.close()
+    pytest.fail("no run of free ports found on loopback")

@@ -4,13 +4,12 @@ env:// variables and TensorFlow's TF_CONFIG, and the settings check at dt_contex
 (ranks that disagree on the size, transport list or ordered mode fail fast on every rank).
 Every process has a hard timeout; a hang fails the test."""
 import json
-import socket
 import subprocess
 import time
 
 import pytest
 
-from conftest import build_path, clean_env, run
+from conftest import build_path, clean_env, free_ports, run
 
 TOKEN = "d1sc0very-test-token-0123456789abcdef"
 TIMEOUT_S = 60  # DISTTRAIN_TIMEOUT of these jobs: the fast failures must beat it by far
@@ -19,29 +18,6 @@ TIMEOUT_S = 60  # DISTTRAIN_TIMEOUT of these jobs: the fast failures must beat i
 @pytest.fixture(scope="module")
 def worker():
     return build_path("tests", "integration", "dt_worker")
-
-
-def free_ports(count):
-    """`count` consecutive free TCP ports on loopback (the torchrun store is MASTER_PORT+1)."""
-    for _ in range(50):
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            base = s.getsockname()[1]
-        if base + count > 65535:
-            continue
-        socks = []
-        try:
-            for p in range(base, base + count):
-                sk = socket.socket()
-                socks.append(sk)
-                sk.bind(("127.0.0.1", p))
-            return base
-        except OSError:
-            continue
-        finally:
-            for sk in socks:
-                sk.close()
-    pytest.fail("no run of free ports found")
 
 
 def start(worker, args, env):

@@ -112,11 +112,9 @@ class _Owner(NumpyCollectives):
         return last.value
 
     # -- teardown ---------------------------------------------------------------------
-    def _close_handle(self):
-        """Frees the requests in flight, closes the process sets made from this one
-        (the C API needs a parent to outlive its groups), then destroys the handle."""
-        if self._handle is None:
-            return
+    def _release_dependents(self):
+        """Frees the requests in flight and closes the process sets made from this one
+        (the C API needs a parent to outlive its groups)."""
         with self._lock:
             pending = list(self._inflight)
             children = list(self._children)
@@ -124,6 +122,12 @@ class _Owner(NumpyCollectives):
             h._release()
         for c in children:
             c.close()
+
+    def _close_handle(self):
+        """Releases what depends on the handle, then destroys it."""
+        if self._handle is None:
+            return
+        self._release_dependents()
         handle, self._handle = self._handle, None
         check(_lib.lib().dt_context_destroy(handle), "dt_context_destroy")
 
@@ -203,13 +207,7 @@ class Context(_Owner):
         made from this context are closed (create them again), and rank(), size(),
         local_rank() and local_size() give the new values. disttrain.elastic.run does
         this, with the state to restore, for a training function."""
-        with self._lock:
-            pending = list(self._inflight)
-            children = list(self._children)
-        for h in pending:
-            h._release()
-        for c in children:
-            c.close()
+        self._release_dependents()
         lib = _lib.lib()
         handle = self._live_handle()
         check(lib.dt_context_reform(handle), "dt_context_reform")

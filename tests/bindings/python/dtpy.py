@@ -5,13 +5,12 @@ import os
 import pathlib
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 
 import pytest
 
-from conftest import BUILD, REPO, build_path, clean_env, run
+from conftest import BUILD, REPO, build_path, clean_env, free_ports, run  # noqa: F401
 
 PACKAGE_DIR = REPO / "bindings" / "python"
 JOBS = pathlib.Path(__file__).resolve().parent / "jobs"
@@ -84,25 +83,3 @@ def assert_ranks_ok(result, np=2, marker="OK"):
         assert f"[{r}] {marker}" in result.stdout, f"rank {r} did not print {marker}:\n{out}"
 
 
-def free_ports(count):
-    """The first of `count` consecutive free TCP ports on loopback (a torchrun-started
-    job uses MASTER_PORT for torch's store and MASTER_PORT+1 for disttrain's)."""
-    for _ in range(50):
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            base = s.getsockname()[1]
-        if base + count > 65535:
-            continue
-        socks = []
-        try:
-            for port in range(base, base + count):
-                sk = socket.socket()
-                socks.append(sk)
-                sk.bind(("127.0.0.1", port))
-            return base
-        except OSError:
-            continue
-        finally:
-            for sk in socks:
-                sk.close()
-    pytest.fail("no run of free ports found on loopback")

@@ -31,14 +31,6 @@ constexpr int exit_usage = 2;
 constexpr int exit_setup = 1;
 constexpr int exit_cannot_run = 127;
 
-const std::vector<std::string> &rank_variables()
-{
-    static const std::vector<std::string> names = {
-        "DISTTRAIN_RANK",       "DISTTRAIN_SIZE",      "DISTTRAIN_LOCAL_RANK",
-        "DISTTRAIN_LOCAL_SIZE", "DISTTRAIN_STORE_ADDR", "DISTTRAIN_JOB_TOKEN",
-        "DISTTRAIN_STORE_SERVER"};
-    return names;
-}
 
 EnvList rank_env(const Placement &p, int size, const std::string &store_addr,
                  const Options &opt, bool replacement)
@@ -79,7 +71,7 @@ std::vector<RankLaunch> build_launches(const Options &opt,
 {
     std::vector<RankLaunch> launches;
     size_t local_index = 0; // the plan covers the ranks started here, in order
-    std::vector<std::string> inherited = current_environment(rank_variables());
+    std::vector<std::string> inherited = current_environment(rank_variable_names());
     // -x values reach local ranks through their inherited environment and remote ranks
     // with the settings forwarded by default (launch_env.h).
     EnvList exported = exported_values(opt.exports, inherited);

@@ -18,17 +18,6 @@
 namespace dt::launch {
 namespace {
 
-// What the ranks must not inherit from our own environment: we set them, or (rank and
-// size) Open MPI does.
-const std::vector<std::string> &dropped()
-{
-    static const std::vector<std::string> names = {
-        "DISTTRAIN_RANK",       "DISTTRAIN_SIZE",       "DISTTRAIN_LOCAL_RANK",
-        "DISTTRAIN_LOCAL_SIZE", "DISTTRAIN_STORE_ADDR", "DISTTRAIN_JOB_TOKEN",
-        "DISTTRAIN_STORE_SERVER"};
-    return names;
-}
-
 // Which rank mpirun's own report of a failed job names, in Open MPI 4.1's words:
 //   mpirun noticed that process rank 1 with PID 0 on node vm exited on signal 9 (Killed).
 //   mpirun has exited due to process rank 0 with PID 0 on   (no MPI_Finalize)
@@ -129,7 +118,7 @@ int run_with_mpirun(const Options &opt)
     l.place.host = "mpirun, all ranks";
     l.place.local = true;
     l.spec.path = mpirun;
-    l.spec.env = current_environment(dropped());
+    l.spec.env = current_environment(rank_variable_names());
     // mpirun -x NAME exports mpirun's own NAME, so -x values are set in its environment;
     // the same variables reach the ranks as with the ssh launcher (launch_env.h).
     EnvList exported = exported_values(opt.exports, l.spec.env);
@@ -146,7 +135,10 @@ int run_with_mpirun(const Options &opt)
     l.label = "mpirun";
     l.explain = mpirun_report_reader();
     // mpirun tags its ranks' lines itself (--tag-output); ours would say [0] for all.
-    JobSettings settings{opt.timeout_s, opt.grace_s, false};
+    JobSettings settings;
+    settings.timeout_s = opt.timeout_s;
+    settings.grace_s = opt.grace_s;
+    settings.tag_output = false;
     std::vector<RankLaunch> one;
     one.push_back(std::move(l));
     return run_job(signals, std::move(one), settings);

@@ -97,14 +97,22 @@ ExportedVar parse_export(const std::string &option, const std::string &value)
 
 } // namespace
 
+const std::vector<std::string> &rank_variable_names()
+{
+    // The elastic settings follow --elastic and --min-np alone, so that the library and
+    // the launcher's own stop rule never disagree.
+    static const std::vector<std::string> names = {
+        "DISTTRAIN_RANK",         "DISTTRAIN_SIZE",       "DISTTRAIN_LOCAL_RANK",
+        "DISTTRAIN_LOCAL_SIZE",   "DISTTRAIN_STORE_ADDR", "DISTTRAIN_JOB_TOKEN",
+        "DISTTRAIN_STORE_SERVER", "DISTTRAIN_ELASTIC",    "DISTTRAIN_MIN_SIZE",
+        "DISTTRAIN_ELASTIC_JOIN"};
+    return names;
+}
+
 bool is_rank_variable(const std::string &name)
 {
-    static const char *const names[] = {
-        "DISTTRAIN_RANK",       "DISTTRAIN_SIZE",       "DISTTRAIN_LOCAL_RANK",
-        "DISTTRAIN_LOCAL_SIZE", "DISTTRAIN_STORE_ADDR", "DISTTRAIN_JOB_TOKEN",
-        "DISTTRAIN_STORE_SERVER"};
-    return std::any_of(std::begin(names), std::end(names),
-                       [&](const char *n) { return name == n; });
+    const auto &names = rank_variable_names();
+    return std::find(names.begin(), names.end(), name) != names.end();
 }
 
 std::string version_text()

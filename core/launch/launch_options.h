@@ -59,8 +59,9 @@ struct UsageError {
 // UsageError naming the bad argument. Does not read the hostfile (parse_hostfile does).
 std::optional<Options> parse_options(const std::vector<std::string> &args);
 
-// True for the variables disttrainrun sets per rank (DISTTRAIN_RANK, ..._JOB_TOKEN), which
-// neither -x nor the inherited environment may set.
+// The variables disttrainrun sets per rank (DISTTRAIN_RANK, ..._JOB_TOKEN, the elastic
+// settings), which neither -x nor the inherited environment may set.
+const std::vector<std::string> &rank_variable_names();
 bool is_rank_variable(const std::string &name);
 
 const char *usage() noexcept;

@@ -161,13 +161,23 @@ void Context::reform()
     if (!cfg_.elastic)
         throw_error(DT_ERR_INVALID_STATE, "dt_context_reform: this job is not elastic; set "
                     "DISTTRAIN_ELASTIC=1 on every rank (disttrainrun --elastic does)");
+    if (!engine_)
+        throw_error(unformed_->first, "dt_context_reform: ", unformed_->second);
     const int old_rank = rank();
     ElasticRendezvous r = rendezvous_for(old_rank);
     r.lost = engine_->stop(); // who this membership saw lost, before it goes
     disconnect_peers();
-    r.epoch = ++epoch_;
-    adopt(elastic_rendezvous(*store_, r), old_rank);
-    connect_peers();
+    try {
+        r.epoch = ++epoch_;
+        adopt(elastic_rendezvous(*store_, r), old_rank);
+        connect_peers();
+    } catch (const Error &e) {
+        // No membership is left to run anything: every later call fails with this.
+        disconnect_peers();
+        unformed_.emplace(e.status(), cat("the job could not re-form: ", e.what(),
+                                          "; destroy the context"));
+        throw;
+    }
 }
 
 Context::~Context()
@@ -354,22 +364,30 @@ void Context::open_memory()
 std::shared_ptr<Operation> Context::submit(OpDesc desc)
 {
     auto op = std::make_shared<Operation>(std::move(desc));
-    engine_->submit(op);
+    if (!engine_)
+        op->complete(unformed_->first, unformed_->second);
+    else
+        engine_->submit(op);
     return op;
 }
 
 void Context::abort()
 {
-    engine_->abort();
+    if (engine_)
+        engine_->abort();
 }
 
 bool Context::register_group(uint32_t id, std::vector<int> members)
 {
+    if (!engine_)
+        throw_error(unformed_->first, unformed_->second);
     return engine_->register_group(id, std::move(members));
 }
 
 std::optional<std::pair<dt_status_t, std::string>> Context::error() const
 {
+    if (!engine_)
+        return unformed_;
     return engine_->error();
 }
 

@@ -20,6 +20,7 @@
 
 #include <atomic>
 #include <memory>
+#include <optional>
 
 namespace dt {
 
@@ -34,7 +35,11 @@ public:
     int size() const { return cfg_.ranks.size; }
     int local_rank() const { return cfg_.ranks.local_rank; }
     int local_size() const { return cfg_.ranks.local_size; }
-    const std::string &transport_name() const { return transport_->name(); }
+    const std::string &transport_name() const
+    {
+        static const std::string none = "none (the job could not re-form)";
+        return transport_ ? transport_->name() : none;
+    }
 
     // Queues op on the engine; the returned operation completes asynchronously.
     std::shared_ptr<Operation> submit(OpDesc desc);
@@ -85,6 +90,8 @@ private:
     bool shared_store_ = false; // the ranks meet in one store (not private ones)
     uint64_t id_;
     uint64_t epoch_ = 0;
+    // Set when a re-form failed and left no engine: what every later call fails with.
+    std::optional<std::pair<dt_status_t, std::string>> unformed_;
     std::string ns_; // this membership's store namespace: "ctx<id>/", then "ctx<id>.<epoch>/"
     std::chrono::steady_clock::time_point deadline_; // of the whole creation
     std::unique_ptr<bootstrap::Auth> auth_;

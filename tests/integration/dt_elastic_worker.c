@@ -97,8 +97,14 @@ int main(int argc, char **argv)
         if (s == DT_ERR_PEER_LOST) {
             double lost_at = now_ms();
             s = dt_context_reform(ctx);
-            if (s != DT_OK)
-                return fail("dt_context_reform", s);
+            if (s != DT_OK) {
+                fail("dt_context_reform", s);
+                /* No membership is left: later calls fail at once, naming why. */
+                s = dt_allreduce(ctx, "after", &one, &one, 1, DT_INT64, DT_SUM);
+                fprintf(stderr, "after a failed re-form: %s: %s\n", dt_status_string(s),
+                        dt_last_error());
+                return 1;
+            }
             int old_rank = rank;
             dt_context_rank(ctx, &rank);
             dt_context_size(ctx, &size);

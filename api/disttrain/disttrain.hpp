@@ -466,6 +466,32 @@ public:
         });
     }
 
+    /**
+     * Uneven allgather with the sizes negotiated, as Python's allgather and Horovod's:
+     * every rank passes only its own elements; an allgather of the counts comes first,
+     * then allgatherv. Returns every rank's elements packed in rank order, and writes
+     * the counts per rank to *counts when given. Host memory.
+     */
+    template <typename T>
+    std::vector<T> allgather_uneven(const std::vector<T> &send,
+                                    std::vector<std::size_t> *counts = nullptr,
+                                    const char *name = nullptr)
+    {
+        const std::string sizes_name = name != nullptr ? std::string(name) + ".sizes" : "";
+        const int64_t mine = static_cast<int64_t>(send.size());
+        std::vector<int64_t> sizes(static_cast<std::size_t>(size()));
+        allgather(&mine, sizes.data(), 1, name != nullptr ? sizes_name.c_str() : nullptr);
+        std::vector<std::size_t> recvcounts(sizes.begin(), sizes.end());
+        std::size_t total = 0;
+        for (std::size_t c : recvcounts)
+            total += c;
+        std::vector<T> out(total);
+        allgatherv(send.data(), out.data(), send.size(), recvcounts, name);
+        if (counts != nullptr)
+            *counts = std::move(recvcounts);
+        return out;
+    }
+
     /* -- alltoallv: sendcounts[j] elements to rank j, recvcounts[i] from rank i ------ */
 
     template <typename T>

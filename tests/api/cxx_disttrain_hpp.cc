@@ -76,6 +76,7 @@ void cxx_disttrain_hpp_instantiate(disttrain::context &ctx)
     (void)ctx.join();
     ctx.reform();
     (void)ctx.poll_joiners();
+    (void)ctx.allgather_uneven(std::vector<float>{1.0f});
     (void)ctx.rank();
     (void)ctx.size();
     (void)ctx.local_rank();

@@ -108,6 +108,23 @@ void run()
     const int last = ctx.join();
     if (size > 1 && last == 0)
         wrong("join: rank 0 joined first but is reported last");
+    // Sizes negotiated: rank r passes r + 1 elements of value r.
+    {
+        std::vector<int> mine(static_cast<std::size_t>(rank + 1), rank);
+        std::vector<std::size_t> got_counts;
+        std::vector<int> all = ctx.allgather_uneven(mine, &got_counts, "negotiated");
+        std::size_t at = 0;
+        for (int r = 0; r < size; ++r) {
+            if (got_counts[static_cast<std::size_t>(r)] != static_cast<std::size_t>(r + 1))
+                wrong("allgather_uneven: counts");
+            for (int k = 0; k <= r; ++k)
+                if (all.at(at++) != r)
+                    wrong("allgather_uneven: values");
+        }
+        if (at != all.size())
+            wrong("allgather_uneven: length");
+    }
+
     // Elastic calls in a job that is not elastic: nobody waits; re-forming is refused.
     if (ctx.poll_joiners() != 0)
         wrong("poll_joiners outside an elastic job");

@@ -20,6 +20,12 @@ fn run() -> disttrain::Result<Vec<String>> {
         failures.push(format!("allgatherv: got {gathered:?} want {want:?}"));
     }
 
+    // The same with the sizes negotiated: each rank passes only its own elements.
+    let (negotiated, got_counts) = ctx.allgather_uneven(&vec![rank as i64; rank + 1])?;
+    if negotiated != want || got_counts != counts {
+        failures.push(format!("allgather_uneven: got {negotiated:?} ({got_counts:?})"));
+    }
+
     // alltoallv: rank i sends j+1 elements of value 10*i+j to rank j.
     let sendcounts: Vec<usize> = (0..size).map(|j| j + 1).collect();
     let recvcounts = vec![rank + 1; size];

@@ -160,6 +160,21 @@ macro_rules! blocking_collectives {
             })
         }
 
+        /// Uneven allgather with the sizes negotiated, as Python's allgather and
+        /// Horovod's: every rank passes only its own elements; an allgather of the counts
+        /// comes first, then allgatherv. Returns every rank's elements in rank order and
+        /// the count of each rank. Host memory. API 1.2.
+        pub fn allgather_uneven<T: Element + Default>(&self, send: &[T])
+            -> Result<(Vec<T>, Vec<usize>)> {
+            let mine = [send.len() as i64];
+            let mut sizes = vec![0i64; self.ctx().size()];
+            self.allgather(&mine, &mut sizes)?;
+            let counts: Vec<usize> = sizes.iter().map(|&c| c as usize).collect();
+            let mut out = vec![T::default(); counts.iter().sum()];
+            self.allgatherv(send, &mut out, &counts)?;
+            Ok((out, counts))
+        }
+
         /// Sends `sendcounts[j]` elements of `send` to rank j and stores the
         /// `recvcounts[i]` elements from rank i as block i of `recv`, blocks packed in
         /// rank order. Rank i's `sendcounts[j]` must equal rank j's `recvcounts[i]`, or

@@ -96,18 +96,31 @@ Field slurm_tasks_per_node()
     return f;
 }
 
+// A launcher that gives rank, size, local rank and local size in four variables: present
+// when either of the first two is set, each pair required whole.
+struct LauncherVariables {
+    const char *rank, *size, *local_rank, *local_size;
+    const char *who, *local_who; // names the launcher in messages about each pair
+};
+
+std::optional<Fields> read_launcher(const LauncherVariables &v, bool (*set)(const char *))
+{
+    if (!set(v.rank) && !set(v.size))
+        return std::nullopt;
+    Fields f{env_rank(v.rank), env_count(v.size), env_rank(v.local_rank),
+             env_count(v.local_size)};
+    require_pair(f.rank, v.rank, f.size, v.size, v.who);
+    require_pair(f.local_rank, v.local_rank, f.local_size, v.local_size, v.local_who);
+    return f;
+}
+
 // torchrun / torch.distributed's env:// variables. MASTER_ADDR/MASTER_PORT give the
 // store's address (see store_from_torchrun); they are not needed to know the rank.
 std::optional<Fields> read_torchrun(bool (*set)(const char *))
 {
-    if (!set("RANK") && !set("WORLD_SIZE"))
-        return std::nullopt;
-    Fields f{env_rank("RANK"), env_count("WORLD_SIZE"), env_rank("LOCAL_RANK"),
-             env_count("LOCAL_WORLD_SIZE")};
-    require_pair(f.rank, "RANK", f.size, "WORLD_SIZE", "torchrun (env://)");
-    require_pair(f.local_rank, "LOCAL_RANK", f.local_size, "LOCAL_WORLD_SIZE",
-                 "torchrun (env://)");
-    return f;
+    return read_launcher({"RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE",
+                          "torchrun (env://)", "torchrun (env://)"},
+                         set);
 }
 
 std::optional<Fields> read_tf_config(bool (*set)(const char *))
@@ -126,26 +139,17 @@ std::optional<Fields> read_tf_config(bool (*set)(const char *))
 
 std::optional<Fields> read_ompi(bool (*set)(const char *))
 {
-    if (!set("OMPI_COMM_WORLD_RANK") && !set("OMPI_COMM_WORLD_SIZE"))
-        return std::nullopt;
-    Fields f{env_rank("OMPI_COMM_WORLD_RANK"), env_count("OMPI_COMM_WORLD_SIZE"),
-             env_rank("OMPI_COMM_WORLD_LOCAL_RANK"), env_count("OMPI_COMM_WORLD_LOCAL_SIZE")};
-    require_pair(f.rank, "OMPI_COMM_WORLD_RANK", f.size, "OMPI_COMM_WORLD_SIZE", "Open MPI");
-    require_pair(f.local_rank, "OMPI_COMM_WORLD_LOCAL_RANK", f.local_size,
-                 "OMPI_COMM_WORLD_LOCAL_SIZE", "Open MPI");
-    return f;
+    return read_launcher({"OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE",
+                          "OMPI_COMM_WORLD_LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_SIZE",
+                          "Open MPI", "Open MPI"},
+                         set);
 }
 
 std::optional<Fields> read_pmi(bool (*set)(const char *))
 {
-    if (!set("PMI_RANK") && !set("PMI_SIZE"))
-        return std::nullopt;
-    Fields f{env_rank("PMI_RANK"), env_count("PMI_SIZE"), env_rank("MPI_LOCALRANKID"),
-             env_count("MPI_LOCALNRANKS")};
-    require_pair(f.rank, "PMI_RANK", f.size, "PMI_SIZE", "the MPI launcher (PMI)");
-    require_pair(f.local_rank, "MPI_LOCALRANKID", f.local_size, "MPI_LOCALNRANKS",
-                 "the MPI launcher (Hydra)");
-    return f;
+    return read_launcher({"PMI_RANK", "PMI_SIZE", "MPI_LOCALRANKID", "MPI_LOCALNRANKS",
+                          "the MPI launcher (PMI)", "the MPI launcher (Hydra)"},
+                         set);
 }
 
 bool is_set(const char *var) { return env::get(var).has_value(); }

@@ -38,6 +38,18 @@ def plan(params, bucket_bytes):
     return buckets
 
 
+def start_ready(buckets, next_index, started, compression, op, collectives):
+    """Starts the complete buckets from next_index on, in order, except the last one
+    (the owner reduces it once backward is over); appends them to started and returns
+    the index of the next bucket to start. Buckets go in the same order on every rank."""
+    last = len(buckets) - 1
+    while next_index < last and buckets[next_index].waiting == 0:
+        buckets[next_index].start(compression, op, collectives)
+        started.append(buckets[next_index])
+        next_index += 1
+    return next_index
+
+
 class Bucket:
     """One flat buffer, the views that are its parameters' gradients, and the allreduce
     in flight (if any)."""

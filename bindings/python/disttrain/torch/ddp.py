@@ -35,7 +35,7 @@ from disttrain.errors import usage
 from disttrain.process_set import resolve
 from disttrain.types import Average, to_op
 
-from .buckets import Bucket, plan
+from .buckets import Bucket, plan, start_ready
 from .compression import Compression
 from .functions import broadcast_parameters
 from .optimizer import DEFAULT_BUCKET_BYTES
@@ -180,12 +180,8 @@ class DistributedDataParallel(torch.nn.Module):
     def _start_ready(self):
         """Starts the complete buckets that are next in order, except the last one, which
         _finish reduces with one blocking call (backward is over by then)."""
-        last = len(self._buckets) - 1
-        while self._next < last and self._buckets[self._next].waiting == 0:
-            bucket = self._buckets[self._next]
-            bucket.start(self._compression, self._op, self._collectives)
-            self._started.append(bucket)
-            self._next += 1
+        self._next = start_ready(self._buckets, self._next, self._started,
+                                   self._compression, self._op, self._collectives)
 
     def _finish(self):
         """End of backward: submits what is left (parameters backward did not reach

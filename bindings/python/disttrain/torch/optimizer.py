@@ -30,7 +30,7 @@ import disttrain
 from disttrain.errors import usage
 from disttrain.types import Average, to_op
 
-from .buckets import Bucket, plan
+from .buckets import Bucket, plan, start_ready
 from .compression import Compression
 
 # As DistributedDataParallel's bucket_cap_mb=25: a few large collectives per step.
@@ -92,12 +92,8 @@ class _DistributedOptimizer(torch.optim.Optimizer):
 
     def _start_ready(self):
         """Starts the complete buckets that are next in order, except the last one."""
-        last = len(self._buckets) - 1
-        while self._next < last and self._buckets[self._next].waiting == 0:
-            bucket = self._buckets[self._next]
-            bucket.start(self._compression, self._op, self._dt_context)
-            self._started.append(bucket)
-            self._next += 1
+        self._next = start_ready(self._buckets, self._next, self._started,
+                                   self._compression, self._op, self._dt_context)
 
     # -- synchronisation --------------------------------------------------------------
     def synchronize(self):

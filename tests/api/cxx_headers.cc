@@ -3,6 +3,7 @@
 // ABI's DTP_* values checked against the C API's enums they must equal.
 #include <disttrain/disttrain.h>
 #include <disttrain/disttrain.hpp>
+#include <disttrain/elastic.hpp>
 #include <disttrain/plugin/common.h>
 #include <disttrain/plugin/memory.h>
 #include <disttrain/plugin/transport.h>

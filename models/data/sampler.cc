@@ -10,16 +10,35 @@ namespace dt::models {
 
 ShardedSampler::ShardedSampler(size_t dataset_size, int rank, int ranks,
                                size_t batch_per_rank, uint64_t seed)
-    : n_(dataset_size), rank_(rank), ranks_(ranks), batch_(batch_per_rank), seed_(seed),
-      steps_(0), order_(dataset_size)
+    : n_(dataset_size), global_(batch_per_rank * size_t(ranks)), seed_(seed), steps_(0),
+      slice_{0, 0}, order_(dataset_size)
 {
     if (batch_per_rank == 0)
         throw_input_error("the batch size must be at least 1");
-    steps_ = n_ / global_batch();
+    steps_ = n_ / global_;
     if (steps_ == 0)
         throw_input_error("the training set has ", n_, " samples, fewer than one global "
-                          "batch of ", batch_, " x ", ranks_, " ranks = ", global_batch(),
+                          "batch of ", batch_per_rank, " x ", ranks, " ranks = ", global_,
                           "; use a smaller --batch-size or fewer ranks");
+    reshard(rank, ranks);
+}
+
+void ShardedSampler::set_global_batch(size_t global_batch)
+{
+    if (global_batch == 0 || n_ / global_batch == 0)
+        throw_input_error("a global batch of ", global_batch, " images does not fit a "
+                          "training set of ", n_);
+    global_ = global_batch;
+    steps_ = n_ / global_;
+}
+
+void ShardedSampler::reshard(int rank, int ranks)
+{
+    if (size_t(ranks) > global_)
+        throw_input_error("a job of ", ranks, " ranks cannot share a global batch of ",
+                          global_, " images (a rank would get none); start the job with "
+                          "a larger --batch-size");
+    slice_ = shard_range(global_, rank, ranks);
 }
 
 void ShardedSampler::set_epoch(uint64_t epoch)
@@ -35,8 +54,8 @@ void ShardedSampler::set_epoch(uint64_t epoch)
 
 std::span<const uint32_t> ShardedSampler::batch(size_t step) const
 {
-    const size_t start = step * global_batch() + size_t(rank_) * batch_;
-    return std::span<const uint32_t>(order_).subspan(start, batch_);
+    const size_t start = step * global_ + slice_.begin;
+    return std::span<const uint32_t>(order_).subspan(start, batch_size());
 }
 
 Range shard_range(size_t n, int rank, int ranks)

@@ -3,6 +3,8 @@
 
 #include "common/error.h"
 
+#include <disttrain/disttrain.hpp>
+
 #include <stdexcept>
 
 namespace dt::models {
@@ -11,8 +13,10 @@ void check(dt_status_t status, const char *what)
 {
     if (status == DT_OK)
         return;
-    throw std::runtime_error(cat(what, ": ", dt_status_string(status), ": ",
-                                 dt_last_error()));
+    // disttrain::error keeps the status, so the elastic trainer can tell a lost peer
+    // from other failures; it is a std::runtime_error like every other failure here.
+    throw disttrain::error(status, cat(what, ": ", dt_status_string(status), ": ",
+                                       dt_last_error()));
 }
 
 Compute::Compute(const ComputeOptions &options)

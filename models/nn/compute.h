@@ -11,7 +11,8 @@
 
 namespace dt::models {
 
-// Throws std::runtime_error "<what>: <status>: <dt_last_error()>" unless status is OK.
+// Throws disttrain::error (a std::runtime_error that keeps the status)
+// "<what>: <status>: <dt_last_error()>" unless status is OK.
 void check(dt_status_t status, const char *what);
 
 struct ComputeOptions {

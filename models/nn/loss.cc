@@ -16,10 +16,13 @@ LossResult SoftmaxCrossEntropy::forward(const Tensor &logits, const Tensor &labe
     return {loss, correct};
 }
 
-Tensor SoftmaxCrossEntropy::backward()
+Tensor SoftmaxCrossEntropy::backward(double mean_over)
 {
     ensure(dlogits_, c_, probs_.desc());
-    const float scale = 1.0f / float(probs_.dim(0));
+    const int64_t rows = probs_.dim(0);
+    const float scale = mean_over <= 0 || mean_over == double(rows)
+                            ? 1.0f / float(rows)
+                            : float(1.0 / mean_over);
     check(dt_compute_softmax_cross_entropy_backward(c_.get(), &probs_.desc(), probs_.data(),
                                                     labels_.i32(), scale, dlogits_.data()),
           "softmax cross-entropy backward");

@@ -18,8 +18,11 @@ public:
 
     // labels: N int32 in the compute context's memory.
     LossResult forward(const Tensor &logits, const Tensor &labels);
-    // Gradient of the mean loss of the last forward with respect to the logits.
-    Tensor backward();
+    // Gradient of the mean loss of the last forward with respect to the logits: the sum
+    // over its rows divided by `mean_over` (0: the rows themselves). An elastic job whose
+    // ranks take unequal parts of the global batch passes global batch / ranks, so that
+    // averaging the ranks' gradients gives the gradient of the global batch's mean loss.
+    Tensor backward(double mean_over = 0);
 
 private:
     const Compute &c_;

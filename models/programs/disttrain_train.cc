@@ -2,6 +2,7 @@
 // disttrain-train: data-parallel training of a model of the zoo on Fashion-MNIST.
 //
 //   disttrainrun -np 2 disttrain-train --model mlp --epochs 20 --batch-size 100
+//   disttrainrun -np 4 --elastic --min-np 2 --max-restarts 1 -- disttrain-train --elastic
 //
 // Exit status: 0 on success, 2 for bad input (flags, data files, checkpoints), 1 for
 // any other failure (a lost peer, a compute error).
@@ -14,7 +15,9 @@
 #include "zoo/zoo.h"
 
 #include <cstdio>
+#include <cstdlib>
 #include <exception>
+#include <string>
 
 int main(int argc, char **argv)
 {
@@ -34,6 +37,16 @@ int main(int argc, char **argv)
         const Dataset train = load_fashion_mnist(o.data_dir, Split::train, o.train_limit);
         const Dataset test = load_fashion_mnist(o.data_dir, Split::test, o.test_limit);
         Compute compute(ComputeOptions{o.threads, o.bf16, ""});
+        if (o.elastic) {
+            const char *elastic = std::getenv("DISTTRAIN_ELASTIC");
+            if (elastic == nullptr || std::string(elastic) != "1")
+                throw_input_error("--elastic needs an elastic job: start it with "
+                                  "disttrainrun --elastic [--min-np A] [--max-restarts N]");
+            if (compute.tensor_memory() != DT_MEMORY_HOST)
+                throw_input_error("--elastic commits the state in host memory and needs "
+                                  "host tensors; ", compute.describe(), " keeps them on a "
+                                  "device: use DISTTRAIN_COMPUTE=onednn or drop --elastic");
+        }
         Distributed dist(compute);
         Trainer trainer(o, train, test, compute, dist);
         trainer.run();

@@ -7,7 +7,7 @@
 #include "nn/compute.h"
 #include "nn/layer.h"
 
-#include <disttrain/disttrain.h>
+#include <disttrain/disttrain.hpp>
 
 #include <memory>
 #include <string>
@@ -32,7 +32,10 @@ public:
     explicit Distributed(const Compute &compute);
     int rank() const { return rank_; }
     int size() const { return size_; }
-    dt_context_h get() const { return ctx_.get(); }
+    dt_context_h get() const { return ctx_.c_handle(); }
+    disttrain::context &context() { return ctx_; }
+    // Reads rank and size again, after the job re-formed (elastic).
+    void refresh();
     std::string transport() const; // its name and the engine's mode, e.g. "tcp (ordered)"
 
     // Copies rank 0's tensors (float32) to every rank, all in flight at once.
@@ -46,13 +49,10 @@ public:
     const dt_op_params_t *tensor_params() const { return &tensor_params_; }
 
 private:
-    struct Deleter {
-        void operator()(dt_context *c) const { dt_context_destroy(c); }
-    };
-    std::unique_ptr<dt_context, Deleter> ctx_;
-    int rank_ = 0, size_ = 1;
     bool ordered_ = true;
     dt_op_params_t tensor_params_ = {};
+    disttrain::context ctx_;
+    int rank_ = 0, size_ = 1;
 };
 
 // Averages gradients across ranks as they become ready: start() launches a named
@@ -76,6 +76,9 @@ public:
     GradientSync(Distributed &dist, const Compute &compute);
     void start(Parameter &p);
     void wait_all();
+    // Frees the allreduces of a step that failed (a lost peer), whatever their state, so
+    // the job can re-form (dt_context_reform needs every request gone).
+    void abandon();
     GradReady callback()
     {
         return [this](Parameter &p) { start(p); };

@@ -1,9 +1,17 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-// Fault injection for the resume tests: DISTTRAIN_TRAIN_KILL_AT makes this process kill
-// itself with SIGKILL at a chosen point, which a test cannot hit reliably from outside.
-//   DISTTRAIN_TRAIN_KILL_AT=step:N         before optimizer step N (1-based, global count)
+// Fault injection for the resume and elastic tests: DISTTRAIN_TRAIN_KILL_AT makes this
+// process kill itself with SIGKILL at a chosen point, which a test cannot hit reliably
+// from outside.
+//   DISTTRAIN_TRAIN_KILL_AT=step:N         before optimizer step N (1-based, counted by
+//                                          this process, steps done again included)
 //   DISTTRAIN_TRAIN_KILL_AT=checkpoint:N   halfway through writing the N-th checkpoint
-// Unset (the normal case) it costs one getenv at start-up.
+//   DISTTRAIN_TRAIN_KILL_RANKS=1,3         only the processes the launcher started as
+//                                          these ranks (DISTTRAIN_RANK), and never a
+//                                          replacement (DISTTRAIN_ELASTIC_JOIN); unset:
+//                                          every process
+// Before dying the process says so on stderr with the wall-clock time, so a benchmark
+// can time the recovery from the kill itself. Unset (the normal case) it costs two
+// getenv calls at start-up.
 #pragma once
 
 #include <cstdint>

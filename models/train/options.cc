@@ -57,6 +57,15 @@ TrainParse parse_train_options(int argc, char **argv)
     app.add_flag("--quiet", o.quiet, "no table on stdout");
     app.add_flag("--print-checksum", o.print_checksum,
                  "every rank prints a hash of its final model (equal ranks, equal hashes)");
+    app.add_flag("--elastic", o.elastic,
+                 "under disttrainrun --elastic: a lost rank does not end the job; the others "
+                 "go back to the last commit, re-form and go on with the same global batch, "
+                 "and replacements (--max-restarts) join at a commit");
+    app.add_option("--commit-every", o.commit_every,
+                   "elastic: commit the state in memory every N steps (and at each epoch's "
+                   "end)")
+        ->capture_default_str()
+        ->check(CLI::PositiveNumber.description("at least 1"));
     try {
         app.parse(argc, argv);
     } catch (const CLI::CallForHelp &e) {

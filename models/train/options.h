@@ -34,6 +34,8 @@ struct TrainOptions {
     bool progress = true;
     bool print_checksum = false; // every rank prints model_checksum() at the end
     bool quiet = false;        // no table (tests read the metrics file)
+    bool elastic = false;      // survive lost ranks, let replacements in (disttrainrun --elastic)
+    uint64_t commit_every = 1; // elastic: steps between in-memory commits of the state
 };
 
 struct TrainParse {

@@ -35,6 +35,8 @@ std::vector<uint64_t> parse_milestones(const std::string &text, uint64_t steps_p
     return out;
 }
 
+} // namespace
+
 LrScheduleConfig schedule_config(const TrainOptions &o, const ShardedSampler &s)
 {
     LrScheduleConfig c;
@@ -48,8 +50,6 @@ LrScheduleConfig schedule_config(const TrainOptions &o, const ShardedSampler &s)
     c.gamma = o.gamma;
     return c;
 }
-
-} // namespace
 
 Trainer::Trainer(const TrainOptions &options, const Dataset &train, const Dataset &test,
                  Compute &compute, Distributed &dist)
@@ -86,7 +86,9 @@ void Trainer::load_batch(const Dataset &data, std::span<const uint32_t> indices)
 void Trainer::run()
 {
     start_ = std::chrono::steady_clock::now();
-    restore_or_broadcast();
+    // A replacement joining an elastic job gets the state from the job's sync instead.
+    if (!joining_elastic_job())
+        restore_or_broadcast();
     if (dist_.rank() == 0 && !o_.metrics_file.empty())
         metrics_ = MetricsLog(o_.metrics_file, o_.resume, pos_.epoch);
     if (dist_.rank() == 0)
@@ -96,57 +98,82 @@ void Trainer::run()
                      o_.model.c_str(), model_.parameter_count(), dist_.size(),
                      dist_.transport().c_str(), c_.describe().c_str(),
                      sampler_.global_batch(), sampler_.steps_per_epoch(), schedule_.peak());
-    while (pos_.epoch < o_.epochs)
-        train_epoch();
+    if (o_.elastic)
+        run_elastic();
+    else
+        while (pos_.epoch < o_.epochs)
+            train_epoch();
     if (o_.print_checksum)
         std::printf("rank %d model checksum %016llx\n", dist_.rank(),
                     static_cast<unsigned long long>(model_checksum(c_, model_)));
+}
+
+void Trainer::fold_metrics()
+{
+    std::vector<double> sums = {loss_sum_, correct_, seen_};
+    dist_.sum(sums, "train/metrics");
+    pos_.loss_sum += sums[0];
+    pos_.correct += sums[1];
+    pos_.seen += sums[2];
+    loss_sum_ = correct_ = seen_ = 0;
+}
+
+void Trainer::report(const EpochReport &rep)
+{
+    if (dist_.rank() != 0)
+        return;
+    progress_.clear();
+    if (!o_.quiet)
+        table_.print(rep);
+    metrics_.write(rep);
 }
 
 void Trainer::train_epoch()
 {
     sampler_.set_epoch(pos_.epoch);
     const size_t steps = sampler_.steps_per_epoch();
+    // The ranks' mean losses averaged give the global batch's mean loss when each is
+    // taken over global batch / ranks images, whatever this rank's share of it.
+    const double mean_over = double(sampler_.global_batch()) / double(dist_.size());
     auto epoch_start = std::chrono::steady_clock::now();
     const double epoch_time_before = pos_.epoch_time;
-    double loss_sum = 0, correct = 0, seen = 0; // this rank, since the last sum
+    auto epoch_time = [&] {
+        return epoch_time_before +
+               std::chrono::duration<double>(std::chrono::steady_clock::now() - epoch_start)
+                   .count();
+    };
+    loss_sum_ = correct_ = seen_ = 0; // pos_ holds the sums up to here
     for (; pos_.step < steps; ++pos_.step) {
         fault_point(FaultPoint::step);
         load_batch(train_, sampler_.batch(pos_.step));
         const LossResult r = train_step(model_, loss_, sync_, optimizer_, batch_.x, batch_.y,
-                                        schedule_.at(pos_.global_step));
+                                        schedule_.at(pos_.global_step), mean_over);
         const double b = double(batch_.labels.size());
-        loss_sum += r.loss * b;
-        correct += double(r.correct);
-        seen += b;
+        loss_sum_ += r.loss * b;
+        correct_ += double(r.correct);
+        seen_ += b;
         ++pos_.global_step;
         progress_.update(pos_.epoch + 1, pos_.step + 1);
-        if (o_.checkpoint_every > 0 && pos_.global_step % o_.checkpoint_every == 0 &&
-            pos_.step + 1 < steps && !o_.checkpoint_dir.empty()) {
-            // Fold this rank's sums into the global ones the checkpoint records.
-            std::vector<double> sums = {loss_sum, correct, seen};
-            dist_.sum(sums, "train/metrics");
-            pos_.loss_sum += sums[0];
-            pos_.correct += sums[1];
-            pos_.seen += sums[2];
-            loss_sum = correct = seen = 0;
-            pos_.epoch_time = epoch_time_before +
-                              std::chrono::duration<double>(std::chrono::steady_clock::now() -
-                                                            epoch_start)
-                                  .count();
-            ++pos_.step; // the checkpoint resumes after this step
-            save(false);
+        if (elastic_)
+            after_step();
+        const bool checkpoint = o_.checkpoint_every > 0 &&
+                                pos_.global_step % o_.checkpoint_every == 0 &&
+                                !o_.checkpoint_dir.empty();
+        const bool elastic_commit = elastic_ && pos_.global_step % o_.commit_every == 0;
+        if ((checkpoint || elastic_commit) && pos_.step + 1 < steps) {
+            // Fold this rank's sums into the global ones the checkpoint or commit records.
+            fold_metrics();
+            pos_.epoch_time = epoch_time();
+            ++pos_.step; // they resume after this step
+            if (checkpoint)
+                save(false);
+            if (elastic_commit)
+                commit();
             --pos_.step;
         }
     }
-    const double train_time =
-        epoch_time_before +
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - epoch_start).count();
-    std::vector<double> sums = {loss_sum, correct, seen};
-    dist_.sum(sums, "train/metrics");
-    pos_.loss_sum += sums[0];
-    pos_.correct += sums[1];
-    pos_.seen += sums[2];
+    const double train_time = epoch_time();
+    fold_metrics();
 
     dist_.average(buffer_tensors(model_), "bn/");
     const auto [val_loss, val_acc] = evaluate();
@@ -161,16 +188,21 @@ void Trainer::train_epoch()
     rep.images_per_sec = pos_.seen / std::max(train_time, 1e-9);
     rep.lr = schedule_.at(pos_.global_step - 1);
 
+    pos_ = Position{pos_.epoch + 1, 0, pos_.global_step, 0, 0, 0, pos_.elapsed, 0};
+    if (elastic_) {
+        // Committed before the report, so a loss here repeats the epoch's end rather than
+        // printing its line twice; joiners let in after it is printed.
+        try {
+            commit();
+        } catch (const disttrain::elastic::joiners_waiting &) {
+            report(rep);
+            throw;
+        }
+    }
     // The report before the checkpoint: a crash between the two repeats the epoch, whose
     // line the resumed run then drops and writes again (MetricsLog keeps lines up to the
     // checkpoint's epoch), rather than losing it.
-    if (dist_.rank() == 0) {
-        progress_.clear();
-        if (!o_.quiet)
-            table_.print(rep);
-        metrics_.write(rep);
-    }
-    pos_ = Position{pos_.epoch + 1, 0, pos_.global_step, 0, 0, 0, pos_.elapsed, 0};
+    report(rep);
     if (!o_.checkpoint_dir.empty())
         save(true);
 }

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 // The training loop of disttrain-train: sharded data, forward, backward with gradients
 // averaged across ranks as they appear, optimizer step, per-epoch validation and
-// reports, checkpoints and resume.
+// reports, checkpoints and resume; with --elastic, lost ranks and replacements
+// (trainer_elastic.cc).
 #pragma once
 
 #include "data/dataset.h"
@@ -15,7 +16,11 @@
 #include "train/report.h"
 #include "zoo/zoo.h"
 
+#include <disttrain/elastic.hpp>
+
+#include <array>
 #include <chrono>
+#include <memory>
 #include <optional>
 
 namespace dt::models {
@@ -30,6 +35,17 @@ struct Position {
     double elapsed = 0;    // seconds of training before this process started
     double epoch_time = 0; // seconds spent on the current epoch's steps
 };
+
+// A Position as the 8 doubles checkpoints and the elastic state keep.
+std::array<double, 8> pack_position(const Position &p);
+Position unpack_position(const std::array<double, 8> &v);
+
+// The learning-rate schedule of these options over this sampler's epochs.
+LrScheduleConfig schedule_config(const TrainOptions &o, const ShardedSampler &s);
+
+// True in a replacement process that joins a running elastic job (DISTTRAIN_ELASTIC_JOIN,
+// set by disttrainrun --max-restarts).
+bool joining_elastic_job();
 
 class Trainer {
 public:
@@ -47,6 +63,19 @@ private:
     void load_batch(const Dataset &data, std::span<const uint32_t> indices);
     void restore_or_broadcast();
     void train_epoch();
+    // Adds this rank's metric sums since the last fold into pos_ (a collective).
+    void fold_metrics();
+    void report(const EpochReport &rep);
+
+    // Elastic training (trainer_elastic.cc).
+    void run_elastic();
+    // At each start of the elastic loop, after the state was synced: position, optimizer
+    // step count and data shard from the state and the (maybe new) rank and size.
+    void enter_elastic();
+    // Folds nothing; copies pos_ into the state and commits it (a collective).
+    void commit();
+    // After each optimizer step: the re-form's line once its first step is done.
+    void after_step();
     // Validation loss and accuracy over the whole test set, sharded across ranks.
     std::pair<double, double> evaluate();
     void save(bool end_of_epoch);
@@ -69,6 +98,20 @@ private:
     MetricsLog metrics_;
     std::chrono::steady_clock::time_point start_;
     std::vector<Parameter *> params_;
+    // This rank's sums since the last fold_metrics().
+    double loss_sum_ = 0, correct_ = 0, seen_ = 0;
+
+    // Elastic: the state committed in memory (model, optimizer, position_), and the
+    // re-form in progress: when it began, from what size, why.
+    std::unique_ptr<disttrain::elastic::state> elastic_;
+    std::array<double, 8> position_{};
+    uint64_t global_batch_ = 0; // the job's, kept when its size changes
+    struct Reform {
+        bool pending = false;
+        bool grew = false;
+        int size_before = 0;
+        std::chrono::steady_clock::time_point seen, reformed;
+    } reform_;
 };
 
 } // namespace dt::models

@@ -13,18 +13,18 @@ namespace {
 
 enum ResumeStatus : int32_t { kFresh = 0, kRestored = 1, kRefused = 2 };
 
-std::vector<double> pack(const Position &p)
+} // namespace
+
+std::array<double, 8> pack_position(const Position &p)
 {
     return {double(p.epoch), double(p.step), double(p.global_step), p.loss_sum,
             p.correct,       p.seen,         p.elapsed,             p.epoch_time};
 }
 
-Position unpack(const std::vector<double> &v)
+Position unpack_position(const std::array<double, 8> &v)
 {
     return {uint64_t(v[0]), uint64_t(v[1]), uint64_t(v[2]), v[3], v[4], v[5], v[6], v[7]};
 }
-
-} // namespace
 
 void Trainer::save(bool end_of_epoch)
 {
@@ -39,8 +39,8 @@ void Trainer::save(bool end_of_epoch)
     optimizer_.save(st);
     Position p = pos_;
     p.elapsed = pos_.elapsed + seconds_since_start();
-    const auto v = pack(p);
-    st.put<double>("train/position", v);
+    const auto v = pack_position(p);
+    st.put<double>("train/position", std::span<const double>(v));
     st.put_u64("config/global_batch", sampler_.global_batch());
     st.put_u64("config/seed", o_.seed);
     st.put_u64("config/train_size", train_.size());
@@ -51,7 +51,7 @@ void Trainer::restore_or_broadcast()
 {
     int32_t status = kFresh;
     std::string refused;
-    std::vector<double> position = pack(pos_);
+    std::array<double, 8> position = pack_position(pos_);
     if (dist_.rank() == 0 && o_.resume) {
         try {
             CheckpointState st;
@@ -70,7 +70,6 @@ void Trainer::restore_or_broadcast()
                        "resume with the same data and --train-limit");
                 load_model(c_, model_, st);
                 optimizer_.load(st);
-                position.resize(8);
                 st.get_into("train/position", position.data(), position.size() * 8);
                 status = kRestored;
             } else {
@@ -93,7 +92,7 @@ void Trainer::restore_or_broadcast()
     if (status == kRestored) {
         dist_.broadcast(optimizer_.state(), "init/optimizer/");
         dist_.broadcast_raw(position.data(), position.size(), DT_FLOAT64, "resume/position");
-        pos_ = unpack(position);
+        pos_ = unpack_position(position);
         optimizer_.set_steps(int64_t(pos_.global_step));
         if (dist_.rank() == 0)
             std::fprintf(stderr, "disttrain-train: resumed from %s at epoch %llu, step %llu\n",

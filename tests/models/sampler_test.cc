@@ -29,6 +29,31 @@ TEST(Sampler, TwoRanksSplitTheOneRankBatch)
     }
 }
 
+TEST(Sampler, ReshardKeepsTheGlobalBatchAndSpreadsTheRemainder)
+{
+    // 4 ranks of 25 re-formed to 3: blocks of 34, 33, 33 that join into the same batch.
+    ShardedSampler one(1000, 0, 1, 100, 7);
+    std::vector<ShardedSampler> three;
+    for (int r = 0; r < 3; ++r) {
+        three.emplace_back(1000, r, 4, 25, 7);
+        three.back().reshard(r, 3);
+    }
+    EXPECT_EQ(three[0].batch_size(), 34u);
+    EXPECT_EQ(three[2].batch_size(), 33u);
+    EXPECT_EQ(three[0].global_batch(), 100u);
+    EXPECT_EQ(three[0].steps_per_epoch(), one.steps_per_epoch());
+    one.set_epoch(2);
+    for (auto &s : three)
+        s.set_epoch(2);
+    for (size_t k = 0; k < one.steps_per_epoch(); ++k) {
+        std::vector<uint32_t> joined;
+        for (auto &s : three)
+            joined.insert(joined.end(), s.batch(k).begin(), s.batch(k).end());
+        ASSERT_TRUE(std::equal(joined.begin(), joined.end(), one.batch(k).begin()));
+    }
+    EXPECT_THROW(three[0].reshard(0, 101), InputError);
+}
+
 TEST(Sampler, EpochIsAPermutationAndEpochsDiffer)
 {
     ShardedSampler s(100, 0, 1, 10, 1);

@@ -161,6 +161,7 @@ void Trainer::train_epoch()
                                 !o_.checkpoint_dir.empty();
         const bool elastic_commit = elastic_ && pos_.global_step % o_.commit_every == 0;
         if ((checkpoint || elastic_commit) && pos_.step + 1 < steps) {
+            const auto commit_start = std::chrono::steady_clock::now();
             // Fold this rank's sums into the global ones the checkpoint or commit records.
             fold_metrics();
             pos_.epoch_time = epoch_time();
@@ -170,6 +171,12 @@ void Trainer::train_epoch()
             if (elastic_commit)
                 commit();
             --pos_.step;
+            if (elastic_commit && !checkpoint) {
+                commit_seconds_ += std::chrono::duration<double>(
+                                       std::chrono::steady_clock::now() - commit_start)
+                                       .count();
+                ++commits_;
+            }
         }
     }
     const double train_time = epoch_time();

@@ -106,6 +106,9 @@ private:
     std::unique_ptr<disttrain::elastic::state> elastic_;
     std::array<double, 8> position_{};
     uint64_t global_batch_ = 0; // the job's, kept when its size changes
+    // Time this rank spent in mid-epoch commits (metric fold, joiners' poll, copy).
+    double commit_seconds_ = 0;
+    uint64_t commits_ = 0;
     struct Reform {
         bool pending = false;
         bool grew = false;

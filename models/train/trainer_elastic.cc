@@ -36,8 +36,8 @@ double unix_time()
 }
 
 // disttrainrun stops the survivors with SIGTERM when fewer than --min-np ranks are left
-// (or another rank failed for good): each then says so, rather than vanishing without a
-// word. Two buffers and an index, so the handler never reads a line being rewritten.
+// (or a rank failed for good, or the job was interrupted): each then says so, rather than
+// vanishing without a word. Two buffers and an index, so the handler never reads a line being rewritten.
 char stop_lines[2][200];
 volatile sig_atomic_t stop_line = 0;
 
@@ -53,8 +53,9 @@ void set_stop_line(int rank, int size)
 {
     const int next = 1 - stop_line;
     std::snprintf(stop_lines[next], sizeof stop_lines[next],
-                  "disttrain-train: elastic: rank %d of %d stopped by disttrainrun (SIGTERM): "
-                  "too few ranks are left for --min-np, or the job failed\n",
+                  "disttrain-train: elastic: rank %d of %d stopped by SIGTERM: disttrainrun "
+                  "ends the job when fewer than --min-np ranks are left, a rank failed for "
+                  "good or the job was interrupted\n",
                   rank, size);
     stop_line = next;
 }
@@ -103,6 +104,14 @@ void Trainer::run_elastic()
         while (pos_.epoch < o_.epochs)
             train_epoch();
     });
+    // What --commit-every costs: mid-epoch commits against the whole run (this process).
+    if (dist_.rank() == 0 && commits_ > 0)
+        std::fprintf(stderr,
+                     "disttrain-train: elastic: %llu mid-epoch commits took %.2f ms each, "
+                     "%.1f%% of this rank's %.1f s\n",
+                     static_cast<unsigned long long>(commits_), 1e3 * commit_seconds_ /
+                     double(commits_), 100.0 * commit_seconds_ / seconds_since_start(),
+                     seconds_since_start());
 }
 
 void Trainer::enter_elastic()

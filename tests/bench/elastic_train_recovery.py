@@ -14,7 +14,9 @@ figures (failure seen -> re-formed and synced, -> first step) and the final vali
 accuracy of each trial against undisturbed runs of the same seed. Medians and maxima.
 
 --overhead: images/sec of undisturbed runs without --elastic and with --elastic
---commit-every 1 and 10, alternated per round. A benchmark: it prints, never asserts.
+--commit-every 1 and 10, alternated per round, and the share of the run the trainer
+itself counted in commits (steadier than images/sec on a loaded host). A benchmark: it
+prints, never asserts.
 """
 import argparse
 import json
@@ -115,9 +117,11 @@ def recovery(opts):
 
 
 def overhead(opts):
-    variants = {"no --elastic": [], "--elastic --commit-every 1": ["--elastic"],
+    variants = {"no --elastic": [],
+                "--elastic --commit-every 1": ["--elastic", "--commit-every", "1"],
                 "--elastic --commit-every 10": ["--elastic", "--commit-every", "10"]}
     rates = {name: [] for name in variants}
+    shares = {name: [] for name in variants}
     with tempfile.TemporaryDirectory() as tmp:
         metrics = pathlib.Path(tmp) / "m.jsonl"
         for _ in range(opts.rounds):
@@ -130,12 +134,19 @@ def overhead(opts):
                     continue
                 lines = [json.loads(l) for l in metrics.read_text().splitlines()]
                 rates[name].append(lines[-1]["images/sec"])
+                m = re.search(r"commits took ([\d.]+) ms each, ([\d.]+)%", r.stderr)
+                if m:
+                    shares[name].append((float(m.group(1)), float(m.group(2))))
     base = statistics.median(rates["no --elastic"]) if rates["no --elastic"] else None
     for name, values in rates.items():
         if values:
             ratio = f", {statistics.median(values) / base:.3f}x no --elastic" if base else ""
             print(f"{name}: median {statistics.median(values):.0f} images/sec "
                   f"{[round(v) for v in values]}{ratio}")
+        if shares[name]:
+            print(f"  commits (the trainer's own count): median "
+                  f"{statistics.median(ms for ms, _ in shares[name]):.2f} ms each, "
+                  f"{statistics.median(pc for _, pc in shares[name]):.1f}% of the run")
 
 
 def main():

@@ -41,7 +41,7 @@ def train():
 
 
 def elastic_train(disttrainrun, train, tmp_path, name, victims=(), launcher_args=(),
-                  env=None, wrap=None, timeout=90):
+                  env=None, wrap=None, timeout=90, epochs=EPOCHS):
     """Runs 4 ranks; `victims` (ranks at the start) kill themselves before step
     KILL_STEP. Returns the finished process and the metrics file's path."""
     metrics = tmp_path / f"{name}.jsonl"
@@ -49,7 +49,7 @@ def elastic_train(disttrainrun, train, tmp_path, name, victims=(), launcher_args
     if victims:
         job_env["DISTTRAIN_TRAIN_KILL_AT"] = f"step:{KILL_STEP}"
         job_env["DISTTRAIN_TRAIN_KILL_RANKS"] = ",".join(str(v) for v in victims)
-    command = [train, *ARGS, "--metrics-file", metrics]
+    command = [train, *ARGS, "--epochs", str(epochs), "--metrics-file", metrics]
     if wrap:
         command = ["sh", "-c", f'{wrap} exec "$0" "$@"', *command]
     r = run([disttrainrun, "-np", "4", "--elastic", *launcher_args, "--", *command],
@@ -120,6 +120,21 @@ def test_a_replacement_joins_and_the_job_ends_on_four_ranks(disttrainrun, train,
     lines = reform_lines(r.stderr)
     assert lines and lines[-1][1] == "4", r.stderr
     assert_finished_like(undisturbed, metrics, 4, r.stdout)
+
+
+def test_a_late_replacement_is_let_in_at_a_commit(disttrainrun, train, tmp_path):
+    # The replacement starts 1 s late, after the survivors re-formed as 3: they let it in
+    # at a later commit (poll_joiners), and it takes the state from their sync.
+    r, metrics = elastic_train(disttrainrun, train, tmp_path, "late", [1],
+                               launcher_args=("--max-restarts", "1"), epochs=8,
+                               wrap='[ -n "$DISTTRAIN_ELASTIC_JOIN" ] && sleep 1;')
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert reform_lines(r.stderr) == [("4", "3"), ("3", "4")], r.stderr
+    assert "(replacements joined;" in r.stderr, r.stderr
+    got = epochs(metrics)
+    assert [e["iteration"] for e in got] == [STEPS_PER_EPOCH * k for k in range(1, 9)], got
+    sums = checksums(r.stdout)
+    assert sorted(sums) == [0, 1, 2, 3] and len(set(sums.values())) == 1, r.stdout
 
 
 def test_below_min_np_every_survivor_says_the_job_stopped(disttrainrun, train, tmp_path):

@@ -35,29 +35,29 @@ double unix_time()
     return double(t.tv_sec) + double(t.tv_nsec) / 1e9;
 }
 
-// disttrainrun stops the survivors with SIGTERM when fewer than --min-np ranks are left
+// disttrainrun terminates the survivors with SIGTERM when fewer than --min-np ranks are left
 // (or a rank failed for good, or the job was interrupted): each then says so, rather than
 // vanishing without a word. Two buffers and an index, so the handler never reads a line being rewritten.
-char stop_lines[2][200];
-volatile sig_atomic_t stop_line = 0;
+char sigterm_lines[2][200];
+volatile sig_atomic_t sigterm_line = 0;
 
-extern "C" void on_stop_signal(int sig)
+extern "C" void on_sigterm(int sig)
 {
-    const char *line = stop_lines[stop_line];
+    const char *line = sigterm_lines[sigterm_line];
     ssize_t ignored = write(STDERR_FILENO, line, std::strlen(line));
     (void)ignored;
     _exit(128 + sig);
 }
 
-void set_stop_line(int rank, int size)
+void set_sigterm_line(int rank, int size)
 {
-    const int next = 1 - stop_line;
-    std::snprintf(stop_lines[next], sizeof stop_lines[next],
-                  "disttrain-train: elastic: rank %d of %d stopped by SIGTERM: disttrainrun "
+    const int next = 1 - sigterm_line;
+    std::snprintf(sigterm_lines[next], sizeof sigterm_lines[next],
+                  "disttrain-train: elastic: rank %d of %d ended by SIGTERM: disttrainrun "
                   "ends the job when fewer than --min-np ranks are left, a rank failed for "
                   "good or the job was interrupted\n",
                   rank, size);
-    stop_line = next;
+    sigterm_line = next;
 }
 
 } // namespace
@@ -90,8 +90,8 @@ void Trainer::run_elastic()
     });
     elastic_->on_reset([this] { reform_.reformed = Clock::now(); });
 
-    set_stop_line(dist_.rank(), dist_.size());
-    std::signal(SIGTERM, on_stop_signal);
+    set_sigterm_line(dist_.rank(), dist_.size());
+    std::signal(SIGTERM, on_sigterm);
     if (dist_.rank() == 0)
         std::fprintf(stderr,
                      "disttrain-train: elastic: %.1f MB of state committed in memory every "
@@ -117,7 +117,7 @@ void Trainer::run_elastic()
 void Trainer::enter_elastic()
 {
     dist_.refresh();
-    set_stop_line(dist_.rank(), dist_.size());
+    set_sigterm_line(dist_.rank(), dist_.size());
     pos_ = unpack_position(position_);
     optimizer_.set_steps(int64_t(pos_.global_step));
     if (global_batch_ != sampler_.global_batch()) {

@@ -171,3 +171,19 @@ def test_elastic_outside_an_elastic_job_is_refused(train):
     r = run([train, *ARGS], env=ENV, timeout=60)
     assert r.returncode == 2
     assert "--elastic needs an elastic job: start it with disttrainrun --elastic" in r.stderr
+
+
+FAKE = BUILD / "tests" / "plugins" / "fakedevice"
+
+
+@pytest.mark.skipif(not (FAKE / "libdt-compute-fakedevice.so").exists(),
+                    reason="the fake device plugins were not built")
+def test_elastic_with_device_tensors_is_refused(disttrainrun, train):
+    # The commits are host copies of the tensors: a compute plugin that keeps them on a
+    # device is refused before the job forms, with what to do instead.
+    env = {**ENV, "DISTTRAIN_PLUGIN_PATH": f"{TCP}:{FAKE}:{ONEDNN}",
+           "DISTTRAIN_FAKE_DEVICE_COMPUTE": str(ONEDNN / "libdt-compute-onednn.so"),
+           "DISTTRAIN_COMPUTE": "fakedevice", "DISTTRAIN_MEMORY": "fakedevice"}
+    r = run([disttrainrun, "-np", "2", "--elastic", "--", train, *ARGS], env=env, timeout=60)
+    assert r.returncode == 2, r.stdout + r.stderr
+    assert "--elastic commits the state in host memory and needs host tensors" in r.stderr

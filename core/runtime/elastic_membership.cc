@@ -141,11 +141,36 @@ ElasticMembership elastic_rendezvous(bootstrap::StoreClient &store, const Elasti
     return m;
 }
 
+namespace {
+// The joiner's tries, each in the re-form after the last one that closed.
+std::pair<ElasticMembership, uint64_t> join_next_reform(bootstrap::StoreClient &store,
+                                                        ElasticRendezvous &r);
+} // namespace
+
 std::pair<ElasticMembership, uint64_t> elastic_join(bootstrap::StoreClient &store,
                                                     ElasticRendezvous r)
 {
     r.me.old_rank = -1;
     store.add(r.root + "joiners", 1);
+    try {
+        return join_next_reform(store, r);
+    } catch (const Error &) {
+        // Giving up (DISTTRAIN_TIMEOUT, a store error): no longer waiting, so that the
+        // job's ranks stop re-forming for a joiner that will never come.
+        try {
+            store.add(r.root + "joiners", -1);
+        } catch (const Error &) {
+            // The store is gone too: nobody is left to count on it.
+        }
+        throw;
+    }
+}
+
+namespace {
+
+std::pair<ElasticMembership, uint64_t> join_next_reform(bootstrap::StoreClient &store,
+                                                        ElasticRendezvous &r)
+{
     for (;;) {
         std::string last;
         r.epoch = (exists(store, r.root + "epoch", &last)
@@ -163,9 +188,13 @@ std::pair<ElasticMembership, uint64_t> elastic_join(bootstrap::StoreClient &stor
     }
 }
 
+} // namespace
+
 int64_t waiting_joiners(bootstrap::StoreClient &store, const std::string &root)
 {
-    return store.add(root + "joiners", 0) - store.add(root + "admitted", 0);
+    // Read apart, the two counters may cross for a moment (a joiner giving up while
+    // rank 0 counts it in): never fewer than none.
+    return std::max<int64_t>(0, store.add(root + "joiners", 0) - store.add(root + "admitted", 0));
 }
 
 } // namespace dt

@@ -152,5 +152,20 @@ TEST_F(Reform, FewerThanTheMinimumTimesOutOnEveryRank)
         EXPECT_EQ(status, DT_ERR_TIMEOUT);
 }
 
+TEST_F(Reform, AJoinerThatGivesUpIsNoLongerCountedAsWaiting)
+{
+    // Nobody re-forms: the joiner times out, and withdraws, so the ranks do not re-form
+    // (and wait their settle time) for it at every later step boundary.
+    bootstrap::StoreClient store(server.address(), auth, 10000ms);
+    ElasticRendezvous r = survivor(-1, {}, 0, 30s, 1, 200ms);
+    try {
+        elastic_join(store, r);
+        ADD_FAILURE() << "the join should have timed out";
+    } catch (const Error &e) {
+        EXPECT_EQ(e.status(), DT_ERR_TIMEOUT);
+    }
+    EXPECT_EQ(waiting_joiners(store, "ctx0/elastic/"), 0);
+}
+
 } // namespace
 } // namespace dt

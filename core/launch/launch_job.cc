@@ -394,7 +394,9 @@ private:
                        std::to_string(settings_.max_restarts) + ")";
         }
         int left = running_count();
-        if (left < settings_.min_np) {
+        // Once a rank has ended well the job is done: a rank lost after that (one cut off,
+        // failing late) brings nobody below --min-np.
+        if (left < settings_.min_np && !finishing_) {
             fail({who(r) + " " + how + "; " + std::to_string(left) + " rank(s) left, fewer "
                       "than --min-np " + std::to_string(settings_.min_np) + others_suffix(r),
                   sig != 0 ? 128 + sig : WEXITSTATUS(r.status), &r});

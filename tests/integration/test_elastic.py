@@ -252,3 +252,75 @@ def test_recovery_benchmark_smoke(build_dir):
         assert cols[1] == "1" and cols[6] == "0", f"{name} hung:\n{r.stdout}"
         if name != "in-reform":
             assert cols[5] == "0", f"{name} failed:\n{r.stdout}"
+
+
+FAKE_SSH = """#!/bin/sh
+# ssh [-o OPT | -p PORT | -i KEY]... HOST COMMAND: runs COMMAND in HOST's network
+# namespace, so that disttrainrun's ssh path starts ranks on the namespace "hosts".
+while [ $# -gt 0 ]; do
+  case "$1" in -o|-p|-i) shift 2 ;; -*) shift ;; *) break ;; esac
+done
+host=$1; shift
+case "$host" in
+{cases}
+  *) echo "ssh: unknown host $host" >&2; exit 255 ;;
+esac
+exec ip netns exec "$ns" sh -c "$*"
+"""
+
+
+def test_a_host_cut_off_is_lost_and_the_other_reforms_hierarchically(disttrainrun, worker,
+                                                                        tmp_path):
+    # Two "hosts" (network namespaces, tests/integration/netns) with 2 ranks each, so the
+    # allreduce is hierarchical (shared memory on each host, tcp between them). Host 1's
+    # link goes down mid-job: its ranks are silent, not dead. Ranks 0 and 1 (host 0, where
+    # disttrainrun and its store run) time out on them, re-form as a job of 2 and finish;
+    # ranks 2 and 3 cannot reach the store any more and fail; nothing hangs.
+    sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent / "netns"))
+    from netns_fabric import Fabric, Unavailable, probe
+    try:
+        probe()
+    except Unavailable as e:
+        pytest.skip(str(e))
+    with Fabric(2) as fabric:
+        bin_dir = tmp_path / "bin"
+        bin_dir.mkdir()
+        ssh = bin_dir / "ssh"
+        ssh.write_text(FAKE_SSH.format(cases="\n".join(
+            f"  h{i}) ns={name} ;;" for i, name in enumerate(fabric.names))))
+        ssh.chmod(0o755)
+        env = clean_env({"PATH": f"{bin_dir}:{os.environ['PATH']}", "DISTTRAIN_TIMEOUT": "4",
+                         "DISTTRAIN_LOG_LEVEL": "debug", "DT_WORKER_STEPS_AFTER_REFORM": "20"})
+        out, err = tmp_path / "out.txt", tmp_path / "err.txt"
+        with open(out, "w") as of, open(err, "w") as ef:
+            job = subprocess.Popen(
+                fabric.exec_prefix(0) + [str(disttrainrun), "-np", "4", "-H", "h0:2,h1:2",
+                                         "--launcher", "ssh", "--elastic",
+                                         "-x", "DT_WORKER_STEPS_AFTER_REFORM", "--timeout",
+                                         "60", str(worker), "1000000", "-1"],
+                env=env, stdout=of, stderr=ef, start_new_session=True)
+            try:
+                deadline = time.monotonic() + 30
+                hierarchical = re.compile(r"allreduce 'step' .*4 ranks.*: shm_hierarchical")
+                while not hierarchical.search(err.read_text(errors="replace")):
+                    assert job.poll() is None, err.read_text(errors="replace")[-3000:]
+                    assert time.monotonic() < deadline, "the job did not start in 30 s\n" + \
+                        err.read_text(errors="replace")[-3000:]
+                    time.sleep(0.1)
+                time.sleep(0.5)
+                fabric.cut(1)
+                code = job.wait(timeout=50)
+            finally:
+                if job.poll() is None:
+                    os.killpg(job.pid, 9)
+                    job.wait()
+    stdout, stderr = out.read_text(errors="replace"), err.read_text(errors="replace")
+    report = stdout[-3000:] + stderr[-6000:]
+    assert code == 0, report
+    done = {m.group(1): m.group(2) for m in lines(stdout, "^done ")}
+    assert sorted(done) == ["0", "1"], report
+    for new_rank, old_rank in enumerate(["0", "1"]):
+        assert done[old_rank].startswith(f"done rank={new_rank} size=2 "), report
+    for lost in ("2", "3"):
+        assert re.search(rf"rank {lost} \(host h1, ssh pid \d+\) exited with code \d+; the job "
+                         r"goes on with \d rank\(s\) \(--elastic\)", stderr), report

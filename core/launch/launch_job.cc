@@ -402,9 +402,10 @@ private:
                   sig != 0 ? 128 + sig : WEXITSTATUS(r.status), &r});
             return true;
         }
-        std::string line = "disttrainrun: " + who(r) + " " + how + replaced +
-                           "; the job goes on with " + std::to_string(left) +
-                           " rank(s) (--elastic)\n";
+        std::string rest = left == 0 ? "; the others had ended well (--elastic)\n"
+                                     : "; the job goes on with " + std::to_string(left) +
+                                           " rank(s) (--elastic)\n";
+        std::string line = "disttrainrun: " + who(r) + " " + how + replaced + rest;
         write_all(2, line.data(), line.size());
         return true;
     }

@@ -251,18 +251,30 @@ int run(const std::vector<std::string> &args)
     if (opt.elastic) {
         // A new host from the discovery script may be the first remote one: ssh is then
         // looked up when it is needed, and a missing ssh fails that rank's start.
-        settings.joiner = [&, local_exe, ssh_path](const Placement &p) mutable {
-            if (!p.local && ssh_path.empty()) {
-                try {
-                    ssh_path = resolve_executable("ssh");
-                } catch (const SpawnError &) {
-                    ssh_path = "ssh";
-                }
+        // Not found: the start then fails with the reason (SpawnError in run_job).
+        auto lookup = [](const std::string &name) {
+            try {
+                return resolve_executable(name);
+            } catch (const SpawnError &) {
+                return name;
             }
+        };
+        settings.joiner = [&, lookup, local_exe, ssh_path](const Placement &p) mutable {
+            if (!p.local && ssh_path.empty())
+                ssh_path = lookup("ssh");
             if (p.local && local_exe.empty())
-                local_exe = resolve_executable(opt.command.front());
-            // Joiners are not bound to cores: the plan covered the first ranks.
-            return build_launches(opt, {p}, local_exe, ssh_path, store.address, token, {},
+                local_exe = lookup(opt.command.front());
+            // A replacement gets the cores of the rank it replaces; a new rank on a free
+            // slot is not bound (the plan covered the first ranks only).
+            std::vector<std::vector<int>> cores;
+            if (p.local && p.rank < static_cast<int>(placements.size())) {
+                size_t local_index = 0;
+                for (int k = 0; k < p.rank; ++k)
+                    local_index += placements[static_cast<size_t>(k)].local ? 1 : 0;
+                if (local_index < cpu_plan.size())
+                    cores.push_back(cpu_plan[local_index]);
+            }
+            return build_launches(opt, {p}, local_exe, ssh_path, store.address, token, cores,
                                   true)
                 .front();
         };

@@ -242,7 +242,7 @@ def test_recovery_benchmark_smoke(build_dir):
     # hang. The times are printed, not judged.
     bench = REPO / "tests" / "bench" / "elastic_recovery.py"
     r = subprocess.run([sys.executable, str(bench), "--build-dir", str(build_dir),
-                        "--trials", "1", "--deadline", "40"],
+                        "--trials", "1", "--deadline", "40", "--timeout", "3"],
                        env=clean_env(), capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stdout + r.stderr
     rows = {l.split()[0]: l.split() for l in r.stdout.splitlines()
@@ -322,5 +322,6 @@ def test_a_host_cut_off_is_lost_and_the_other_reforms_hierarchically(disttrainru
     for new_rank, old_rank in enumerate(["0", "1"]):
         assert done[old_rank].startswith(f"done rank={new_rank} size=2 "), report
     for lost in ("2", "3"):
-        assert re.search(rf"rank {lost} \(host h1, ssh pid \d+\) exited with code \d+; the job "
-                         r"goes on with \d rank\(s\) \(--elastic\)", stderr), report
+        assert re.search(rf"rank {lost} \(host h1, ssh pid \d+\) exited with code \d+; (the job "
+                         r"goes on with \d rank\(s\)|the others had ended well) \(--elastic\)",
+                         stderr), report

@@ -492,7 +492,7 @@ private:
                 continue; // refused at the start for the first hosts; new ones are skipped
             if (shunned_.count(h.host))
                 continue;
-            int used = running_on(h.host);
+            int used = running_on(h);
             for (int slot = used; slot < h.slots && below_max_np(); ++slot) {
                 Placement p;
                 p.rank = next_id_++;
@@ -527,11 +527,14 @@ private:
         write_all(2, line.data(), line.size());
     }
 
-    int running_on(const std::string &host) const
+    // Ranks running on h; for this machine under any of its names (localhost, 127.0.0.1,
+    // its host name), so that a script naming it differently from -np's first list does
+    // not double its slots.
+    int running_on(const HostSlots &h) const
     {
         int n = 0;
         for (const Rank &r : ranks_)
-            n += r.running && r.place.host == host ? 1 : 0;
+            n += r.running && (h.local ? is_local_host(r.place.host) : r.place.host == h.host);
         return n;
     }
 

@@ -144,6 +144,20 @@ def test_a_discovery_script_grows_the_job_from_2_to_4(disttrainrun, worker, tmp_
     assert len(done) == 4 and all("size=4" in d for d in done), r.stdout + r.stderr
 
 
+def test_this_machine_under_another_name_keeps_its_slot_count(disttrainrun, worker, tmp_path):
+    # The first ranks run on "localhost"; the script then names this machine by its host
+    # name with 3 slots: one new rank, not 3 (--max-np 4 would allow 2 more).
+    script = discovery_script(tmp_path, 'if [ -e "$0.ran" ]; then echo "$(hostname):3"\n'
+                                        'else touch "$0.ran"; echo localhost:2; fi\n')
+    r = run([disttrainrun, "-np", "2", "--elastic", "--max-np", "4",
+             "--host-discovery-script", script, worker, STEPS, "-1"],
+            env={"DISTTRAIN_TIMEOUT": "30", "DT_WORKER_UNTIL_SIZE": "3"}, timeout=90)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "started rank 2 on host" in r.stderr and "started rank 3" not in r.stderr, r.stderr
+    done = sorted(m.group(2) for m in lines(r.stdout, "^done "))
+    assert len(done) == 3 and all("size=3" in d for d in done), r.stdout + r.stderr
+
+
 def test_a_discovery_script_that_fails_during_the_job_is_reported(disttrainrun, worker,
                                                                    tmp_path):
     script = discovery_script(tmp_path, 'if [ -e "$0.ran" ]; then echo "inventory down" >&2; '

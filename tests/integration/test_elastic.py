@@ -7,6 +7,7 @@ the job when too few ranks are left; with --host-discovery-script the job grows 
 slots; a rank killed during a re-form leaves the others re-formed or failed, never hung;
 a host cut off from the network (its own namespace) is lost like a dead rank. The
 recovery benchmark has a smoke run here. Each job has a hard timeout."""
+import contextlib
 import os
 import pathlib
 import re
@@ -270,7 +271,9 @@ def test_recovery_benchmark_smoke(build_dir):
 
 FAKE_SSH = """#!/bin/sh
 # ssh [-o OPT | -p PORT | -i KEY]... HOST COMMAND: runs COMMAND in HOST's network
-# namespace, so that disttrainrun's ssh path starts ranks on the namespace "hosts".
+# namespace, so that disttrainrun's ssh path starts ranks on the namespace "hosts", with
+# HOST as host name (a UTS namespace of its own: an elastic re-form tells hosts apart by
+# their names).
 while [ $# -gt 0 ]; do
   case "$1" in -o|-p|-i) shift 2 ;; -*) shift ;; *) break ;; esac
 done
@@ -279,17 +282,14 @@ case "$host" in
 {cases}
   *) echo "ssh: unknown host $host" >&2; exit 255 ;;
 esac
-exec ip netns exec "$ns" sh -c "$*"
+exec ip netns exec "$ns" unshare --uts sh -c 'hostname "$0" && exec sh -c "$1"' "$host" "$*"
 """
 
 
-def test_a_host_cut_off_is_lost_and_the_other_reforms_hierarchically(disttrainrun, worker,
-                                                                        tmp_path):
-    # Two "hosts" (network namespaces, tests/integration/netns) with 2 ranks each, so the
-    # allreduce is hierarchical (shared memory on each host, tcp between them). Host 1's
-    # link goes down mid-job: its ranks are silent, not dead. Ranks 0 and 1 (host 0, where
-    # disttrainrun and its store run) time out on them, re-form as a job of 2 and finish;
-    # ranks 2 and 3 cannot reach the store any more and fail; nothing hangs.
+@contextlib.contextmanager
+def namespace_hosts(tmp_path):
+    """Two "hosts" h0 and h1 (network namespaces, tests/integration/netns) and a PATH whose
+    ssh runs commands in them; skips where namespaces cannot be made."""
     sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent / "netns"))
     from netns_fabric import Fabric, Unavailable, probe
     try:
@@ -303,7 +303,37 @@ def test_a_host_cut_off_is_lost_and_the_other_reforms_hierarchically(disttrainru
         ssh.write_text(FAKE_SSH.format(cases="\n".join(
             f"  h{i}) ns={name} ;;" for i, name in enumerate(fabric.names))))
         ssh.chmod(0o755)
-        env = clean_env({"PATH": f"{bin_dir}:{os.environ['PATH']}", "DISTTRAIN_TIMEOUT": "4",
+        yield fabric, f"{bin_dir}:{os.environ['PATH']}"
+
+
+def test_new_slots_on_another_host_get_ranks_through_ssh(disttrainrun, worker, tmp_path):
+    # The job starts on h0 (2 ranks); the script then adds h1:2, whose ranks disttrainrun
+    # starts through its ssh path, and which join: every rank ends in a job of 4.
+    script = discovery_script(tmp_path, 'if [ -e "$0.ran" ]; then printf "h0:2\\nh1:2\\n"\n'
+                                        'else touch "$0.ran"; echo h0:2; fi\n')
+    with namespace_hosts(tmp_path) as (fabric, path):
+        r = run(fabric.exec_prefix(0) + [
+            disttrainrun, "-np", "2", "--elastic", "--max-np", "4", "--launcher", "ssh",
+            "--host-discovery-script", script, "-x", "DT_WORKER_UNTIL_SIZE", "--timeout", "60",
+            worker, STEPS, "-1"],
+            env={"PATH": path, "DISTTRAIN_TIMEOUT": "20", "DT_WORKER_UNTIL_SIZE": "4"},
+            timeout=90)
+    assert r.returncode == 0, r.stdout + r.stderr
+    for new_rank in (2, 3):
+        assert f"started rank {new_rank} on host h1" in r.stderr, r.stderr
+    done = sorted(m.group(2) for m in lines(r.stdout, "^done "))
+    assert len(done) == 4 and all("size=4" in d for d in done), r.stdout + r.stderr
+
+
+def test_a_host_cut_off_is_lost_and_the_other_reforms_hierarchically(disttrainrun, worker,
+                                                                        tmp_path):
+    # Two "hosts" (network namespaces, tests/integration/netns) with 2 ranks each, so the
+    # allreduce is hierarchical (shared memory on each host, tcp between them). Host 1's
+    # link goes down mid-job: its ranks are silent, not dead. Ranks 0 and 1 (host 0, where
+    # disttrainrun and its store run) time out on them, re-form as a job of 2 and finish;
+    # ranks 2 and 3 cannot reach the store any more and fail; nothing hangs.
+    with namespace_hosts(tmp_path) as (fabric, path):
+        env = clean_env({"PATH": path, "DISTTRAIN_TIMEOUT": "4",
                          "DISTTRAIN_LOG_LEVEL": "debug", "DT_WORKER_STEPS_AFTER_REFORM": "20"})
         out, err = tmp_path / "out.txt", tmp_path / "err.txt"
         with open(out, "w") as of, open(err, "w") as ef:

@@ -126,8 +126,9 @@ private:
                 return;
     }
 
-    // Starts one process of l; on failure the job fails and the Rank is not running.
-    Rank &start(const RankLaunch &l)
+    // Starts one process of l; on failure the Rank is not running, and the job fails
+    // unless it is only growing (then the reason is said and the job goes on).
+    Rank &start(const RankLaunch &l, bool optional = false)
     {
         std::string prefix = settings_.tag_output ? "[" + std::to_string(l.place.rank) + "] " : "";
         Rank &r = ranks_.emplace_back(l.place, prefix); // a deque: r stays put
@@ -149,7 +150,14 @@ private:
             DT_LOG(debug, "launch", "started rank ", r.place.rank, " on ", r.place.host,
                    " as pid ", r.pid);
         } catch (const SpawnError &e) {
-            fail({e.message() + others_suffix(r), 127});
+            if (!optional) {
+                fail({e.message() + others_suffix(r), 127});
+            } else {
+                std::string line = "disttrainrun: rank " + std::to_string(l.place.rank) +
+                                   " on host " + l.place.host + " could not start: " +
+                                   e.message() + "\n";
+                write_all(2, line.data(), line.size());
+            }
         }
         return r;
     }
@@ -500,11 +508,13 @@ private:
                 p.local = h.local && settings_.launcher != LauncherKind::ssh;
                 p.local_rank = slot;
                 p.local_size = h.slots;
-                Rank &fresh = start(settings_.joiner(p));
-                if (!fresh.running)
-                    return; // start() has failed the job
+                Rank &fresh = start(settings_.joiner(p), true);
                 fresh.replacement = true;
                 fresh.grown = true;
+                if (!fresh.running) {
+                    shun(fresh);
+                    break;
+                }
                 std::string line = "disttrainrun: started rank " + std::to_string(p.rank) +
                                    " on host " + h.host + " (pid " +
                                    std::to_string(fresh.pid) + ") to join the job: " +

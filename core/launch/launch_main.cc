@@ -12,6 +12,7 @@
 #include "launch/launch_store.h"
 
 #include "bootstrap/auth.h"
+#include "runtime/env.h"
 #include "runtime/error.h"
 #include "telemetry/log.h"
 
@@ -235,7 +236,17 @@ int run(const std::vector<std::string> &args)
 
     SignalReader signals; // before the store's thread exists, so it inherits the mask
     std::string token = bootstrap::Auth::random_token();
-    LaunchStore store = start_store(remote_hosts, token);
+    // Ranks the discovery script adds on other hosts must reach the store too: it listens
+    // beyond loopback from the start where this machine has an address for them.
+    bool reachable = remote_hosts;
+    if (discovery && !remote_hosts) {
+        reachable = non_loopback_ipv4().has_value() || env::get("DISTTRAIN_STORE_ADDR");
+        if (!reachable)
+            DT_LOG(warn, "launch", "no non-loopback IPv4 address: ranks that "
+                   "--host-discovery-script adds on other hosts could not reach the store; "
+                   "set DISTTRAIN_STORE_ADDR to an address of this machine they can reach");
+    }
+    LaunchStore store = start_store(reachable, token);
     DT_LOG(info, "launch", "store at ", store.address, " for ", opt.np, " ranks");
     JobSettings settings;
     settings.timeout_s = opt.timeout_s;

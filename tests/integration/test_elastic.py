@@ -159,6 +159,22 @@ def test_this_machine_under_another_name_keeps_its_slot_count(disttrainrun, work
     assert len(done) == 3 and all("size=3" in d for d in done), r.stdout + r.stderr
 
 
+def test_a_new_rank_that_cannot_start_does_not_stop_the_job(disttrainrun, worker, tmp_path):
+    # The script adds a remote host, but there is no ssh to reach it (PATH has none): the
+    # job goes on with its ranks, and that host gets no more tries.
+    script = discovery_script(tmp_path, 'if [ -e "$0.ran" ]; then printf "localhost:2\\n'
+                                        'far.invalid:1\\n"; else : > "$0.ran"; '
+                                        'echo localhost:2; fi\n')
+    r = run([disttrainrun, "-np", "2", "--elastic", "--max-np", "3",
+             "--host-discovery-script", script, worker, "250", "-1"],
+            env={"DISTTRAIN_TIMEOUT": "30", "PATH": str(tmp_path / "nothing")}, timeout=90)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "rank 2 on host far.invalid could not start: cannot run 'ssh'" in r.stderr, r.stderr
+    assert "no more new ranks on host far.invalid" in r.stderr, r.stderr
+    assert "rank 3" not in r.stderr, r.stderr
+    assert len(lines(r.stdout, "^done rank=.* size=2 ")) == 2, r.stdout + r.stderr
+
+
 def test_a_discovery_script_that_fails_during_the_job_is_reported(disttrainrun, worker,
                                                                    tmp_path):
     script = discovery_script(tmp_path, 'if [ -e "$0.ran" ]; then echo "inventory down" >&2; '

@@ -175,6 +175,21 @@ def test_a_new_rank_that_cannot_start_does_not_stop_the_job(disttrainrun, worker
     assert len(lines(r.stdout, "^done rank=.* size=2 ")) == 2, r.stdout + r.stderr
 
 
+def test_ranks_on_a_host_that_leaves_the_list_are_left_alone(disttrainrun, worker, tmp_path):
+    # From its second run on the script lists no host at all: the running ranks go on
+    # (disttrainrun kills none) and the job ends well.
+    script = discovery_script(tmp_path, 'echo run >> "$0.runs"\n'
+                                        'if [ -e "$0.ran" ]; then exit 0; fi\n'
+                                        ': > "$0.ran"; echo localhost:2\n')
+    r = run([disttrainrun, "-np", "2", "--elastic", "--max-np", "2",
+             "--host-discovery-script", script, worker, "250", "-1"],
+            env={"DISTTRAIN_TIMEOUT": "30"}, timeout=90)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert len(lines(r.stdout, "^done rank=.* size=2 steps=250")) == 2, r.stdout + r.stderr
+    runs = (tmp_path / "discover.sh.runs").read_text().count("run")
+    assert runs >= 2, f"the script ran {runs} time(s): never during the job"
+
+
 def test_a_discovery_script_that_fails_during_the_job_is_reported(disttrainrun, worker,
                                                                    tmp_path):
     script = discovery_script(tmp_path, 'if [ -e "$0.ran" ]; then echo "inventory down" >&2; '

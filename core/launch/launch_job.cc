@@ -14,8 +14,10 @@
 #include <chrono>
 #include <cmath>
 #include <cstring>
+#include <deque>
 #include <map>
 #include <optional>
+#include <set>
 
 namespace dt::launch {
 namespace {
@@ -76,8 +78,9 @@ struct Rank {
     bool reaped = false;
     int status = 0;         // the wait status, once reaped
     bool ended_by_us = false; // died by the signal we sent to stop it
-    bool replacement = false; // elastic: started for a rank that died
+    bool replacement = false; // elastic: a joiner (for a rank that died, or on a new slot)
     bool retired = false;     // a replacement stopped because the job had ended
+    bool grown = false;       // elastic: started on a free slot the discovery script gave
 
     Rank(const Placement &p, const std::string &prefix)
         : place(p), out_tag(1, prefix), err_tag(2, prefix) {}
@@ -113,19 +116,22 @@ public:
 private:
     void start_all()
     {
-        // Replacements join the same vector: reserved, so no Rank ever moves (the output
+        // Joiners are added to the same deque, where no Rank ever moves (the output
         // taggers' callbacks hold references).
-        ranks_.reserve(launches_.size() + static_cast<size_t>(settings_.max_restarts));
+        for (const Placement &p : placements_of(launches_))
+            next_id_ = std::max(next_id_, p.rank + 1);
+        listed_ = settings_.hosts;
         for (RankLaunch &l : launches_)
             if (!start(l).running)
                 return;
     }
 
-    // Starts one process of l; on failure the job fails and the Rank is not running.
-    Rank &start(const RankLaunch &l)
+    // Starts one process of l; on failure the Rank is not running, and the job fails
+    // unless it is only growing (then the reason is said and the job goes on).
+    Rank &start(const RankLaunch &l, bool optional = false)
     {
         std::string prefix = settings_.tag_output ? "[" + std::to_string(l.place.rank) + "] " : "";
-        Rank &r = ranks_.emplace_back(l.place, prefix); // reserved: r stays put
+        Rank &r = ranks_.emplace_back(l.place, prefix); // a deque: r stays put
         r.label = l.label;
         if (l.explain)
             r.err_tag.watch([&r, explain = l.explain](std::string_view line) {
@@ -144,7 +150,14 @@ private:
             DT_LOG(debug, "launch", "started rank ", r.place.rank, " on ", r.place.host,
                    " as pid ", r.pid);
         } catch (const SpawnError &e) {
-            fail({e.message() + others_suffix(r), 127});
+            if (!optional) {
+                fail({e.message() + others_suffix(r), 127});
+            } else {
+                std::string line = "disttrainrun: rank " + std::to_string(l.place.rank) +
+                                   " on host " + l.place.host + " could not start: " +
+                                   e.message() + "\n";
+                write_all(2, line.data(), line.size());
+            }
         }
         return r;
     }
@@ -160,6 +173,8 @@ private:
                 for (Fd *fd : {&r.out, &r.err})
                     if (*fd)
                         fds.push_back({fd->get(), POLLIN, 0});
+            if (settings_.discovery)
+                settings_.discovery->add_fds(fds);
             int n = poll(fds.data(), fds.size(), poll_timeout_ms());
             if (n < 0 && errno != EINTR)
                 throw_error(DT_ERR_INTERNAL, "disttrainrun: poll failed: ",
@@ -174,6 +189,7 @@ private:
             }
             reap();
             on_timers();
+            discover(fds);
         }
     }
 
@@ -232,6 +248,8 @@ private:
             consider(deadline_);
         if (running_count() == 0)
             consider(drain_until_);
+        if (settings_.discovery && growing())
+            consider(settings_.discovery->next_wakeup());
         if (!next)
             return -1;
         auto ms = std::chrono::ceil<std::chrono::milliseconds>(*next - Clock::now());
@@ -296,6 +314,7 @@ private:
         DT_LOG(debug, "launch", "rank ", r.place.rank, " (pid ", r.pid, ") ended, status ",
                status);
         if (ok) {
+            finishing_ = true; // the job is ending: no more new ranks
             if (settings_.elastic)
                 retire_unneeded_replacements();
             return;
@@ -320,6 +339,8 @@ private:
                                128 + sig, &r};
             return;
         }
+        if (r.grown)
+            shun(r);
         if (settings_.elastic && survive_loss(r, sig))
             return;
         if (sig != 0) {
@@ -370,9 +391,9 @@ private:
         std::string how = sig != 0 ? "was killed by signal " + signal_text(sig)
                                    : "exited with code " + std::to_string(WEXITSTATUS(r.status));
         std::string replaced;
-        if (restarts_ < settings_.max_restarts) {
+        if (restarts_ < settings_.max_restarts && below_max_np() && still_listed(r.place.host)) {
             ++restarts_;
-            Rank &fresh = start(settings_.replacements.at(r.place.rank));
+            Rank &fresh = start(settings_.joiner(r.place));
             if (!fresh.running)
                 return false; // start() has failed the job
             fresh.replacement = true;
@@ -381,11 +402,18 @@ private:
                        std::to_string(settings_.max_restarts) + ")";
         }
         int left = running_count();
-        if (left < settings_.min_np)
-            return false;
-        std::string line = "disttrainrun: " + who(r) + " " + how + replaced +
-                           "; the job goes on with " + std::to_string(left) +
-                           " rank(s) (--elastic)\n";
+        // Once a rank has ended well the job is done: a rank lost after that (one cut off,
+        // failing late) brings nobody below --min-np.
+        if (left < settings_.min_np && !finishing_) {
+            fail({who(r) + " " + how + "; " + std::to_string(left) + " rank(s) left, fewer "
+                      "than --min-np " + std::to_string(settings_.min_np) + others_suffix(r),
+                  sig != 0 ? 128 + sig : WEXITSTATUS(r.status), &r});
+            return true;
+        }
+        std::string rest = left == 0 ? "; the others had ended well (--elastic)\n"
+                                     : "; the job goes on with " + std::to_string(left) +
+                                           " rank(s) (--elastic)\n";
+        std::string line = "disttrainrun: " + who(r) + " " + how + replaced + rest;
         write_all(2, line.data(), line.size());
         return true;
     }
@@ -415,6 +443,109 @@ private:
             kill(-o.pid, SIGTERM);
             kill(-o.pid, SIGCONT);
         }
+    }
+
+    static std::vector<Placement> placements_of(const std::vector<RankLaunch> &launches)
+    {
+        std::vector<Placement> out;
+        for (const RankLaunch &l : launches)
+            out.push_back(l.place);
+        return out;
+    }
+
+    bool below_max_np() const
+    {
+        return settings_.max_np <= 0 || running_count() < settings_.max_np;
+    }
+
+    // Replacements go where the rank was, unless the discovery script dropped that host.
+    bool still_listed(const std::string &host) const
+    {
+        if (!settings_.discovery)
+            return true;
+        return std::any_of(listed_.begin(), listed_.end(),
+                           [&](const HostSlots &h) { return h.host == host; });
+    }
+
+    bool growing() const { return !stopping_ && !finishing_; }
+
+    // --host-discovery-script: a run that ended gives the hosts now listed; their free
+    // slots get new ranks, up to --max-np running. A host that left the list keeps its
+    // ranks (a flaky script must not kill healthy ranks; a host that is really gone loses
+    // them by itself, and the survivors re-form).
+    void discover(const std::vector<pollfd> &fds)
+    {
+        if (!settings_.discovery)
+            return;
+        if (!growing()) {
+            settings_.discovery->stop();
+            return;
+        }
+        std::optional<DiscoveryResult> got = settings_.discovery->step(fds);
+        if (!got)
+            return;
+        if (!got->ok) {
+            if (got->error != discovery_error_) {
+                std::string line = "disttrainrun: " + got->error + "; kept the hosts it "
+                                   "listed before\n";
+                write_all(2, line.data(), line.size());
+            }
+            discovery_error_ = got->error;
+            return;
+        }
+        discovery_error_.clear();
+        listed_ = got->hosts;
+        for (const HostSlots &h : listed_) {
+            if (!h.local && settings_.launcher == LauncherKind::local)
+                continue; // refused at the start for the first hosts; new ones are skipped
+            if (shunned_.count(h.host))
+                continue;
+            int used = running_on(h);
+            for (int slot = used; slot < h.slots && below_max_np(); ++slot) {
+                Placement p;
+                p.rank = next_id_++;
+                p.host = h.host;
+                p.local = h.local && settings_.launcher != LauncherKind::ssh;
+                p.local_rank = slot;
+                p.local_size = h.slots;
+                Rank &fresh = start(settings_.joiner(p), true);
+                fresh.replacement = true;
+                fresh.grown = true;
+                if (!fresh.running) {
+                    shun(fresh);
+                    break;
+                }
+                std::string line = "disttrainrun: started rank " + std::to_string(p.rank) +
+                                   " on host " + h.host + " (pid " +
+                                   std::to_string(fresh.pid) + ") to join the job: " +
+                                   std::to_string(running_count()) + " of --max-np " +
+                                   std::to_string(settings_.max_np) + " running\n";
+                write_all(2, line.data(), line.size());
+            }
+        }
+    }
+
+    // A host where a new rank failed gets no more (as Horovod's blacklist): else a host
+    // that cannot run ranks would get a failing one every second for the whole job.
+    void shun(const Rank &r)
+    {
+        if (!shunned_.insert(r.place.host).second)
+            return;
+        std::string line = "disttrainrun: no more new ranks on host " + r.place.host +
+                           ": rank " + std::to_string(r.place.rank) +
+                           ", started there on a free slot, failed\n";
+        write_all(2, line.data(), line.size());
+    }
+
+    // Ranks running on h; for this machine under any of its names (localhost, 127.0.0.1,
+    // its host name), so that a script naming it differently from -np's first list does
+    // not double its slots.
+    int running_on(const HostSlots &h) const
+    {
+        int n = 0;
+        for (const Rank &r : ranks_)
+            n += r.running && (h.local ? is_local_host(r.place.host) : r.place.host == h.host);
+        return n;
     }
 
     // Records the first failure and stops every rank still running: sig, then SIGKILL
@@ -487,7 +618,12 @@ private:
     SignalReader &signals_;
     std::vector<RankLaunch> launches_;
     JobSettings settings_;
-    std::vector<Rank> ranks_;
+    std::deque<Rank> ranks_;
+    std::vector<HostSlots> listed_; // what the discovery script listed last
+    std::set<std::string> shunned_; // hosts that get no more new ranks
+    int next_id_ = 0;               // the output tag ([N]) of the next new rank
+    bool finishing_ = false;        // a rank has ended well: the job is ending
+    std::string discovery_error_;   // the last failure reported, to say it once
     std::optional<Outcome> outcome_;
     int restarts_ = 0; // replacements started (elastic)
     bool outcome_from_exit_ = false; // the recorded failure is a rank's non-zero exit

@@ -3,6 +3,7 @@
 // them all when one fails or when we are signalled, and say in one line what happened.
 #pragma once
 
+#include "launch/launch_discovery.h"
 #include "launch/launch_hosts.h"
 #include "launch/launch_process.h"
 #include "launch/launch_signals.h"
@@ -34,10 +35,18 @@ struct JobSettings {
     // without it (dt_context_reform).
     bool elastic = false;
     int min_np = 1;
-    // Elastic: up to max_restarts times, a rank that dies is replaced by
-    // replacements[its rank], which joins the running job (DISTTRAIN_ELASTIC_JOIN=1).
+    // Elastic: up to max_restarts times, a rank that dies is replaced by a process that
+    // joins the running job (DISTTRAIN_ELASTIC_JOIN=1) in its place.
     int max_restarts = 0;
-    std::vector<RankLaunch> replacements;
+    // Elastic: the most ranks running at once, replacements and new ranks included.
+    int max_np = 0;
+    // Elastic: the launch of a process joining the running job at a placement.
+    std::function<RankLaunch(const Placement &)> joiner;
+    // Elastic, --host-discovery-script: run every interval; free slots on the hosts it
+    // lists get joiners, up to max_np ranks. Null: the hosts never change.
+    HostDiscovery *discovery = nullptr;
+    std::vector<HostSlots> hosts; // the hosts it listed before the job started
+    LauncherKind launcher = LauncherKind::automatic;
 };
 
 // Starts every rank and supervises them until all have ended. Returns the exit code for

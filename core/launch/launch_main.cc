@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // disttrainrun: starts the ranks of a job on this machine and over ssh, serves their
 // rendezvous store, tags their output and stops them all when one fails.
+#include "launch/launch_discovery.h"
 #include "launch/launch_env.h"
 #include "launch/launch_hosts.h"
 #include "launch/launch_job.h"
@@ -11,6 +12,7 @@
 #include "launch/launch_store.h"
 
 #include "bootstrap/auth.h"
+#include "runtime/env.h"
 #include "runtime/error.h"
 #include "telemetry/log.h"
 
@@ -18,6 +20,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <climits>
 #include <cstring>
 #include <iostream>
@@ -31,10 +34,17 @@ constexpr int exit_usage = 2;
 constexpr int exit_setup = 1;
 constexpr int exit_cannot_run = 127;
 
+// --host-discovery-script: how often it runs during the job, and how long a run may take.
+constexpr auto discovery_interval = std::chrono::seconds(1);
+constexpr auto discovery_limit = std::chrono::seconds(5);
+
 
 EnvList rank_env(const Placement &p, int size, const std::string &store_addr,
                  const Options &opt, bool replacement)
 {
+    // A joiner's rank and size are placeholders (the re-form that lets it in numbers it),
+    // but they must be valid: a new rank's number may be past -np.
+    size = std::max({size, p.rank + 1, p.local_size});
     EnvList env = {{"DISTTRAIN_RANK", std::to_string(p.rank)},
             {"DISTTRAIN_SIZE", std::to_string(size)},
             {"DISTTRAIN_LOCAL_RANK", std::to_string(p.local_rank)},
@@ -49,6 +59,40 @@ EnvList rank_env(const Placement &p, int size, const std::string &store_addr,
             env.push_back({"DISTTRAIN_ELASTIC_JOIN", "1"});
     }
     return env;
+}
+
+// The discovery script failed before the job: nothing was started.
+struct DiscoveryFailed {
+    std::string message;
+};
+
+// The script must be there and executable before anything starts.
+std::string check_discovery_script(const std::string &script)
+{
+    try {
+        return resolve_executable(script);
+    } catch (const SpawnError &e) {
+        throw UsageError{"--host-discovery-script: " + e.message() +
+                         " (it must be an executable file, e.g. chmod +x " + script + ")"};
+    }
+}
+
+// The hosts the script lists now, which place the first -np ranks.
+std::vector<HostSlots> first_hosts(HostDiscovery &discovery, const Options &opt)
+{
+    DiscoveryResult r = discovery.run_now();
+    if (!r.ok)
+        throw DiscoveryFailed{r.error};
+    long slots = 0;
+    for (const HostSlots &h : r.hosts)
+        slots += h.slots;
+    if (slots < opt.np)
+        throw DiscoveryFailed{"--host-discovery-script " + opt.discovery_script + " lists " +
+                              std::to_string(slots) + " slot(s) (" +
+                              (r.hosts.empty() ? std::string("no host") : format_hosts(r.hosts)) +
+                              "), fewer than the -np " + std::to_string(opt.np) +
+                              " ranks to start; lower -np or list more slots"};
+    return r.hosts;
 }
 
 std::string current_dir()
@@ -116,6 +160,8 @@ std::vector<RankLaunch> build_launches(const Options &opt,
 int run(const std::vector<std::string> &args)
 {
     std::optional<Options> parsed;
+    std::optional<HostDiscovery> discovery;
+    std::vector<HostSlots> discovered;
     std::vector<Placement> placements;
     std::vector<std::vector<int>> cpu_plan;
     std::string binding_note;
@@ -137,6 +183,12 @@ int run(const std::vector<std::string> &args)
             log::init_from_env();
             return run_with_mpirun(*parsed);
         }
+        if (!parsed->discovery_script.empty()) {
+            discovery.emplace(check_discovery_script(parsed->discovery_script),
+                              discovery_interval, discovery_limit);
+            discovered = first_hosts(*discovery, *parsed);
+            parsed->hosts = format_hosts(discovered);
+        }
         placements = place_ranks(*parsed);
         int local_ranks = static_cast<int>(std::count_if(
             placements.begin(), placements.end(), [](const Placement &p) { return p.local; }));
@@ -144,6 +196,9 @@ int run(const std::vector<std::string> &args)
     } catch (const UsageError &e) {
         std::cerr << "disttrainrun: " << e.message << " (see disttrainrun --help)\n";
         return exit_usage;
+    } catch (const DiscoveryFailed &e) {
+        std::cerr << "disttrainrun: " << e.message << "\n";
+        return exit_setup;
     }
     const Options &opt = *parsed;
     log::init_from_env();
@@ -181,13 +236,60 @@ int run(const std::vector<std::string> &args)
 
     SignalReader signals; // before the store's thread exists, so it inherits the mask
     std::string token = bootstrap::Auth::random_token();
-    LaunchStore store = start_store(remote_hosts, token);
+    // Ranks the discovery script adds on other hosts must reach the store too: it listens
+    // beyond loopback from the start where this machine has an address for them.
+    bool reachable = remote_hosts;
+    if (discovery && !remote_hosts) {
+        reachable = non_loopback_ipv4().has_value() || env::get("DISTTRAIN_STORE_ADDR");
+        if (!reachable)
+            DT_LOG(warn, "launch", "no non-loopback IPv4 address: ranks that "
+                   "--host-discovery-script adds on other hosts could not reach the store; "
+                   "set DISTTRAIN_STORE_ADDR to an address of this machine they can reach");
+    }
+    LaunchStore store = start_store(reachable, token);
     DT_LOG(info, "launch", "store at ", store.address, " for ", opt.np, " ranks");
-    JobSettings settings{opt.timeout_s, opt.grace_s, opt.tag_output, opt.elastic, opt.min_np,
-                         opt.max_restarts, {}};
-    if (opt.max_restarts > 0)
-        settings.replacements = build_launches(opt, placements, local_exe, ssh_path,
-                                               store.address, token, cpu_plan, true);
+    JobSettings settings;
+    settings.timeout_s = opt.timeout_s;
+    settings.grace_s = opt.grace_s;
+    settings.tag_output = opt.tag_output;
+    settings.elastic = opt.elastic;
+    settings.min_np = opt.min_np;
+    settings.max_restarts = opt.max_restarts;
+    settings.max_np = opt.max_np;
+    settings.launcher = opt.launcher;
+    settings.discovery = discovery ? &*discovery : nullptr;
+    settings.hosts = discovered;
+    if (opt.elastic) {
+        // A new host from the discovery script may be the first remote one: ssh is then
+        // looked up when it is needed, and a missing ssh fails that rank's start.
+        // Not found: the start then fails with the reason (SpawnError in run_job).
+        auto lookup = [](const std::string &name) {
+            try {
+                return resolve_executable(name);
+            } catch (const SpawnError &) {
+                return name;
+            }
+        };
+        settings.joiner = [&, lookup, local_exe, ssh_path](const Placement &p) mutable {
+            if (!p.local && ssh_path.empty())
+                ssh_path = lookup("ssh");
+            if (p.local && local_exe.empty())
+                local_exe = lookup(opt.command.front());
+            // A replacement gets the cores of the rank it replaces; a new rank on a free
+            // slot is not bound (the plan covered the first ranks only).
+            std::vector<std::vector<int>> cores;
+            if (p.local && p.rank < static_cast<int>(placements.size())) {
+                size_t local_index = 0;
+                for (int k = 0; k < p.rank; ++k)
+                    local_index += placements[static_cast<size_t>(k)].local ? 1 : 0;
+                if (local_index < cpu_plan.size())
+                    cores.push_back(cpu_plan[local_index]);
+            }
+            return build_launches(opt, {p}, local_exe, ssh_path, store.address, token, cores,
+                                  true)
+                .front();
+        };
+    }
     return run_job(signals,
                    build_launches(opt, placements, local_exe, ssh_path, store.address, token,
                                   cpu_plan),

@@ -127,6 +127,7 @@ std::optional<Options> parse_options(const std::vector<std::string> &args)
     bool np_given = false;
     bool min_np_given = false;
     bool max_restarts_given = false;
+    bool max_np_given = false;
     size_t i = 0;
     // The value of an option: inline (--grace=2) or the next argument.
     auto value_of = [&](const Arg &a) -> std::string {
@@ -180,6 +181,14 @@ std::optional<Options> parse_options(const std::vector<std::string> &args)
         } else if (a.name == "--max-restarts") {
             opt.max_restarts = parse_count(a.name, value_of(a), true);
             max_restarts_given = true;
+        } else if (a.name == "--max-np") {
+            opt.max_np = parse_count(a.name, value_of(a));
+            max_np_given = true;
+        } else if (a.name == "--host-discovery-script") {
+            opt.discovery_script = value_of(a);
+            if (opt.discovery_script.empty())
+                throw UsageError{a.name + " needs the path of an executable that prints "
+                                          "host:slots lines"};
         } else if (a.name == "--min-np") {
             opt.min_np = parse_count(a.name, value_of(a));
             min_np_given = true;
@@ -210,6 +219,23 @@ std::optional<Options> parse_options(const std::vector<std::string> &args)
     if (opt.min_np > opt.np)
         throw UsageError{"--min-np " + std::to_string(opt.min_np) + " is more than -np " +
                          std::to_string(opt.np)};
+    if (max_np_given && !opt.elastic)
+        throw UsageError{"--max-np is for elastic jobs: add --elastic"};
+    if (!opt.discovery_script.empty() && !opt.elastic)
+        throw UsageError{"--host-discovery-script is for elastic jobs: add --elastic"};
+    if (!opt.discovery_script.empty() && (!opt.hosts.empty() || !opt.hostfile.empty()))
+        throw UsageError{"--host-discovery-script gives the hosts: drop -H and --hostfile"};
+    if (!opt.discovery_script.empty() && !max_np_given)
+        throw UsageError{"--host-discovery-script needs --max-np B: the most ranks the job "
+                         "may grow to"};
+    if (max_np_given && opt.max_np < opt.min_np)
+        throw UsageError{"--max-np " + std::to_string(opt.max_np) + " is less than --min-np " +
+                         std::to_string(opt.min_np)};
+    if (max_np_given && opt.np > opt.max_np)
+        throw UsageError{"-np " + std::to_string(opt.np) + " is more than --max-np " +
+                         std::to_string(opt.max_np) + "; start at most --max-np ranks"};
+    if (!max_np_given)
+        opt.max_np = opt.np;
     if (opt.command.empty())
         throw UsageError{"no command given: put the program each rank runs after the "
                          "options, e.g. disttrainrun -np 2 ./train"};
@@ -223,7 +249,8 @@ const char *usage() noexcept
            "                    [--ssh-port PORT] [--ssh-identity FILE]\n"
            "                    [--timeout S] [--grace S] [--tag-output|--no-tag-output]\n"
            "                    [--bind-to core|none|auto] [--elastic [--min-np A]\n"
-           "                    [--max-restarts N]]\n"
+           "                    [--max-restarts N] [--max-np B]\n"
+           "                    [--host-discovery-script S]]\n"
            "                    [--version]\n"
            "                    [--] command [args...]\n"
            "\n"
@@ -266,6 +293,19 @@ const char *usage() noexcept
            "  --max-restarts N elastic: start a replacement for each rank that dies, N\n"
            "                   in all (default 0); it joins when the ranks next call\n"
            "                   dt_context_poll_joiners and re-form\n"
+           "  --max-np B       elastic: the most ranks that run at once (default -np);\n"
+           "                   replacements start only below it\n"
+           "  --host-discovery-script S\n"
+           "                   elastic, with --max-np: S prints the hosts that may run\n"
+           "                   ranks, one \"host:slots\" a line (as Horovod's); it runs\n"
+           "                   before the job (placing the first -np ranks) and every\n"
+           "                   second during it (5 s limit a run). Free slots get new\n"
+           "                   ranks, up to --max-np running in all, which join at the\n"
+           "                   ranks' next dt_context_poll_joiners. A host that drops\n"
+           "                   out of the list gets no new ranks, but its running ranks\n"
+           "                   are left alone (a host really gone loses them by itself\n"
+           "                   and the others re-form). A failed run is reported with\n"
+           "                   its stderr and the last list is kept\n"
            "  --version        print the version of disttrainrun and libdisttrain\n"
            "\n"
            "When a rank fails, the others are stopped and the last lines say why: the\n"

@@ -46,6 +46,8 @@ struct Options {
     bool elastic = false;         // --elastic: a rank that dies does not stop the others
     int min_np = 1;               // --min-np: the fewest ranks an elastic job runs with
     int max_restarts = 0;         // --max-restarts: replacements an elastic job may start
+    int max_np = 0;               // --max-np: the most ranks running at once; 0: -np
+    std::string discovery_script; // --host-discovery-script: prints host:slots lines
     std::vector<std::string> command;
 };
 

@@ -21,6 +21,10 @@ namespace {
 // each context the same store namespace on every rank.
 std::atomic<uint64_t> g_next_context_id{0};
 
+// How many memberships one re-form tries when members die while the new one connects
+// (each try is bounded by DISTTRAIN_TIMEOUT).
+constexpr int kReformAttempts = 3;
+
 // "auto" means the production transports that are installed, fastest first. Only those
 // that carry the engine's control traffic: nccl is device-only and runs beside one of
 // these once device memory is routed to it, never as the context's transport.
@@ -167,17 +171,42 @@ void Context::reform()
     ElasticRendezvous r = rendezvous_for(old_rank);
     r.lost = engine_->stop(); // who this membership saw lost, before it goes
     disconnect_peers();
-    try {
-        r.epoch = ++epoch_;
-        adopt(elastic_rendezvous(*store_, r), old_rank);
-        connect_peers();
-    } catch (const Error &e) {
-        // No membership is left to run anything: every later call fails with this.
-        disconnect_peers();
-        unformed_.emplace(e.status(), cat("the job could not re-form: ", e.what(),
-                                          "; destroy the context"));
-        throw;
+    for (int attempt = 1;; ++attempt) {
+        try {
+            r.epoch = ++epoch_;
+            adopt(elastic_rendezvous(*store_, r), r.me.old_rank);
+        } catch (const Error &e) {
+            fail_reform(e); // too few ranks, or this one came too late: meeting again won't help
+            throw;
+        }
+        try {
+            connect_peers();
+            return;
+        } catch (const Error &e) {
+            disconnect_peers();
+            if (attempt >= kReformAttempts) {
+                fail_reform(e);
+                throw;
+            }
+            // A member died after it arrived, while the new membership connected: the
+            // others all fail to connect, and meet again without it. Nobody knows who it
+            // was, so the meeting closes once arrivals have settled.
+            DT_LOG(warn, "context", "the re-formed job (epoch ", epoch_, ", ", size(),
+                   " ranks) could not connect, a member may have died: meeting again (",
+                   e.what(), ")");
+            int members = size();
+            r = rendezvous_for(rank());
+            r.old_size = members;
+        }
     }
+}
+
+void Context::fail_reform(const Error &e)
+{
+    // No membership is left to run anything: every later call fails with this.
+    disconnect_peers();
+    unformed_.emplace(e.status(), cat("the job could not re-form: ", e.what(),
+                                      "; destroy the context"));
 }
 
 Context::~Context()

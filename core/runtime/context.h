@@ -46,8 +46,10 @@ public:
     void abort();
     // Elastic jobs: after a peer was lost, meets the ranks that are left (and any new
     // ones) in the store, renumbers them and connects them afresh (elastic_membership.h).
-    // Operations of the old membership must have completed. Throws as
-    // elastic_rendezvous does, DT_ERR_INVALID_STATE when the job is not elastic.
+    // Operations of the old membership must have completed. When the new membership
+    // cannot connect (a member died after it arrived), its ranks meet again without it,
+    // a few times at most. Throws as elastic_rendezvous does, DT_ERR_INVALID_STATE when
+    // the job is not elastic.
     void reform();
     // How many times the job re-formed: groups of an earlier epoch are gone.
     uint64_t epoch() const { return epoch_; }
@@ -80,6 +82,8 @@ private:
     ElasticRendezvous rendezvous_for(int old_rank); // also restarts deadline_
     void adopt(const ElasticMembership &m, int old_rank);
     void join_running_job();
+    // A re-form that failed: the context refuses every later call with e's reason.
+    void fail_reform(const Error &e);
     // Everything that talks to peers, built for the current rank and size.
     void connect_peers();
     void disconnect_peers();

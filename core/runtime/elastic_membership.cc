@@ -15,6 +15,10 @@ namespace {
 using Clock = std::chrono::steady_clock;
 using Millis = std::chrono::milliseconds;
 
+// What an old rank's arrival adds to its state key (elastic_rendezvous): more than any
+// number of lost reports can.
+constexpr int64_t kArrived = int64_t{1} << 40;
+
 std::string encode(const ElasticMember &m) { return cat(m.old_rank, " ", m.host); }
 
 ElasticMember decode(const std::string &s)
@@ -83,10 +87,18 @@ ElasticMembership elastic_rendezvous(bootstrap::StoreClient &store, const Elasti
 {
     const std::string p = cat(r.root, r.epoch, "/");
     const bool newcomer = r.me.old_rank < 0;
+    // A survivor may report a peer lost that only left to re-form (its connection closed
+    // before the survivor stopped listening): that peer's arrival cancels the reports.
+    // Per old rank, reports add 1 and the arrival adds kArrived: whichever order the
+    // store applies them in, the first report counts the rank lost only if it came before
+    // the arrival, and then the arrival uncounts it. The arrival goes before the ticket,
+    // so no rank is counted both as arrived and as lost.
+    if (!newcomer && store.add(cat(p, "state/", r.me.old_rank), kArrived) > kArrived)
+        store.add(p + "lost_total", -1);
     const int ticket = static_cast<int>(store.add(p + "arrived", 1) - 1);
     store.set(cat(p, "arrival/", ticket), encode(r.me));
     for (int lost : r.lost)
-        if (store.add(cat(p, "lost/", lost), 1) == 1)
+        if (store.add(cat(p, "state/", lost), 1) == 1)
             store.add(p + "lost_total", 1);
 
     std::string closed;
@@ -141,11 +153,36 @@ ElasticMembership elastic_rendezvous(bootstrap::StoreClient &store, const Elasti
     return m;
 }
 
+namespace {
+// The joiner's tries, each in the re-form after the last one that closed.
+std::pair<ElasticMembership, uint64_t> join_next_reform(bootstrap::StoreClient &store,
+                                                        ElasticRendezvous &r);
+} // namespace
+
 std::pair<ElasticMembership, uint64_t> elastic_join(bootstrap::StoreClient &store,
                                                     ElasticRendezvous r)
 {
     r.me.old_rank = -1;
     store.add(r.root + "joiners", 1);
+    try {
+        return join_next_reform(store, r);
+    } catch (const Error &) {
+        // Giving up (DISTTRAIN_TIMEOUT, a store error): no longer waiting, so that the
+        // job's ranks stop re-forming for a joiner that will never come.
+        try {
+            store.add(r.root + "joiners", -1);
+        } catch (const Error &) {
+            // The store is gone too: nobody is left to count on it.
+        }
+        throw;
+    }
+}
+
+namespace {
+
+std::pair<ElasticMembership, uint64_t> join_next_reform(bootstrap::StoreClient &store,
+                                                        ElasticRendezvous &r)
+{
     for (;;) {
         std::string last;
         r.epoch = (exists(store, r.root + "epoch", &last)
@@ -163,9 +200,13 @@ std::pair<ElasticMembership, uint64_t> elastic_join(bootstrap::StoreClient &stor
     }
 }
 
+} // namespace
+
 int64_t waiting_joiners(bootstrap::StoreClient &store, const std::string &root)
 {
-    return store.add(root + "joiners", 0) - store.add(root + "admitted", 0);
+    // Read apart, the two counters may cross for a moment (a joiner giving up while
+    // rank 0 counts it in): never fewer than none.
+    return std::max<int64_t>(0, store.add(root + "joiners", 0) - store.add(root + "admitted", 0));
 }
 
 } // namespace dt

@@ -52,7 +52,9 @@ ElasticMembership elastic_rendezvous(bootstrap::StoreClient &store, const Elasti
 
 // A new process joining a running job: registers, then takes part in re-forms as a joiner
 // until one lets it in (r.epoch is ignored: each try joins the next one). Returns the
-// membership and the epoch it joined. Throws DT_ERR_TIMEOUT at r.deadline.
+// membership and the epoch it joined. Throws DT_ERR_TIMEOUT at r.deadline; a joiner that
+// gives up (on any error) withdraws its registration first, so it is no longer counted
+// as waiting. One killed while waiting (SIGKILL) still is.
 std::pair<ElasticMembership, uint64_t> elastic_join(bootstrap::StoreClient &store,
                                                     ElasticRendezvous r);
 

@@ -9,6 +9,19 @@
  * step every rank asks dt_context_poll_joiners whether replacements wait, and re-forms to
  * let them in. After creating the context and after each re-form, rank 0's step count is
  * everyone's. Prints "done rank=R size=S steps=N" at the end.
+ * For timing (CLOCK_MONOTONIC, shared by the processes of one machine): a victim prints
+ * "killing t_ms=T" before it dies; after each re-form a rank prints "resumed
+ * from_step=A step=B" (B below A: commits lost to the sync) and, once its first
+ * allreduce after it has completed, "recovered t_ms=T size=S".
+ * Environment:
+ *   DT_WORKER_UNTIL_SIZE=N   go on past STEPS until the job has N ranks (growth)
+ *   DT_WORKER_DIE_IN_REFORM=R[:MS]  the rank first numbered R dies (SIGKILL) MS ms
+ *                            (default 2) into its first re-form, while the others are
+ *                            re-forming with it (one takes about 10 ms on one machine)
+ *   DT_WORKER_STEPS_AFTER_REFORM=N  after a re-form that lost ranks, run N more steps
+ *                            and end (for a job whose STEPS is "until something breaks")
+ * A peer that went silent (DT_ERR_TIMEOUT: a host cut off) is lost as much as one that
+ * died: the survivors re-form without it too.
  *   dt_elastic_worker reform      call dt_context_reform at once, print its status
  * Any other failure prints "error: <what>: <status>: <message>" and exits 1.
  */
@@ -17,6 +30,7 @@
 
 #include <signal.h>
 #include <stdio.h>
+#include <sys/time.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -32,6 +46,31 @@ static int fail(const char *what, dt_status_t status)
 {
     fprintf(stderr, "error: %s: %s: %s\n", what, dt_status_string(status), dt_last_error());
     return 1;
+}
+
+static void die_now(int sig)
+{
+    (void)sig;
+    raise(SIGKILL);
+}
+
+/* Kills this process ms from now, whatever it is doing then (a re-form). */
+static void die_in(int ms)
+{
+    if (ms <= 0)
+        raise(SIGKILL);
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = die_now;
+    sigaction(SIGALRM, &sa, NULL);
+    struct itimerval t = {{0, 0}, {ms / 1000, (ms % 1000) * 1000}};
+    setitimer(ITIMER_REAL, &t, NULL);
+}
+
+static int env_int(const char *name, int fallback)
+{
+    const char *v = getenv(name);
+    return v && *v ? atoi(v) : fallback;
 }
 
 /* Everyone takes rank 0's step: the survivors after a re-form, a replacement at its start. */
@@ -59,7 +98,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "usage: dt_elastic_worker STEPS VICTIM [VICTIM2]\n");
         return 2;
     }
-    const int steps = atoi(argv[1]);
+    int steps = atoi(argv[1]);
     const int victim = atoi(argv[2]);
     const int victim2 = argc > 3 ? atoi(argv[3]) : -1;
     setvbuf(stdout, NULL, _IOLBF, 0);
@@ -74,10 +113,16 @@ int main(int argc, char **argv)
     dt_context_size(ctx, &size);
 
     const int replacement = getenv("DISTTRAIN_ELASTIC_JOIN") != NULL;
+    const int until_size = env_int("DT_WORKER_UNTIL_SIZE", 0);
+    const int die_in_reform = replacement ? -1 : env_int("DT_WORKER_DIE_IN_REFORM", -1);
+    const char *die_spec = getenv("DT_WORKER_DIE_IN_REFORM");
+    const int die_after_ms = die_spec && strchr(die_spec, ':') ? atoi(strchr(die_spec, ':') + 1) : 2;
+    const int steps_after_reform = env_int("DT_WORKER_STEPS_AFTER_REFORM", -1);
     int step = 0;
+    int just_reformed = 0; /* print "recovered" after the next allreduce */
     if ((s = sync_step(ctx, &step)) != DT_OK)
         return fail("sync_step", s);
-    while (step < steps) {
+    while (step < steps || size < until_size) {
         int waiting = 0;
         if ((s = dt_context_poll_joiners(ctx, &waiting)) == DT_OK && waiting > 0) {
             if ((s = dt_context_reform(ctx)) != DT_OK)
@@ -85,17 +130,26 @@ int main(int argc, char **argv)
             dt_context_rank(ctx, &rank);
             dt_context_size(ctx, &size);
             printf("grew step=%d rank=%d size=%d\n", step, rank, size);
+            int from_step = step;
             if ((s = sync_step(ctx, &step)) != DT_OK)
                 return fail("sync_step", s);
+            printf("resumed from_step=%d step=%d\n", from_step, step);
+            just_reformed = 1;
             continue; /* as a replacement does after its sync: ask again, then the step */
         }
-        if (step == 3 && !replacement && (first_rank == victim || first_rank == victim2))
+        if (step == 3 && !replacement && (first_rank == victim || first_rank == victim2)) {
+            printf("killing t_ms=%.1f\n", now_ms());
             raise(SIGKILL);
+        }
         int64_t one = 1;
         if (s == DT_OK)
             s = dt_allreduce(ctx, "step", &one, &one, 1, DT_INT64, DT_SUM);
-        if (s == DT_ERR_PEER_LOST) {
+        if (s == DT_ERR_PEER_LOST || s == DT_ERR_TIMEOUT) {
             double lost_at = now_ms();
+            if (first_rank == die_in_reform) {
+                printf("killing t_ms=%.1f\n", now_ms() + die_after_ms);
+                die_in(die_after_ms);
+            }
             s = dt_context_reform(ctx);
             if (s != DT_OK) {
                 fail("dt_context_reform", s);
@@ -110,8 +164,13 @@ int main(int argc, char **argv)
             dt_context_size(ctx, &size);
             printf("reformed step=%d old_rank=%d rank=%d size=%d took_ms=%.1f\n", step,
                    old_rank, rank, size, now_ms() - lost_at);
+            int from_step = step;
             if ((s = sync_step(ctx, &step)) != DT_OK)
                 return fail("sync_step", s);
+            printf("resumed from_step=%d step=%d\n", from_step, step);
+            just_reformed = 1;
+            if (steps_after_reform >= 0)
+                steps = step + steps_after_reform;
             continue; /* the step runs again in the new job */
         }
         if (s != DT_OK)
@@ -120,6 +179,10 @@ int main(int argc, char **argv)
             fprintf(stderr, "error: step %d summed to %lld on a job of %d ranks\n", step,
                     (long long)one, size);
             return 1;
+        }
+        if (just_reformed) {
+            printf("recovered t_ms=%.1f size=%d\n", now_ms(), size);
+            just_reformed = 0;
         }
         ++step;
         struct timespec pause = {0, 10 * 1000 * 1000};

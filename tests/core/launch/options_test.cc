@@ -99,5 +99,30 @@ TEST(LaunchOptions, RankVariables)
     EXPECT_FALSE(is_rank_variable("DISTTRAIN_LOG_LEVEL"));
 }
 
+TEST(LaunchOptions, ElasticGrowth)
+{
+    Options o = parse({"-np", "2", "--elastic", "--max-np", "4", "--host-discovery-script",
+                       "./hosts.sh", "./train"});
+    EXPECT_EQ(o.max_np, 4);
+    EXPECT_EQ(o.discovery_script, "./hosts.sh");
+    // Without --max-np the job runs at most -np ranks: replacements only.
+    EXPECT_EQ(parse({"-np", "3", "--elastic", "./train"}).max_np, 3);
+    EXPECT_EQ(error_of({"-np", "2", "--elastic", "--min-np", "2", "--max-np", "1", "x"}),
+              "--max-np 1 is less than --min-np 2");
+    EXPECT_EQ(error_of({"-np", "3", "--elastic", "--max-np", "2", "x"}),
+              "-np 3 is more than --max-np 2; start at most --max-np ranks");
+    EXPECT_EQ(error_of({"-np", "2", "--max-np", "2", "x"}),
+              "--max-np is for elastic jobs: add --elastic");
+    EXPECT_EQ(error_of({"-np", "2", "--host-discovery-script", "s", "x"}),
+              "--host-discovery-script is for elastic jobs: add --elastic");
+    EXPECT_EQ(error_of({"-np", "2", "--elastic", "--host-discovery-script", "s", "x"}),
+              "--host-discovery-script needs --max-np B: the most ranks the job may grow to");
+    EXPECT_EQ(error_of({"-np", "2", "--elastic", "--max-np", "2", "-H", "a:2",
+                        "--host-discovery-script", "s", "x"}),
+              "--host-discovery-script gives the hosts: drop -H and --hostfile");
+    EXPECT_EQ(error_of({"-np", "2", "--elastic", "--max-np", "0", "x"}),
+              "--max-np needs a positive number of ranks, got '0'");
+}
+
 } // namespace
 } // namespace dt::launch

@@ -152,5 +152,39 @@ TEST_F(Reform, FewerThanTheMinimumTimesOutOnEveryRank)
         EXPECT_EQ(status, DT_ERR_TIMEOUT);
 }
 
+TEST_F(Reform, ARankReportedLostThatArrivesIsCountedIn)
+{
+    // Rank 2 died; rank 0 also saw rank 1's connection close (rank 1 left to re-form
+    // first) and reports both. Rank 1's arrival cancels that report, so the meeting still
+    // waits for rank 3, which arrives last, instead of closing with ranks 0 and 1.
+    auto early = std::async(std::launch::async, [&] {
+        return run({survivor(0, {1, 2}, 4, 30s), survivor(1, {2}, 4, 30s)});
+    });
+    std::this_thread::sleep_for(200ms);
+    auto late = run({survivor(3, {2}, 4, 30s)});
+    auto out = early.get();
+    out.push_back(late[0]);
+    for (int i = 0; i < 3; ++i) {
+        ASSERT_EQ(out[i].first, DT_OK) << i;
+        EXPECT_EQ(out[i].second.size, 3) << i;
+        EXPECT_EQ(out[i].second.rank, i) << "old ranks 0, 1, 3 become 0, 1, 2";
+    }
+}
+
+TEST_F(Reform, AJoinerThatGivesUpIsNoLongerCountedAsWaiting)
+{
+    // Nobody re-forms: the joiner times out, and withdraws, so the ranks do not re-form
+    // (and wait their settle time) for it at every later step boundary.
+    bootstrap::StoreClient store(server.address(), auth, 10000ms);
+    ElasticRendezvous r = survivor(-1, {}, 0, 30s, 1, 200ms);
+    try {
+        elastic_join(store, r);
+        ADD_FAILURE() << "the join should have timed out";
+    } catch (const Error &e) {
+        EXPECT_EQ(e.status(), DT_ERR_TIMEOUT);
+    }
+    EXPECT_EQ(waiting_joiners(store, "ctx0/elastic/"), 0);
+}
+
 } // namespace
 } // namespace dt

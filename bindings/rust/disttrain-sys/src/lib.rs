@@ -196,6 +196,8 @@ extern "C" {
         out: *mut dt_context_h,
     ) -> dt_status_t;
     pub fn dt_join(ctx: dt_context_h, last_joined_rank: *mut c_int) -> dt_status_t;
+    pub fn dt_context_reform(ctx: dt_context_h) -> dt_status_t;
+    pub fn dt_context_poll_joiners(ctx: dt_context_h, waiting: *mut c_int) -> dt_status_t;
 
     pub fn dt_request_test(req: dt_request_h, done: *mut c_int) -> dt_status_t;
     pub fn dt_request_wait(req: dt_request_h, timeout_ms: c_int) -> dt_status_t;

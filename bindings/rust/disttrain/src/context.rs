@@ -115,6 +115,13 @@ impl Context {
         // From here on, Drop destroys the context whatever fails below.
         let mut ctx = Context { raw, rank: 0, size: 0, local_rank: 0, local_size: 0,
                                 transport: String::new() };
+        ctx.refresh()?;
+        Ok(ctx)
+    }
+
+    /// Reads the rank, size, local rank and transport again (after a re-form).
+    fn refresh(&mut self) -> Result<()> {
+        let ctx = self;
         ctx.rank = ctx.query(sys::dt_context_rank)?;
         ctx.size = ctx.query(sys::dt_context_size)?;
         ctx.local_rank = ctx.query(sys::dt_context_local_rank)?;
@@ -124,7 +131,7 @@ impl Context {
         if !name.is_null() {
             ctx.transport = unsafe { CStr::from_ptr(name) }.to_string_lossy().into_owned();
         }
-        Ok(ctx)
+        Ok(())
     }
 
     fn query(&self, f: unsafe extern "C" fn(sys::dt_context_h, *mut c_int) -> sys::dt_status_t)
@@ -198,6 +205,29 @@ impl Context {
         let mut last: c_int = -1;
         check(unsafe { sys::dt_join(self.as_raw(), &mut last) })?;
         Ok(last.max(0) as usize)
+    }
+    /// Elastic jobs (DISTTRAIN_ELASTIC=1, as `disttrainrun --elastic` sets;
+    /// dt_context_reform): after an operation failed with a lost peer
+    /// (`ErrorKind::PeerLost`), or when `poll_joiners` says new ranks wait, every
+    /// surviving rank calls this; the job re-forms among the ranks still alive and the new
+    /// ones, and `rank()`, `size()`, `local_rank()` and `local_size()` give the new
+    /// membership. Groups made before are gone: `&mut self` means none is still borrowed.
+    /// Errors: DT_ERR_INVALID_STATE when the job is not elastic; DT_ERR_TIMEOUT when fewer
+    /// than DISTTRAIN_MIN_SIZE ranks arrived in time (the context then refuses every call:
+    /// drop it).
+    pub fn reform(&mut self) -> Result<()> {
+        check(unsafe { sys::dt_context_reform(self.as_raw()) })?;
+        self.refresh()
+    }
+
+    /// Elastic jobs (dt_context_poll_joiners): how many new processes wait to join (a
+    /// launcher's replacements or new ranks). Collective: every rank calls it at the same
+    /// step boundary and gets rank 0's count; above 0, every rank then calls `reform`.
+    /// 0 in a job that is not elastic.
+    pub fn poll_joiners(&self) -> Result<usize> {
+        let mut waiting: c_int = 0;
+        check(unsafe { sys::dt_context_poll_joiners(self.as_raw(), &mut waiting) })?;
+        Ok(waiting.max(0) as usize)
     }
 }
 

@@ -1,14 +1,16 @@
 # SPDX-License-Identifier: Apache-2.0
 """A rank of an elastic job (disttrainrun --elastic) through disttrain.elastic.run.
 
-    elastic_job.py numpy VICTIM [PAUSE]
+    elastic_job.py numpy VICTIMS [PAUSE]
                                   a vector "trained" by the average of each step's
                                   gradient (the step number on every rank), committed
-                                  every 3 steps; rank VICTIM kills itself at step 7;
+                                  every 3 steps; the ranks in VICTIMS (comma-separated)
+                                  kill themselves at step 7;
                                   PAUSE seconds between steps (time for a replacement
                                   of disttrainrun --max-restarts to start and join)
-    elastic_job.py torch VICTIM   a small torch model trained on fixed data with
-                                  TorchState, committed every 2 steps; same kill
+    elastic_job.py torch VICTIMS [PAUSE]
+                                  a small torch model trained on fixed data with
+                                  TorchState, committed every 2 steps; same kills
 
 Survivors print "[r] OK rank=R size=S steps=N value=..." at the end. Without the restore
 to the last commit a repeated step would be counted twice; without the sync the ranks
@@ -27,13 +29,13 @@ STEPS = 12
 KILL_AT = 7
 
 
-def die_if_victim(step, victim, first_rank):
+def die_if_victim(step, victims, first_rank):
     replacement = "DISTTRAIN_ELASTIC_JOIN" in os.environ
-    if step == KILL_AT and first_rank == victim and not replacement:
+    if step == KILL_AT and first_rank in victims and not replacement:
         os.kill(os.getpid(), signal.SIGKILL)
 
 
-def numpy_job(victim, pause=0.0):
+def numpy_job(victims, pause=0.0):
     ctx = disttrain.init()
     first_rank = ctx.rank()
     state = elastic.ObjectState(step=0, w=np.zeros(4, np.float64))
@@ -44,7 +46,7 @@ def numpy_job(victim, pause=0.0):
     @elastic.run
     def train(state):
         while state.step < STEPS:
-            die_if_victim(state.step, victim, first_rank)
+            die_if_victim(state.step, victims, first_rank)
             grad = np.full(4, float(state.step + 1))
             state.w += ctx.allreduce(grad, name="grad")  # the average: step + 1
             state.step += 1
@@ -61,7 +63,7 @@ def numpy_job(victim, pause=0.0):
           f"resets={resets}", flush=True)
 
 
-def torch_job(victim):
+def torch_job(victims, pause=0.0):
     import torch
     import disttrain.torch as dt
 
@@ -79,7 +81,7 @@ def torch_job(victim):
     @dt.elastic.run
     def train(state):
         while state.step < STEPS:
-            die_if_victim(state.step, victim, first_rank)
+            die_if_victim(state.step, victims, first_rank)
             opt.zero_grad()
             loss = torch.nn.functional.mse_loss(model(x), y)
             loss.backward()
@@ -90,6 +92,7 @@ def torch_job(victim):
             state.step += 1
             if state.step % 2 == 0:
                 state.commit()
+            time.sleep(pause)  # time for a replacement to start and join
 
     train(state)
     digest = float(sum(p.detach().double().sum() for p in model.parameters()))
@@ -103,6 +106,6 @@ def torch_job(victim):
 
 
 if __name__ == "__main__":
-    {"numpy": numpy_job, "torch": torch_job}[sys.argv[1]](int(sys.argv[2]),
-                                                          *map(float, sys.argv[3:]))
+    victims = {int(rank) for rank in sys.argv[2].split(",")}
+    {"numpy": numpy_job, "torch": torch_job}[sys.argv[1]](victims, *map(float, sys.argv[3:]))
     disttrain.shutdown()

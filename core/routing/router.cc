@@ -3,6 +3,7 @@
 
 #include "plugin/memory_provider.h"
 #include "reduce/reduce.h"
+#include "routing/paths.h"
 #include "routing/table.h"
 #include "runtime/error.h"
 #include "shm/domain.h"
@@ -141,6 +142,19 @@ const char *Router::run_host(algo::Comm &comm, const Args &host)
         return path;
     throw_error(DT_ERR_INTERNAL, "no host path runs ", op_kind_name(host.kind), " '",
                 host.name, "'");
+}
+
+const char *Router::run_on_this_host(algo::Comm &comm, const Args &host)
+{
+    const Call call{host.kind, host.count * dt_dtype_size(host.dtype), Memory::host};
+    const Topology topo = topology(comm, host.whole_job);
+    if (!applies_to(kShmLocal, call, topo, policy_))
+        return nullptr;
+    Args args = host;
+    args.avg_divisor = 0;
+    if (!kShmLocal.run(services_, comm, args))
+        return nullptr;
+    return kShmLocal.name;
 }
 
 const char *Router::dispatch(algo::Comm &comm, const Call &call, const Topology &topo,

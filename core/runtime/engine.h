@@ -103,6 +103,9 @@ private:
     void release_transport();
     void admit(std::deque<std::shared_ptr<Operation>> &incoming);
     void cycle();
+    // The cycle's exchange of cache states (a MIN allreduce), on shared memory when every
+    // rank runs on this host.
+    void agree(algo::Comm &c, std::vector<uint8_t> &state);
     // How long the engine sleeps before the next cycle unless woken (idle_cycles_).
     Clock::duration next_tick() const;
     std::vector<uint8_t> cache_state(Clock::time_point now);

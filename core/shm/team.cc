@@ -165,6 +165,10 @@ void Team::check(int local, Clock::time_point now, uint32_t state, bool alive)
 {
     int world = dom_.world_rank_of(local);
     int me = dom_.world_rank();
+    // A peer that left tells why on the transport (its notice), before its segment says
+    // closed: that reason names the root cause.
+    if (args_.comm != nullptr)
+        args_.comm->poll_departure(world);
     if (args_.cancel != nullptr && args_.cancel->load(std::memory_order_relaxed))
         fail(DT_ERR_ABORTED, cat(args_.what, ": aborted on rank ", me, " while waiting for "
                                  "rank ", world, " (the context was aborted)"));

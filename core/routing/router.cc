@@ -7,6 +7,7 @@
 #include "routing/table.h"
 #include "runtime/error.h"
 #include "shm/domain.h"
+#include "shm/route.h"
 #include "telemetry/log.h"
 
 namespace dt::routing {
@@ -155,6 +156,11 @@ const char *Router::run_on_this_host(algo::Comm &comm, const Args &host)
     if (!kShmLocal.run(services_, comm, args))
         return nullptr;
     return kShmLocal.name;
+}
+
+bool Router::peer_waits_on_this_host(uint64_t comm_tag) const
+{
+    return services_.domain != nullptr && shm::peer_published(*services_.domain, comm_tag);
 }
 
 const char *Router::dispatch(algo::Comm &comm, const Call &call, const Topology &topo,

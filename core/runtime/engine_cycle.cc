@@ -120,7 +120,8 @@ void Engine::agree(algo::Comm &c, std::vector<uint8_t> &state)
     args.dtype = DT_UINT8;
     args.op = DT_MIN;
     args.name = "negotiation";
-    if (router_.run_on_this_host(c, args) != nullptr) {
+    negotiates_on_this_host_ = router_.run_on_this_host(c, args) != nullptr;
+    if (negotiates_on_this_host_) {
         transport_.ops().progress(transport_.instance(), 0);
         return;
     }

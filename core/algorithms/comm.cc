@@ -294,6 +294,19 @@ void Comm::check_departure(const PendingTransfer &t)
                                      left.notice));
 }
 
+void Comm::poll_departure(int world_peer)
+{
+    progress_once(0);
+    if (!departed_)
+        return;
+    Departure left = departed_(world_peer);
+    if (left.notice.empty())
+        return;
+    abort_and_throw(left.status, cat(collective_, ": rank ", world_peer,
+                                     " left the job while this rank waited for it: ",
+                                     left.notice));
+}
+
 void Comm::fail(const PendingTransfer &t)
 {
     if (t.peer < 0)

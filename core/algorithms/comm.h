@@ -161,6 +161,12 @@ public:
         return c;
     }
 
+    // For paths that wait outside the transport (core/shm), between sleeps: drives the
+    // transport once without blocking, so that its control traffic still arrives (a
+    // peer's notice that it left, a closed connection), and fails this call as a wait
+    // on the transport would when world rank world_peer has left the job.
+    void poll_departure(int world_peer);
+
     // Fails this call as a failed transfer does (failure hook, transport abort), then
     // throws: for failures seen outside the transport (a peer dead in shared memory).
     [[noreturn]] void fail_collective(dt_status_t code, std::string message)

@@ -3,9 +3,11 @@
 
 #include "plugin/memory_provider.h"
 #include "reduce/reduce.h"
+#include "routing/paths.h"
 #include "routing/table.h"
 #include "runtime/error.h"
 #include "shm/domain.h"
+#include "shm/route.h"
 #include "telemetry/log.h"
 
 namespace dt::routing {
@@ -141,6 +143,24 @@ const char *Router::run_host(algo::Comm &comm, const Args &host)
         return path;
     throw_error(DT_ERR_INTERNAL, "no host path runs ", op_kind_name(host.kind), " '",
                 host.name, "'");
+}
+
+const char *Router::run_on_this_host(algo::Comm &comm, const Args &host)
+{
+    const Call call{host.kind, host.count * dt_dtype_size(host.dtype), Memory::host};
+    const Topology topo = topology(comm, host.whole_job);
+    if (!applies_to(kShmLocal, call, topo, policy_))
+        return nullptr;
+    Args args = host;
+    args.avg_divisor = 0;
+    if (!kShmLocal.run(services_, comm, args))
+        return nullptr;
+    return kShmLocal.name;
+}
+
+bool Router::peer_waits_on_this_host(uint64_t comm_tag) const
+{
+    return services_.domain != nullptr && shm::peer_published(*services_.domain, comm_tag);
 }
 
 const char *Router::dispatch(algo::Comm &comm, const Call &call, const Topology &topo,

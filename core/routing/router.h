@@ -56,6 +56,14 @@ public:
     // path's name.
     const char *run_host(algo::Comm &comm, const Args &args);
 
+    // Runs a host-memory call on shared memory when every member runs on this host and
+    // the policy lets this kind go there; returns the path's name, or null, having run
+    // nothing, otherwise. For the engine's own exchanges (negotiation), which then cost a
+    // cache line's round trip instead of a loopback transfer.
+    const char *run_on_this_host(algo::Comm &comm, const Args &args);
+    // Whether a peer on this host waits in the run_on_this_host call with this tag
+    // (Comm::tag): it has published its part there.
+    bool peer_waits_on_this_host(uint64_t comm_tag) const;
     // The memory provider's pinned buffers and copies, or null without a provider: what
     // fusion stages a batch of device calls through.
     Staging *staging() const { return staging_.get(); }

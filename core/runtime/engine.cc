@@ -243,7 +243,16 @@ bool Engine::wait_for_work()
             // ended it, which gathers operations submitted together into one cycle.
             if (quiet && !intake_.empty())
                 deadline = std::min(deadline, start + cycle_time_);
-            if (cv_.wait_until(lock, deadline) == std::cv_status::timeout)
+            // A caller blocked on an operation that waits for a late peer: join the
+            // cycle that peer starts as soon as it starts it, instead of at this rank's
+            // tick (a tick late). Every operation of this rank is in already (its caller
+            // waits), so a batch is not split; the peer's cycle holds what that peer had.
+            const bool watch = !quiet && wakeup_->blocked > 0 && !pending_.empty() &&
+                               negotiates_on_this_host_;
+            const auto until = watch ? std::min(deadline, Clock::now() + kPeerWatch) : deadline;
+            if (cv_.wait_until(lock, until) == std::cv_status::timeout &&
+                (until == deadline ||
+                 router_.peer_waits_on_this_host(kNegotiationTagBase + cycle_seq_)))
                 break;
         }
     }

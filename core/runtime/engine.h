@@ -103,6 +103,9 @@ private:
     void release_transport();
     void admit(std::deque<std::shared_ptr<Operation>> &incoming);
     void cycle();
+    // The cycle's exchange of cache states (a MIN allreduce), on shared memory when every
+    // rank runs on this host.
+    void agree(algo::Comm &c, std::vector<uint8_t> &state);
     // How long the engine sleeps before the next cycle unless woken (idle_cycles_).
     Clock::duration next_tick() const;
     std::vector<uint8_t> cache_state(Clock::time_point now);
@@ -160,6 +163,9 @@ private:
     static constexpr unsigned kGroupTagBits = 12;
     static constexpr uint64_t kNegotiationTagBase = uint64_t(2) << 40;
     static constexpr uint64_t kControlTag = uint64_t(3) << 40;
+    // How often a rank whose caller is blocked looks whether a peer on this host has
+    // started the next cycle (wait_for_work): a wake-up of an otherwise idle thread.
+    static constexpr auto kPeerWatch = std::chrono::microseconds(50);
 
     Transport &transport_;
     routing::Router &router_;
@@ -182,6 +188,8 @@ private:
     // The engine sleeps a quiet tick (kQuietTickCycles ticks; waits_for_own_submission);
     // a submission cuts it short where an ordinary tick would have ended.
     bool quiet_ = false;
+    // The last cycle agreed through shared memory (agree): every rank runs on this host.
+    bool negotiates_on_this_host_ = false;
     // Whoever drives the transport holds this (the engine thread, or in ordered mode a
     // caller running its blocking operation); true until the control receives are up.
     bool transport_busy_ = true;

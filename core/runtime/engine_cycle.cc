@@ -63,8 +63,7 @@ void Engine::cycle()
     std::vector<uint8_t> state = cache_state(now);
     {
         algo::Comm c = comm(kNegotiationTagBase + cycle_seq_++, "negotiation");
-        algo::allreduce(c, {state.data(), state.data(), state.size(), DT_UINT8, DT_MIN},
-                        router_.policy().algorithm);
+        agree(c, state);
     }
 
     std::vector<Ready> ready;
@@ -104,6 +103,30 @@ void Engine::cycle()
         ++empty_cycles_;
         empty_cycle_time_ += Clock::now() - now;
     }
+}
+
+void Engine::agree(algo::Comm &c, std::vector<uint8_t> &state)
+{
+    // Ranks that all share this host agree through shared memory: a cache line's round
+    // trip instead of a loopback transfer each way, and no system call while the peers
+    // are on time. Shared memory does not carry the transport's control traffic, so the
+    // transport is still driven once a cycle: a peer's notice or closed connection is
+    // then seen by check_control after this cycle, as it is after a transfer.
+    routing::Args args;
+    args.kind = OpKind::allreduce;
+    args.sendbuf = state.data();
+    args.recvbuf = state.data();
+    args.count = state.size();
+    args.dtype = DT_UINT8;
+    args.op = DT_MIN;
+    args.name = "negotiation";
+    negotiates_on_this_host_ = router_.run_on_this_host(c, args) != nullptr;
+    if (negotiates_on_this_host_) {
+        transport_.ops().progress(transport_.instance(), 0);
+        return;
+    }
+    algo::allreduce(c, {state.data(), state.data(), state.size(), DT_UINT8, DT_MIN},
+                    router_.policy().algorithm);
 }
 
 Engine::Clock::duration Engine::next_tick() const

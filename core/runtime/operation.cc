@@ -43,9 +43,24 @@ bool Operation::wait(std::chrono::milliseconds timeout) const
         {
             std::lock_guard lock(wakeup_->mutex);
             wakeup_->waited = true;
+            ++wakeup_->blocked;
         }
         wakeup_->cv.notify_all();
+        struct Unblock {
+            EngineWakeup &w;
+            ~Unblock()
+            {
+                std::lock_guard lock(w.mutex);
+                --w.blocked;
+            }
+        } unblock{*wakeup_};
+        return wait_done(timeout);
     }
+    return wait_done(timeout);
+}
+
+bool Operation::wait_done(std::chrono::milliseconds timeout) const
+{
     std::unique_lock lock(mutex_);
     if (timeout.count() < 0) {
         cv_.wait(lock, [&] { return done_; });

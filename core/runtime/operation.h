@@ -71,6 +71,7 @@ struct EngineWakeup {
     std::mutex mutex;
     std::condition_variable cv;
     bool waited = false; // a caller waits for an operation that is not done
+    int blocked = 0;     // callers waiting now for operations not done
 };
 
 class Operation {
@@ -96,6 +97,8 @@ public:
     int64_t result() const;
 
 private:
+    bool wait_done(std::chrono::milliseconds timeout) const;
+
     OpDesc desc_;
     std::shared_ptr<EngineWakeup> wakeup_;
     mutable std::mutex mutex_;

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // Shared-memory allreduce, three ways by size:
 //  - inline: the input rides in the tag's cache line; each rank reduces all of them;
-//  - one-shot: each rank stages its input, then reduces every staged input itself
+//  - one-shot: each rank stages its input (in the half of its data area that goes with
+//    the call's tag line, team.h), then reduces every staged input itself
 //    (one handoff; wins while reading n inputs costs less than a second handoff);
 //  - single-copy (allreduce_cma.cc), where the kernel lets the ranks read each other's
 //    memory: reduce-scatter + allgather reading the peers' own buffers; from a fixed
@@ -52,14 +53,12 @@ void allreduce_inline(Team &team, const void *sendbuf, void *recvbuf, size_t cou
 void allreduce_oneshot(Team &team, const void *sendbuf, void *recvbuf, size_t count,
                        dt_dtype_t dtype, dt_reduce_op_t op, size_t bytes)
 {
-    std::memcpy(team.my_data(), sendbuf, bytes);
+    std::memcpy(team.my_region(), sendbuf, bytes);
     team.publish();
     const void *in[kMaxInputs];
-    for (int m = 0; m < team.size(); ++m) {
-        if (m != team.rank())
-            team.wait_published(m);
-        in[m] = team.data(m);
-    }
+    for (int m = 0; m < team.size(); ++m)
+        in[m] = m == team.rank() ? team.my_region()
+                                 : team.region(m, team.wait_published(m));
     reduce_all(recvbuf, in, team.size(), count, dtype, op);
 }
 
@@ -199,7 +198,7 @@ void allreduce(Team &team, const void *sendbuf, void *recvbuf, size_t count,
     // from the same variables. Where measured times choose, the first member decides.
     bool divided = false; // the path divided by avg_divisor itself
     if (bytes <= kInlineBytes) {
-        team.begin(false);
+        team.begin_confined();
         allreduce_inline(team, sendbuf, recvbuf, count, dtype, op, bytes);
     } else if (bytes >= cma_bytes && team.single_copy()) {
         team.begin(true);
@@ -211,8 +210,8 @@ void allreduce(Team &team, const void *sendbuf, void *recvbuf, size_t count,
     } else if (bytes >= tune.choose_bytes && cma.min_bytes == 0 && team.single_copy()) {
         divided = !allreduce_chosen(team, sendbuf, recvbuf, count, dtype, op, tune,
                                     avg_divisor, piece);
-    } else if (bytes <= std::min(tune.oneshot_bytes, team.data_bytes())) {
-        team.begin(false);
+    } else if (bytes <= std::min(tune.oneshot_bytes, team.region_bytes())) {
+        team.begin_confined();
         allreduce_oneshot(team, sendbuf, recvbuf, count, dtype, op, bytes);
     } else {
         team.begin(true);

@@ -125,6 +125,9 @@ void Domain::meet(bootstrap::StoreClient &store, const DomainOptions &opts)
     pidfds_.assign(local_size_, -1);
     owed_.assign(local_size_, 0);
     calls_with_.assign(local_size_, 0);
+    owed_line_[0].assign(local_size_, 0);
+    owed_line_[1].assign(local_size_, 0);
+    acked_.assign(local_size_, 0);
     for (int i = 0; i < local_size_; ++i) {
         if (i != local_rank_) {
             std::string peer_host = store.get(created[i], timeout);

@@ -91,6 +91,15 @@ public:
     // follow the job's, see Engine::next_op_tag).
     uint64_t &owed(int local) { return owed_[local]; }
     uint64_t &calls_with(int local) { return calls_with_[local]; }
+    // The same for one tag line alone (layout.h: the two are written in turn): what a
+    // call that writes nothing else of the segment waits for.
+    uint64_t &owed_line(int line, int local) { return owed_line_[line][local]; }
+    // What peer `local` is known to have acked already, without reading its ack line
+    // again: a peer that published a call has finished, and acked, every call before.
+    uint64_t &acked(int local) { return acked_[local]; }
+    // The tag line the next call publishes in.
+    int next_line() const { return next_line_; }
+    void flip_line() { next_line_ ^= 1; }
 
     // After a failure the segments are out of step: every later call is refused, and
     // peers waiting on this rank see it failed.
@@ -134,6 +143,9 @@ private:
     std::vector<int> pidfds_;
     std::vector<uint64_t> owed_;
     std::vector<uint64_t> calls_with_;
+    std::vector<uint64_t> owed_line_[2];
+    std::vector<uint64_t> acked_;
+    int next_line_ = 0;
     std::vector<int> host_start_of_;
     TuningOverrides tuning_;
     std::vector<int> scratch_;

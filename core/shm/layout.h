@@ -5,9 +5,14 @@
 //
 //   Header        pid, rank, failure state; the single-copy probe word and verdict
 //   reason        why this rank failed (text), for the peers' error messages
-//   TagLine       the tag of the collective being published, the hash of its call check
+//   TagLine x 2   the tag of the collective being published, the hash of its call check
 //                 (ordered mode) and a 48-byte inline payload (the single-copy allreduce
-//                 publishes its buffers there: CallBuffers)
+//                 publishes its buffers there: CallBuffers). Calls write the two lines
+//                 in turn and readers look at both, so a tiny call rewrites a line its
+//                 peers acknowledged one call earlier, which they have done by the time
+//                 they published the call before this one: back-to-back tiny calls
+//                 never wait for an ack (4 B allreduce, 2 ranks: one cache line's round
+//                 trip per call instead of two)
 //   posted        progress counters of the pipelined collectives (pieces done so far)
 //   reduced
 //   done
@@ -111,7 +116,7 @@ constexpr size_t kReasonBytes = 4 * kLine;
 struct Control {
     Header header;
     char reason[kReasonBytes];
-    TagLine tag;
+    TagLine tags[2];
     Line posted;
     Line reduced;
     Line done;

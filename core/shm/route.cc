@@ -138,6 +138,22 @@ void run_local(Domain &dom, algo::Comm &comm, const Call &c)
     });
 }
 
+bool peer_published(const Domain &dom, uint64_t comm_tag)
+{
+    if (dom.failed())
+        return false;
+    const uint64_t tag = comm_tag * 4 + kWhole;
+    for (int local = 0; local < dom.local_size(); ++local) {
+        if (local == dom.local_rank())
+            continue;
+        const TagLine *lines = dom.control(local).tags;
+        if (lines[0].tag.load(std::memory_order_relaxed) == tag ||
+            lines[1].tag.load(std::memory_order_relaxed) == tag)
+            return true;
+    }
+    return false;
+}
+
 void run_hierarchical(Domain &dom, algo::Comm &comm, const Call &c)
 {
     std::vector<int> locals; // not the scratch: the leaders' step may route a call

@@ -32,4 +32,9 @@ struct Call {
 void run_local(Domain &domain, algo::Comm &comm, const Call &call);
 void run_hierarchical(Domain &domain, algo::Comm &comm, const Call &call);
 
+// Whether a peer on this host has published the run_local call with this transport tag
+// (Comm::tag): it waits in that call for this rank. Reads the peers' tag lines, nothing
+// more; false once the domain failed.
+bool peer_published(const Domain &domain, uint64_t comm_tag);
+
 } // namespace dt::shm

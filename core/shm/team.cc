@@ -66,7 +66,8 @@ void futex_wait(const std::atomic<uint32_t> &word, uint32_t expected,
 
 Team::Team(Domain &domain, const TeamArgs &args)
     : dom_(domain), args_(args),
-      check_word_(args.check != nullptr ? call_check_hash(*args.check) : 0)
+      check_word_(args.check != nullptr ? call_check_hash(*args.check) : 0),
+      line_(domain.next_line())
 {
     static const int kCpus = cpus();
     oversubscribed_ = domain.local_size() > kCpus;
@@ -83,6 +84,7 @@ void Team::wait_for(int local, Ready &&ready)
                 return;
             cpu_relax();
         }
+        flush_wake();
         const auto yield_end = Clock::now() + dom_.tuning_overrides().yield;
         for (uint32_t n = 1;; ++n) {
             if (ready())
@@ -103,6 +105,7 @@ void Team::wait_for(int local, Ready &&ready)
             // Not on the first polls: most waits end within them, and reading the clock
             // costs as much as a handoff.
             if ((n & 63) == 63) {
+                flush_wake(); // a peer may sleep on what this rank published
                 if (peer_cpu.load(std::memory_order_relaxed) == ::sched_getcpu())
                     break;
                 auto now = Clock::now();
@@ -139,6 +142,7 @@ void Team::wait_for(int local, Ready &&ready)
 template <typename Ready>
 void Team::sleep_on(int local, Ready &ready)
 {
+    flush_wake();
     const std::atomic<uint32_t> &word = dom_.control(local).wake.gen;
     const uint32_t gen = word.load(std::memory_order_seq_cst);
     Control &me = dom_.mine();
@@ -161,6 +165,10 @@ void Team::check(int local, Clock::time_point now, uint32_t state, bool alive)
 {
     int world = dom_.world_rank_of(local);
     int me = dom_.world_rank();
+    // A peer that left tells why on the transport (its notice), before its segment says
+    // closed: that reason names the root cause.
+    if (args_.comm != nullptr)
+        args_.comm->poll_departure(world);
     if (args_.cancel != nullptr && args_.cancel->load(std::memory_order_relaxed))
         fail(DT_ERR_ABORTED, cat(args_.what, ": aborted on rank ", me, " while waiting for "
                                  "rank ", world, " (the context was aborted)"));
@@ -193,10 +201,11 @@ void Team::begin(bool counters)
     // already be past the one it owes: a broadcast root, say, finishes without waiting for its readers.
     for (int local = 0; local < dom_.local_size(); ++local) {
         uint64_t owed = dom_.owed(local);
-        if (owed == 0)
+        if (owed == 0 || owed <= dom_.acked(local))
             continue;
         const std::atomic<uint64_t> &ack = shm::ack(dom_.control(local), dom_.local_rank());
         wait_for(local, [&] { return ack.load(std::memory_order_acquire) >= owed; });
+        dom_.acked(local) = owed;
         dom_.owed(local) = 0;
     }
     if (!counters)
@@ -208,12 +217,39 @@ void Team::begin(bool counters)
     me.done.value.store(0, std::memory_order_relaxed);
 }
 
+void Team::begin_confined()
+{
+    confined_ = true;
+    for (int local = 0; local < dom_.local_size(); ++local) {
+        // Most often known: the peer published the last call, so it had acked the one
+        // before, which wrote this line; its ack line is then not read at all.
+        uint64_t &owed = dom_.owed_line(line_, local);
+        if (owed == 0 || owed <= dom_.acked(local))
+            continue;
+        const std::atomic<uint64_t> &ack = shm::ack(dom_.control(local), dom_.local_rank());
+        wait_for(local, [&] { return ack.load(std::memory_order_acquire) >= owed; });
+        dom_.acked(local) = owed;
+        owed = 0;
+    }
+}
+
 const TagLine &Team::wait_published(int member)
 {
-    const TagLine &line = control(member).tag;
+    // The member writes its two tag lines in turn: this call's tag is in one of them.
+    const TagLine *lines = control(member).tags;
     const uint64_t tag = args_.tag;
-    wait_for(args_.locals[member],
-             [&] { return line.tag.load(std::memory_order_acquire) == tag; });
+    const TagLine *found = nullptr;
+    wait_for(args_.locals[member], [&] {
+        if (lines[0].tag.load(std::memory_order_acquire) == tag)
+            found = &lines[0];
+        else if (lines[1].tag.load(std::memory_order_acquire) == tag)
+            found = &lines[1];
+        return found != nullptr;
+    });
+    const TagLine &line = *found;
+    // Having published this call, the member had ended (and acked) every earlier one.
+    const int local = args_.locals[member];
+    dom_.acked(local) = std::max(dom_.acked(local), dom_.calls_with(local));
     const uint64_t theirs = line.check.load(std::memory_order_relaxed);
     if (theirs != check_word_)
         check_failed(member, theirs);
@@ -260,7 +296,11 @@ void Team::end()
         uint64_t shared = ++dom_.calls_with(local);
         ack(me, local).store(shared, std::memory_order_release);
         dom_.owed(local) = shared;
+        dom_.owed_line(line_, local) = shared;
+        if (!confined_) // the data area, both halves, and the counters
+            dom_.owed_line(line_ ^ 1, local) = shared;
     }
+    dom_.flip_line();
     notify();
 }
 

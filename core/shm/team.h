@@ -6,7 +6,9 @@
 //
 //   begin()         wait until every peer acknowledged reading this rank's segment in
 //                   the last call that involved it (acks live in the peer's segment and
-//                   count the calls the two shared, so an ack is "done up to call n")
+//                   count the calls the two shared, so an ack is "done up to call n");
+//                   begin_inline(), for a call that publishes its tag line and writes
+//                   nothing else: only the ack of the call that last wrote that line
 //   publish(tag)    the tag line says "my data for call <tag> is in place"; tiny
 //                   messages ride in the same cache line (publish_inline)
 //   post(counter)   pipelined calls count pieces in posted / reduced / done
@@ -75,18 +77,37 @@ public:
     // Waits for the acks the peers owe this rank; with counters (the pipelined paths),
     // resets posted / reduced / done, which peers read once the tag is published.
     void begin(bool counters = true);
+    // For a call that writes only its tag line (payload included) and at most its
+    // region of the data area (my_region): waits for the acks of the last call that
+    // wrote the line or the region this one writes (layout.h), not of the last call.
+    void begin_confined();
+    // Half the data area, the one that goes with this call's tag line: back-to-back
+    // small calls alternate between the two halves as they do between the tag lines.
+    size_t region_bytes() const { return dom_.data_bytes() / 2 & ~size_t(63); }
+    std::byte *my_region() { return dom_.my_data() + line_ * region_bytes(); }
+    // The region member published in, given the tag line wait_published returned.
+    const std::byte *region(int member, const TagLine &line) const
+    {
+        const size_t index = &line == &control(member).tags[0] ? 0 : 1;
+        return dom_.data(args_.locals[member]) + index * region_bytes();
+    }
     void publish()
     {
         Control &me = dom_.mine();
         if (args_.check != nullptr)
             call_line(me, dom_.local_size()).call = *args_.check;
-        me.tag.check.store(check_word_, std::memory_order_relaxed);
-        me.tag.tag.store(args_.tag, std::memory_order_release);
-        notify();
+        TagLine &line = me.tags[line_];
+        line.check.store(check_word_, std::memory_order_relaxed);
+        line.tag.store(args_.tag, std::memory_order_release);
+        // Peers asleep on this tag are woken before this rank waits for anything
+        // (wait_for) or at end(), not here: the fence of the wake-up would stall until
+        // the tag's cache line had left for the peers, a round trip this rank can spend
+        // reading theirs instead.
+        wake_pending_ = true;
     }
     void publish_inline(const void *payload, size_t bytes)
     {
-        std::memcpy(dom_.mine().tag.payload, payload, bytes);
+        std::memcpy(dom_.mine().tags[line_].payload, payload, bytes);
         publish();
     }
     // Waits until member has published this call and checks that it runs the same call
@@ -134,15 +155,29 @@ private:
     void sleep_on(int local, Ready &ready);
     // Throws when the wait cannot end well: state and alive were read before the flag.
     void check(int local, Clock::time_point now, uint32_t state, bool alive);
-    // After an update of this rank's flags: wakes the peers asleep on it, if any.
+    // After an update of this rank's flags: wakes the peers asleep on it, if any. The
+    // fence orders the update before the look at the peers' sleeping lines (Dekker, with
+    // sleep_on); the futex word moves only when there is a sleeper to wake.
     void notify()
     {
-        dom_.mine().wake.cpu.store(::sched_getcpu(), std::memory_order_relaxed);
-        dom_.mine().wake.gen.fetch_add(1, std::memory_order_seq_cst);
+        wake_pending_ = false;
+        WakeLine &wake = dom_.mine().wake;
+        const int cpu = ::sched_getcpu();
+        if (wake.cpu.load(std::memory_order_relaxed) != cpu) // peers poll this line
+            wake.cpu.store(cpu, std::memory_order_relaxed);
+        std::atomic_thread_fence(std::memory_order_seq_cst);
         const uint64_t me = static_cast<uint64_t>(dom_.local_rank()) + 1;
         for (int local = 0; local < dom_.local_size(); ++local)
-            if (dom_.control(local).sleeping.value.load(std::memory_order_seq_cst) == me)
+            if (dom_.control(local).sleeping.value.load(std::memory_order_seq_cst) == me) {
+                wake.gen.fetch_add(1, std::memory_order_seq_cst);
                 return wake_sleepers();
+            }
+    }
+    // The wake-up publish() left for later, before this rank waits.
+    void flush_wake()
+    {
+        if (wake_pending_)
+            notify();
     }
     void wake_sleepers();
     const Control &control(int member) const { return dom_.control(args_.locals[member]); }
@@ -150,6 +185,9 @@ private:
     Domain &dom_;
     TeamArgs args_;
     uint64_t check_word_; // call_check_hash of args_.check, 0 without one
+    int line_;            // the tag line this call publishes in (Domain::next_line)
+    bool wake_pending_ = false; // published, peers not yet looked at for sleepers
+    bool confined_ = false;     // begin_confined: only the tag line and region line_
     bool oversubscribed_;
 };
 

@@ -73,6 +73,12 @@ def parse_args():
                         "host busy with builds, where --nice still leaves 2-10x run-to-run "
                         "spread, this keeps the ranks on their CPUs; the kernel's RT "
                         "throttling still leaves 5%% of each CPU to the rest")
+    p.add_argument("--bound", type=int, default=1,
+                   help="1 (default): on the shm pairing, also time one memcpy of each size "
+                        "per rank, all ranks at once (copy_bound.py), alternating with the "
+                        "programs: the memory-bandwidth floor of an allreduce, printed from "
+                        "64 KiB as 'copy us' and 'dt/bound' (disttrain's busbw over the "
+                        "busbw one copy's time would give); 0: not")
     p.add_argument("--timeout", type=float, default=300, help="seconds per run")
     p.add_argument("--json", type=pathlib.Path, help="also write the tables here")
     a = p.parse_args()
@@ -129,7 +135,25 @@ def commands(a, ranks, path):
     if a.rt:
         dt_cmd = ["chrt", "-f", str(a.rt)] + dt_cmd
         mpi_cmd = ["chrt", "-f", str(a.rt)] + mpi_cmd
-    return {"disttrain": (dt_cmd, dt_env), "mpi": (mpi_cmd, clean_env({}))}
+    cmds = {"disttrain": (dt_cmd, dt_env), "mpi": (mpi_cmd, clean_env({}))}
+    if a.bound and path == "shm" and parse_size(a.maxbytes) >= BOUND_FROM:
+        bound_cmd = [sys.executable, str(pathlib.Path(__file__).with_name("copy_bound.py")),
+                     "--ranks", str(ranks), "-b", str(max(parse_size(a.minbytes), BOUND_FROM)),
+                     "-e", a.maxbytes, "-f", a.stepfactor, "-n", a.iters, "-w", a.warmup]
+        if a.rt:
+            bound_cmd = ["chrt", "-f", str(a.rt)] + bound_cmd
+        cmds["bound"] = (bound_cmd, clean_env({}))
+    return cmds
+
+
+# Below this the bound's Python loop costs more than the copy.
+BOUND_FROM = 64 * 1024
+
+
+def parse_size(text):
+    units = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
+    text = str(text).strip().upper()
+    return int(text[:-1]) * units[text[-1]] if text[-1:] in units else int(text)
 
 
 def run_once(name, cmd, env, timeout):
@@ -173,6 +197,14 @@ def human(size):
     return str(size)
 
 
+def bound_columns(b, d):
+    """'copy us' and 'dt/bound' of a size the bound was timed at, else nothing."""
+    if not b:
+        return ""
+    ratio = d[1] / b[1] if d and b[1] > 0 else float("nan")
+    return f" {b[0]:10.1f} {ratio:9.2f}"
+
+
 def compare(a, ranks, path):
     """Runs one pairing; prints its table; returns (rows, failures, wrong values)."""
     cmds = commands(a, ranks, path)
@@ -190,12 +222,14 @@ def compare(a, ranks, path):
             else:
                 results[name].append(rows)
     dt, mpi = median_rows(results["disttrain"]), median_rows(results["mpi"])
+    bound = median_rows(results.get("bound", []))
     mpi_name = "Open MPI default (shared memory)" if path == "shm" else "Open MPI btl tcp,self"
     dt_name = "disttrain shm" if path == "shm" else "disttrain tcp (DISTTRAIN_SHM=0)"
     print(f"\n# allreduce float32 sum, {ranks} ranks: {dt_name} vs {mpi_name}; median of "
           f"{len(results['disttrain'])}/{len(results['mpi'])} rounds, busbw in GB/s")
     print(f"# {'size':>8} {'dt us':>10} {'dt busbw':>9} {'mpi us':>10} {'mpi busbw':>10} "
-          f"{'busbw dt/mpi':>13} {'time dt/mpi':>12}")
+          f"{'busbw dt/mpi':>13} {'time dt/mpi':>12}" +
+          (f" {'copy us':>10} {'dt/bound':>9}" if bound else ""))
     table = []
     wrong = 0
     for size in sorted(set(dt) | set(mpi)):
@@ -206,11 +240,13 @@ def compare(a, ranks, path):
         fmt = lambda v, spec: format(v, spec) if v is not None else "-"
         print(f"  {human(size):>8} {fmt(d and d[0], '10.1f'):>10} {fmt(d and d[1], '9.3f'):>9} "
               f"{fmt(m and m[0], '10.1f'):>10} {fmt(m and m[1], '10.3f'):>10} "
-              f"{b_ratio:13.2f} {t_ratio:12.2f}", flush=True)
+              f"{b_ratio:13.2f} {t_ratio:12.2f}" + bound_columns(bound.get(size), d),
+              flush=True)
         table.append({"size": size, "disttrain_time_us": d and d[0],
                       "disttrain_busbw_gbps": d and d[1], "mpi_time_us": m and m[0],
                       "mpi_busbw_gbps": m and m[1], "busbw_ratio": b_ratio,
-                      "time_ratio": t_ratio})
+                      "time_ratio": t_ratio,
+                      "copy_time_us": bound[size][0] if size in bound else None})
     return table, failures, wrong
 
 

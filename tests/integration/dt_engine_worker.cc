@@ -18,6 +18,8 @@
 //   abort            rank 1 aborts while rank 0 waits
 //   idle MS          after a barrier, MS ms with nothing to do, then one allreduce whose
 //                    completion is polled (never waited for): prints its latency
+//   late N MS        N blocking allreduces that rank 0 calls at once and the others MS ms
+//                    later: rank 0 prints the median of how much longer than MS it waited
 // Failures print "error: <status>: <message>" and exit 1.
 #include "device_memory.h"
 
@@ -453,6 +455,31 @@ int cmd_idle(int idle_ms)
     return 0;
 }
 
+// N blocking allreduces that rank 0 calls at once and the others late_ms later: rank 0
+// prints the median of how much longer than late_ms it waited.
+int cmd_late(int iterations, int late_ms)
+{
+    using Clock = std::chrono::steady_clock;
+    std::vector<double> excess;
+    std::vector<float> a(16);
+    for (int i = 0; i < iterations; ++i) {
+        std::fill(a.begin(), a.end(), float(rank + 1));
+        if (rank != 0)
+            std::this_thread::sleep_for(std::chrono::milliseconds(late_ms));
+        auto start = Clock::now();
+        check(dt_allreduce(ctx, "late", a.data(), a.data(), a.size(), DT_FLOAT32, DT_SUM),
+              "dt_allreduce");
+        if (a[0] != float(size * (size + 1) / 2))
+            wrong("late");
+        excess.push_back(std::chrono::duration<double, std::milli>(Clock::now() - start).count() -
+                         late_ms);
+    }
+    std::sort(excess.begin(), excess.end());
+    if (rank == 0)
+        std::printf("late ok excess_ms=%.1f\n", excess[excess.size() / 2]);
+    return 0;
+}
+
 // The last rank arrives late_ms after the others, which wait in a blocking allreduce
 // (the second of its name: the cache knows it). Prints how long the late rank's own call
 // took; with DISTTRAIN_LOG_LEVEL=info the engines log their empty cycles at exit.
@@ -507,6 +534,7 @@ int main(int argc, char **argv)
     else if (cmd == "leave") rc = cmd_leave();
     else if (cmd == "idle") rc = cmd_idle(arg(2));
     else if (cmd == "straggler") rc = cmd_straggler(arg(2));
+    else if (cmd == "late") rc = cmd_late(arg(2), arg(3));
     if (ctx != nullptr)
         dt_context_destroy(ctx);
     return rc;

@@ -96,6 +96,20 @@ def test_the_first_submission_after_idling_starts_a_cycle_at_once(disttrainrun, 
     assert max(latencies) < 500, latencies
 
 
+def test_a_blocked_rank_joins_the_cycle_its_late_peer_starts(disttrainrun, worker):
+    # Rank 1 calls each blocking allreduce 150 ms after rank 0, with a 100 ms tick. Rank
+    # 1's engine negotiates at 100 ms (nothing of its own yet), then rank 0's engine would
+    # sleep until 200 ms and rank 1's call, woken at 150 ms, would wait for it: ~50 ms
+    # late. With every rank on this host the negotiation runs in shared memory, and a
+    # blocked rank's engine joins the cycle its peer starts as soon as the peer starts it.
+    env = clean_env({"DISTTRAIN_CYCLE_TIME_MS": "100"})
+    r = job(disttrainrun, worker, 2, "late", "6", "150", env=env)
+    assert r.returncode == 0, r.stdout + r.stderr
+    m = re.search(r"late ok excess_ms=(-?[0-9.]+)", r.stdout)
+    assert m, r.stdout + r.stderr
+    assert float(m.group(1)) < 25, f"rank 0 waited {m.group(1)} ms past rank 1's call"
+
+
 @pytest.mark.parametrize("threshold", [None, "0", "16"],
                          ids=["fused", "unfused", "threshold-below-one-tensor"])
 def test_fusion_gives_the_same_results(disttrainrun, worker, threshold):

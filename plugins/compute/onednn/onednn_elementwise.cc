@@ -43,6 +43,14 @@ void sum_rows(int64_t rows, int64_t cols, int64_t ld, const float *__restrict dy
 }
 
 DTP_VECTOR_CLONES
+void add_f32(int64_t n, const float *a, const float *b, float *out)
+{
+#pragma omp simd
+    for (int64_t i = 0; i < n; ++i)
+        out[i] = a[i] + b[i];
+}
+
+DTP_VECTOR_CLONES
 void relu_f32(int64_t n, const float *x, float *y)
 {
 #pragma omp simd
@@ -64,6 +72,13 @@ int32_t add(void *c, const dtp_tensor_t *desc, const void *a, const void *b, voi
 {
     return guarded(c, [&] {
         const int64_t n = count_of(*desc);
+        if (desc->dtype == DTP_FLOAT32) {
+            const auto *pa = static_cast<const float *>(a);
+            const auto *pb = static_cast<const float *>(b);
+            auto *po = static_cast<float *>(out);
+            for_chunks(n, [&](int64_t s, int64_t m) { add_f32(m, pa + s, pb + s, po + s); });
+            return;
+        }
         by_dtype(desc->dtype, [&](auto tag) {
             using T = decltype(tag);
             const auto *pa = static_cast<const T *>(a);

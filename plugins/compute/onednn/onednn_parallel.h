@@ -2,9 +2,10 @@
 // The plugin's hand-written loops: split over the OpenMP threads in aligned chunks, each
 // chunk run by a kernel compiled for several instruction sets and picked at load time.
 //
-// The plugin is built for baseline x86-64 (SSE2) so that it loads on any CPU; a memory-
-// bound loop in SSE2 moves a quarter of what AVX-512 does per instruction, and the Adam
-// update (sqrt and division per element) was 4x slower than it needs to be. GCC's
+// The plugin is built for baseline x86-64 (SSE2) so that it loads on any CPU; a loop in
+// SSE2 moves a quarter of what AVX-512 does per instruction, and the Adam update (sqrt
+// and division per element) ran scalar: about 7 ms a step for the mlp's 1.8M
+// parameters, against about 2 ms now. GCC's
 // target_clones compiles a kernel for AVX-512, AVX2 and the baseline and dispatches
 // through an ifunc. The kernels contain no OpenMP region: GCC outlines a parallel
 // region into a function that target_clones does not clone, so the threads are forked

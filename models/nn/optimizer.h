@@ -6,7 +6,10 @@
 // The optimizer moves every parameter's value and gradient into one flat buffer each
 // (the Parameter tensors become windows of them, so layers, checkpoints and gradient
 // allreduce see no difference) and keeps its state flat beside them: a step is then one
-// fused, vectorised pass over all parameters instead of one call per tensor.
+// fused, vectorised pass over all parameters instead of one call per tensor. A parameter
+// belongs to the last optimizer made over it: an earlier one keeps updating its own
+// (now detached) buffers. Tensors copied from a parameter before the optimizer was made
+// still point at the old memory; take them afterwards.
 #pragma once
 
 #include "nn/layer.h"

@@ -1,5 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 // Fully connected layer y = x W^T + b with W (out, in) as in PyTorch, x (N, in).
+//
+// With bfloat16 compute on a CPU plugin the layer converts W, x and dy itself, once each
+// per step, and multiplies the bfloat16 copies: the plugin would convert W for forward
+// and again for dx, x again for dW and dy for both products of backward.
 #pragma once
 
 #include "nn/layer.h"
@@ -17,8 +21,10 @@ public:
 
 private:
     int64_t in_, out_;
+    bool bf16_; // multiply bfloat16 copies (x16_, w16_, dy16_) made here
     Parameter w_, b_;
     Tensor x_, y_, dx_;
+    Tensor x16_, w16_, dy16_;
 };
 
 } // namespace dt::models

@@ -2,6 +2,14 @@
 // Optimizers on the compute plugin's fused updates: SGD (plain, momentum, Nesterov,
 // weight decay; torch.optim.SGD) and Adam (torch.optim.Adam, or AdamW with decoupled
 // weight decay). Their state is saved in and restored from checkpoints.
+//
+// The optimizer moves every parameter's value and gradient into one flat buffer each
+// (the Parameter tensors become windows of them, so layers, checkpoints and gradient
+// allreduce see no difference) and keeps its state flat beside them: a step is then one
+// fused, vectorised pass over all parameters instead of one call per tensor. A parameter
+// belongs to the last optimizer made over it: an earlier one keeps updating its own
+// (now detached) buffers. Tensors copied from a parameter before the optimizer was made
+// still point at the old memory; take them afterwards.
 #pragma once
 
 #include "nn/layer.h"
@@ -44,7 +52,11 @@ private:
     const Compute &c_;
     OptimizerConfig config_;
     std::vector<Parameter *> params_;
-    std::vector<Tensor> m_, v_; // momentum buffer (SGD) or first/second moments (Adam)
+    // Flat buffers: values, gradients, momentum buffer (SGD) or first/second moments
+    // (Adam), each parameter at the same offset in all of them.
+    Tensor values_, grads_, m_flat_, v_flat_;
+    size_t count_ = 0;                // floats in each flat buffer (with alignment padding)
+    std::vector<Tensor> m_, v_;       // per-parameter windows of m_flat_ / v_flat_
     int64_t steps_ = 0;
 };
 

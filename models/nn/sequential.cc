@@ -55,8 +55,20 @@ void Sequential::buffers(std::vector<Buffer *> &out)
 void Sequential::set_input_grad(bool needed)
 {
     input_grad_ = needed;
-    if (!layers_.empty())
-        layers_.front()->set_input_grad(needed);
+    // Without the input's gradient, a leading layer with no parameters (Flatten, ReLU,
+    // pooling) needs no gradient of its output either, so the layer after it needs none
+    // of its input: the mlp's first Linear comes after Flatten, and computed dx = dy W
+    // (a sixth of the step's FLOPs) for nobody. The first layer with parameters needs
+    // its output's gradient, so every layer after it computes its input's.
+    bool need = needed;
+    for (auto &layer : layers_) {
+        layer->set_input_grad(need);
+        if (!need) {
+            std::vector<Parameter *> own;
+            layer->parameters(own);
+            need = !own.empty();
+        }
+    }
 }
 
 Residual::Residual(const Compute &c, std::string name)

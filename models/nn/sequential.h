@@ -28,7 +28,8 @@ public:
     Tensor backward(const Tensor &dy, const GradReady &ready) override;
     void parameters(std::vector<Parameter *> &out) override;
     void buffers(std::vector<Buffer *> &out) override;
-    // Only the first layer may skip its input gradient.
+    // Only the leading layers, up to the first with parameters, may skip their input
+    // gradient.
     void set_input_grad(bool needed) override;
 
 private:

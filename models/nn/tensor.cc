@@ -52,6 +52,25 @@ Tensor Tensor::view(const dt_tensor_desc_t &desc) const
     return t;
 }
 
+Tensor Tensor::slice(size_t offset, const dt_tensor_desc_t &desc) const
+{
+    const size_t elem = dt_dtype_size(desc_.dtype);
+    if (desc.dtype != desc_.dtype || offset + models::numel(desc) > numel())
+        throw std::logic_error("Tensor::slice: the window runs past the tensor");
+    Tensor t;
+    t.desc_ = desc;
+    t.mem_ = std::shared_ptr<void>(mem_, static_cast<char *>(mem_.get()) + offset * elem);
+    return t;
+}
+
+void Tensor::copy_from(const Compute &c, const Tensor &src) const
+{
+    if (src.bytes() != bytes())
+        throw std::logic_error("Tensor::copy_from: the tensors differ in size");
+    check(dt_compute_memcpy(c.get(), data(), src.data(), bytes(), DT_COPY_DEVICE_TO_DEVICE),
+          "dt_compute_memcpy");
+}
+
 void Tensor::fill(const Compute &c, float value) const
 {
     check(dt_compute_fill(c.get(), &desc_, data(), value), "dt_compute_fill");

@@ -34,6 +34,10 @@ public:
 
     // The same memory under another shape with the same number of elements.
     Tensor view(const dt_tensor_desc_t &desc) const;
+    // `desc`'s elements starting `offset` elements in: a window that shares (and keeps
+    // alive) this tensor's memory, as the optimizer's flat buffers hand out per parameter.
+    Tensor slice(size_t offset, const dt_tensor_desc_t &desc) const;
+    void copy_from(const Compute &c, const Tensor &src) const; // same byte count
 
     void fill(const Compute &c, float value) const;
     void copy_from_host(const Compute &c, const void *src) const; // bytes() bytes

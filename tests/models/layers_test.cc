@@ -15,6 +15,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <map>
 
@@ -119,6 +120,49 @@ TEST(Layers, ZooModelsRunAndLearnOneBatch)
         }
         EXPECT_LT(f.loss_of(*m.net), first) << name;
     }
+}
+
+// Linear's bfloat16 path (its own bf16 copies of x, W and dy, reused across forward and
+// backward) against float32: the output, input gradient and parameter gradients agree to
+// bfloat16's precision.
+TEST(Layers, LinearInBf16MatchesFloat32)
+{
+    Compute c32{ComputeOptions{1, false, ""}};
+    Compute c16{ComputeOptions{1, true, ""}};
+    if (!c16.bf16_active())
+        GTEST_SKIP() << "this CPU does not compute bfloat16 natively";
+    Random r32{5}, r16{5}, data{9};
+    Linear a(c32, "l", 37, 19, r32), b(c16, "l", 37, 19, r16);
+    std::vector<float> x(8 * 37), dy(8 * 19);
+    for (float &v : x)
+        v = float(data.normal());
+    for (float &v : dy)
+        v = float(data.normal());
+    auto tensor = [](const Compute &c, const std::vector<float> &v, int64_t rows,
+                     int64_t cols) {
+        Tensor t(c, desc_f32({rows, cols}));
+        t.copy_from_host(c, v.data());
+        return t;
+    };
+    auto close = [](const std::vector<float> &got, const std::vector<float> &want,
+                    const char *what) {
+        float scale = 0;
+        for (float w : want)
+            scale = std::max(scale, std::fabs(w));
+        ASSERT_EQ(got.size(), want.size());
+        for (size_t i = 0; i < got.size(); ++i)
+            ASSERT_NEAR(got[i], want[i], 0.02f * scale) << what << "[" << i << "]";
+    };
+    const Tensor x32 = tensor(c32, x, 8, 37), x16 = tensor(c16, x, 8, 37);
+    close(b.forward(x16, true).to_vector(c16), a.forward(x32, true).to_vector(c32), "y");
+    const Tensor dy32 = tensor(c32, dy, 8, 19), dy16 = tensor(c16, dy, 8, 19);
+    close(b.backward(dy16, [](Parameter &) {}).to_vector(c16),
+          a.backward(dy32, [](Parameter &) {}).to_vector(c32), "dx");
+    std::vector<Parameter *> pa, pb;
+    a.parameters(pa);
+    b.parameters(pb);
+    for (size_t i = 0; i < pa.size(); ++i)
+        close(pb[i]->grad.to_vector(c16), pa[i]->grad.to_vector(c32), pa[i]->name.c_str());
 }
 
 TEST(Layers, Resnet50HasItsParameterCount)

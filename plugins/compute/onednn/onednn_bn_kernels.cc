@@ -3,14 +3,11 @@
 // header). Partial sums are float in blocks of kBlock elements (vector lanes keep them
 // short), added up in double, so a 400k-element channel loses no precision.
 #include "onednn_bn_kernels.h"
+#include "onednn_parallel.h"
 
 #include <algorithm>
 
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
-#define DTP_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
-#else
-#define DTP_CLONES
-#endif
+#define DTP_CLONES DTP_VECTOR_CLONES
 
 namespace dtp::onednn {
 

@@ -1,9 +1,17 @@
 // SPDX-License-Identifier: Apache-2.0
 // C = alpha * op(A) * op(B) + beta * C with oneDNN's matmul primitive. Transposes are
 // strided views of the user's row-major matrices; alpha is the output scale and beta a
-// sum post-op. With bf16 compute, f32 inputs are reordered into bfloat16 scratch first.
+// sum post-op. With bf16 compute, f32 inputs are converted into bfloat16 scratch of the
+// same strides first.
+//
+// In float32 with B not transposed, oneDNN's sgemm (its JIT gemm with packing) runs the
+// trainer's shapes faster than the matmul primitive (brgemm): on AVX-512 with one thread,
+// 104-108 against 94-99 GFLOP/s for the mlp's dW = dy^T x and dx = dy W. With B
+// transposed (y = x W^T) the primitive wins, 95 against 88, so that one stays on it.
 #include "onednn_context.h"
 #include "onednn_ops.h"
+
+#include <oneapi/dnnl/dnnl.h>
 
 #include <optional>
 
@@ -40,8 +48,11 @@ std::unique_ptr<MatmulEntry> make_entry(const Instance &in, int32_t dtype, int32
     e->c_user = view(m, n, dnnl_type(c_dtype), false);
     dnnl::memory::desc a_md = e->a_user, b_md = e->b_user;
     if (work != user) {
-        a_md = view(m, k, work, false);
-        b_md = view(k, n, work, false);
+        // The converted copies keep the user's strides: a reorder that only converts
+        // runs at memory speed, one that also transposes (1000 x 1000) took 10x longer
+        // than the bfloat16 matmul it fed, and brgemm takes either orientation.
+        a_md = view(m, k, work, ta);
+        b_md = view(k, n, work, tb);
         e->a_tmp = dnnl::memory(a_md, in.engine);
         e->b_tmp = dnnl::memory(b_md, in.engine);
         e->a_reorder = dnnl::reorder(dnnl::reorder::primitive_desc(
@@ -70,6 +81,16 @@ int32_t matmul(void *c, int32_t dtype, int32_t c_dtype, int32_t trans_a, int32_t
 {
     return guarded(c, [&] {
         auto &in = *static_cast<Instance *>(c);
+        if (dtype == DTP_FLOAT32 && c_dtype == DTP_FLOAT32 && trans_b == 0 &&
+            compute_type(in, dtype) == dt::f32) {
+            const dnnl_status_t st = dnnl_sgemm(
+                trans_a ? 'T' : 'N', 'N', m, n, k, alpha, static_cast<const float *>(a),
+                trans_a ? m : k, static_cast<const float *>(b), n, beta,
+                static_cast<float *>(out), n);
+            if (st != dnnl_success)
+                throw dnnl::error(st, "dnnl_sgemm");
+            return;
+        }
         const std::string key = "matmul|" + std::to_string(dtype) + "|" +
                                 std::to_string(c_dtype) + "|" + std::to_string(trans_a) +
                                 std::to_string(trans_b) + "|" + std::to_string(m) + "x" +

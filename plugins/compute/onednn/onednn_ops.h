@@ -65,12 +65,14 @@ int32_t batchnorm_backward(void *c, const dtp_tensor_t *x_desc, const void *x, c
                            const float *save_invstd, float epsilon, void *dx, float *dscale,
                            float *dshift);
 
-// onednn_loss_optim.cc
+// onednn_loss.cc
 int32_t softmax_xent_forward(void *c, const dtp_tensor_t *logits_desc, const void *logits,
                              const int32_t *labels, void *probs, float *loss,
                              int64_t *correct);
 int32_t softmax_xent_backward(void *c, const dtp_tensor_t *probs_desc, const void *probs,
                               const int32_t *labels, float scale, void *dlogits);
+
+// onednn_optimizer.cc
 int32_t sgd_update(void *c, const dtp_sgd_t *p, size_t count, float *w, const float *grad,
                    float *momentum_buf);
 int32_t adam_update(void *c, const dtp_adam_t *p, size_t count, float *w, const float *grad,

@@ -2,7 +2,9 @@
 // oneDNN sgemm throughput on the mlp's shapes (784-1000-1000-10, batch 100), forward and
 // backward, through dt_compute_matmul and, for comparison, oneDNN's dnnl_sgemm directly.
 // Prints GFLOP/s per shape and for a whole training step (the "sgemm-bound" rate the
-// trainer divides its images per second by). Never asserts a time.
+// trainer divides its images per second by). With one thread it also prints the rate per
+// CPU-second of the process (the rate a quiet machine would give, which is what a
+// trainer's images per CPU-second compare with on a busy one). Never asserts a time.
 //
 //   compute_sgemm_bench [--threads N] [--batch B] [--iters N]
 #include <disttrain/compute.h>
@@ -14,6 +16,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <ctime>
 #include <string>
 #include <vector>
 
@@ -30,20 +33,34 @@ double seconds_since(std::chrono::steady_clock::time_point t0)
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
-// Median seconds of one call over `iters` timed calls after warm-up.
+double cpu_seconds()
+{
+    timespec ts{};
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    return double(ts.tv_sec) + double(ts.tv_nsec) * 1e-9;
+}
+
+struct Timing {
+    double wall, cpu; // median seconds of one call, wall clock and process CPU time
+};
+
+// Medians of one call over `iters` timed calls after warm-up.
 template <typename F>
-double median_time(int iters, F &&f)
+Timing median_time(int iters, F &&f)
 {
     for (int i = 0; i < 3; ++i)
         f();
-    std::vector<double> t(iters);
-    for (auto &s : t) {
+    std::vector<double> t(iters), c(iters);
+    for (int i = 0; i < iters; ++i) {
+        const double c0 = cpu_seconds();
         auto t0 = std::chrono::steady_clock::now();
         f();
-        s = seconds_since(t0);
+        t[i] = seconds_since(t0);
+        c[i] = cpu_seconds() - c0;
     }
     std::sort(t.begin(), t.end());
-    return t[t.size() / 2];
+    std::sort(c.begin(), c.end());
+    return {t[t.size() / 2], c[c.size() / 2]};
 }
 
 } // namespace
@@ -89,22 +106,24 @@ int main(int argc, char **argv)
                 batch, threads, iters);
     std::printf("%-18s %6s %6s %6s %14s %14s\n", "op", "m", "n", "k", "api GFLOP/s",
                 "sgemm GFLOP/s");
-    double total_flops = 0, total_api = 0, total_raw = 0;
+    double total_flops = 0, total_api = 0, total_raw = 0, total_raw_cpu = 0;
     for (const auto &s : shapes) {
         std::vector<float> a(s.m * s.k, 0.5f), bm(s.k * s.n, 0.25f), out(s.m * s.n);
         const double flops = 2.0 * double(s.m) * double(s.n) * double(s.k);
-        double api = median_time(iters, [&] {
+        const double api = median_time(iters, [&] {
             if (dt_compute_matmul(c, DT_FLOAT32, DT_FLOAT32, s.ta, s.tb, s.m, s.n, s.k, 1.0f,
                                   a.data(), bm.data(), 0.0f, out.data()) != DT_OK) {
                 std::fprintf(stderr, "matmul: %s\n", dt_last_error());
                 std::exit(1);
             }
-        });
+        }).wall;
         const int64_t lda = s.ta ? s.m : s.k, ldb = s.tb ? s.k : s.n;
-        double raw = median_time(iters, [&] {
+        const Timing raw_t = median_time(iters, [&] {
             dnnl_sgemm(s.ta ? 'T' : 'N', s.tb ? 'T' : 'N', s.m, s.n, s.k, 1.0f, a.data(), lda,
                        bm.data(), ldb, 0.0f, out.data(), s.n);
         });
+        const double raw = raw_t.wall;
+        total_raw_cpu += raw_t.cpu;
         std::printf("%-18s %6lld %6lld %6lld %14.1f %14.1f\n", s.what,
                     static_cast<long long>(s.m), static_cast<long long>(s.n),
                     static_cast<long long>(s.k), flops / api / 1e9, flops / raw / 1e9);
@@ -118,6 +137,9 @@ int main(int argc, char **argv)
                 "(%.0f images/s)\n",
                 total_flops / total_api / 1e9, double(batch) / total_api,
                 total_flops / total_raw / 1e9, double(batch) / total_raw);
+    if (threads == 1)
+        std::printf("sgemm-bound rate per CPU-second: %.1f GFLOP/s (%.0f images/s)\n",
+                    total_flops / total_raw_cpu / 1e9, double(batch) / total_raw_cpu);
     dt_compute_destroy(c);
     return 0;
 }

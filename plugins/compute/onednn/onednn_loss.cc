@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
-// Softmax cross-entropy and the fused optimizer updates as OpenMP loops: small, memory
-// bound, and written to match PyTorch's formulas term by term.
+// Softmax cross-entropy as OpenMP loops: small, memory bound, and written to match
+// PyTorch's formulas term by term.
 #include "onednn_context.h"
 #include "onednn_elem.h"
 #include "onednn_ops.h"
@@ -66,66 +66,6 @@ int32_t softmax_xent_backward(void *c, const dtp_tensor_t *probs_desc, const voi
         for (int64_t r = 0; r < rows; ++r)
             for (int64_t j = 0; j < k; ++j)
                 d[r * k + j] = (p[r * k + j] - (j == labels[r] ? 1.0f : 0.0f)) * scale;
-    });
-}
-
-int32_t sgd_update(void *c, const dtp_sgd_t *p, size_t count, float *w, const float *grad,
-                   float *momentum_buf)
-{
-    return guarded(c, [&] {
-        const auto n = static_cast<int64_t>(count);
-        const float lr = p->lr, mu = p->momentum, wd = p->weight_decay;
-        if (mu == 0.0f) {
-#pragma omp parallel for simd schedule(static)
-            for (int64_t i = 0; i < n; ++i)
-                w[i] -= lr * (grad[i] + wd * w[i]);
-        } else if (p->nesterov) {
-#pragma omp parallel for simd schedule(static)
-            for (int64_t i = 0; i < n; ++i) {
-                const float g = grad[i] + wd * w[i];
-                const float b = mu * momentum_buf[i] + g;
-                momentum_buf[i] = b;
-                w[i] -= lr * (g + mu * b);
-            }
-        } else {
-#pragma omp parallel for simd schedule(static)
-            for (int64_t i = 0; i < n; ++i) {
-                const float g = grad[i] + wd * w[i];
-                const float b = mu * momentum_buf[i] + g;
-                momentum_buf[i] = b;
-                w[i] -= lr * b;
-            }
-        }
-    });
-}
-
-int32_t adam_update(void *c, const dtp_adam_t *p, size_t count, float *w, const float *grad,
-                    float *m, float *v)
-{
-    return guarded(c, [&] {
-        const auto n = static_cast<int64_t>(count);
-        const float b1 = p->beta1, b2 = p->beta2, eps = p->epsilon, wd = p->weight_decay;
-        const auto t = static_cast<double>(p->step);
-        const float c1 = static_cast<float>(1.0 - std::pow(static_cast<double>(b1), t));
-        const float c2 = static_cast<float>(1.0 - std::pow(static_cast<double>(b2), t));
-        const float step = p->lr / c1;
-        const float root_c2 = std::sqrt(c2);
-        const bool decoupled = p->decoupled != 0;
-        const float lr = p->lr;
-        // PyTorch: denom = sqrt(v) / sqrt(c2) + eps; w -= (lr / c1) * m / denom.
-#pragma omp parallel for simd schedule(static)
-        for (int64_t i = 0; i < n; ++i) {
-            float g = grad[i];
-            if (decoupled)
-                w[i] *= 1.0f - lr * wd;
-            else
-                g += wd * w[i];
-            const float mi = b1 * m[i] + (1.0f - b1) * g;
-            const float vi = b2 * v[i] + (1.0f - b2) * g * g;
-            m[i] = mi;
-            v[i] = vi;
-            w[i] -= step * mi / (std::sqrt(vi) / root_c2 + eps);
-        }
     });
 }
 

@@ -248,6 +248,8 @@ private:
             consider(deadline_);
         if (running_count() == 0)
             consider(drain_until_);
+        if (retire_at_)
+            consider(*retire_at_);
         if (settings_.discovery && growing())
             consider(settings_.discovery->next_wakeup());
         if (!next)
@@ -381,6 +383,10 @@ private:
                   124});
         if (stopping_ && !killed_ && now >= kill_at_)
             kill_now();
+        if (retire_at_ && now >= *retire_at_) {
+            retire_at_.reset();
+            stop_replacements_left();
+        }
     }
 
     // Elastic jobs: the others re-form without r, as long as --min-np of them still run.
@@ -419,9 +425,13 @@ private:
     }
 
     // Elastic: once every rank that was not a replacement has ended, one of them well, the
-    // job is done;
-    // a replacement still running is one that was never let in (or is only leaving), so
-    // it is stopped rather than left to wait out its DISTTRAIN_TIMEOUT.
+    // job is done. A replacement that was let in ends with them, within moments; one still
+    // running after kReplacementGrace was never let in (or is only leaving), so it is
+    // stopped rather than left to wait out its DISTTRAIN_TIMEOUT. Stopping them at once
+    // would also cut short a replacement that was let in and is a moment behind the others
+    // in printing its last lines.
+    static constexpr std::chrono::milliseconds kReplacementGrace{3000};
+
     void retire_unneeded_replacements()
     {
         bool one_ended_well = false;
@@ -433,11 +443,17 @@ private:
             one_ended_well = one_ended_well ||
                              (WIFEXITED(o.status) && WEXITSTATUS(o.status) == 0);
         }
-        if (!one_ended_well)
-            return;
+        if (one_ended_well && !retire_at_)
+            retire_at_ = Clock::now() + kReplacementGrace;
+    }
+
+    void stop_replacements_left()
+    {
         for (Rank &o : ranks_) {
             if (!o.running || o.retired)
                 continue;
+            DT_LOG(info, "launch", "stopping replacement rank ", o.place.rank, " (pid ", o.pid,
+                   "): it was not let in before the job ended");
             o.retired = true;
             o.in.reset();
             kill(-o.pid, SIGTERM);
@@ -632,6 +648,7 @@ private:
     bool stopping_ = false;
     bool killed_ = false;
     Clock::time_point kill_at_{}, deadline_{}, drain_until_{};
+    std::optional<Clock::time_point> retire_at_; // elastic: when to stop replacements left
 };
 
 } // namespace

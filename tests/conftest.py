@@ -22,6 +22,19 @@ def build_path(*parts):
     return path
 
 
+# What the framework-free trainer's tests need: its data and the plugins it runs on.
+FASHION_MNIST = pathlib.Path("/usr/share/datasets/fashion-mnist")
+ONEDNN_PLUGIN_DIR = BUILD / "plugins" / "compute" / "onednn"
+TCP_PLUGIN_DIR = BUILD / "plugins" / "transport" / "tcp"
+NEEDS_TRAINER = [
+    pytest.mark.skipif(not (ONEDNN_PLUGIN_DIR / "libdt-compute-onednn.so").exists(),
+                       reason="the oneDNN compute plugin was not built"),
+    pytest.mark.skipif(not (FASHION_MNIST / "train-images-idx3-ubyte.gz").exists(),
+                       reason="Fashion-MNIST is not installed (apt-get install "
+                              "dataset-fashion-mnist)"),
+]
+
+
 @pytest.fixture(scope="session")
 def build_dir():
     return BUILD

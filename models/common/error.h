@@ -17,6 +17,14 @@ public:
     using std::runtime_error::runtime_error;
 };
 
+// Bad input this process has already printed (rank 0 says why before the other ranks
+// stop, so that the launcher cannot stop it before its message is out): exit status 2
+// without printing it again.
+class ReportedInputError : public InputError {
+public:
+    using InputError::InputError;
+};
+
 // Concatenates stream pieces into a string: cat("read ", n, " bytes").
 template <typename... Parts>
 std::string cat(Parts &&...parts)

@@ -51,6 +51,8 @@ int main(int argc, char **argv)
         Trainer trainer(o, train, test, compute, dist);
         trainer.run();
         return 0;
+    } catch (const ReportedInputError &) {
+        return 2;
     } catch (const InputError &e) {
         std::fprintf(stderr, "disttrain-train: %s\n", e.what());
         return 2;

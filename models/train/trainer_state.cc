@@ -83,9 +83,19 @@ void Trainer::restore_or_broadcast()
         }
     }
     dist_.broadcast_raw(&status, 1, DT_INT32, "resume/status");
-    if (status == kRefused)
-        throw InputError(dist_.rank() == 0 ? refused
-                                           : "rank 0 refused the checkpoint (see its message)");
+    if (status == kRefused) {
+        // Rank 0 prints its reason before the others may stop: a rank that exits first
+        // makes the launcher stop the rest, which could cut rank 0 short of its message.
+        int32_t reported = 1;
+        if (dist_.rank() == 0) {
+            std::fprintf(stderr, "disttrain-train: %s\n", refused.c_str());
+            std::fflush(stderr);
+        }
+        dist_.broadcast_raw(&reported, 1, DT_INT32, "resume/refusal-reported");
+        if (dist_.rank() == 0)
+            throw ReportedInputError(refused);
+        throw InputError("rank 0 refused the checkpoint (see its message)");
+    }
     // Rank 0's tensors everywhere: a fresh model (same seed, but this makes it certain)
     // or the restored one with its optimizer state.
     dist_.broadcast(model_tensors(model_), "init/model/");

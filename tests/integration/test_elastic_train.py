@@ -6,24 +6,14 @@ with the accuracy of an undisturbed run; a replacement (--max-restarts) joins an
 state; rank 0's death and two deaths at once are survived; too few ranks end the job with
 an error on every survivor. The mlp on 2000 Fashion-MNIST images, 4 ranks of batch 25
 (20 steps per epoch): seconds per job. Each job has a hard timeout."""
-import pathlib
 import re
 
 import pytest
 
-from conftest import BUILD, build_path, run
+from conftest import NEEDS_TRAINER, ONEDNN_PLUGIN_DIR as ONEDNN
+from conftest import TCP_PLUGIN_DIR as TCP, BUILD, build_path, run
 
-DATA = pathlib.Path("/usr/share/datasets/fashion-mnist")
-ONEDNN = BUILD / "plugins" / "compute" / "onednn"
-TCP = BUILD / "plugins" / "transport" / "tcp"
-
-pytestmark = [
-    pytest.mark.skipif(not (ONEDNN / "libdt-compute-onednn.so").exists(),
-                       reason="the oneDNN compute plugin was not built"),
-    pytest.mark.skipif(not (DATA / "train-images-idx3-ubyte.gz").exists(),
-                       reason="Fashion-MNIST is not installed (apt-get install "
-                              "dataset-fashion-mnist)"),
-]
+pytestmark = NEEDS_TRAINER
 
 ENV = {"DISTTRAIN_PLUGIN_PATH": f"{TCP}:{ONEDNN}", "DISTTRAIN_TIMEOUT": "30",
        "DISTTRAIN_LOG_LEVEL": "warn"}

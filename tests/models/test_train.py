@@ -7,24 +7,14 @@ Small subsets of Fashion-MNIST and few steps keep the whole file within a minute
 2 cores; the accuracy runs of the closing note are in test_accuracy.py (marked slow).
 """
 import json
-import os
 import pathlib
 
 import pytest
 
-from conftest import BUILD, build_path, run
+from conftest import NEEDS_TRAINER, ONEDNN_PLUGIN_DIR as ONEDNN
+from conftest import TCP_PLUGIN_DIR as TCP, build_path, run
 
-DATA = pathlib.Path("/usr/share/datasets/fashion-mnist")
-ONEDNN = BUILD / "plugins" / "compute" / "onednn"
-TCP = BUILD / "plugins" / "transport" / "tcp"
-
-pytestmark = [
-    pytest.mark.skipif(not (ONEDNN / "libdt-compute-onednn.so").exists(),
-                       reason="the oneDNN compute plugin was not built"),
-    pytest.mark.skipif(not (DATA / "train-images-idx3-ubyte.gz").exists(),
-                       reason="Fashion-MNIST is not installed (apt-get install "
-                              "dataset-fashion-mnist)"),
-]
+pytestmark = NEEDS_TRAINER
 
 ENV = {"DISTTRAIN_PLUGIN_PATH": f"{TCP}:{ONEDNN}", "DISTTRAIN_TIMEOUT": "60",
        "DISTTRAIN_LOG_LEVEL": "warn"}

@@ -17,6 +17,9 @@ using Millis = std::chrono::milliseconds;
 // delay a rank that moved on can cost the others.
 constexpr Millis kPollSlice{50};
 
+// How long past the deadline the ranks wait for rank 0's verdict on a transport.
+constexpr Millis kVerdictGrace{2000};
+
 Millis left(TransportChoice::Clock::time_point deadline)
 {
     auto ms = std::chrono::duration_cast<Millis>(deadline - TransportChoice::Clock::now());
@@ -93,18 +96,44 @@ std::optional<std::string> TransportChoice::abandoned(const std::string &name)
     return try_get(store_, abandon_key(name), Millis{0});
 }
 
+// Rank 0 alone says whether `name` is chosen. Were every rank to decide by its own count,
+// a rank whose deadline passed just before the last start would give the transport up
+// while a later one saw every start and went on with it: one rank in a job the others
+// have left. The verdict key holds "ok", or the status and the reason for all.
 void TransportChoice::confirm_started(const std::string &name)
 {
-    const std::string started = prefix_ + "transport/" + name + "/started";
-    int64_t count = store_.add(started, 1);
-    while (count < size_) {
-        if (auto why = abandoned(name))
+    const std::string base = prefix_ + "transport/" + name + "/";
+    int64_t count = store_.add(base + "started", 1);
+    if (rank_ != 0) {
+        // Rank 0 decides by the deadline; the grace covers its last poll and the store's
+        // round trip (a rank 0 that is gone fails the store call itself).
+        auto verdict = try_get(store_, base + "verdict", left(deadline_) + kVerdictGrace);
+        if (!verdict)
+            throw_error(DT_ERR_TIMEOUT, "rank 0 did not say whether transport '", name,
+                        "' started on every rank before DISTTRAIN_TIMEOUT");
+        if (*verdict == "ok")
+            return;
+        const bool timed_out = verdict->rfind("timeout:", 0) == 0;
+        throw_error(timed_out ? DT_ERR_TIMEOUT : DT_ERR_CONNECT, "transport '", name, "' ",
+                    verdict->substr(verdict->find(':') + 1));
+    }
+    for (;;) {
+        if (count >= size_) {
+            store_.set(base + "verdict", "ok");
+            return;
+        }
+        if (auto why = abandoned(name)) {
+            store_.set(base + "verdict", "connect:was given up: " + *why);
             throw_error(DT_ERR_CONNECT, "transport '", name, "' was given up: ", *why);
-        if (Clock::now() >= deadline_)
-            throw_error(DT_ERR_TIMEOUT, "transport '", name, "' started on ", count, " of ",
-                        size_, " ranks before DISTTRAIN_TIMEOUT");
+        }
+        if (Clock::now() >= deadline_) {
+            std::string why = cat("started on ", count, " of ", size_,
+                                  " ranks before DISTTRAIN_TIMEOUT");
+            store_.set(base + "verdict", "timeout:" + why);
+            throw_error(DT_ERR_TIMEOUT, "transport '", name, "' ", why);
+        }
         std::this_thread::sleep_for(std::min(Millis{5}, left(deadline_)));
-        count = store_.add(started, 0);
+        count = store_.add(base + "started", 0);
     }
 }
 

@@ -34,8 +34,9 @@ public:
     // Why `name` was given up, if it was.
     std::optional<std::string> abandoned(const std::string &name);
 
-    // After this rank started `name`: returns once every rank has. Throws DT_ERR_CONNECT
-    // naming the reason when a rank gave it up, DT_ERR_TIMEOUT at the deadline.
+    // After this rank started `name`: returns once every rank has, as rank 0 saw it (one
+    // verdict for all). Throws DT_ERR_CONNECT naming the reason when a rank gave it up,
+    // DT_ERR_TIMEOUT when rank 0's deadline passed first.
     void confirm_started(const std::string &name);
 
     Clock::time_point deadline() const { return deadline_; }

@@ -46,7 +46,7 @@ Tuning tuning(const TuningOverrides &o, int members)
     size_t stream = 0;
     if (o.stream_bytes >= 0)
         stream = static_cast<size_t>(o.stream_bytes);
-    return {oneshot, slice, 4, cma, cma_piece, choose, stream};
+    return {oneshot, slice, 4, cma, cma_piece, choose, stream, o.stream_bytes >= 0};
 }
 
 } // namespace dt::shm

@@ -65,10 +65,15 @@ void allreduce_oneshot(Team &team, const void *sendbuf, void *recvbuf, size_t co
     reduce_all(recvbuf, in, team.size(), count, dtype, op);
 }
 
-// published: the caller has published this rank's tag line already.
+// How the pipelined path hands its pieces to the peers.
+enum class Handoff { kBySize, kThroughCache, kThroughMemory };
+
+// published: the caller has published this rank's tag line already. handoff: kBySize
+// goes through memory from tune.stream_bytes up, where every rank has its own CPU.
 void allreduce_pipelined(Team &team, const void *sendbuf, void *recvbuf, size_t count,
                          dt_dtype_t dtype, dt_reduce_op_t op, const Tuning &tune,
-                         int avg_divisor, bool published = false)
+                         int avg_divisor, bool published = false,
+                         Handoff handoff = Handoff::kBySize)
 {
     const int n = team.size();
     const int r = team.rank();
@@ -92,8 +97,10 @@ void allreduce_pipelined(Team &team, const void *sendbuf, void *recvbuf, size_t 
     // Not where ranks take turns on a core: the reader then often runs on the writer's
     // core, with the data in its own cache (4 ranks on 2 CPUs: 10-30% slower through
     // memory).
-    const bool via_memory = count * esize >= tune.stream_bytes &&
-                            (!team.oversubscribed() || tune.stream_forced);
+    const bool via_memory =
+        handoff == Handoff::kBySize
+            ? count * esize >= tune.stream_bytes && (!team.oversubscribed() || tune.stream_forced)
+            : handoff == Handoff::kThroughMemory;
     void (*const stage)(void *, const void *, size_t) = via_memory ? stream_copy : plain_copy;
     // Reducing straight into recvbuf would overwrite an input still to be read when
     // this rank's own input (in place) is not one of the first two.
@@ -169,28 +176,43 @@ bool allreduce_chosen(Team &team, const void *sendbuf, void *recvbuf, size_t cou
     const size_t bytes = count * dt_dtype_size(dtype);
     PathChooser &chooser = team.domain().path_chooser();
     const int forced = team.domain().cma_options().force_path;
+    // Staging through memory is a path of its own where the size would take it by
+    // default (tuning.cc); a fixed DISTTRAIN_SHM_STREAM_BYTES leaves it to the size.
+    const int offered = !tune.stream_forced && !team.oversubscribed() &&
+                                bytes >= tune.stream_bytes
+                            ? 3
+                            : 2;
     team.begin(true);
     uint32_t choice = 0;
     if (first) {
-        const bool single = forced >= 0 ? forced == static_cast<int>(PathChooser::kSingleCopy)
-                                        : chooser.choose(bytes, Clock::now()) ==
-                                              PathChooser::kSingleCopy;
-        choice = single ? kPathSingleCopy : 0;
+        const auto path = forced >= 0 ? static_cast<PathChooser::Path>(forced)
+                                      : chooser.choose(bytes, Clock::now(), offered);
+        choice = path == PathChooser::kSingleCopy            ? kPathSingleCopy
+                 : path == PathChooser::kStagingThroughMemory ? kPathThroughMemory
+                                                              : 0;
     }
     const CallBuffers mine = detail::call_buffers(sendbuf, recvbuf, bytes, dtype, op, choice);
     team.publish_inline(&mine, sizeof mine);
     CallBuffers peer[kMaxInputs];
     detail::read_call_buffers(team, mine, peer);
-    const bool single_copy = ((first ? choice : peer[0].path) & kPathSingleCopy) != 0;
+    const uint32_t path = first ? choice : peer[0].path;
+    const bool single_copy = (path & kPathSingleCopy) != 0;
+    const bool through_memory = (path & kPathThroughMemory) != 0;
     const auto start = Clock::now(); // every member has arrived
     if (single_copy)
         detail::allreduce_single_copy(team, sendbuf, recvbuf, count, dtype, op, piece, peer);
     else
         allreduce_pipelined(team, sendbuf, recvbuf, count, dtype, op, tune, avg_divisor,
-                            /*published=*/true);
+                            /*published=*/true,
+                            through_memory ? Handoff::kThroughMemory
+                            : offered == 3 ? Handoff::kThroughCache
+                                           : Handoff::kBySize);
     if (first) {
         const auto now = Clock::now();
-        chooser.record(bytes, single_copy ? PathChooser::kSingleCopy : PathChooser::kStaging,
+        chooser.record(bytes,
+                       single_copy      ? PathChooser::kSingleCopy
+                       : through_memory ? PathChooser::kStagingThroughMemory
+                                        : PathChooser::kStaging,
                        now - start, now);
     }
     return single_copy;

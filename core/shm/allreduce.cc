@@ -12,7 +12,8 @@
 //    rank r stages the slices the others reduce, reduces slice r of every piece from
 //    the peers' staging slots, publishes it, and copies the peers' reduced slices out.
 //    Pieces cycle through the slots, so staging, reducing and copying out overlap
-//    across ranks and stay in cache.
+//    across ranks and stay in cache; or, through memory, what the peers read is written
+//    with non-temporal stores (README.md, Staging through memory).
 #include "reduce/reduce.h"
 #include "shm/collectives.h"
 #include "shm/path_choice.h"

@@ -41,8 +41,8 @@ Tuning tuning(const TuningOverrides &o, int members)
     }
     if (o.cma_piece_bytes > 0)
         cma_piece = static_cast<size_t>(o.cma_piece_bytes);
-    // The pipelined allreduce hands its pieces over through memory at every size (see
-    // the top of this file).
+    // The pipelined allreduce may hand its pieces over through memory at every size; the
+    // measured choice decides where single-copy reads are allowed (path_choice.h).
     size_t stream = 0;
     if (o.stream_bytes >= 0)
         stream = static_cast<size_t>(o.stream_bytes);

@@ -60,6 +60,7 @@ shm::Settings parse_shm(const Reader &r)
     t.oneshot_bytes = r.integer("DISTTRAIN_SHM_ONESHOT", t.oneshot_bytes, -1, 1 << 30);
     t.cma_bytes = r.integer("DISTTRAIN_SHM_CMA_BYTES", t.cma_bytes, -1, INT64_MAX);
     t.cma_piece_bytes = r.integer("DISTTRAIN_SHM_CMA_PIECE", t.cma_piece_bytes, 0, 1 << 30);
+    t.stream_bytes = r.integer("DISTTRAIN_SHM_STREAM_BYTES", t.stream_bytes, -1, INT64_MAX);
     t.spin = std::chrono::microseconds(
         r.integer("DISTTRAIN_SHM_SPIN_US", t.spin.count(), 0, kMaxWaitUs));
     t.yield = std::chrono::microseconds(

@@ -12,11 +12,13 @@
 //    rank r stages the slices the others reduce, reduces slice r of every piece from
 //    the peers' staging slots, publishes it, and copies the peers' reduced slices out.
 //    Pieces cycle through the slots, so staging, reducing and copying out overlap
-//    across ranks and stay in cache.
+//    across ranks and stay in cache; or, through memory, what the peers read is written
+//    with non-temporal stores (README.md, Staging through memory).
 #include "reduce/reduce.h"
 #include "shm/collectives.h"
 #include "shm/path_choice.h"
 #include "shm/pipeline.h"
+#include "shm/stream_copy.h"
 
 #include <algorithm>
 #include <cstring>
@@ -40,6 +42,8 @@ void reduce_all(void *dst, const void *const *in, int n, size_t count, dt_dtype_
 
 constexpr int kMaxInputs = detail::kMaxMembers;
 
+void plain_copy(void *dst, const void *src, size_t bytes) { std::memcpy(dst, src, bytes); }
+
 void allreduce_inline(Team &team, const void *sendbuf, void *recvbuf, size_t count,
                       dt_dtype_t dtype, dt_reduce_op_t op, size_t bytes)
 {
@@ -62,10 +66,15 @@ void allreduce_oneshot(Team &team, const void *sendbuf, void *recvbuf, size_t co
     reduce_all(recvbuf, in, team.size(), count, dtype, op);
 }
 
-// published: the caller has published this rank's tag line already.
+// How the pipelined path hands its pieces to the peers.
+enum class Handoff { kBySize, kThroughCache, kThroughMemory };
+
+// published: the caller has published this rank's tag line already. handoff: kBySize
+// goes through memory from tune.stream_bytes up, where every rank has its own CPU.
 void allreduce_pipelined(Team &team, const void *sendbuf, void *recvbuf, size_t count,
                          dt_dtype_t dtype, dt_reduce_op_t op, const Tuning &tune,
-                         int avg_divisor, bool published = false)
+                         int avg_divisor, bool published = false,
+                         Handoff handoff = Handoff::kBySize)
 {
     const int n = team.size();
     const int r = team.rank();
@@ -82,6 +91,21 @@ void allreduce_pipelined(Team &team, const void *sendbuf, void *recvbuf, size_t 
     // Elements of slice j of piece k.
     auto first = [&](uint64_t k, int j) { return std::min(count, (k * n + j) * se); };
     auto length = [&](uint64_t k, int j) { return std::min(count, first(k, j) + se) - first(k, j); };
+    // Through memory: what the peers read (staged inputs, this rank's reduced slice) is
+    // written with non-temporal stores, so a peer reads it from memory (prefetched,
+    // ~100 ns a line) instead of taking each line out of this core's cache, which costs
+    // ~300 ns when the two cores share no L3 (README.md, Measured).
+    // Not where ranks take turns on a core: the reader then often runs on the writer's
+    // core, with the data in its own cache (4 ranks on 2 CPUs: 10-30% slower through
+    // memory).
+    const bool via_memory =
+        handoff == Handoff::kBySize
+            ? count * esize >= tune.stream_bytes && (!team.oversubscribed() || tune.stream_forced)
+            : handoff == Handoff::kThroughMemory;
+    void (*const stage)(void *, const void *, size_t) = via_memory ? stream_copy : plain_copy;
+    // Reducing straight into recvbuf would overwrite an input still to be read when
+    // this rank's own input (in place) is not one of the first two.
+    const bool reduce_into_recv = via_memory && !(sendbuf == recvbuf && r >= 2);
 
     if (!published)
         team.publish();
@@ -94,12 +118,13 @@ void allreduce_pipelined(Team &team, const void *sendbuf, void *recvbuf, size_t 
             detail::wait_all(team, &Control::reduced, k - slots.count + 1);
         for (int j = 0; j < n; ++j)
             if (j != r && length(k, j) > 0)
-                std::memcpy(mine + j * slice, send + first(k, j) * esize,
-                            length(k, j) * esize);
+                stage(mine + j * slice, send + first(k, j) * esize, length(k, j) * esize);
+        if (via_memory) // non-temporal stores are not ordered by the post's release
+            stream_fence();
         team.post(&Control::posted, k + 1);
 
-        // Reduce slice r into the slot's result area, once the peers have copied out
-        // the result this slot held.
+        // Reduce slice r into the slot's result area (or into recvbuf, then streamed to
+        // the result area), once the peers have copied out the result this slot held.
         const size_t len = length(k, r);
         std::byte *result = mine + n * slice;
         if (k >= static_cast<uint64_t>(slots.count))
@@ -113,10 +138,17 @@ void allreduce_pipelined(Team &team, const void *sendbuf, void *recvbuf, size_t 
             }
         }
         if (len > 0) {
-            reduce_all(result, in, n, len, dtype, op);
+            std::byte *own = recv + first(k, r) * esize;
+            std::byte *dst = reduce_into_recv ? own : result;
+            reduce_all(dst, in, n, len, dtype, op);
             if (avg_divisor > 0) // while the slice is in cache; the peers copy it divided
-                reduce::finish_average(result, len, dtype, avg_divisor);
-            std::memcpy(recv + first(k, r) * esize, result, len * esize);
+                reduce::finish_average(dst, len, dtype, avg_divisor);
+            if (reduce_into_recv) {
+                stream_copy(result, own, len * esize);
+                stream_fence();
+            } else {
+                std::memcpy(own, result, len * esize);
+            }
         }
         team.post(&Control::reduced, k + 1);
 
@@ -145,28 +177,43 @@ bool allreduce_chosen(Team &team, const void *sendbuf, void *recvbuf, size_t cou
     const size_t bytes = count * dt_dtype_size(dtype);
     PathChooser &chooser = team.domain().path_chooser();
     const int forced = team.domain().cma_options().force_path;
+    // Staging through memory is a path of its own where the size would take it by
+    // default (tuning.cc); a fixed DISTTRAIN_SHM_STREAM_BYTES leaves it to the size.
+    const int offered = !tune.stream_forced && !team.oversubscribed() &&
+                                bytes >= tune.stream_bytes
+                            ? 3
+                            : 2;
     team.begin(true);
     uint32_t choice = 0;
     if (first) {
-        const bool single = forced >= 0 ? forced == static_cast<int>(PathChooser::kSingleCopy)
-                                        : chooser.choose(bytes, Clock::now()) ==
-                                              PathChooser::kSingleCopy;
-        choice = single ? kPathSingleCopy : 0;
+        const auto path = forced >= 0 ? static_cast<PathChooser::Path>(forced)
+                                      : chooser.choose(bytes, Clock::now(), offered);
+        choice = path == PathChooser::kSingleCopy            ? kPathSingleCopy
+                 : path == PathChooser::kStagingThroughMemory ? kPathThroughMemory
+                                                              : 0;
     }
     const CallBuffers mine = detail::call_buffers(sendbuf, recvbuf, bytes, dtype, op, choice);
     team.publish_inline(&mine, sizeof mine);
     CallBuffers peer[kMaxInputs];
     detail::read_call_buffers(team, mine, peer);
-    const bool single_copy = ((first ? choice : peer[0].path) & kPathSingleCopy) != 0;
+    const uint32_t path = first ? choice : peer[0].path;
+    const bool single_copy = (path & kPathSingleCopy) != 0;
+    const bool through_memory = (path & kPathThroughMemory) != 0;
     const auto start = Clock::now(); // every member has arrived
     if (single_copy)
         detail::allreduce_single_copy(team, sendbuf, recvbuf, count, dtype, op, piece, peer);
     else
         allreduce_pipelined(team, sendbuf, recvbuf, count, dtype, op, tune, avg_divisor,
-                            /*published=*/true);
+                            /*published=*/true,
+                            through_memory ? Handoff::kThroughMemory
+                            : offered == 3 ? Handoff::kThroughCache
+                                           : Handoff::kBySize);
     if (first) {
         const auto now = Clock::now();
-        chooser.record(bytes, single_copy ? PathChooser::kSingleCopy : PathChooser::kStaging,
+        chooser.record(bytes,
+                       single_copy      ? PathChooser::kSingleCopy
+                       : through_memory ? PathChooser::kStagingThroughMemory
+                                        : PathChooser::kStaging,
                        now - start, now);
     }
     return single_copy;

@@ -27,6 +27,9 @@ struct Tuning {
     size_t cma_piece;     // single-copy allreduce: bytes of a rank's slice per piece
     size_t choose_bytes;  // below cma_bytes, allreduce from this size up takes the path
                           // the measured times choose (path_choice.h); SIZE_MAX: never
+    size_t stream_bytes;  // the pipelined allreduce from this size up hands data to the
+                          // peers through memory: non-temporal stores (stream_copy.h)
+    bool stream_forced;   // stream_bytes was set: also where the host is oversubscribed
 };
 Tuning tuning(const TuningOverrides &overrides, int members);
 

@@ -27,7 +27,8 @@ struct CmaOptions {
                              // 0: tuning()'s threshold. Tests lower it.
     size_t piece_bytes = 0;  // bytes per piece of a rank's slice; 0: tuning()'s
     int force_path = -1;     // tests: as the first member of a call, always choose this
-                             // path (path_choice.h: 0 staging, 1 single copy); -1: time them
+                             // path (path_choice.h: 0 staging, 1 single copy, 2 staging
+                             // through memory); -1: time them
     bool fail_probe = false; // tests: the probe fails as if the kernel said EPERM
 };
 

@@ -17,24 +17,32 @@ double PathChooser::Times::estimate() const
     return *std::min_element(ns_per_byte.begin(), ns_per_byte.begin() + count);
 }
 
-PathChooser::Path PathChooser::choose(size_t bytes, Clock::time_point now) const
+PathChooser::Path PathChooser::choose(size_t bytes, Clock::time_point now, int offered) const
 {
     const auto &c = times_[size_class(bytes)];
-    // Alternately, until each has its first kFirstTries: a first call also pays for
+    const int paths = std::clamp(offered, 1, kPaths);
+    // In turn, until each has its first kFirstTries: a first call also pays for
     // touching the program's fresh buffers, whichever path it took.
     for (int i = 0; i < kFirstTries; ++i)
-        for (Path p : {kStaging, kSingleCopy})
+        for (int p = 0; p < paths; ++p)
             if (c[p].count <= i)
-                return p;
-    const Path faster =
-        c[kSingleCopy].estimate() < c[kStaging].estimate() ? kSingleCopy : kStaging;
-    const Path slower = faster == kStaging ? kSingleCopy : kStaging;
-    const Times &s = c[slower];
-    const auto slower_call = std::chrono::duration<double, std::nano>(
-        s.estimate() * static_cast<double>(bytes));
-    const auto retry = std::max<Clock::duration>(
-        kRetryAfter, std::chrono::duration_cast<Clock::duration>(kRetryCost * slower_call));
-    return now - s.last_try >= retry ? slower : faster;
+                return static_cast<Path>(p);
+    int fastest = 0;
+    for (int p = 1; p < paths; ++p)
+        if (c[p].estimate() < c[fastest].estimate())
+            fastest = p;
+    for (int p = 0; p < paths; ++p) {
+        if (p == fastest)
+            continue;
+        const Times &s = c[p];
+        const auto slower_call = std::chrono::duration<double, std::nano>(
+            s.estimate() * static_cast<double>(bytes));
+        const auto retry = std::max<Clock::duration>(
+            kRetryAfter, std::chrono::duration_cast<Clock::duration>(kRetryCost * slower_call));
+        if (now - s.last_try >= retry)
+            return static_cast<Path>(p);
+    }
+    return static_cast<Path>(fastest);
 }
 
 void PathChooser::record(size_t bytes, Path path, Clock::duration took, Clock::time_point now)

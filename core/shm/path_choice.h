@@ -9,6 +9,10 @@
 //    on pages the kernel had not touched yet (2 ranks, 64 KiB - 4 MiB; staging 4-6 GB/s)
 //    and 5-6 GB/s on pages it had, where it still lost at 64-256 KiB, whatever the
 //    round trip (100-420 ns): a round-trip threshold chose the slower path, up to 4x.
+// Staging itself hands its pieces over through the cache or through memory
+// (non-temporal stores, allreduce.cc), and which is faster changes with the same L3
+// sharing: through memory ran 1.6-3x faster while the vCPUs shared no L3, and up to 15%
+// slower (16-64 MiB) while they did; so where both may run it is a third path.
 // So the first member of each call times the path it took and chooses by those times:
 // per size class (a power of two of bytes), each path is tried twice, then the faster
 // one runs, and the slower one is tried again now and then to follow a host that
@@ -25,18 +29,22 @@
 namespace dt::shm {
 
 // CallBuffers::path, as the first member sets it: read the peers' buffers; without it,
-// stage through the segments.
+// stage through the segments, handing pieces over through memory with kPathThroughMemory
+// and through the cache without.
 constexpr uint32_t kPathSingleCopy = 1;
+constexpr uint32_t kPathThroughMemory = 2;
 
 class PathChooser {
 public:
     using Clock = std::chrono::steady_clock;
-    enum Path { kStaging = 0, kSingleCopy = 1 };
+    enum Path { kStaging = 0, kSingleCopy = 1, kStagingThroughMemory = 2 };
+    static constexpr int kPaths = 3;
 
-    // The path for a call of `bytes`: each path kFirstTries times in turn for a new size
-    // class, then the faster one, or the slower one where its last try is older than its
+    // The path for a call of `bytes` among the first `offered` paths (2: staging and
+    // single copy; 3: staging through memory too): each kFirstTries times in turn for a
+    // new size class, then the fastest, or a slower one whose last try is older than its
     // retry period.
-    Path choose(size_t bytes, Clock::time_point now) const;
+    Path choose(size_t bytes, Clock::time_point now, int offered = 2) const;
     // How long `path` took for a call of `bytes` (the first member's time from every
     // member's arrival to its own end), at `now`.
     void record(size_t bytes, Path path, Clock::duration took, Clock::time_point now);
@@ -62,7 +70,7 @@ private:
     };
     static constexpr int kClasses = 48; // 2^0 .. 2^47 bytes
     static int size_class(size_t bytes);
-    std::array<std::array<Times, 2>, kClasses> times_{};
+    std::array<std::array<Times, kPaths>, kClasses> times_{};
 };
 
 } // namespace dt::shm

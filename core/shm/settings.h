@@ -19,6 +19,7 @@ struct TuningOverrides {
     int64_t oneshot_bytes = -1;  // DISTTRAIN_SHM_ONESHOT; -1: measured
     int64_t cma_bytes = -1;      // DISTTRAIN_SHM_CMA_BYTES; -1: chosen by measured times
     int64_t cma_piece_bytes = 0; // DISTTRAIN_SHM_CMA_PIECE; 0: measured
+    int64_t stream_bytes = -1;   // DISTTRAIN_SHM_STREAM_BYTES; -1: measured
     std::chrono::microseconds spin{50};   // DISTTRAIN_SHM_SPIN_US
     std::chrono::microseconds yield{200}; // DISTTRAIN_SHM_YIELD_US
 };

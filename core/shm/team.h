@@ -138,6 +138,8 @@ public:
     int pid(int member) const { return dom_.pid(args_.locals[member]); }
     int world_rank(int member) const { return dom_.world_rank_of(args_.locals[member]); }
     bool alive(int member) const { return dom_.alive(args_.locals[member]); }
+    // More ranks on this host than CPUs: ranks take turns on a core.
+    bool oversubscribed() const { return oversubscribed_; }
 
     // Acknowledges every peer's segment (this rank will not read them again for this
     // call) and records that each peer owes this rank the same.

@@ -41,7 +41,12 @@ Tuning tuning(const TuningOverrides &o, int members)
     }
     if (o.cma_piece_bytes > 0)
         cma_piece = static_cast<size_t>(o.cma_piece_bytes);
-    return {oneshot, slice, 4, cma, cma_piece, choose};
+    // The pipelined allreduce may hand its pieces over through memory at every size; the
+    // measured choice decides where single-copy reads are allowed (path_choice.h).
+    size_t stream = 0;
+    if (o.stream_bytes >= 0)
+        stream = static_cast<size_t>(o.stream_bytes);
+    return {oneshot, slice, 4, cma, cma_piece, choose, stream, o.stream_bytes >= 0};
 }
 
 } // namespace dt::shm

@@ -76,6 +76,7 @@ TEST(Policy, EverySharedMemoryVariable)
                       {"DISTTRAIN_SHM_ONESHOT", "0"},
                       {"DISTTRAIN_SHM_CMA_BYTES", "0"},
                       {"DISTTRAIN_SHM_CMA_PIECE", "131072"},
+                      {"DISTTRAIN_SHM_STREAM_BYTES", "1048576"},
                       {"DISTTRAIN_SHM_SPIN_US", "0"},
                       {"DISTTRAIN_SHM_YIELD_US", "1000"}});
     EXPECT_FALSE(p.shm.enabled);
@@ -86,6 +87,7 @@ TEST(Policy, EverySharedMemoryVariable)
     EXPECT_EQ(p.shm.tuning.oneshot_bytes, 0);
     EXPECT_EQ(p.shm.tuning.cma_bytes, 0);
     EXPECT_EQ(p.shm.tuning.cma_piece_bytes, 131072);
+    EXPECT_EQ(p.shm.tuning.stream_bytes, 1048576);
     EXPECT_EQ(p.shm.tuning.spin.count(), 0);
     EXPECT_EQ(p.shm.tuning.yield.count(), 1000);
 }
@@ -134,6 +136,9 @@ TEST(Policy, EveryIntegerVariableNamesItselfTheValueAndTheRange)
          "DISTTRAIN_SHM_ONESHOT='-2' is out of range; expected an integer in [-1, 1073741824]"},
         {"DISTTRAIN_SHM_CMA_BYTES", "1e6",
          "DISTTRAIN_SHM_CMA_BYTES='1e6' is not an integer; "
+         "expected an integer in [-1, 9223372036854775807]"},
+        {"DISTTRAIN_SHM_STREAM_BYTES", "-2",
+         "DISTTRAIN_SHM_STREAM_BYTES='-2' is out of range; "
          "expected an integer in [-1, 9223372036854775807]"},
         {"DISTTRAIN_SHM_CMA_PIECE", "x",
          "DISTTRAIN_SHM_CMA_PIECE='x' is not an integer; expected an integer in [0, 1073741824]"},

@@ -10,6 +10,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdint>
 #include <cstring>
 #include <sstream>
 
@@ -224,6 +225,55 @@ TEST_P(ShmRanks, AllreduceSingleCopyMatchesStagingBitForBit)
         c.check(r.twin->cma_calls() == 0, [] { return "DISTTRAIN_SHM_CMA=0 read a peer"; });
         c.finish();
     }));
+}
+
+// The pipelined path handing pieces over through memory (non-temporal stores) or through
+// the cache, with buffers that start one element past a cache line, so each streamed
+// copy has a partial line at both ends; in place, the ranks past the first two reduce
+// into the staging area instead of their own buffer.
+void expect_pipelined_results_exact(int ranks, bool via_memory)
+{
+    ThreadOptions o;
+    o.data_bytes = kStaging;
+    o.cma.enabled = false;
+    o.tuning.stream_bytes = via_memory ? 0 : INT64_MAX;
+    expect_no_errors(run_threads(ranks, o, [via_memory](Rank &r) {
+        Checker c;
+        for (dt_dtype_t dtype : {DT_FLOAT32, DT_FLOAT64, DT_FLOAT16, DT_INT8})
+            for (dt_reduce_op_t op : {DT_SUM, DT_MAX})
+                for (size_t count : {70000 / dt_dtype_size(dtype) + 13,
+                                     300000 / dt_dtype_size(dtype) + 7})
+                    for (bool in_place : {false, true}) {
+                        const size_t esize = dt_dtype_size(dtype);
+                        const size_t bytes = count * esize;
+                        std::vector<std::byte> send(bytes + 64), recv(bytes + 64);
+                        // One element past a 64-byte boundary inside each vector.
+                        auto skew = [&](std::vector<std::byte> &v) {
+                            const auto a = reinterpret_cast<uintptr_t>(v.data());
+                            return v.data() + ((64 - a % 64) % 64 + esize) % 64;
+                        };
+                        std::byte *in = skew(send);
+                        std::byte *out = in_place ? in : skew(recv);
+                        fill(in, count, dtype, r.rank, 0, op);
+                        Team t = r.team();
+                        allreduce(t, in, out, count, dtype, op);
+                        for (size_t i = 0; i < count; ++i) {
+                            double got = read(out, i, dtype), want = expected(r.all, i, op);
+                            c.check(got == want, [&] {
+                                return describe(via_memory ? "allreduce through memory"
+                                                           : "allreduce through the cache",
+                                                dtype, op, count, i, got, want);
+                            });
+                        }
+                    }
+        c.finish();
+    }));
+}
+
+TEST_P(ShmRanks, AllreducePipelinedThroughMemoryOrCacheIsExact)
+{
+    expect_pipelined_results_exact(GetParam(), /*via_memory=*/true);
+    expect_pipelined_results_exact(GetParam(), /*via_memory=*/false);
 }
 
 INSTANTIATE_TEST_SUITE_P(Ranks, ShmRanks, ::testing::Values(2, 3, 4));

@@ -62,6 +62,7 @@ std::vector<std::string> run_threads(int n, const ThreadOptions &options,
                 opts.key_prefix = prefix;
                 opts.timeout = std::chrono::seconds(30);
                 opts.cma = options.cma;
+                opts.tuning = options.tuning;
                 rank.domain = std::make_unique<Domain>(*rank.store, opts);
                 if (options.staging_twin) {
                     opts.key_prefix = prefix + "twin/";

@@ -44,6 +44,7 @@ struct Rank {
 struct ThreadOptions {
     size_t data_bytes = 64 * 1024;
     CmaOptions cma; // of Rank::domain
+    TuningOverrides tuning;
     bool staging_twin = false;
 };
 

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // PathChooser (core/shm/path_choice.h): the first member's choice between staging and
-// single-copy reads from the times of earlier calls, on made-up times and clocks.
+// single-copy reads (and staging through memory) from the times of earlier calls, on
+// made-up times and clocks.
 #include "shm/path_choice.h"
 
 #include <gtest/gtest.h>
@@ -129,4 +130,31 @@ TEST(PathChooser, FollowsTheHostWhenTheFasterPathChanges)
     for (int i = 0; i < 4; ++i)
         p = h.call(100us, 300us);
     EXPECT_EQ(p, PathChooser::kStaging);
+}
+
+// Where staging through memory is offered too (3 paths), each is tried twice in turn,
+// then the fastest runs, and the others are tried again after their retry periods.
+TEST(PathChooser, ThreePathsRunTheFastest)
+{
+    PathChooser chooser;
+    PathChooser::Clock::time_point now{};
+    const std::chrono::microseconds took[] = {300us, 400us, 100us};
+    auto call = [&] {
+        const PathChooser::Path p = chooser.choose(kBytes, now, 3);
+        now += took[p];
+        chooser.record(kBytes, p, took[p], now);
+        now += 10us;
+        return p;
+    };
+    for (int i = 0; i < 2; ++i) {
+        EXPECT_EQ(call(), PathChooser::kStaging) << "try " << i;
+        EXPECT_EQ(call(), PathChooser::kSingleCopy) << "try " << i;
+        EXPECT_EQ(call(), PathChooser::kStagingThroughMemory) << "try " << i;
+    }
+    int others = 0;
+    const auto start = now;
+    while (now - start < 250ms)
+        others += call() != PathChooser::kStagingThroughMemory;
+    EXPECT_GE(others, 2); // each slower path once per 100 ms at least
+    EXPECT_LE(others, 6);
 }

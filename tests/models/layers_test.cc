@@ -134,11 +134,11 @@ TEST(Layers, ChannelsLastGradients)
 // agree to float32 rounding (the two layouts sum in different orders). resnet20 has 3x3
 // and strided 1x1 convolutions (oneDNN's nhwc kernels), resnet50 also 1x1 stride-1 ones
 // (one sgemm over the batch) and max pooling.
-void expect_layouts_agree(const char *name, const InputShape &in)
+void expect_layouts_agree(const char *name, const InputShape &in, int64_t batch)
 {
     SCOPED_TRACE(name);
     Fixture f;
-    f.make_batch(2, in.channels, in.height, in.classes);
+    f.make_batch(batch, in.channels, in.height, in.classes);
     const std::vector<float> images = f.x.to_vector(f.c);
     struct Run {
         std::vector<float> logits;
@@ -148,7 +148,7 @@ void expect_layouts_agree(const char *name, const InputShape &in)
     auto run = [&](dt_tensor_layout_t layout) {
         Model m = build_model(f.c, name, in, 7, layout);
         Tensor x;
-        load_input(f.c, m, x, images.data(), 2);
+        load_input(f.c, m, x, images.data(), batch);
         EXPECT_EQ(x.layout(), layout);
         Run r;
         const Tensor logits = m.net->forward(x, true);
@@ -185,8 +185,10 @@ void expect_layouts_agree(const char *name, const InputShape &in)
 
 TEST(Layers, ChannelsLastMatchesNchw)
 {
-    expect_layouts_agree("resnet20", InputShape{3, 12, 12, 10});
-    expect_layouts_agree("resnet50", InputShape{3, 32, 32, 10});
+    expect_layouts_agree("resnet20", InputShape{3, 12, 12, 10}, 2);
+    // 64x64 leaves layer4 2x2 maps: with 4 images its batch norms see 16 values a
+    // channel (on 1x1 maps of 2 images the statistics amplify rounding too much to compare).
+    expect_layouts_agree("resnet50", InputShape{3, 64, 64, 10}, 4);
 }
 
 // Channels-last features of more than 1x1 cannot be flattened into what a Linear trained

@@ -10,6 +10,10 @@
  *
  * Layout: tensors are dense and row-major; 4-D activations are NCHW, convolution weights
  * OIHW (O = output channels, I = input channels / groups), 2-D activations (N, C).
+ * Convolution and pooling also take channels-last activations (dt_tensor_layout_t
+ * DT_LAYOUT_NHWC in their params): their descriptors are then (N, H, W, C), still dense
+ * row-major; weights stay OIHW. Element-wise operations do not care, and batch
+ * normalisation of NHWC activations is that of the (N * H * W, C) view.
  * Per-channel vectors (bias, batch-norm scale/shift/statistics) are float32 with C
  * elements whatever the activations' dtype.
  *
@@ -291,18 +295,28 @@ DT_API dt_status_t dt_compute_relu_backward(dt_compute_h compute,
 /* Convolution                                                                            */
 /* ------------------------------------------------------------------------------------ */
 
+/** The memory order of 4-D activations in convolution and pooling. */
+typedef enum dt_tensor_layout {
+    DT_LAYOUT_NCHW = 0, /**< descriptors (N, C, H, W): the default */
+    /** Channels last: descriptors (N, H, W, C). CPU convolutions run on it without
+     *  reordering activations to a blocked layout and back around every call. */
+    DT_LAYOUT_NHWC = 1
+} dt_tensor_layout_t;
+
 /** Bits of dt_conv_params_t.field_mask. */
 enum dt_conv_param_field {
     DT_CONV_PARAM_FIELD_STRIDE = 1u << 0,
     DT_CONV_PARAM_FIELD_PADDING = 1u << 1,
     DT_CONV_PARAM_FIELD_DILATION = 1u << 2,
-    DT_CONV_PARAM_FIELD_GROUPS = 1u << 3
+    DT_CONV_PARAM_FIELD_GROUPS = 1u << 3,
+    DT_CONV_PARAM_FIELD_LAYOUT = 1u << 4
 };
 
 /**
  * A 2-D convolution (cross-correlation, as in PyTorch). Clear bits take the defaults:
  * stride {1, 1}, padding {0, 0} (symmetric, top/bottom and left/right), dilation {1, 1}
- * (PyTorch's meaning: 1 is a dense kernel), groups 1. Index 0 is height, 1 width.
+ * (PyTorch's meaning: 1 is a dense kernel), groups 1, layout DT_LAYOUT_NCHW (of x, y, dx
+ * and dy alike). Index 0 is height, 1 width.
  * Output size: (in + 2 * pad - dilation * (kernel - 1) - 1) / stride + 1.
  */
 typedef struct dt_conv_params {
@@ -311,6 +325,7 @@ typedef struct dt_conv_params {
     int32_t padding[2];
     int32_t dilation[2];
     int32_t groups;
+    dt_tensor_layout_t layout;
 } dt_conv_params_t;
 
 /**
@@ -355,17 +370,19 @@ enum dt_pool_param_field {
     DT_POOL_PARAM_FIELD_KIND = 1u << 0,
     DT_POOL_PARAM_FIELD_KERNEL = 1u << 1,
     DT_POOL_PARAM_FIELD_STRIDE = 1u << 2, /**< default: the kernel size */
-    DT_POOL_PARAM_FIELD_PADDING = 1u << 3 /**< default: {0, 0} */
+    DT_POOL_PARAM_FIELD_PADDING = 1u << 3, /**< default: {0, 0} */
+    DT_POOL_PARAM_FIELD_LAYOUT = 1u << 4   /**< default: DT_LAYOUT_NCHW */
 };
 
-/** A 2-D pooling window over NCHW tensors; index 0 is height, 1 width. Output size:
- *  (in + 2 * pad - kernel) / stride + 1 (floor). */
+/** A 2-D pooling window over NCHW (or, with layout, NHWC) tensors; index 0 is height, 1
+ *  width. Output size: (in + 2 * pad - kernel) / stride + 1 (floor). */
 typedef struct dt_pool_params {
     uint64_t field_mask;
     dt_pool_kind_t kind;
     int32_t kernel[2];
     int32_t stride[2];
     int32_t padding[2];
+    dt_tensor_layout_t layout;
 } dt_pool_params_t;
 
 /** Bytes of workspace that max pooling keeps between forward and backward (0 for

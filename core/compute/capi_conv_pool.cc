@@ -42,9 +42,9 @@ DT_API dt_status_t dt_compute_conv_forward(dt_compute_h compute, const dt_conv_p
         const char *fn = "dt_compute_conv_forward";
         ComputeContext &c = context(compute, fn);
         dtp_conv_t g = conv_geometry(fn, p);
-        dtp_tensor_t xt = tensor(fn, "x_desc", x_desc);
+        dtp_tensor_t xt = activation(fn, "x_desc", x_desc, g.layout);
         dtp_tensor_t wt = tensor(fn, "w_desc", w_desc);
-        dtp_tensor_t yt = tensor(fn, "y_desc", y_desc);
+        dtp_tensor_t yt = activation(fn, "y_desc", y_desc, g.layout);
         require_shape(fn, "y_desc", yt, conv_output(fn, g, xt, wt), conv_why("x", xt, wt));
         const float *b = optional_bias(fn, "bias", bias_desc, bias, wt.dims[0]);
         require_ptr(fn, "x", x);
@@ -70,8 +70,8 @@ DT_API dt_status_t dt_compute_conv_backward_data(dt_compute_h compute,
         ComputeContext &c = context(compute, fn);
         dtp_conv_t g = conv_geometry(fn, p);
         dtp_tensor_t wt = tensor(fn, "w_desc", w_desc);
-        dtp_tensor_t yt = tensor(fn, "dy_desc", dy_desc);
-        dtp_tensor_t xt = tensor(fn, "dx_desc", dx_desc);
+        dtp_tensor_t yt = activation(fn, "dy_desc", dy_desc, g.layout);
+        dtp_tensor_t xt = activation(fn, "dx_desc", dx_desc, g.layout);
         require_shape(fn, "dy_desc", yt, conv_output(fn, g, xt, wt), conv_why("dx", xt, wt));
         require_ptr(fn, "w", w);
         require_ptr(fn, "dy", dy);
@@ -93,8 +93,8 @@ DT_API dt_status_t dt_compute_conv_backward_weights(
         const char *fn = "dt_compute_conv_backward_weights";
         ComputeContext &c = context(compute, fn);
         dtp_conv_t g = conv_geometry(fn, p);
-        dtp_tensor_t xt = tensor(fn, "x_desc", x_desc);
-        dtp_tensor_t yt = tensor(fn, "dy_desc", dy_desc);
+        dtp_tensor_t xt = activation(fn, "x_desc", x_desc, g.layout);
+        dtp_tensor_t yt = activation(fn, "dy_desc", dy_desc, g.layout);
         dtp_tensor_t wt = tensor(fn, "dw_desc", dw_desc);
         require_shape(fn, "dy_desc", yt, conv_output(fn, g, xt, wt), conv_why("x", xt, wt));
         auto *b = const_cast<float *>(optional_bias(fn, "dbias", dbias_desc, dbias, wt.dims[0]));
@@ -118,8 +118,8 @@ DT_API dt_status_t dt_compute_pool_workspace_size(dt_compute_h compute,
         const char *fn = "dt_compute_pool_workspace_size";
         ComputeContext &c = context(compute, fn);
         dtp_pool_t g = pool_geometry(fn, p);
-        dtp_tensor_t xt = tensor(fn, "x_desc", x_desc);
-        dtp_tensor_t yt = tensor(fn, "y_desc", y_desc);
+        dtp_tensor_t xt = activation(fn, "x_desc", x_desc, g.layout);
+        dtp_tensor_t yt = activation(fn, "y_desc", y_desc, g.layout);
         require_shape(fn, "y_desc", yt, pool_output(fn, g, xt), "pooling x");
         require_ptr(fn, "bytes", bytes);
         size_t n = 0;
@@ -141,8 +141,8 @@ DT_API dt_status_t dt_compute_pool_forward(dt_compute_h compute, const dt_pool_p
         const char *fn = "dt_compute_pool_forward";
         ComputeContext &c = context(compute, fn);
         dtp_pool_t g = pool_geometry(fn, p);
-        dtp_tensor_t xt = tensor(fn, "x_desc", x_desc);
-        dtp_tensor_t yt = tensor(fn, "y_desc", y_desc);
+        dtp_tensor_t xt = activation(fn, "x_desc", x_desc, g.layout);
+        dtp_tensor_t yt = activation(fn, "y_desc", y_desc, g.layout);
         require_shape(fn, "y_desc", yt, pool_output(fn, g, xt), "pooling x");
         require_ptr(fn, "x", x);
         require_ptr(fn, "y", y);
@@ -162,8 +162,8 @@ DT_API dt_status_t dt_compute_pool_backward(dt_compute_h compute, const dt_pool_
         const char *fn = "dt_compute_pool_backward";
         ComputeContext &c = context(compute, fn);
         dtp_pool_t g = pool_geometry(fn, p);
-        dtp_tensor_t xt = tensor(fn, "x_desc", x_desc);
-        dtp_tensor_t yt = tensor(fn, "y_desc", y_desc);
+        dtp_tensor_t xt = activation(fn, "x_desc", x_desc, g.layout);
+        dtp_tensor_t yt = activation(fn, "y_desc", y_desc, g.layout);
         require_shape(fn, "y_desc", yt, pool_output(fn, g, xt), "pooling x");
         require_ptr(fn, "dy", dy);
         require_ptr(fn, "dx", dx);

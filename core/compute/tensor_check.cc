@@ -141,6 +141,36 @@ void require_shape(const char *function, const char *what, const dtp_tensor_t &a
                     " but ", why, " gives ", describe(expected));
 }
 
+namespace {
+
+int32_t layout_of(const char *function, uint64_t mask, uint64_t bit, int value)
+{
+    if (!(mask & bit))
+        return DTP_LAYOUT_NCHW;
+    if (value != DT_LAYOUT_NCHW && value != DT_LAYOUT_NHWC)
+        throw_error(DT_ERR_INVALID_ARGUMENT, function, ": layout ", value,
+                    " is unknown; use DT_LAYOUT_NCHW or DT_LAYOUT_NHWC");
+    return value == DT_LAYOUT_NHWC ? DTP_LAYOUT_NHWC : DTP_LAYOUT_NCHW;
+}
+
+} // namespace
+
+dtp_tensor_t activation(const char *function, const char *what, const dt_tensor_desc_t *desc,
+                        int32_t layout)
+{
+    dtp_tensor_t t = tensor(function, what, desc);
+    if (layout != DTP_LAYOUT_NHWC)
+        return t;
+    if (t.ndims != 4)
+        throw_error(DT_ERR_INVALID_ARGUMENT, function, ": ", what, " is ", describe(t),
+                    " but DT_LAYOUT_NHWC needs a 4-D (N, H, W, C) descriptor");
+    const int64_t c = t.dims[3];
+    t.dims[3] = t.dims[2];
+    t.dims[2] = t.dims[1];
+    t.dims[1] = c;
+    return t;
+}
+
 dtp_conv_t conv_geometry(const char *function, const dt_conv_params_t *p)
 {
     dtp_conv_t g{{1, 1}, {0, 0}, {1, 1}, 1, 0};
@@ -155,6 +185,8 @@ dtp_conv_t conv_geometry(const char *function, const dt_conv_params_t *p)
     }
     if (mask & DT_CONV_PARAM_FIELD_GROUPS)
         g.groups = at_least(function, "groups", p->groups, 1);
+    g.layout = layout_of(function, mask, DT_CONV_PARAM_FIELD_LAYOUT,
+                         (mask & DT_CONV_PARAM_FIELD_LAYOUT) ? enum_value(p->layout) : 0);
     return g;
 }
 
@@ -218,6 +250,9 @@ dtp_pool_t pool_geometry(const char *function, const dt_pool_params_t *p)
             throw_error(DT_ERR_INVALID_ARGUMENT, function, ": padding ", g.padding[i],
                         " must be at most half the kernel (", g.kernel[i], ")");
     }
+    g.layout = layout_of(function, p->field_mask, DT_POOL_PARAM_FIELD_LAYOUT,
+                         (p->field_mask & DT_POOL_PARAM_FIELD_LAYOUT) ? enum_value(p->layout)
+                                                                     : 0);
     return g;
 }
 

@@ -52,6 +52,12 @@ dtp_tensor_t conv_output(const char *function, const dtp_conv_t &g, const dtp_te
 dtp_pool_t pool_geometry(const char *function, const dt_pool_params_t *p);
 dtp_tensor_t pool_output(const char *function, const dtp_pool_t &g, const dtp_tensor_t &x);
 
+// A 4-D activation of convolution or pooling, checked like tensor() and given to plugins
+// in NCHW order whatever its memory order: with DTP_LAYOUT_NHWC the caller describes it
+// (N, H, W, C), and the dims are permuted to (N, C, H, W).
+dtp_tensor_t activation(const char *function, const char *what, const dt_tensor_desc_t *desc,
+                        int32_t layout);
+
 // Throws "<function>: <what> is <actual> but <why> needs <expected>" unless equal.
 void require_shape(const char *function, const char *what, const dtp_tensor_t &actual,
                    const dtp_tensor_t &expected, const std::string &why);

@@ -7,6 +7,19 @@
 
 namespace dt::models {
 
+namespace {
+
+// What the compute API normalises per channel (dimension 1): the tensor itself, or for
+// channels-last activations the (N * H * W, C) view of the same memory.
+dt_tensor_desc_t stats_desc(const Tensor &x)
+{
+    if (!x.channels_last())
+        return x.desc();
+    return desc_f32({x.dim(0) * x.dim(1) * x.dim(2), x.dim(3)});
+}
+
+} // namespace
+
 BatchNorm::BatchNorm(const Compute &c, std::string name, int64_t channels, float init_scale)
     : Layer(c, std::move(name)), channels_(channels)
 {
@@ -25,20 +38,22 @@ BatchNorm::BatchNorm(const Compute &c, std::string name, int64_t channels, float
 
 Tensor BatchNorm::forward(const Tensor &x, bool training)
 {
-    if ((x.desc().ndims != 2 && x.desc().ndims != 4) || x.dim(1) != channels_)
+    const bool four = x.desc().ndims == 4;
+    if ((x.desc().ndims != 2 && !four) || (four ? x.channels() : x.dim(1)) != channels_)
         throw std::invalid_argument(cat(name_, ": expected ", channels_, " channels, got ",
-                                        x.dim(1)));
-    ensure(y_, c_, x.desc());
+                                        four ? x.channels() : x.dim(1)));
+    ensure(y_, c_, x.desc(), x.layout());
+    const dt_tensor_desc_t d = stats_desc(x);
     if (training) {
         check(dt_compute_batchnorm_forward_training(
-                  c_.get(), &x.desc(), x.data(), scale_.value.f32(), shift_.value.f32(),
+                  c_.get(), &d, x.data(), scale_.value.f32(), shift_.value.f32(),
                   kEpsilon, kMomentum, y_.data(), save_mean_.f32(), save_invstd_.f32(),
                   running_mean_.value.f32(), running_var_.value.f32()),
               "batchnorm forward");
         x_ = x;
     } else {
         check(dt_compute_batchnorm_forward_inference(
-                  c_.get(), &x.desc(), x.data(), scale_.value.f32(), shift_.value.f32(),
+                  c_.get(), &d, x.data(), scale_.value.f32(), shift_.value.f32(),
                   running_mean_.value.f32(), running_var_.value.f32(), kEpsilon, y_.data()),
               "batchnorm inference");
     }
@@ -47,8 +62,9 @@ Tensor BatchNorm::forward(const Tensor &x, bool training)
 
 Tensor BatchNorm::backward(const Tensor &dy, const GradReady &ready)
 {
-    ensure(dx_, c_, x_.desc());
-    check(dt_compute_batchnorm_backward(c_.get(), &x_.desc(), x_.data(), dy.data(),
+    ensure(dx_, c_, x_.desc(), x_.layout());
+    const dt_tensor_desc_t d = stats_desc(x_);
+    check(dt_compute_batchnorm_backward(c_.get(), &d, x_.data(), dy.data(),
                                         scale_.value.f32(), save_mean_.f32(),
                                         save_invstd_.f32(), kEpsilon, dx_.data(),
                                         scale_.grad.f32(), shift_.grad.f32()),

@@ -31,14 +31,21 @@ Conv2d::Conv2d(const Compute &c, std::string name, const ConvSpec &spec, Random 
 
 Tensor Conv2d::forward(const Tensor &x, bool training)
 {
-    if (x.desc().ndims != 4 || x.dim(1) != s_.in)
+    if (x.desc().ndims != 4 || x.channels() != s_.in)
         throw std::invalid_argument(cat(name_, ": expected input (N, ", s_.in,
                                         ", H, W), got ", x.desc().ndims, "-D with ",
-                                        x.dim(1), " channels"));
+                                        x.desc().ndims == 4 ? x.channels() : x.dim(1),
+                                        " channels"));
     auto out_size = [&](int64_t in) {
         return (in + 2 * s_.padding - s_.kernel) / s_.stride + 1;
     };
-    ensure(y_, c_, desc_f32({x.dim(0), s_.out, out_size(x.dim(2)), out_size(x.dim(3))}));
+    // The output keeps the input's layout: channels-last nets stay so end to end.
+    p_.field_mask |= DT_CONV_PARAM_FIELD_LAYOUT;
+    p_.layout = x.layout();
+    ensure(y_, c_,
+           activation_desc(x.dim(0), s_.out, out_size(x.height()), out_size(x.width()),
+                           x.layout()),
+           x.layout());
     check(dt_compute_conv_forward(c_.get(), &p_, &x.desc(), x.data(), &w_.value.desc(),
                                   w_.value.data(), s_.bias ? &b_.value.desc() : nullptr,
                                   s_.bias ? b_.value.data() : nullptr, &y_.desc(),
@@ -61,7 +68,7 @@ Tensor Conv2d::backward(const Tensor &dy, const GradReady &ready)
         ready(b_);
     if (!input_grad_)
         return {};
-    ensure(dx_, c_, x_.desc());
+    ensure(dx_, c_, x_.desc(), x_.layout());
     check(dt_compute_conv_backward_data(c_.get(), &p_, &w_.value.desc(), w_.value.data(),
                                         &dy.desc(), dy.data(), &dx_.desc(), dx_.data()),
           "conv input gradient");

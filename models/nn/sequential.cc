@@ -82,7 +82,7 @@ Tensor Residual::forward(const Tensor &x, bool training)
     const Tensor a = body_.forward(x, training);
     const Tensor b = shortcut_.empty() ? x : shortcut_.forward(x, training);
     ProfileScope scope(add_name_, false);
-    ensure(sum_, c_, a.desc());
+    ensure(sum_, c_, a.desc(), a.layout());
     check(dt_compute_add(c_.get(), &a.desc(), a.data(), b.data(), sum_.data()),
           "residual add");
     check(dt_compute_relu_forward(c_.get(), &sum_.desc(), sum_.data(), sum_.data()),
@@ -94,7 +94,7 @@ Tensor Residual::backward(const Tensor &dy, const GradReady &ready)
 {
     {
         ProfileScope scope(add_name_, true);
-        ensure(dsum_, c_, dy.desc());
+        ensure(dsum_, c_, dy.desc(), dy.layout());
         check(dt_compute_relu_backward(c_.get(), &dy.desc(), sum_.data(), dy.data(),
                                        dsum_.data()),
               "residual relu backward");
@@ -105,7 +105,7 @@ Tensor Residual::backward(const Tensor &dy, const GradReady &ready)
     if (!input_grad_)
         return {};
     ProfileScope scope(add_name_, true);
-    ensure(dx_, c_, db.desc());
+    ensure(dx_, c_, db.desc(), db.layout());
     check(dt_compute_add(c_.get(), &db.desc(), db.data(), ds.data(), dx_.data()),
           "residual gradient add");
     return dx_;

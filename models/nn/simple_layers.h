@@ -25,6 +25,7 @@ public:
 
 private:
     dt_tensor_desc_t in_{};
+    dt_tensor_layout_t in_layout_ = DT_LAYOUT_NCHW;
 };
 
 struct PoolSpec {

@@ -49,6 +49,16 @@ Tensor Tensor::view(const dt_tensor_desc_t &desc) const
         throw std::logic_error("Tensor::view: the new shape has another element count");
     Tensor t = *this;
     t.desc_ = desc;
+    t.layout_ = DT_LAYOUT_NCHW;
+    return t;
+}
+
+Tensor Tensor::with_layout(dt_tensor_layout_t layout) const
+{
+    if (layout == DT_LAYOUT_NHWC && desc_.ndims != 4)
+        throw std::logic_error("Tensor::with_layout: channels-last needs a 4-D tensor");
+    Tensor t = *this;
+    t.layout_ = layout;
     return t;
 }
 
@@ -95,11 +105,19 @@ std::vector<float> Tensor::to_vector(const Compute &c) const
     return out;
 }
 
-Tensor &ensure(Tensor &t, const Compute &compute, const dt_tensor_desc_t &desc)
+Tensor &ensure(Tensor &t, const Compute &compute, const dt_tensor_desc_t &desc,
+               dt_tensor_layout_t layout)
 {
     if (t.empty() || !same_desc(t.desc(), desc))
         t = Tensor(compute, desc);
+    t.layout_ = layout;
     return t;
+}
+
+dt_tensor_desc_t activation_desc(int64_t n, int64_t c, int64_t h, int64_t w,
+                                 dt_tensor_layout_t layout)
+{
+    return layout == DT_LAYOUT_NHWC ? desc_f32({n, h, w, c}) : desc_f32({n, c, h, w});
 }
 
 } // namespace dt::models

@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 // A tensor: a descriptor (shape, dtype) and a reference to memory of the compute
 // context. Copies share memory, like a view; view() reinterprets the shape (Flatten).
+// A 4-D activation also carries its layout: NCHW (desc (N, C, H, W)) or channels-last
+// NHWC (desc (N, H, W, C)); channels(), height() and width() read either.
 // The Compute object must outlive every tensor made on it.
 #pragma once
 
@@ -24,6 +26,14 @@ public:
 
     const dt_tensor_desc_t &desc() const { return desc_; }
     int64_t dim(int i) const { return desc_.dims[i]; }
+    dt_tensor_layout_t layout() const { return layout_; }
+    bool channels_last() const { return layout_ == DT_LAYOUT_NHWC; }
+    int64_t channels() const { return desc_.dims[channels_last() ? 3 : 1]; }
+    int64_t height() const { return desc_.dims[channels_last() ? 1 : 2]; }
+    int64_t width() const { return desc_.dims[channels_last() ? 2 : 3]; }
+    // The same tensor marked as laid out in `layout` (the descriptor must already be in
+    // that order).
+    Tensor with_layout(dt_tensor_layout_t layout) const;
     size_t numel() const { return models::numel(desc_); }
     size_t bytes() const { return numel() * dt_dtype_size(desc_.dtype); }
     bool empty() const { return mem_ == nullptr; }
@@ -32,7 +42,7 @@ public:
     float *f32() const { return static_cast<float *>(mem_.get()); }
     int32_t *i32() const { return static_cast<int32_t *>(mem_.get()); }
 
-    // The same memory under another shape with the same number of elements.
+    // The same memory under another shape with the same number of elements (NCHW).
     Tensor view(const dt_tensor_desc_t &desc) const;
     // `desc`'s elements starting `offset` elements in: a window that shares (and keeps
     // alive) this tensor's memory, as the optimizer's flat buffers hand out per parameter.
@@ -45,12 +55,21 @@ public:
     std::vector<float> to_vector(const Compute &c) const; // float32 tensors
 
 private:
+    friend Tensor &ensure(Tensor &, const Compute &, const dt_tensor_desc_t &,
+                          dt_tensor_layout_t);
     dt_tensor_desc_t desc_{};
+    dt_tensor_layout_t layout_ = DT_LAYOUT_NCHW;
     std::shared_ptr<void> mem_;
 };
 
 // Makes t a tensor of `desc`, reallocating only when the shape changed (the batch size
-// differs, e.g. in the last validation batch). Returns t.
-Tensor &ensure(Tensor &t, const Compute &compute, const dt_tensor_desc_t &desc);
+// differs, e.g. in the last validation batch), and marks it `layout`. Returns t.
+Tensor &ensure(Tensor &t, const Compute &compute, const dt_tensor_desc_t &desc,
+               dt_tensor_layout_t layout = DT_LAYOUT_NCHW);
+
+// The descriptor of a float32 4-D activation of n images of c channels of h x w in
+// `layout`: (n, c, h, w) or (n, h, w, c).
+dt_tensor_desc_t activation_desc(int64_t n, int64_t c, int64_t h, int64_t w,
+                                 dt_tensor_layout_t layout);
 
 } // namespace dt::models

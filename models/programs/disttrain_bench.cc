@@ -53,7 +53,7 @@ int bench(const BenchOptions &o)
     const Dataset data = synthetic_dataset(o.batch_size, in.channels, in.height, in.width,
                                            in.classes, o.seed + uint64_t(dist.rank()));
     const auto n = int64_t(o.batch_size);
-    Tensor x(compute, desc_f32({n, in.channels, in.height, in.width}));
+    Tensor x;
     Tensor y(compute, dt_tensor_desc_1d(DT_INT32, n));
     {
         std::vector<uint32_t> idx(o.batch_size);
@@ -61,7 +61,7 @@ int bench(const BenchOptions &o)
         std::vector<float> images(o.batch_size * data.sample_size());
         std::vector<int32_t> labels(o.batch_size);
         data.gather(idx, images.data(), labels.data());
-        x.copy_from_host(compute, images.data());
+        load_input(compute, model, x, images.data(), n);
         y.copy_from_host(compute, labels.data());
     }
     if (dist.rank() == 0) {

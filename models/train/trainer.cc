@@ -77,9 +77,8 @@ void Trainer::load_batch(const Dataset &data, std::span<const uint32_t> indices)
     batch_.images.resize(indices.size() * data.sample_size());
     batch_.labels.resize(indices.size());
     data.gather(indices, batch_.images.data(), batch_.labels.data());
-    ensure(batch_.x, c_, desc_f32({n, data.channels, data.height, data.width}));
     ensure(batch_.y, c_, dt_tensor_desc_1d(DT_INT32, n));
-    batch_.x.copy_from_host(c_, batch_.images.data());
+    load_input(c_, model_, batch_.x, batch_.images.data(), n);
     batch_.y.copy_from_host(c_, batch_.labels.data());
 }
 

@@ -4,6 +4,8 @@
 #include "common/error.h"
 #include "common/random.h"
 
+#include <cstdlib>
+
 namespace dt::models {
 
 std::vector<Parameter *> Model::parameters() const
@@ -41,10 +43,39 @@ InputShape default_input(const std::string &name)
     return {};
 }
 
+namespace {
+
+bool channels_last_capable(const std::string &name)
+{
+    return name == "resnet20" || name == "resnet50";
+}
+
+} // namespace
+
+dt_tensor_layout_t default_layout(const Compute &c, const std::string &name)
+{
+    if (const char *env = std::getenv("DISTTRAIN_LAYOUT"); env != nullptr && *env != 0) {
+        const std::string v = env;
+        if (v == "nchw")
+            return DT_LAYOUT_NCHW;
+        if (v != "nhwc")
+            throw_input_error("DISTTRAIN_LAYOUT=", v, " is unknown; use nchw or nhwc");
+        return channels_last_capable(name) ? DT_LAYOUT_NHWC : DT_LAYOUT_NCHW;
+    }
+    const bool cpu = c.tensor_memory() == DT_MEMORY_HOST;
+    return cpu && channels_last_capable(name) ? DT_LAYOUT_NHWC : DT_LAYOUT_NCHW;
+}
+
 Model build_model(const Compute &c, const std::string &name, const InputShape &input,
                   uint64_t seed)
 {
-    Model m{name, input, std::make_unique<Sequential>(c, name)};
+    return build_model(c, name, input, seed, default_layout(c, name));
+}
+
+Model build_model(const Compute &c, const std::string &name, const InputShape &input,
+                  uint64_t seed, dt_tensor_layout_t layout)
+{
+    Model m{name, input, std::make_unique<Sequential>(c, name), layout};
     Random rng(mix_seed(seed, 0x5eed));
     if (name == "mlp")
         build_mlp(*m.net, input, rng);
@@ -59,6 +90,24 @@ Model build_model(const Compute &c, const std::string &name, const InputShape &i
                           "'; choose one of mlp, convnet, resnet20, resnet50");
     m.net->set_input_grad(false);
     return m;
+}
+
+Tensor &load_input(const Compute &c, const Model &m, Tensor &x, const float *images, int64_t n)
+{
+    const InputShape &in = m.input;
+    ensure(x, c, activation_desc(n, in.channels, in.height, in.width, m.layout), m.layout);
+    if (m.layout == DT_LAYOUT_NCHW || in.channels == 1) { // one channel: the same bytes
+        x.copy_from_host(c, images);
+        return x;
+    }
+    const int64_t plane = int64_t(in.height) * in.width, ch = in.channels;
+    std::vector<float> nhwc(size_t(n * ch * plane));
+    for (int64_t i = 0; i < n; ++i)
+        for (int64_t k = 0; k < ch; ++k)
+            for (int64_t p = 0; p < plane; ++p)
+                nhwc[size_t((i * plane + p) * ch + k)] = images[(i * ch + k) * plane + p];
+    x.copy_from_host(c, nhwc.data());
+    return x;
 }
 
 } // namespace dt::models

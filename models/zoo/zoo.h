@@ -20,6 +20,8 @@ struct Model {
     std::string name;
     InputShape input;
     std::unique_ptr<Sequential> net;
+    // The layout of the images the net takes (and keeps between its layers).
+    dt_tensor_layout_t layout = DT_LAYOUT_NCHW;
 
     std::vector<Parameter *> parameters() const;
     std::vector<Buffer *> buffers() const;
@@ -30,9 +32,22 @@ const std::vector<std::string> &model_names();
 // The input a model is made for: 1x28x28 and 10 classes (Fashion-MNIST) for all but
 // resnet50 (3x224x224, 1000 classes).
 InputShape default_input(const std::string &name);
-// Builds a model with weights drawn from seed; throws InputError for an unknown name.
+// The layout a model runs fastest in on c: channels-last (NHWC) for the ResNets on a CPU,
+// where oneDNN convolves NHWC directly instead of reordering NCHW activations to a
+// blocked layout and back around every convolution; NCHW otherwise (convnet flattens
+// 7x7 feature maps, whose order NHWC would change). DISTTRAIN_LAYOUT=nchw or nhwc
+// overrides it (nhwc only for the ResNets); anything else throws InputError.
+dt_tensor_layout_t default_layout(const Compute &c, const std::string &name);
+// Builds a model with weights drawn from seed (in default_layout unless given); throws
+// InputError for an unknown name. The weights are the same in either layout.
 Model build_model(const Compute &c, const std::string &name, const InputShape &input,
                   uint64_t seed);
+Model build_model(const Compute &c, const std::string &name, const InputShape &input,
+                  uint64_t seed, dt_tensor_layout_t layout);
+// Makes x the model's input for n images given as NCHW floats on the host (what the data
+// sets hold), permuting them to channels-last on the host when the model wants it.
+Tensor &load_input(const Compute &c, const Model &m, Tensor &x, const float *images,
+                   int64_t n);
 
 // The builders, one per file.
 void build_mlp(Sequential &net, const InputShape &in, Random &rng);

@@ -35,13 +35,16 @@ class ComputeAttr(ctypes.Structure):
 class ConvParams(ctypes.Structure):
     _fields_ = [("field_mask", ctypes.c_uint64), ("stride", ctypes.c_int32 * 2),
                 ("padding", ctypes.c_int32 * 2), ("dilation", ctypes.c_int32 * 2),
-                ("groups", ctypes.c_int32)]
+                ("groups", ctypes.c_int32), ("layout", ctypes.c_int)]
 
 
 class PoolParams(ctypes.Structure):
     _fields_ = [("field_mask", ctypes.c_uint64), ("kind", ctypes.c_int),
                 ("kernel", ctypes.c_int32 * 2), ("stride", ctypes.c_int32 * 2),
-                ("padding", ctypes.c_int32 * 2)]
+                ("padding", ctypes.c_int32 * 2), ("layout", ctypes.c_int)]
+
+
+LAYOUT_NCHW, LAYOUT_NHWC = 0, 1
 
 
 class SgdParams(ctypes.Structure):
@@ -138,9 +141,12 @@ def library_path():
     return os.path.join(build, "core", "libdisttrain.so")
 
 
-def conv_params(stride=1, padding=0, dilation=1, groups=1):
+def conv_params(stride=1, padding=0, dilation=1, groups=1, layout=None):
     p = ConvParams()
     p.field_mask = 0xf
+    if layout is not None:
+        p.field_mask |= 0x10
+        p.layout = layout
     p.stride[:] = [stride, stride]
     p.padding[:] = [padding, padding]
     p.dilation[:] = [dilation, dilation]
@@ -148,9 +154,12 @@ def conv_params(stride=1, padding=0, dilation=1, groups=1):
     return p
 
 
-def pool_params(kind, kernel, stride=None, padding=0):
+def pool_params(kind, kernel, stride=None, padding=0, layout=None):
     p = PoolParams()
     p.field_mask = 0xf
+    if layout is not None:
+        p.field_mask |= 0x10
+        p.layout = layout
     p.kind = kind
     p.kernel[:] = [kernel, kernel]
     s = stride if stride is not None else kernel

@@ -125,6 +125,91 @@ def test_conv_forward_and_backward(compute, case):
     close(db, tb.grad, rtol=1e-4, atol=1e-4)
 
 
+def nhwc(a):
+    return np.ascontiguousarray(np.asarray(a).transpose(0, 2, 3, 1))
+
+
+# Channels-last: activations described (N, H, W, C), weights still OIHW. The 1x1
+# stride-1 cases run as one sgemm over the batch, the others on oneDNN's nhwc kernels.
+@pytest.mark.parametrize("case", CONV_CASES, ids=lambda c: "s{stride}p{padding}d{dilation}g{groups}k{k}h{h}".format(**c))
+def test_conv_channels_last(compute, case):
+    n, ch, h, w, o, k, g = (case[x] for x in ("n", "c", "h", "w", "o", "k", "groups"))
+    x = rand(n, ch, h, w, seed=4)
+    wt = rand(o, ch // g, k, k, seed=5)
+    bias = rand(o, seed=6)
+    tx = torch.from_numpy(x).requires_grad_()
+    tw = torch.from_numpy(wt).requires_grad_()
+    tb = torch.from_numpy(bias).requires_grad_()
+    ty = F.conv2d(tx, tw, tb, stride=case["stride"], padding=case["padding"],
+                  dilation=case["dilation"], groups=g)
+    dy = rand(*ty.shape, seed=7)
+    ty.backward(torch.from_numpy(dy))
+
+    p = ctypes.byref(dc.conv_params(case["stride"], case["padding"], case["dilation"], g,
+                                    layout=dc.LAYOUT_NHWC))
+    xl, dyl = nhwc(x), nhwc(dy)
+    y = np.empty(dyl.shape, np.float32)
+    compute.fn("conv_forward", p, dc.desc(xl.shape), dc.ptr(xl), dc.desc(wt.shape),
+               dc.ptr(wt), dc.desc(bias.shape), dc.ptr(bias), dc.desc(y.shape), dc.ptr(y))
+    close(y, nhwc(ty.detach()))
+    dx = np.empty_like(xl)
+    compute.fn("conv_backward_data", p, dc.desc(wt.shape), dc.ptr(wt), dc.desc(dyl.shape),
+               dc.ptr(dyl), dc.desc(xl.shape), dc.ptr(dx))
+    close(dx, nhwc(tx.grad))
+    dw, db = np.empty_like(wt), np.empty_like(bias)
+    compute.fn("conv_backward_weights", p, dc.desc(xl.shape), dc.ptr(xl), dc.desc(dyl.shape),
+               dc.ptr(dyl), dc.desc(wt.shape), dc.ptr(dw), dc.desc(db.shape), dc.ptr(db))
+    close(dw, tw.grad, rtol=1e-4, atol=1e-4)
+    close(db, tb.grad, rtol=1e-4, atol=1e-4)
+
+
+def test_conv_channels_last_rejects_a_wrong_shape(compute):
+    # An NCHW-ordered descriptor under DT_LAYOUT_NHWC reads as 3 channels of 5x2: w says 2.
+    x, wt = rand(1, 2, 5, 3), rand(4, 2, 1, 1)
+    y = np.empty((1, 4, 5, 3), np.float32)
+    p = ctypes.byref(dc.conv_params(layout=dc.LAYOUT_NHWC))
+    with pytest.raises(dc.ComputeError) as e:
+        compute.fn("conv_forward", p, dc.desc(x.shape), dc.ptr(x), dc.desc(wt.shape),
+                   dc.ptr(wt), None, None, dc.desc(y.shape), dc.ptr(y))
+    assert "w.dims[1]" in e.value.message
+
+
+def test_conv_rejects_an_unknown_layout(compute):
+    x, wt = rand(1, 2, 5, 5), rand(3, 2, 1, 1)
+    y = np.empty((1, 3, 5, 5), np.float32)
+    p = ctypes.byref(dc.conv_params(layout=7))
+    with pytest.raises(dc.ComputeError) as e:
+        compute.fn("conv_forward", p, dc.desc(x.shape), dc.ptr(x), dc.desc(wt.shape),
+                   dc.ptr(wt), None, None, dc.desc(y.shape), dc.ptr(y))
+    assert "layout 7 is unknown" in e.value.message
+
+
+@pytest.mark.parametrize("kind", [0, 1, 2])
+def test_pool_channels_last(compute, kind):
+    x = rand(2, 5, 7, 7, seed=8)
+    tx = torch.from_numpy(x).requires_grad_()
+    if kind == 0:
+        ty = F.max_pool2d(tx, 3, 2, 1)
+    else:
+        ty = F.avg_pool2d(tx, 3, 2, 1, count_include_pad=(kind == 1))
+    dy = rand(*ty.shape, seed=9)
+    ty.backward(torch.from_numpy(dy))
+    p = ctypes.byref(dc.pool_params(kind, 3, 2, 1, layout=dc.LAYOUT_NHWC))
+    xl, dyl = nhwc(x), nhwc(dy)
+    y = np.empty(dyl.shape, np.float32)
+    size = ctypes.c_size_t(0)
+    compute.fn("pool_workspace_size", p, dc.desc(xl.shape), dc.desc(y.shape),
+               ctypes.byref(size))
+    ws = np.empty(max(size.value, 1), np.uint8)
+    compute.fn("pool_forward", p, dc.desc(xl.shape), dc.ptr(xl), dc.desc(y.shape), dc.ptr(y),
+               dc.ptr(ws) if size.value else None)
+    close(y, nhwc(ty.detach()))
+    dx = np.empty_like(xl)
+    compute.fn("pool_backward", p, dc.desc(xl.shape), dc.ptr(xl), dc.desc(y.shape),
+               dc.ptr(y), dc.ptr(dyl), dc.ptr(dx), dc.ptr(ws) if size.value else None)
+    close(dx, nhwc(tx.grad))
+
+
 def test_conv_without_bias_and_default_params(compute):
     x, wt = rand(1, 2, 5, 5), rand(3, 2, 3, 3)
     y = np.empty((1, 3, 3, 3), np.float32)

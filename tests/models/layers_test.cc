@@ -39,6 +39,18 @@ struct Fixture {
         y.copy_from_host(c, labels.data());
     }
     double loss_of(Layer &net) { return loss.forward(net.forward(x, true), y).loss; }
+
+    // The batch's images in channels-last order (the same values), as load_input makes
+    // them for a channels-last model.
+    void to_channels_last()
+    {
+        const int64_t n = x.dim(0), ch = x.dim(1), h = x.dim(2), w = x.dim(3);
+        const std::vector<float> nchw = x.to_vector(c);
+        Model shape_only{"", InputShape{int(ch), int(h), int(w), 1}, nullptr, DT_LAYOUT_NHWC};
+        Tensor out;
+        load_input(c, shape_only, out, nchw.data(), n);
+        x = out;
+    }
 };
 
 // Compares backward's gradients with central differences on a few entries of each
@@ -89,6 +101,105 @@ TEST(Layers, ConvBatchNormResidualPoolLinear)
     net.add<Linear>("fc", 4, 5, f.rng);
     net.set_input_grad(false);
     check_gradients(f, net);
+}
+
+// The same network on channels-last activations: convolutions and pooling on NHWC, batch
+// norm on the (N * H * W, C) view, flatten after global pooling.
+TEST(Layers, ChannelsLastGradients)
+{
+    Fixture f;
+    f.make_batch(4, 2, 6, 5);
+    f.to_channels_last();
+    ASSERT_TRUE(f.x.channels_last());
+    ASSERT_EQ(f.x.dim(3), 2);
+    Sequential net(f.c, "net");
+    net.add<Conv2d>("conv", ConvSpec{2, 16, 3, 1, 1, true}, f.rng);
+    net.add<BatchNorm>("bn", 16);
+    net.add<Relu>("relu");
+    net.add<Conv2d>("pointwise", ConvSpec{16, 16, 1, 1, 0, true}, f.rng); // one sgemm
+    auto &block = net.add<Residual>("block");
+    block.body().add<Conv2d>("block.conv", ConvSpec{16, 20, 3, 2, 1, false}, f.rng);
+    block.body().add<BatchNorm>("block.bn", 20);
+    block.shortcut().add<Conv2d>("block.proj", ConvSpec{16, 20, 1, 2, 0, false}, f.rng);
+    net.add<Pool>("maxpool", PoolSpec{DT_POOL_MAX, 2, 1, 0, false});
+    net.add<Pool>("pool", PoolSpec{DT_POOL_AVG_INCLUDE_PADDING, 0, 0, 0, true});
+    net.add<Flatten>("flatten");
+    net.add<Linear>("fc", 20, 5, f.rng);
+    net.set_input_grad(false);
+    check_gradients(f, net);
+}
+
+// A model built twice from one seed, fed the same images in NCHW and in NHWC: the
+// logits, the loss, every parameter gradient and the batch-norm running statistics
+// agree to float32 rounding (the two layouts sum in different orders). resnet20 has 3x3
+// and strided 1x1 convolutions (oneDNN's nhwc kernels), resnet50 also 1x1 stride-1 ones
+// (one sgemm over the batch) and max pooling.
+void expect_layouts_agree(const char *name, const InputShape &in, int64_t batch)
+{
+    SCOPED_TRACE(name);
+    Fixture f;
+    f.make_batch(batch, in.channels, in.height, in.classes);
+    const std::vector<float> images = f.x.to_vector(f.c);
+    struct Run {
+        std::vector<float> logits;
+        double loss = 0;
+        std::map<std::string, std::vector<float>> grads, buffers;
+    };
+    auto run = [&](dt_tensor_layout_t layout) {
+        Model m = build_model(f.c, name, in, 7, layout);
+        Tensor x;
+        load_input(f.c, m, x, images.data(), batch);
+        EXPECT_EQ(x.layout(), layout);
+        Run r;
+        const Tensor logits = m.net->forward(x, true);
+        r.logits = logits.to_vector(f.c);
+        r.loss = f.loss.forward(logits, f.y).loss;
+        m.net->backward(f.loss.backward(), [](Parameter &) {});
+        for (Parameter *p : m.parameters())
+            r.grads[p->name] = p->grad.to_vector(f.c);
+        for (Buffer *b : m.buffers())
+            r.buffers[b->name] = b->value.to_vector(f.c);
+        return r;
+    };
+    const Run a = run(DT_LAYOUT_NCHW), b = run(DT_LAYOUT_NHWC);
+    EXPECT_NEAR(a.loss, b.loss, 1e-4 * std::abs(a.loss));
+    ASSERT_EQ(a.logits.size(), b.logits.size());
+    for (size_t i = 0; i < a.logits.size(); ++i)
+        EXPECT_NEAR(a.logits[i], b.logits[i], 1e-4 + 1e-3 * std::abs(a.logits[i])) << i;
+    auto compare = [](const std::map<std::string, std::vector<float>> &x,
+                      const std::map<std::string, std::vector<float>> &y) {
+        ASSERT_EQ(x.size(), y.size());
+        for (const auto &[name, v] : x) {
+            const std::vector<float> &w = y.at(name);
+            ASSERT_EQ(v.size(), w.size()) << name;
+            float scale = 0;
+            for (float e : v)
+                scale = std::max(scale, std::abs(e));
+            for (size_t i = 0; i < v.size(); ++i)
+                ASSERT_NEAR(v[i], w[i], 1e-6 + 2e-3 * scale) << name << "[" << i << "]";
+        }
+    };
+    compare(a.grads, b.grads);
+    compare(a.buffers, b.buffers);
+}
+
+TEST(Layers, ChannelsLastMatchesNchw)
+{
+    expect_layouts_agree("resnet20", InputShape{3, 12, 12, 10}, 2);
+    // 64x64 leaves layer4 2x2 maps: with 4 images its batch norms see 16 values a
+    // channel (on 1x1 maps of 2 images the statistics amplify rounding too much to compare).
+    expect_layouts_agree("resnet50", InputShape{3, 64, 64, 10}, 4);
+}
+
+// Channels-last features of more than 1x1 cannot be flattened into what a Linear trained
+// on NCHW expects; Flatten says so instead of permuting silently.
+TEST(Layers, ChannelsLastFlattenOfPlanesIsRefused)
+{
+    Fixture f;
+    f.make_batch(2, 3, 4, 3);
+    f.to_channels_last();
+    Flatten flatten(f.c, "flatten");
+    EXPECT_THROW(flatten.forward(f.x, true), std::invalid_argument);
 }
 
 TEST(Layers, IdentityResidualAndMaxPool)

@@ -36,7 +36,9 @@ extern "C" {
 
 #define DTP_TENSOR_MAX_DIMS 4
 
-/** A dense row-major tensor's shape (NCHW / OIHW); dtype is a DTP_* value. */
+/** A dense row-major tensor's shape (NCHW / OIHW); dtype is a DTP_* value. Convolution
+ *  and pooling tensors are always described in NCHW order; their geometry's layout says
+ *  whether the memory is NCHW or NHWC. */
 typedef struct dtp_tensor {
     int32_t dtype;
     int32_t ndims;
@@ -49,8 +51,11 @@ typedef struct dtp_conv {
     int32_t padding[2];
     int32_t dilation[2]; /**< PyTorch's meaning: 1 is dense (oneDNN wants dilation - 1) */
     int32_t groups;
-    int32_t reserved;
+    int32_t layout; /**< DTP_LAYOUT_*: memory order of x, y, dx, dy (0 in older cores) */
 } dtp_conv_t;
+
+#define DTP_LAYOUT_NCHW 0
+#define DTP_LAYOUT_NHWC 1
 
 #define DTP_POOL_MAX 0
 #define DTP_POOL_AVG_INCLUDE_PADDING 1
@@ -62,7 +67,7 @@ typedef struct dtp_pool {
     int32_t kernel[2];
     int32_t stride[2];
     int32_t padding[2];
-    int32_t reserved;
+    int32_t layout; /**< DTP_LAYOUT_*: memory order of x, y, dx, dy (0 in older cores) */
 } dtp_pool_t;
 
 #define DTP_COPY_HOST_TO_DEVICE 0

@@ -58,9 +58,21 @@ struct ConvEntry : CacheEntry {
     }
 };
 
+// Channels-last activations are the CPU plugin's way around its reorders; this plugin
+// describes every tensor NCHW, so it refuses them rather than read them wrongly.
+void require_nchw(int32_t layout, const char *op)
+{
+    if (layout != DTP_LAYOUT_NCHW)
+        throw Failure(DTP_ERR_UNSUPPORTED,
+                      std::string("the cudnn plugin runs ") + op +
+                          " on NCHW activations only; pass DT_LAYOUT_NCHW (models pick it "
+                          "on a GPU unless DISTTRAIN_LAYOUT=nhwc)");
+}
+
 ConvEntry &conv_entry(Instance &in, const dtp_conv_t &p, const dtp_tensor_t &x,
                       const dtp_tensor_t &w, const dtp_tensor_t &y)
 {
+    require_nchw(p.layout, "convolutions");
     const std::string key = "conv|" + key_of(x) + "|" + key_of(w) + "|" +
                             std::to_string(p.stride[0]) + "," + std::to_string(p.stride[1]) +
                             "," + std::to_string(p.padding[0]) + "," +
@@ -154,6 +166,7 @@ struct PoolEntry : CacheEntry {
 PoolEntry &pool_entry(Instance &in, const dtp_pool_t &p, const dtp_tensor_t &x,
                       const dtp_tensor_t &y)
 {
+    require_nchw(p.layout, "pooling");
     const std::string key = "pool|" + key_of(x) + "|" + std::to_string(p.kind) + "|" +
                             std::to_string(p.kernel[0]) + "," + std::to_string(p.kernel[1]) +
                             "," + std::to_string(p.stride[0]) + "," +

@@ -4,7 +4,9 @@
 // of a resnet50 training step (more than the reorders to and from blocked layouts that
 // its jit kernels would need). The loops run one channel per iteration, each channel's
 // planes contiguous, vectorised for the CPU found at run time (onednn_bn_kernels.h); float32 is
-// the fast path, bfloat16 / float16 tensors go through float.
+// the fast path, bfloat16 / float16 tensors go through float. A float32 (rows, C) tensor
+// (channels-last activations seen as (N * H * W, C)) runs on row-order loops instead
+// (onednn_bn_rows.h), vectorised across channels.
 //
 // save_invstd is 1 / sqrt(var + eps) (cuDNN's convention); the running statistics are
 // updated as PyTorch does (unbiased variance).
@@ -12,8 +14,10 @@
 #include "onednn_context.h"
 #include "onednn_elem.h"
 #include "onednn_ops.h"
+#include "onednn_parallel.h"
 
 #include <cmath>
+#include <vector>
 
 namespace dtp::onednn {
 
@@ -53,6 +57,82 @@ void channel_affine(const Planes &g, const T *x, T *y, int64_t c, float a, float
         plane_affine(x + g.offset(i, c), y + g.offset(i, c), g.plane, a, b);
 }
 
+// Whether x is a float32 (rows, C) tensor with enough channels for the row loops.
+bool by_rows(const dtp_tensor_t &x)
+{
+    return x.dtype == DTP_FLOAT32 && x.ndims == 2 && x.dims[1] >= 16;
+}
+
+// Calls f(columns) for this thread's share of the channels.
+template <typename F>
+void for_columns(const dtp_tensor_t &x, F &&f)
+{
+    const int64_t rows = x.dims[0], channels = x.dims[1];
+    for_chunks(channels, [&](int64_t begin, int64_t count) {
+        f(Columns{rows, channels, begin, count});
+    }, rows * channels);
+}
+
+void rows_forward_training(const dtp_tensor_t &xd, const float *x, const float *scale,
+                           const float *shift, float epsilon, float momentum, float *y,
+                           float *save_mean, float *save_invstd, float *running_mean,
+                           float *running_var)
+{
+    const int64_t rows = xd.dims[0];
+    const double count = double(rows);
+    const float unbias = rows > 1 ? float(rows) / float(rows - 1) : 1.0f;
+    for_columns(xd, [&](const Columns &g) {
+        const size_t w = size_t(g.width);
+        std::vector<double> s1(w), s2(w);
+        std::vector<float> a(w), b(w);
+        // The first row as the pivot keeps the one-pass variance free of cancellation.
+        const float *pivot = x + g.col;
+        rows_moments(g, x, pivot, s1.data(), s2.data());
+        for (size_t i = 0; i < w; ++i) {
+            const int64_t k = g.col + int64_t(i);
+            const double m = s1[i] / count;
+            const double mean = pivot[i] + m;
+            const double var = std::max(0.0, s2[i] / count - m * m);
+            const float invstd = float(1.0 / std::sqrt(var + double(epsilon)));
+            a[i] = scale[k] * invstd;
+            b[i] = shift[k] - float(mean) * a[i];
+            save_mean[k] = float(mean);
+            save_invstd[k] = invstd;
+            if (running_mean != nullptr) {
+                running_mean[k] = (1.0f - momentum) * running_mean[k] + momentum * float(mean);
+                running_var[k] =
+                    (1.0f - momentum) * running_var[k] + momentum * float(var) * unbias;
+            }
+        }
+        rows_affine(g, x, y, a.data(), b.data());
+    });
+}
+
+void rows_backward(const dtp_tensor_t &xd, const float *x, const float *dy, const float *scale,
+                   const float *save_mean, const float *save_invstd, float *dx, float *dscale,
+                   float *dshift)
+{
+    const double count = double(xd.dims[0]);
+    for_columns(xd, [&](const Columns &g) {
+        const size_t w = size_t(g.width);
+        std::vector<double> sdy(w), sdyx(w);
+        std::vector<float> a(w), kx(w), b0(w);
+        rows_grad_sums(g, x, dy, save_mean + g.col, sdy.data(), sdyx.data());
+        for (size_t i = 0; i < w; ++i) {
+            const int64_t k = g.col + int64_t(i);
+            const double invstd = save_invstd[k];
+            dshift[k] = float(sdy[i]);
+            dscale[k] = float(sdyx[i] * invstd);
+            const double ai = double(scale[k]) * invstd;
+            const double ki = -ai * invstd * invstd * sdyx[i] / count;
+            a[i] = float(ai);
+            kx[i] = float(ki);
+            b0[i] = float(-ai * sdy[i] / count - ki * save_mean[k]);
+        }
+        rows_grad_apply(g, x, dy, dx, a.data(), kx.data(), b0.data());
+    });
+}
+
 } // namespace
 
 int32_t batchnorm_forward_training(void *c, const dtp_tensor_t *x_desc, const void *x,
@@ -61,6 +141,10 @@ int32_t batchnorm_forward_training(void *c, const dtp_tensor_t *x_desc, const vo
                                    float *save_invstd, float *running_mean, float *running_var)
 {
     return guarded(c, [&] {
+        if (by_rows(*x_desc))
+            return rows_forward_training(*x_desc, static_cast<const float *>(x), scale, shift,
+                                         epsilon, momentum, static_cast<float *>(y),
+                                         save_mean, save_invstd, running_mean, running_var);
         const Planes g = planes_of(*x_desc);
         const float unbias =
             g.count() > 1 ? float(g.count()) / float(g.count() - 1) : 1.0f;
@@ -94,6 +178,17 @@ int32_t batchnorm_forward_inference(void *c, const dtp_tensor_t *x_desc, const v
                                     float epsilon, void *y)
 {
     return guarded(c, [&] {
+        if (by_rows(*x_desc))
+            return for_columns(*x_desc, [&](const Columns &g) {
+                std::vector<float> a(size_t(g.width)), b(size_t(g.width));
+                for (int64_t i = 0; i < g.width; ++i) {
+                    const int64_t k = g.col + i;
+                    a[size_t(i)] = scale[k] / std::sqrt(running_var[k] + epsilon);
+                    b[size_t(i)] = shift[k] - running_mean[k] * a[size_t(i)];
+                }
+                rows_affine(g, static_cast<const float *>(x), static_cast<float *>(y),
+                            a.data(), b.data());
+            });
         const Planes g = planes_of(*x_desc);
         by_dtype(x_desc->dtype, [&](auto tag) {
             using T = decltype(tag);
@@ -114,6 +209,10 @@ int32_t batchnorm_backward(void *c, const dtp_tensor_t *x_desc, const void *x, c
                            float *dshift)
 {
     return guarded(c, [&] {
+        if (by_rows(*x_desc))
+            return rows_backward(*x_desc, static_cast<const float *>(x),
+                                 static_cast<const float *>(dy), scale, save_mean, save_invstd,
+                                 static_cast<float *>(dx), dscale, dshift);
         const Planes g = planes_of(*x_desc);
         const double count = double(g.count());
         by_dtype(x_desc->dtype, [&](auto tag) {

@@ -1,11 +1,13 @@
 // SPDX-License-Identifier: Apache-2.0
 // float32 plane loops of batch normalisation, cloned per instruction set (see the
-// header). Partial sums are float in blocks of kBlock elements (vector lanes keep them
-// short), added up in double, so a 400k-element channel loses no precision.
+// header). Partial sums are float in blocks of kBlock elements (kRowBlock rows in the
+// channels-last loops; vector lanes keep them short), added up in double, so a
+// 400k-element channel loses no precision.
 #include "onednn_bn_kernels.h"
 #include "onednn_parallel.h"
 
 #include <algorithm>
+#include <vector>
 
 #define DTP_CLONES DTP_VECTOR_CLONES
 
@@ -63,6 +65,90 @@ DTP_CLONES void plane_grad_apply(const float *x, const float *dy, float *dx, int
 #pragma omp simd
     for (int64_t i = 0; i < n; ++i)
         dx[i] = a * dy[i] + k * x[i] + b;
+}
+
+namespace {
+// Rows per float partial sum in the channels-last loops.
+constexpr int64_t kRowBlock = 256;
+}
+
+DTP_CLONES void rows_moments(const Columns &g, const float *x, const float *pivot, double *s1,
+                             double *s2)
+{
+    std::vector<float> a(size_t(g.width)), b(size_t(g.width));
+    std::fill(s1, s1 + g.width, 0.0);
+    std::fill(s2, s2 + g.width, 0.0);
+    for (int64_t start = 0; start < g.rows; start += kRowBlock) {
+        const int64_t end = std::min(g.rows, start + kRowBlock);
+        std::fill(a.begin(), a.end(), 0.0f);
+        std::fill(b.begin(), b.end(), 0.0f);
+        float *pa = a.data(), *pb = b.data();
+        for (int64_t r = start; r < end; ++r) {
+            const float *row = x + r * g.stride + g.col;
+#pragma omp simd
+            for (int64_t c = 0; c < g.width; ++c) {
+                const float d = row[c] - pivot[c];
+                pa[c] += d;
+                pb[c] += d * d;
+            }
+        }
+        for (int64_t c = 0; c < g.width; ++c) {
+            s1[c] += pa[c];
+            s2[c] += pb[c];
+        }
+    }
+}
+
+DTP_CLONES void rows_affine(const Columns &g, const float *x, float *y, const float *a,
+                            const float *b)
+{
+    for (int64_t r = 0; r < g.rows; ++r) {
+        const float *in = x + r * g.stride + g.col;
+        float *out = y + r * g.stride + g.col;
+#pragma omp simd
+        for (int64_t c = 0; c < g.width; ++c)
+            out[c] = a[c] * in[c] + b[c];
+    }
+}
+
+DTP_CLONES void rows_grad_sums(const Columns &g, const float *x, const float *dy,
+                               const float *mean, double *s1, double *s2)
+{
+    std::vector<float> a(size_t(g.width)), b(size_t(g.width));
+    std::fill(s1, s1 + g.width, 0.0);
+    std::fill(s2, s2 + g.width, 0.0);
+    for (int64_t start = 0; start < g.rows; start += kRowBlock) {
+        const int64_t end = std::min(g.rows, start + kRowBlock);
+        std::fill(a.begin(), a.end(), 0.0f);
+        std::fill(b.begin(), b.end(), 0.0f);
+        float *pa = a.data(), *pb = b.data();
+        for (int64_t r = start; r < end; ++r) {
+            const float *xr = x + r * g.stride + g.col;
+            const float *gr = dy + r * g.stride + g.col;
+#pragma omp simd
+            for (int64_t c = 0; c < g.width; ++c) {
+                pa[c] += gr[c];
+                pb[c] += gr[c] * (xr[c] - mean[c]);
+            }
+        }
+        for (int64_t c = 0; c < g.width; ++c) {
+            s1[c] += pa[c];
+            s2[c] += pb[c];
+        }
+    }
+}
+
+DTP_CLONES void rows_grad_apply(const Columns &g, const float *x, const float *dy, float *dx,
+                                const float *a, const float *k, const float *b)
+{
+    for (int64_t r = 0; r < g.rows; ++r) {
+        const float *xr = x + r * g.stride + g.col;
+        const float *gr = dy + r * g.stride + g.col;
+        float *out = dx + r * g.stride + g.col;
+#pragma omp simd
+        for (int64_t c = 0; c < g.width; ++c)
+            out[c] = a[c] * gr[c] + k[c] * xr[c] + b[c];
+    }
 }
 
 } // namespace dtp::onednn

@@ -25,6 +25,29 @@ Sums plane_grad_sums(const float *x, const float *dy, int64_t n, float mean);
 void plane_grad_apply(const float *x, const float *dy, float *dx, int64_t n, float a, float k,
                       float b);
 
+// Batch normalisation of float32 (rows, C) tensors: channels-last activations seen as
+// (N * H * W, C). A channel is then a column with stride C, so the per-channel plane
+// loops above would touch one element per cache line; these loops walk
+// the rows in order and keep one accumulator per channel, vectorised across channels.
+// Each call covers the columns [col, col + width) of every row, so threads can split
+// the channels.
+struct Columns {
+    int64_t rows, stride, col, width;
+};
+
+// s1[c] = sum(x - pivot[c]), s2[c] = sum((x - pivot[c])^2) over the rows (c relative to
+// col; pivot, s1 and s2 hold width values).
+void rows_moments(const Columns &g, const float *x, const float *pivot, double *s1,
+                  double *s2);
+// y = a[c] x + b[c]
+void rows_affine(const Columns &g, const float *x, float *y, const float *a, const float *b);
+// s1[c] = sum(dy), s2[c] = sum(dy (x - mean[c]))
+void rows_grad_sums(const Columns &g, const float *x, const float *dy, const float *mean,
+                    double *s1, double *s2);
+// dx = a[c] dy + k[c] x + b[c]
+void rows_grad_apply(const Columns &g, const float *x, const float *dy, float *dx,
+                     const float *a, const float *k, const float *b);
+
 template <typename T>
 Sums plane_moments(const T *x, int64_t n, float pivot)
 {

@@ -43,6 +43,12 @@ dnnl::memory::data_type dnnl_type(int32_t dtype);
 dnnl::memory::desc plain_desc(const dtp_tensor_t &t);
 dnnl::memory::desc plain_desc(const dtp_tensor_t &t, dnnl::memory::data_type type);
 
+// The memory descriptor of a convolution or pooling activation, described in NCHW order
+// (dtp_tensor_t) and laid out as `layout` (DTP_LAYOUT_NCHW: abcd, DTP_LAYOUT_NHWC: acdb).
+dnnl::memory::desc activation_desc(const dtp_tensor_t &t, int32_t layout);
+dnnl::memory::desc activation_desc(const dtp_tensor_t &t, int32_t layout,
+                                   dnnl::memory::data_type type);
+
 // The data type matmul and convolution compute in for tensors of `dtype`.
 dnnl::memory::data_type compute_type(const Instance &in, int32_t dtype);
 

@@ -143,6 +143,20 @@ dnnl::memory::desc plain_desc(const dtp_tensor_t &t, dnnl::memory::data_type typ
 
 dnnl::memory::desc plain_desc(const dtp_tensor_t &t) { return plain_desc(t, dnnl_type(t.dtype)); }
 
+dnnl::memory::desc activation_desc(const dtp_tensor_t &t, int32_t layout,
+                                   dnnl::memory::data_type type)
+{
+    if (layout != DTP_LAYOUT_NHWC)
+        return plain_desc(t, type);
+    return dnnl::memory::desc({t.dims[0], t.dims[1], t.dims[2], t.dims[3]}, type,
+                              dnnl::memory::format_tag::acdb);
+}
+
+dnnl::memory::desc activation_desc(const dtp_tensor_t &t, int32_t layout)
+{
+    return activation_desc(t, layout, dnnl_type(t.dtype));
+}
+
 dnnl::memory::data_type compute_type(const Instance &in, int32_t dtype)
 {
     if (dtype == DTP_FLOAT32 && in.bf16_compute)

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// Max and average pooling over plain NCHW with oneDNN's pooling primitives. Max pooling
+// Max and average pooling over plain NCHW (or NHWC) with oneDNN's pooling primitives. Max pooling
 // in training keeps oneDNN's workspace (the argmax) in memory the caller owns, sized by
 // pool_workspace_size.
 #include "onednn_context.h"
@@ -26,7 +26,7 @@ dnnl::pooling_forward::primitive_desc forward_pd(const Instance &in, const dtp_p
 {
     dnnl::pooling_forward::desc d(
         training ? dnnl::prop_kind::forward_training : dnnl::prop_kind::forward_inference,
-        algorithm(p.kind), plain_desc(x), plain_desc(y), {p.stride[0], p.stride[1]},
+        algorithm(p.kind), activation_desc(x, p.layout), activation_desc(y, p.layout), {p.stride[0], p.stride[1]},
         {p.kernel[0], p.kernel[1]}, {p.padding[0], p.padding[1]},
         {p.padding[0], p.padding[1]});
     return dnnl::pooling_forward::primitive_desc(d, in.engine);
@@ -37,7 +37,8 @@ std::string pool_key(const char *op, const dtp_pool_t &p, const dtp_tensor_t &x)
     return std::string(op) + "|" + key_of(x) + "|" + std::to_string(p.kind) + "|" +
            std::to_string(p.kernel[0]) + "," + std::to_string(p.kernel[1]) + "," +
            std::to_string(p.stride[0]) + "," + std::to_string(p.stride[1]) + "," +
-           std::to_string(p.padding[0]) + "," + std::to_string(p.padding[1]);
+           std::to_string(p.padding[0]) + "," + std::to_string(p.padding[1]) +
+           (p.layout == DTP_LAYOUT_NHWC ? "|nhwc" : "");
 }
 
 struct ForwardEntry : CacheEntry {
@@ -109,7 +110,8 @@ int32_t pool_backward(void *c, const dtp_pool_t *p, const dtp_tensor_t *x_desc, 
         auto &e = in.cache.get<BackwardEntry>(pool_key("pool_bwd", *p, *x_desc), [&] {
             auto hint = forward_pd(in, *p, *x_desc, *y_desc, true);
             dnnl::pooling_backward::desc d(
-                algorithm(p->kind), plain_desc(*x_desc), plain_desc(*y_desc),
+                algorithm(p->kind), activation_desc(*x_desc, p->layout),
+                activation_desc(*y_desc, p->layout),
                 {p->stride[0], p->stride[1]}, {p->kernel[0], p->kernel[1]},
                 {p->padding[0], p->padding[1]}, {p->padding[0], p->padding[1]});
             dnnl::pooling_backward::primitive_desc pd(d, in.engine, hint);

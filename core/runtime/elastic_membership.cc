@@ -19,17 +19,23 @@ using Millis = std::chrono::milliseconds;
 // number of lost reports can.
 constexpr int64_t kArrived = int64_t{1} << 40;
 
-std::string encode(const ElasticMember &m) { return cat(m.old_rank, " ", m.host); }
+std::string encode(const ElasticMember &m)
+{
+    return cat(m.old_rank, " ", m.launch_id, " ", m.host);
+}
 
 ElasticMember decode(const std::string &s)
 {
     ElasticMember m;
-    auto space = s.find(' ');
-    if (space == std::string::npos)
+    auto first = s.find(' ');
+    auto second = first == std::string::npos ? first : s.find(' ', first + 1);
+    if (second == std::string::npos)
         throw_error(DT_ERR_PROTOCOL, "malformed elastic arrival '", s, "'");
-    m.old_rank = static_cast<int>(env::parse_int("elastic arrival", s.substr(0, space), -1,
+    m.old_rank = static_cast<int>(env::parse_int("elastic arrival", s.substr(0, first), -1,
                                                  INT32_MAX));
-    m.host = s.substr(space + 1);
+    m.launch_id = env::parse_int("elastic arrival", s.substr(first + 1, second - first - 1),
+                                 -1, INT64_MAX);
+    m.host = s.substr(second + 1);
     return m;
 }
 
@@ -43,6 +49,25 @@ bool exists(bootstrap::StoreClient &store, const std::string &key, std::string *
             throw;
         return false;
     }
+}
+
+// A joiner stops waiting once, whoever sees it first: the rank 0 that lets it in, the
+// joiner giving up, or a rank reading its death notice. Without a launch id only the
+// first two can, and each counts it.
+void stop_waiting(bootstrap::StoreClient &store, const std::string &root, int64_t launch_id)
+{
+    if (launch_id < 0 || store.add(cat(root, "left/", launch_id), 1) == 1)
+        store.add(root + "admitted", 1);
+}
+
+// Joiners among the newly dead (their registration names their launch id) stop waiting.
+void retire_dead_joiners(bootstrap::StoreClient &store, const std::string &root,
+                         const std::vector<int64_t> &fresh)
+{
+    std::string ignored;
+    for (int64_t id : fresh)
+        if (exists(store, cat(root, "joiner/", id), &ignored))
+            stop_waiting(store, root, id);
 }
 
 Millis time_left(Clock::time_point deadline)
@@ -97,6 +122,11 @@ ElasticMembership elastic_rendezvous(bootstrap::StoreClient &store, const Elasti
         store.add(p + "lost_total", -1);
     const int ticket = static_cast<int>(store.add(p + "arrived", 1) - 1);
     store.set(cat(p, "arrival/", ticket), encode(r.me));
+    // Counted after the ticket: a closer that counts this rank in has its ticket too.
+    if (!newcomer)
+        store.add(p + "old_arrived", 1);
+    const bool vouched = !newcomer && r.deaths != nullptr && r.deaths->vouched() &&
+                         static_cast<int>(r.old_ids.size()) == r.old_size;
     for (int lost : r.lost)
         if (store.add(cat(p, "state/", lost), 1) == 1)
             store.add(p + "lost_total", 1);
@@ -108,13 +138,29 @@ ElasticMembership elastic_rendezvous(bootstrap::StoreClient &store, const Elasti
         auto now = Clock::now();
         if (!newcomer) {
             int64_t arrived = store.add(p + "arrived", 0);
-            int64_t alive = r.old_size - store.add(p + "lost_total", 0);
-            int64_t expected = std::max<int64_t>(alive, 1) + waiting_joiners(store, r.root);
+            bool everyone;
+            if (vouched) {
+                retire_dead_joiners(store, r.root, r.deaths->refresh());
+                // Every old rank accounted for: arrived, reported lost or known dead. Read
+                // in this order, a rank arriving or reported meanwhile is counted at most
+                // once (at worst not yet): see the arrival above.
+                int64_t old_in = store.add(p + "old_arrived", 0);
+                int64_t lost = store.add(p + "lost_total", 0);
+                int64_t dead_unseen = 0;
+                for (int i = 0; i < r.old_size; ++i)
+                    if (r.deaths->dead().count(r.old_ids[static_cast<size_t>(i)]) &&
+                        store.add(cat(p, "state/", i), 0) == 0)
+                        ++dead_unseen;
+                everyone = old_in + lost + dead_unseen >= r.old_size &&
+                           arrived - old_in >= waiting_joiners(store, r.root);
+            } else {
+                int64_t alive = r.old_size - store.add(p + "lost_total", 0);
+                everyone = arrived >= std::max<int64_t>(alive, 1) + waiting_joiners(store, r.root);
+            }
             if (arrived != seen) {
                 seen = arrived;
                 changed_at = now;
             }
-            bool everyone = arrived >= expected;
             bool settled = now - changed_at >= r.settle;
             if (arrived >= r.min_size && (everyone || settled)) {
                 if (store.add(p + "closer", 1) == 1) {
@@ -146,10 +192,10 @@ ElasticMembership elastic_rendezvous(bootstrap::StoreClient &store, const Elasti
         arrivals.push_back(decode(store.get(cat(p, "arrival/", t), time_left(r.deadline))));
     ElasticMembership m = number_members(arrivals, ticket);
     // The new rank 0 counts the joiners let in, before any rank can ask how many wait.
-    int64_t newcomers = std::count_if(arrivals.begin(), arrivals.end(),
-                                      [](const ElasticMember &a) { return a.old_rank < 0; });
-    if (m.rank == 0 && newcomers > 0)
-        store.add(r.root + "admitted", newcomers);
+    if (m.rank == 0)
+        for (const ElasticMember &a : arrivals)
+            if (a.old_rank < 0)
+                stop_waiting(store, r.root, a.launch_id);
     return m;
 }
 
@@ -164,13 +210,17 @@ std::pair<ElasticMembership, uint64_t> elastic_join(bootstrap::StoreClient &stor
 {
     r.me.old_rank = -1;
     store.add(r.root + "joiners", 1);
+    // After the count: a rank that reads this joiner's death notice finds it registered,
+    // and so counted.
+    if (r.me.launch_id >= 0)
+        store.set(cat(r.root, "joiner/", r.me.launch_id), "waiting");
     try {
         return join_next_reform(store, r);
     } catch (const Error &) {
         // Giving up (DISTTRAIN_TIMEOUT, a store error): no longer waiting, so that the
         // job's ranks stop re-forming for a joiner that will never come.
         try {
-            store.add(r.root + "joiners", -1);
+            stop_waiting(store, r.root, r.me.launch_id);
         } catch (const Error &) {
             // The store is gone too: nobody is left to count on it.
         }
@@ -202,8 +252,11 @@ std::pair<ElasticMembership, uint64_t> join_next_reform(bootstrap::StoreClient &
 
 } // namespace
 
-int64_t waiting_joiners(bootstrap::StoreClient &store, const std::string &root)
+int64_t waiting_joiners(bootstrap::StoreClient &store, const std::string &root,
+                        DeathNotices *deaths)
 {
+    if (deaths != nullptr)
+        retire_dead_joiners(store, root, deaths->refresh());
     // Read apart, the two counters may cross for a moment (a joiner giving up while
     // rank 0 counts it in): never fewer than none.
     return std::max<int64_t>(0, store.add(root + "joiners", 0) - store.add(root + "admitted", 0));

@@ -209,6 +209,12 @@ void Context::reform()
             r.epoch = ++epoch_;
             adopt(elastic_rendezvous(*store_, r), r.me.old_rank);
         } catch (const Error &e) {
+            // A rank died after it arrived and before the membership closed (it may have
+            // been the one closing it): the same ranks meet again in the next epoch.
+            if (e.status() == DT_ERR_PEER_LOST && attempt < kReformAttempts) {
+                DT_LOG(warn, "context", e.what(), ": meeting again");
+                continue;
+            }
             fail_reform(e); // too few ranks, or this one came too late: meeting again won't help
             throw;
         }

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <numeric>
+#include <optional>
 #include <thread>
 
 namespace dt {
@@ -68,6 +69,30 @@ void retire_dead_joiners(bootstrap::StoreClient &store, const std::string &root,
     for (int64_t id : fresh)
         if (exists(store, cat(root, "joiner/", id), &ignored))
             stop_waiting(store, root, id);
+}
+
+// How long a rank waits for the close it saw claimed before it asks whether the closer
+// died (a close takes three store round trips).
+constexpr Millis kCloserGrace{100};
+
+// An old rank that arrived in this epoch and is known dead since (it may be the closer).
+bool arrived_member_died(bootstrap::StoreClient &store, const ElasticRendezvous &r,
+                         const std::string &p)
+{
+    retire_dead_joiners(store, r.root, r.deaths->refresh());
+    for (int i = 0; i < r.old_size; ++i)
+        if (r.deaths->dead().count(r.old_ids[static_cast<size_t>(i)]) &&
+            store.add(cat(p, "state/", i), 0) >= kArrived)
+            return true;
+    return false;
+}
+
+// A later epoch closed (root "epoch" past this one) while this one did not.
+bool epoch_passed(bootstrap::StoreClient &store, const ElasticRendezvous &r)
+{
+    std::string last;
+    return exists(store, r.root + "epoch", &last) &&
+           env::parse_int("elastic epoch", last, 0, INT64_MAX) > static_cast<int64_t>(r.epoch);
 }
 
 Millis time_left(Clock::time_point deadline)
@@ -134,9 +159,18 @@ ElasticMembership elastic_rendezvous(bootstrap::StoreClient &store, const Elasti
     std::string closed;
     int64_t seen = -1;
     auto changed_at = Clock::now();
+    std::optional<Clock::time_point> claimed_at; // when another rank claimed the close
     while (!exists(store, p + "closed", &closed)) {
         auto now = Clock::now();
-        if (!newcomer) {
+        if (claimed_at) {
+            // The closer may die between its claim and the close: where deaths are known,
+            // a member that arrived and died since is reason to meet in the next epoch
+            // (only that closer could close this one). Elsewhere DISTTRAIN_TIMEOUT ends it.
+            if (vouched && now - *claimed_at >= kCloserGrace &&
+                arrived_member_died(store, r, p))
+                throw_error(DT_ERR_PEER_LOST, "a rank that arrived in re-form epoch ",
+                            r.epoch, " died before its membership closed");
+        } else if (!newcomer) {
             int64_t arrived = store.add(p + "arrived", 0);
             bool everyone;
             if (vouched) {
@@ -168,17 +202,23 @@ ElasticMembership elastic_rendezvous(bootstrap::StoreClient &store, const Elasti
                     // next. Read the count again: a rank that took a ticket since is in.
                     store.set(r.root + "epoch", std::to_string(r.epoch));
                     store.set(p + "closed", std::to_string(store.add(p + "arrived", 0)));
+                    continue;
                 }
-                continue; // the closer's value is the one every rank takes
+                claimed_at = now; // the closer's value is the one every rank takes
             }
-            if (now >= r.deadline)
-                throw_error(DT_ERR_TIMEOUT, "the job could not re-form: ", arrived,
-                            " rank(s) arrived before DISTTRAIN_TIMEOUT, and it needs at "
-                            "least ", r.min_size, " (DISTTRAIN_MIN_SIZE)");
-        } else if (now >= r.deadline) {
-            throw_error(DT_ERR_TIMEOUT, "no re-form of the running job let this rank in "
-                        "before DISTTRAIN_TIMEOUT; its ranks let joiners in when they call "
-                        "dt_context_poll_joiners at a step boundary");
+        } else if (epoch_passed(store, r)) {
+            // The ranks met in a later epoch without closing this one (its closer died).
+            throw_error(DT_ERR_INVALID_STATE, "re-form epoch ", r.epoch, " was given up");
+        }
+        if (now >= r.deadline) {
+            if (newcomer)
+                throw_error(DT_ERR_TIMEOUT, "no re-form of the running job let this rank in "
+                            "before DISTTRAIN_TIMEOUT; its ranks let joiners in when they "
+                            "call dt_context_poll_joiners at a step boundary");
+            throw_error(DT_ERR_TIMEOUT, "the job could not re-form: ", seen,
+                        " rank(s) arrived before DISTTRAIN_TIMEOUT, and it needs at least ",
+                        r.min_size, " (DISTTRAIN_MIN_SIZE)",
+                        claimed_at ? "; the membership was never closed" : "");
         }
         std::this_thread::sleep_for(Millis{2});
     }

@@ -121,7 +121,7 @@ ElasticRendezvous Context::rendezvous_for(int old_rank)
                                          : std::chrono::steady_clock::time_point::max();
     ElasticRendezvous r;
     r.root = elastic_root();
-    r.me = {old_rank, cfg_.launch_id, host_name()};
+    r.me = {old_rank, host_name(), cfg_.launch_id};
     r.old_size = size();
     r.min_size = cfg_.min_size;
     r.settle = cfg_.elastic_settle;

@@ -24,8 +24,8 @@ namespace dt {
 
 struct ElasticMember {
     int old_rank = -1; // -1: not in the job before
-    int64_t launch_id = -1; // DISTTRAIN_LAUNCH_ID (death_notices.h); -1: none
     std::string host;
+    int64_t launch_id = -1; // DISTTRAIN_LAUNCH_ID (death_notices.h); -1: none
 };
 
 struct ElasticMembership {

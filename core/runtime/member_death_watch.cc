@@ -27,8 +27,12 @@ MemberDeathWatch::MemberDeathWatch(const std::string &store_addr, const bootstra
 
 MemberDeathWatch::~MemberDeathWatch()
 {
-    stop_ = true;
-    thread_.join();
+    {
+        std::lock_guard<std::mutex> lock(mu_);
+        stop_ = true;
+    }
+    wake_.notify_all();
+    thread_.join(); // a connected membership must not wait out a poll
 }
 
 std::optional<std::string> MemberDeathWatch::fired() const
@@ -42,7 +46,7 @@ void MemberDeathWatch::run(const std::string &store_addr, const bootstrap::Auth 
     try {
         bootstrap::StoreClient store(store_addr, auth, kStoreTimeout);
         DeathNotices notices(store);
-        while (!stop_) {
+        for (;;) {
             for (int64_t id : notices.refresh()) {
                 auto it = std::find(member_ids_.begin(), member_ids_.end(), id);
                 if (it == member_ids_.end())
@@ -55,7 +59,9 @@ void MemberDeathWatch::run(const std::string &store_addr, const bootstrap::Auth 
                 fired_ = why;
                 return;
             }
-            std::this_thread::sleep_for(kPoll);
+            std::unique_lock<std::mutex> lock(mu_);
+            if (wake_.wait_for(lock, kPoll, [this] { return stop_; }))
+                return;
         }
     } catch (const Error &e) {
         // The store is gone: the connection's own waits will say so.

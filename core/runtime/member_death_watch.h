@@ -7,7 +7,7 @@
 
 #include "bootstrap/auth.h"
 
-#include <atomic>
+#include <condition_variable>
 #include <cstdint>
 #include <mutex>
 #include <optional>
@@ -35,8 +35,9 @@ private:
 
     std::vector<int64_t> member_ids_;
     std::vector<std::string> abandon_keys_;
-    std::atomic<bool> stop_{false};
     mutable std::mutex mu_;
+    std::condition_variable wake_; // stops the pause between polls at once
+    bool stop_ = false;
     std::optional<std::string> fired_;
     std::thread thread_;
 };

@@ -147,9 +147,12 @@ ElasticMembership elastic_rendezvous(bootstrap::StoreClient &store, const Elasti
         store.add(p + "lost_total", -1);
     const int ticket = static_cast<int>(store.add(p + "arrived", 1) - 1);
     store.set(cat(p, "arrival/", ticket), encode(r.me));
-    // Counted after the ticket: a closer that counts this rank in has its ticket too.
-    if (!newcomer)
+    // Counted after the ticket: a closer that counts this rank in has its ticket too. The
+    // mark first: a rank that dies without either is counted as dead, never twice.
+    if (!newcomer) {
+        store.set(cat(p, "in/", r.me.old_rank), "1");
         store.add(p + "old_arrived", 1);
+    }
     const bool vouched = !newcomer && r.deaths != nullptr && r.deaths->vouched() &&
                          static_cast<int>(r.old_ids.size()) == r.old_size;
     for (int lost : r.lost)
@@ -180,11 +183,17 @@ ElasticMembership elastic_rendezvous(bootstrap::StoreClient &store, const Elasti
                 // once (at worst not yet): see the arrival above.
                 int64_t old_in = store.add(p + "old_arrived", 0);
                 int64_t lost = store.add(p + "lost_total", 0);
+                // The dead not counted otherwise: never arrived and never reported, or
+                // arrived and died before counting itself in.
                 int64_t dead_unseen = 0;
-                for (int i = 0; i < r.old_size; ++i)
-                    if (r.deaths->dead().count(r.old_ids[static_cast<size_t>(i)]) &&
-                        store.add(cat(p, "state/", i), 0) == 0)
+                std::string mark;
+                for (int i = 0; i < r.old_size; ++i) {
+                    if (!r.deaths->dead().count(r.old_ids[static_cast<size_t>(i)]))
+                        continue;
+                    int64_t state = store.add(cat(p, "state/", i), 0);
+                    if (state == 0 || (state >= kArrived && !exists(store, cat(p, "in/", i), &mark)))
                         ++dead_unseen;
+                }
                 everyone = old_in + lost + dead_unseen >= r.old_size &&
                            arrived - old_in >= waiting_joiners(store, r.root);
             } else {

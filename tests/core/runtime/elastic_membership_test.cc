@@ -257,6 +257,7 @@ TEST_F(Reform, AnEpochWhoseCloserDiedIsGivenUp)
     store.add(p + "state/1", int64_t{1} << 40);
     store.add(p + "arrived", 1);
     store.set(p + "arrival/0", "1 host 1");
+    store.set(p + "in/1", "1");
     store.add(p + "old_arrived", 1);
     store.add(p + "closer", 1);
     bootstrap::StoreClient launcher(server.address(), auth, 10000ms);

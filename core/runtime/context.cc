@@ -102,14 +102,21 @@ void Context::watch_deaths()
     }
     DT_LOG(debug, "context", "the launcher publishes deaths: re-forms wait for no "
            "latecomers (launch id ", cfg_.launch_id, ")");
+    // Connected now, not at each re-form, which would wait for it.
+    watch_store_ = std::make_unique<bootstrap::StoreClient>(
+        store_->address(), *auth_,
+        cfg_.timeout.count() > 0 ? cfg_.timeout : std::chrono::hours(24 * 365));
+    watch_deaths_ = std::make_unique<DeathNotices>(*watch_store_);
     if (!cfg_.elastic_join)
         for (int r = 0; r < size(); ++r)
             member_ids_.push_back(r);
 }
 
+std::string Context::shm_abandon_key() const { return cat(ns_, "shm/abandoned"); }
+
 std::vector<std::string> Context::abandon_keys() const
 {
-    std::vector<std::string> keys;
+    std::vector<std::string> keys{shm_abandon_key()};
     for (const auto &name : expand_auto(cfg_.transports))
         keys.push_back(TransportChoice::abandon_key_in(ns_, name));
     return keys;
@@ -174,7 +181,8 @@ void Context::connect_peers()
     open_device_transport();
     shm_ = shm::attach(*store_, *transport_,
                        {rank(), size(), local_rank(), local_size(), cfg_.ranks.local_known,
-                        cat(ns_, "shm/"), cfg_.timeout},
+                        cat(ns_, "shm/"), cfg_.timeout,
+                        deaths_ && epoch_ > 0 ? shm_abandon_key() : std::string()},
                        cfg_.policy.shm);
     router_ = std::make_unique<routing::Router>(cfg_.policy, *transport_,
                                                 device_transport_.get(), shm_.get(),
@@ -222,8 +230,8 @@ void Context::reform()
         // set-up give up at once; elsewhere the others notice within DISTTRAIN_TIMEOUT.
         std::unique_ptr<MemberDeathWatch> watch;
         if (deaths_)
-            watch = std::make_unique<MemberDeathWatch>(store_->address(), *auth_, member_ids_,
-                                                       abandon_keys());
+            watch = std::make_unique<MemberDeathWatch>(*watch_store_, *watch_deaths_,
+                                                       member_ids_, abandon_keys());
         try {
             connect_peers();
             return;
@@ -263,6 +271,9 @@ Context::~Context()
     disconnect_peers();
     memory_.reset(); // nothing queued can still use its streams: the engine is gone
     memory_host_.reset();
+    watch_deaths_.reset();
+    watch_store_.reset();
+    deaths_.reset();
     store_.reset();
     store_server_.reset();
 }

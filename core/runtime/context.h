@@ -91,6 +91,7 @@ private:
     void watch_deaths();
     // The keys that make every member's connection set-up give up (transport_choice.h).
     std::vector<std::string> abandon_keys() const;
+    std::string shm_abandon_key() const; // the one shared memory's set-up watches
     // What is left of DISTTRAIN_TIMEOUT for creating this context (0: no limit).
     std::chrono::milliseconds time_left() const;
 
@@ -107,6 +108,9 @@ private:
     std::unique_ptr<bootstrap::StoreClient> store_;
     // Elastic, where the launcher publishes deaths (death_notices.h); null elsewhere.
     std::unique_ptr<DeathNotices> deaths_;
+    // The member death watch's own client and notices (member_death_watch.h).
+    std::unique_ptr<bootstrap::StoreClient> watch_store_;
+    std::unique_ptr<DeathNotices> watch_deaths_;
     std::vector<int64_t> member_ids_; // with deaths_: each rank's launch id
     std::unique_ptr<HostBridge> host_;
     std::unique_ptr<Transport> transport_;

@@ -100,6 +100,32 @@ Millis time_left(Clock::time_point deadline)
     return std::max(Millis{1}, std::chrono::duration_cast<Millis>(deadline - Clock::now()));
 }
 
+// A ticket's arrival record. Its rank may die between taking the ticket and writing it:
+// where deaths are known, such a death sends the members to the next epoch, and a joiner
+// moves on once they have met there; elsewhere DISTTRAIN_TIMEOUT ends the wait.
+std::string read_arrival(bootstrap::StoreClient &store, const ElasticRendezvous &r,
+                         const std::string &p, int ticket, bool vouched)
+{
+    const std::string key = cat(p, "arrival/", ticket);
+    const bool newcomer = r.me.old_rank < 0;
+    if (!vouched && !newcomer)
+        return store.get(key, time_left(r.deadline));
+    for (;;) {
+        Millis left = time_left(r.deadline);
+        try {
+            return store.get(key, std::min(left, Millis{10}));
+        } catch (const Error &e) {
+            if (e.status() != DT_ERR_TIMEOUT || left <= Millis{10})
+                throw;
+        }
+        if (vouched && arrived_member_died(store, r, p))
+            throw_error(DT_ERR_PEER_LOST, "a rank that arrived in re-form epoch ", r.epoch,
+                        " died before it said who it is");
+        if (newcomer && epoch_passed(store, r))
+            throw_error(DT_ERR_INVALID_STATE, "re-form epoch ", r.epoch, " was given up");
+    }
+}
+
 } // namespace
 
 ElasticMembership number_members(const std::vector<ElasticMember> &arrivals, int my_ticket)
@@ -238,7 +264,7 @@ ElasticMembership elastic_rendezvous(bootstrap::StoreClient &store, const Elasti
                     "after the ", size, " that make up the new job)");
     std::vector<ElasticMember> arrivals;
     for (int t = 0; t < size; ++t)
-        arrivals.push_back(decode(store.get(cat(p, "arrival/", t), time_left(r.deadline))));
+        arrivals.push_back(decode(read_arrival(store, r, p, t, vouched)));
     ElasticMembership m = number_members(arrivals, ticket);
     // The new rank 0 counts the joiners let in, before any rank can ask how many wait.
     if (m.rank == 0)

@@ -13,16 +13,15 @@ namespace dt {
 namespace {
 // A store round trip per poll; a member's death costs the others at most this much more.
 constexpr std::chrono::milliseconds kPoll{5};
-// The watch's own store connection: each round trip is local and short.
-constexpr std::chrono::milliseconds kStoreTimeout{5000};
 } // namespace
 
-MemberDeathWatch::MemberDeathWatch(const std::string &store_addr, const bootstrap::Auth &auth,
+MemberDeathWatch::MemberDeathWatch(bootstrap::StoreClient &store, DeathNotices &notices,
                                    std::vector<int64_t> member_ids,
                                    std::vector<std::string> abandon_keys)
-    : member_ids_(std::move(member_ids)), abandon_keys_(std::move(abandon_keys))
+    : store_(store), notices_(notices), member_ids_(std::move(member_ids)),
+      abandon_keys_(std::move(abandon_keys))
 {
-    thread_ = std::thread([this, store_addr, auth] { run(store_addr, auth); });
+    thread_ = std::thread([this] { run(); });
 }
 
 MemberDeathWatch::~MemberDeathWatch()
@@ -41,20 +40,20 @@ std::optional<std::string> MemberDeathWatch::fired() const
     return fired_;
 }
 
-void MemberDeathWatch::run(const std::string &store_addr, const bootstrap::Auth &auth)
+void MemberDeathWatch::run()
 {
     try {
-        bootstrap::StoreClient store(store_addr, auth, kStoreTimeout);
-        DeathNotices notices(store);
         for (;;) {
-            for (int64_t id : notices.refresh()) {
-                auto it = std::find(member_ids_.begin(), member_ids_.end(), id);
-                if (it == member_ids_.end())
+            notices_.refresh();
+            // All the dead, not only the new: a member may have died before the watch began.
+            for (auto it = member_ids_.begin(); it != member_ids_.end(); ++it) {
+                int64_t id = *it;
+                if (!notices_.dead().count(id))
                     continue;
                 std::string why = cat("rank ", it - member_ids_.begin(), " (launch id ", id,
                                       ") died while the re-formed job connected");
                 for (const std::string &key : abandon_keys_)
-                    store.set(key, why);
+                    store_.set(key, why);
                 std::lock_guard<std::mutex> lock(mu_);
                 fired_ = why;
                 return;

@@ -5,7 +5,8 @@
 // and the re-form meets again without it, instead of waiting out DISTTRAIN_TIMEOUT.
 #pragma once
 
-#include "bootstrap/auth.h"
+#include "bootstrap/store.h"
+#include "runtime/death_notices.h"
 
 #include <condition_variable>
 #include <cstdint>
@@ -19,9 +20,10 @@ namespace dt {
 
 class MemberDeathWatch {
 public:
-    // member_ids: the launch ids of the membership, in rank order. Connects its own store
-    // client (the context's is used by the thread that connects).
-    MemberDeathWatch(const std::string &store_addr, const bootstrap::Auth &auth,
+    // member_ids: the launch ids of the membership, in rank order. store and notices are
+    // the watch's own (the context's client is used by the thread that connects), kept
+    // by the context from one re-form to the next and used by nothing else meanwhile.
+    MemberDeathWatch(bootstrap::StoreClient &store, DeathNotices &notices,
                      std::vector<int64_t> member_ids, std::vector<std::string> abandon_keys);
     ~MemberDeathWatch(); // stops the thread (within one poll)
     MemberDeathWatch(const MemberDeathWatch &) = delete;
@@ -31,7 +33,10 @@ public:
     std::optional<std::string> fired() const;
 
 private:
-    void run(const std::string &store_addr, const bootstrap::Auth &auth);
+    void run();
+
+    bootstrap::StoreClient &store_;
+    DeathNotices &notices_;
 
     std::vector<int64_t> member_ids_;
     std::vector<std::string> abandon_keys_;

@@ -52,23 +52,23 @@ bool exists(bootstrap::StoreClient &store, const std::string &key, std::string *
     }
 }
 
-// A joiner stops waiting once, whoever sees it first: the rank 0 that lets it in, the
+// A joiner leaves the wait once, whoever sees it first: the rank 0 that lets it in, the
 // joiner giving up, or a rank reading its death notice. Without a launch id only the
 // first two can, and each counts it.
-void stop_waiting(bootstrap::StoreClient &store, const std::string &root, int64_t launch_id)
+void leave_waiting(bootstrap::StoreClient &store, const std::string &root, int64_t launch_id)
 {
     if (launch_id < 0 || store.add(cat(root, "left/", launch_id), 1) == 1)
         store.add(root + "admitted", 1);
 }
 
-// Joiners among the newly dead (their registration names their launch id) stop waiting.
+// Joiners among the newly dead (their registration names their launch id) leave the wait.
 void retire_dead_joiners(bootstrap::StoreClient &store, const std::string &root,
                          const std::vector<int64_t> &fresh)
 {
     std::string ignored;
     for (int64_t id : fresh)
         if (exists(store, cat(root, "joiner/", id), &ignored))
-            stop_waiting(store, root, id);
+            leave_waiting(store, root, id);
 }
 
 // How long a rank waits for the close it saw claimed before it asks whether the closer
@@ -270,7 +270,7 @@ ElasticMembership elastic_rendezvous(bootstrap::StoreClient &store, const Elasti
     if (m.rank == 0)
         for (const ElasticMember &a : arrivals)
             if (a.old_rank < 0)
-                stop_waiting(store, r.root, a.launch_id);
+                leave_waiting(store, r.root, a.launch_id);
     return m;
 }
 
@@ -295,7 +295,7 @@ std::pair<ElasticMembership, uint64_t> elastic_join(bootstrap::StoreClient &stor
         // Giving up (DISTTRAIN_TIMEOUT, a store error): no longer waiting, so that the
         // job's ranks stop re-forming for a joiner that will never come.
         try {
-            stop_waiting(store, r.root, r.me.launch_id);
+            leave_waiting(store, r.root, r.me.launch_id);
         } catch (const Error &) {
             // The store is gone too: nobody is left to count on it.
         }

@@ -47,7 +47,7 @@ struct ElasticRendezvous {
     std::chrono::steady_clock::time_point deadline;
     // Where a launcher publishes deaths (deaths->vouched()): membership then closes as
     // soon as every old rank has arrived, was reported lost or is known dead, and dead
-    // joiners stop counting as waiting. Null or not vouched: arrivals settle instead.
+    // joiners no longer count as waiting. Null or not vouched: arrivals settle instead.
     DeathNotices *deaths = nullptr;
     std::vector<int64_t> old_ids; // launch id of each old rank (with deaths)
 };
@@ -61,14 +61,14 @@ ElasticMembership elastic_rendezvous(bootstrap::StoreClient &store, const Elasti
 // until one lets it in (r.epoch is ignored: each try joins the next one). Returns the
 // membership and the epoch it joined. Throws DT_ERR_TIMEOUT at r.deadline; a joiner that
 // gives up (on any error) withdraws its registration first, so it is no longer counted
-// as waiting. One killed while waiting (SIGKILL) stops counting once the launcher's
+// as waiting. One killed while waiting (SIGKILL) no longer counts once the launcher's
 // death notice is read (r.deaths vouched, and a launch id); without notices it still
 // counts.
 std::pair<ElasticMembership, uint64_t> elastic_join(bootstrap::StoreClient &store,
                                                     ElasticRendezvous r);
 
 // Joiners registered and not yet let in (the store's view: call it on one rank and share
-// the answer). With deaths, first reads the new death notices and stops counting the
+// the answer). With deaths, first reads the new death notices and no longer counts the
 // joiners among the dead.
 int64_t waiting_joiners(bootstrap::StoreClient &store, const std::string &root,
                         DeathNotices *deaths = nullptr);

@@ -28,7 +28,7 @@ MemberDeathWatch::~MemberDeathWatch()
 {
     {
         std::lock_guard<std::mutex> lock(mu_);
-        stop_ = true;
+        quit_ = true;
     }
     wake_.notify_all();
     thread_.join(); // a connected membership must not wait out a poll
@@ -59,7 +59,7 @@ void MemberDeathWatch::run()
                 return;
             }
             std::unique_lock<std::mutex> lock(mu_);
-            if (wake_.wait_for(lock, kPoll, [this] { return stop_; }))
+            if (wake_.wait_for(lock, kPoll, [this] { return quit_; }))
                 return;
         }
     } catch (const Error &e) {

@@ -25,7 +25,7 @@ public:
     // by the context from one re-form to the next and used by nothing else meanwhile.
     MemberDeathWatch(bootstrap::StoreClient &store, DeathNotices &notices,
                      std::vector<int64_t> member_ids, std::vector<std::string> abandon_keys);
-    ~MemberDeathWatch(); // stops the thread (within one poll)
+    ~MemberDeathWatch(); // ends the thread (within one poll)
     MemberDeathWatch(const MemberDeathWatch &) = delete;
     MemberDeathWatch &operator=(const MemberDeathWatch &) = delete;
 
@@ -41,8 +41,8 @@ private:
     std::vector<int64_t> member_ids_;
     std::vector<std::string> abandon_keys_;
     mutable std::mutex mu_;
-    std::condition_variable wake_; // stops the pause between polls at once
-    bool stop_ = false;
+    std::condition_variable wake_; // ends the pause between polls at once
+    bool quit_ = false;
     std::optional<std::string> fired_;
     std::thread thread_;
 };

@@ -295,7 +295,7 @@ def test_a_joiner_killed_while_waiting_is_no_longer_counted(disttrainrun, worker
     # Rank 1 dies at step 3 and its replacement dies 300 ms after it starts, while it
     # waits: the ranks ask for joiners only from step 60 on (about 0.6 s later). Counted
     # as waiting, it would make the ranks re-form for it at every later step, each re-form
-    # waiting in vain for it (the settle time, 1 s); its death notice stops that.
+    # waiting in vain for it (the settle time, 1 s); its death notice ends that.
     steps = 90
     started = time.monotonic()
     r = run([disttrainrun, "-np", "3", "--elastic", "--max-restarts", "1", worker, str(steps),

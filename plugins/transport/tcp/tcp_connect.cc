@@ -79,7 +79,7 @@ void Mesh::check_given_up() {
     std::string ignored;
     int32_t rc = host_.store_get("given_up", &ignored, 1);
     if (rc == DTP_OK || rc == DTP_ERR_TIMEOUT) return;
-    throw TcpError(rc, "tcp: rank " + std::to_string(rank_) + " stopped connecting: the job "
+    throw TcpError(rc, "tcp: rank " + std::to_string(rank_) + " gave up connecting: the job "
                        "gave up on this transport");
 }
 

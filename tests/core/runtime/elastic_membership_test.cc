@@ -4,7 +4,7 @@
 // ranks believed alive arrived, falls back to the settle time when no death was seen,
 // refuses a rank that comes after it closed, and times out below the minimum size. Where
 // a launcher publishes deaths (death_notices.h): closes without settling once the dead
-// are known, stops counting a dead joiner, and gives up an epoch whose closer died.
+// are known, no longer counts a dead joiner, and gives up an epoch whose closer died.
 #include "runtime/elastic_membership.h"
 
 #include "bootstrap/store.h"

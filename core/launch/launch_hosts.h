@@ -43,6 +43,9 @@ struct Placement {
     bool local = false;   // started here with fork/exec (false: through ssh)
     int local_rank = 0;   // index among the ranks on the same host
     int local_size = 0;   // ranks on the same host
+    // Elastic: how death notices name the process (DISTTRAIN_LAUNCH_ID); -1: its rank.
+    // A replacement, which takes its dead rank's placement, gets a new one.
+    int launch_id = -1;
 };
 
 // Places opt.np ranks on the hosts (localhost:np without -H or --hostfile). Throws UsageError when -np

@@ -315,6 +315,8 @@ private:
         bool ok = WIFEXITED(status) && WEXITSTATUS(status) == 0;
         DT_LOG(debug, "launch", "rank ", r.place.rank, " (pid ", r.pid, ") ended, status ",
                status);
+        if (!ok && settings_.on_death)
+            settings_.on_death(r.place.launch_id < 0 ? r.place.rank : r.place.launch_id);
         if (ok) {
             finishing_ = true; // the job is ending: no more new ranks
             if (settings_.elastic)
@@ -399,7 +401,9 @@ private:
         std::string replaced;
         if (restarts_ < settings_.max_restarts && below_max_np() && still_listed(r.place.host)) {
             ++restarts_;
-            Rank &fresh = start(settings_.joiner(r.place));
+            Placement again = r.place;
+            again.launch_id = next_id_++; // a new process: its own name in death notices
+            Rank &fresh = start(settings_.joiner(again));
             if (!fresh.running)
                 return false; // start() has failed the job
             fresh.replacement = true;

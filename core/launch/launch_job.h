@@ -40,6 +40,9 @@ struct JobSettings {
     int max_restarts = 0;
     // Elastic: the most ranks running at once, replacements and new ranks included.
     int max_np = 0;
+    // Elastic: told the launch id of each process that ends badly, as soon as it is
+    // reaped (DISTTRAIN_LAUNCH_ID, runtime/death_notices.h).
+    std::function<void(int64_t launch_id)> on_death;
     // Elastic: the launch of a process joining the running job at a placement.
     std::function<RankLaunch(const Placement &)> joiner;
     // Elastic, --host-discovery-script: run every interval; free slots on the hosts it

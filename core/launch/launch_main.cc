@@ -12,6 +12,7 @@
 #include "launch/launch_store.h"
 
 #include "bootstrap/auth.h"
+#include "runtime/death_notices.h"
 #include "runtime/env.h"
 #include "runtime/error.h"
 #include "telemetry/log.h"
@@ -24,6 +25,7 @@
 #include <climits>
 #include <cstring>
 #include <iostream>
+#include <memory>
 #include <utility>
 
 namespace dt::launch {
@@ -55,6 +57,8 @@ EnvList rank_env(const Placement &p, int size, const std::string &store_addr,
     if (opt.elastic) {
         env.push_back({"DISTTRAIN_ELASTIC", "1"});
         env.push_back({"DISTTRAIN_MIN_SIZE", std::to_string(opt.min_np)});
+        env.push_back({"DISTTRAIN_LAUNCH_ID",
+                       std::to_string(p.launch_id < 0 ? p.rank : p.launch_id)});
         if (replacement)
             env.push_back({"DISTTRAIN_ELASTIC_JOIN", "1"});
     }
@@ -259,6 +263,24 @@ int run(const std::vector<std::string> &args)
     settings.launcher = opt.launcher;
     settings.discovery = discovery ? &*discovery : nullptr;
     settings.hosts = discovered;
+    // Elastic: every death goes into the store at once, so the survivors' re-form waits
+    // for no latecomer and drops a member that dies while it connects.
+    std::unique_ptr<bootstrap::StoreClient> notices_store;
+    std::unique_ptr<DeathPublisher> deaths;
+    if (opt.elastic) {
+        notices_store = std::make_unique<bootstrap::StoreClient>(
+            store.address, bootstrap::Auth(token), std::chrono::seconds(10));
+        deaths = std::make_unique<DeathPublisher>(*notices_store);
+        settings.on_death = [&deaths](int64_t launch_id) {
+            try {
+                deaths->publish(launch_id);
+            } catch (const Error &e) {
+                // The ranks then settle and time out as without notices.
+                DT_LOG(warn, "launch", "could not publish the death of launch id ",
+                       launch_id, " in the store: ", e.what());
+            }
+        };
+    }
     if (opt.elastic) {
         // A new host from the discovery script may be the first remote one: ssh is then
         // looked up when it is needed, and a missing ssh fails that rank's start.

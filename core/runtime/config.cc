@@ -202,6 +202,7 @@ ContextConfig read_config(const dt_context_params_t *params)
     cfg.elastic_join = cfg.elastic && env::get_int("DISTTRAIN_ELASTIC_JOIN", 0, 0, 1) == 1;
     cfg.elastic_settle = std::chrono::milliseconds(
         env::get_int("DISTTRAIN_ELASTIC_SETTLE_MS", cfg.elastic_settle.count(), 0, 3600000));
+    cfg.launch_id = env::get_int("DISTTRAIN_LAUNCH_ID", -1, 0, INT64_MAX);
     // Rank 0 may be the one lost: the store the survivors meet in must outlive every rank.
     if (cfg.elastic && cfg.ranks.size > 1 && !cfg.launcher_serves_store)
         throw_error(DT_ERR_INVALID_CONFIG, "DISTTRAIN_ELASTIC=1 needs a rendezvous store "

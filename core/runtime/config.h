@@ -52,6 +52,9 @@ struct ContextConfig {
     // next re-form instead of starting one.
     bool elastic_join = false;
     std::chrono::milliseconds elastic_settle{1000}; // DISTTRAIN_ELASTIC_SETTLE_MS
+    // DISTTRAIN_LAUNCH_ID: how the launcher names this process in its death notices
+    // (runtime/death_notices.h); -1: not given.
+    int64_t launch_id = -1;
     routing::Policy policy; // how collectives run: DISTTRAIN_ALGORITHM, DISTTRAIN_SHM*
 };
 

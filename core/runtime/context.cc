@@ -6,6 +6,7 @@
 #include "runtime/elastic_membership.h"
 #include "runtime/error.h"
 #include "runtime/job_agreement.h"
+#include "runtime/member_death_watch.h"
 #include "runtime/transport_choice.h"
 #include "telemetry/log.h"
 
@@ -76,6 +77,7 @@ Context::Context(const dt_context_params_t *params)
     DT_LOG(info, "context", "rank ", rank(), " of ", size(), " (from ", cfg_.ranks.source,
            "), local rank ", local_rank(), " of ", local_size());
     open_store();
+    watch_deaths();
     if (cfg_.elastic_join) {
         open_memory();
         join_running_job();
@@ -87,17 +89,52 @@ Context::Context(const dt_context_params_t *params)
     connect_peers();
 }
 
+void Context::watch_deaths()
+{
+    if (!cfg_.elastic || !shared_store_ || cfg_.launch_id < 0)
+        return;
+    deaths_ = std::make_unique<DeathNotices>(*store_);
+    // The launcher names the first ranks by their rank: that is how the others know this
+    // rank's launch id before any re-form has told them.
+    if (!deaths_->vouched() || (!cfg_.elastic_join && cfg_.launch_id != rank())) {
+        deaths_.reset();
+        return;
+    }
+    DT_LOG(debug, "context", "the launcher publishes deaths: re-forms wait for no "
+           "latecomers (launch id ", cfg_.launch_id, ")");
+    // Connected now, not at each re-form, which would wait for it.
+    watch_store_ = std::make_unique<bootstrap::StoreClient>(
+        store_->address(), *auth_,
+        cfg_.timeout.count() > 0 ? cfg_.timeout : std::chrono::hours(24 * 365));
+    watch_deaths_ = std::make_unique<DeathNotices>(*watch_store_);
+    if (!cfg_.elastic_join)
+        for (int r = 0; r < size(); ++r)
+            member_ids_.push_back(r);
+}
+
+std::string Context::shm_abandon_key() const { return cat(ns_, "shm/abandoned"); }
+
+std::vector<std::string> Context::abandon_keys() const
+{
+    std::vector<std::string> keys{shm_abandon_key()};
+    for (const auto &name : expand_auto(cfg_.transports))
+        keys.push_back(TransportChoice::abandon_key_in(ns_, name));
+    return keys;
+}
+
 ElasticRendezvous Context::rendezvous_for(int old_rank)
 {
     deadline_ = cfg_.timeout.count() > 0 ? std::chrono::steady_clock::now() + cfg_.timeout
                                          : std::chrono::steady_clock::time_point::max();
     ElasticRendezvous r;
     r.root = elastic_root();
-    r.me = {old_rank, host_name()};
+    r.me = {old_rank, host_name(), cfg_.launch_id};
     r.old_size = size();
     r.min_size = cfg_.min_size;
     r.settle = cfg_.elastic_settle;
     r.deadline = deadline_;
+    r.deaths = deaths_.get();
+    r.old_ids = member_ids_;
     return r;
 }
 
@@ -108,6 +145,9 @@ void Context::adopt(const ElasticMembership &m, int old_rank)
     cfg_.ranks.local_rank = m.local_rank;
     cfg_.ranks.local_size = m.local_size;
     cfg_.ranks.local_known = true;
+    member_ids_.clear();
+    for (const ElasticMember &member : m.members)
+        member_ids_.push_back(member.launch_id);
     ns_ = cat("ctx", id_, ".", epoch_, "/");
     log::set_rank(m.size > 1 ? m.rank : -1);
     if (old_rank >= 0)
@@ -132,7 +172,7 @@ int64_t Context::waiting_joiners()
 {
     if (!cfg_.elastic || rank() != 0)
         return 0;
-    return dt::waiting_joiners(*store_, elastic_root());
+    return dt::waiting_joiners(*store_, elastic_root(), deaths_.get());
 }
 
 void Context::connect_peers()
@@ -141,7 +181,8 @@ void Context::connect_peers()
     open_device_transport();
     shm_ = shm::attach(*store_, *transport_,
                        {rank(), size(), local_rank(), local_size(), cfg_.ranks.local_known,
-                        cat(ns_, "shm/"), cfg_.timeout},
+                        cat(ns_, "shm/"), cfg_.timeout,
+                        deaths_ && epoch_ > 0 ? shm_abandon_key() : std::string()},
                        cfg_.policy.shm);
     router_ = std::make_unique<routing::Router>(cfg_.policy, *transport_,
                                                 device_transport_.get(), shm_.get(),
@@ -176,24 +217,40 @@ void Context::reform()
             r.epoch = ++epoch_;
             adopt(elastic_rendezvous(*store_, r), r.me.old_rank);
         } catch (const Error &e) {
+            // A rank died after it arrived and before the membership closed (it may have
+            // been the one closing it): the same ranks meet again in the next epoch.
+            if (e.status() == DT_ERR_PEER_LOST && attempt < kReformAttempts) {
+                DT_LOG(warn, "context", e.what(), ": meeting again");
+                continue;
+            }
             fail_reform(e); // too few ranks, or this one came too late: meeting again won't help
             throw;
         }
+        // Where the launcher publishes deaths, a member's death makes every member's
+        // set-up give up at once; elsewhere the others notice within DISTTRAIN_TIMEOUT.
+        std::unique_ptr<MemberDeathWatch> watch;
+        if (deaths_)
+            watch = std::make_unique<MemberDeathWatch>(*watch_store_, *watch_deaths_,
+                                                       member_ids_, abandon_keys());
         try {
             connect_peers();
             return;
         } catch (const Error &e) {
+            std::optional<std::string> died = watch ? watch->fired() : std::nullopt;
+            watch.reset();
             disconnect_peers();
+            Error why = died ? Error(DT_ERR_PEER_LOST, *died) : e;
             if (attempt >= kReformAttempts) {
-                fail_reform(e);
-                throw;
+                fail_reform(why);
+                throw why;
             }
             // A member died after it arrived, while the new membership connected: the
-            // others all fail to connect, and meet again without it. Nobody knows who it
-            // was, so the meeting closes once arrivals have settled.
+            // others all fail to connect, and meet again without it. Where the launcher
+            // publishes deaths that meeting knows who is gone; elsewhere it closes once
+            // arrivals have settled.
             DT_LOG(warn, "context", "the re-formed job (epoch ", epoch_, ", ", size(),
                    " ranks) could not connect, a member may have died: meeting again (",
-                   e.what(), ")");
+                   why.what(), ")");
             int members = size();
             r = rendezvous_for(rank());
             r.old_size = members;
@@ -214,6 +271,9 @@ Context::~Context()
     disconnect_peers();
     memory_.reset(); // nothing queued can still use its streams: the engine is gone
     memory_host_.reset();
+    watch_deaths_.reset();
+    watch_store_.reset();
+    deaths_.reset();
     store_.reset();
     store_server_.reset();
 }

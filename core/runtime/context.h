@@ -87,6 +87,11 @@ private:
     // Everything that talks to peers, built for the current rank and size.
     void connect_peers();
     void disconnect_peers();
+    // Elastic: reads the launcher's death notices, when it publishes them.
+    void watch_deaths();
+    // The keys that make every member's connection set-up give up (transport_choice.h).
+    std::vector<std::string> abandon_keys() const;
+    std::string shm_abandon_key() const; // the one shared memory's set-up watches
     // What is left of DISTTRAIN_TIMEOUT for creating this context (0: no limit).
     std::chrono::milliseconds time_left() const;
 
@@ -101,6 +106,12 @@ private:
     std::unique_ptr<bootstrap::Auth> auth_;
     std::unique_ptr<bootstrap::StoreServer> store_server_;
     std::unique_ptr<bootstrap::StoreClient> store_;
+    // Elastic, where the launcher publishes deaths (death_notices.h); null elsewhere.
+    std::unique_ptr<DeathNotices> deaths_;
+    // The member death watch's own client and notices (member_death_watch.h).
+    std::unique_ptr<bootstrap::StoreClient> watch_store_;
+    std::unique_ptr<DeathNotices> watch_deaths_;
+    std::vector<int64_t> member_ids_; // with deaths_: each rank's launch id
     std::unique_ptr<HostBridge> host_;
     std::unique_ptr<Transport> transport_;
     std::unique_ptr<HostBridge> device_host_;        // the device transport's services

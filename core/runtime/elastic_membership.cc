@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <numeric>
+#include <optional>
 #include <thread>
 
 namespace dt {
@@ -19,17 +20,23 @@ using Millis = std::chrono::milliseconds;
 // number of lost reports can.
 constexpr int64_t kArrived = int64_t{1} << 40;
 
-std::string encode(const ElasticMember &m) { return cat(m.old_rank, " ", m.host); }
+std::string encode(const ElasticMember &m)
+{
+    return cat(m.old_rank, " ", m.launch_id, " ", m.host);
+}
 
 ElasticMember decode(const std::string &s)
 {
     ElasticMember m;
-    auto space = s.find(' ');
-    if (space == std::string::npos)
+    auto first = s.find(' ');
+    auto second = first == std::string::npos ? first : s.find(' ', first + 1);
+    if (second == std::string::npos)
         throw_error(DT_ERR_PROTOCOL, "malformed elastic arrival '", s, "'");
-    m.old_rank = static_cast<int>(env::parse_int("elastic arrival", s.substr(0, space), -1,
+    m.old_rank = static_cast<int>(env::parse_int("elastic arrival", s.substr(0, first), -1,
                                                  INT32_MAX));
-    m.host = s.substr(space + 1);
+    m.launch_id = env::parse_int("elastic arrival", s.substr(first + 1, second - first - 1),
+                                 -1, INT64_MAX);
+    m.host = s.substr(second + 1);
     return m;
 }
 
@@ -45,9 +52,78 @@ bool exists(bootstrap::StoreClient &store, const std::string &key, std::string *
     }
 }
 
+// A joiner leaves the wait once, whoever sees it first: the rank 0 that lets it in, the
+// joiner giving up, or a rank reading its death notice. Without a launch id only the
+// first two can, and each counts it.
+void leave_waiting(bootstrap::StoreClient &store, const std::string &root, int64_t launch_id)
+{
+    if (launch_id < 0 || store.add(cat(root, "left/", launch_id), 1) == 1)
+        store.add(root + "admitted", 1);
+}
+
+// Joiners among the newly dead (their registration names their launch id) leave the wait.
+void retire_dead_joiners(bootstrap::StoreClient &store, const std::string &root,
+                         const std::vector<int64_t> &fresh)
+{
+    std::string ignored;
+    for (int64_t id : fresh)
+        if (exists(store, cat(root, "joiner/", id), &ignored))
+            leave_waiting(store, root, id);
+}
+
+// How long a rank waits for the close it saw claimed before it asks whether the closer
+// died (a close takes three store round trips).
+constexpr Millis kCloserGrace{100};
+
+// An old rank that arrived in this epoch and is known dead since (it may be the closer).
+bool arrived_member_died(bootstrap::StoreClient &store, const ElasticRendezvous &r,
+                         const std::string &p)
+{
+    retire_dead_joiners(store, r.root, r.deaths->refresh());
+    for (int i = 0; i < r.old_size; ++i)
+        if (r.deaths->dead().count(r.old_ids[static_cast<size_t>(i)]) &&
+            store.add(cat(p, "state/", i), 0) >= kArrived)
+            return true;
+    return false;
+}
+
+// A later epoch closed (root "epoch" past this one) while this one did not.
+bool epoch_passed(bootstrap::StoreClient &store, const ElasticRendezvous &r)
+{
+    std::string last;
+    return exists(store, r.root + "epoch", &last) &&
+           env::parse_int("elastic epoch", last, 0, INT64_MAX) > static_cast<int64_t>(r.epoch);
+}
+
 Millis time_left(Clock::time_point deadline)
 {
     return std::max(Millis{1}, std::chrono::duration_cast<Millis>(deadline - Clock::now()));
+}
+
+// A ticket's arrival record. Its rank may die between taking the ticket and writing it:
+// where deaths are known, such a death sends the members to the next epoch, and a joiner
+// moves on once they have met there; elsewhere DISTTRAIN_TIMEOUT ends the wait.
+std::string read_arrival(bootstrap::StoreClient &store, const ElasticRendezvous &r,
+                         const std::string &p, int ticket, bool vouched)
+{
+    const std::string key = cat(p, "arrival/", ticket);
+    const bool newcomer = r.me.old_rank < 0;
+    if (!vouched && !newcomer)
+        return store.get(key, time_left(r.deadline));
+    for (;;) {
+        Millis left = time_left(r.deadline);
+        try {
+            return store.get(key, std::min(left, Millis{10}));
+        } catch (const Error &e) {
+            if (e.status() != DT_ERR_TIMEOUT || left <= Millis{10})
+                throw;
+        }
+        if (vouched && arrived_member_died(store, r, p))
+            throw_error(DT_ERR_PEER_LOST, "a rank that arrived in re-form epoch ", r.epoch,
+                        " died before it said who it is");
+        if (newcomer && epoch_passed(store, r))
+            throw_error(DT_ERR_INVALID_STATE, "re-form epoch ", r.epoch, " was given up");
+    }
 }
 
 } // namespace
@@ -97,6 +173,14 @@ ElasticMembership elastic_rendezvous(bootstrap::StoreClient &store, const Elasti
         store.add(p + "lost_total", -1);
     const int ticket = static_cast<int>(store.add(p + "arrived", 1) - 1);
     store.set(cat(p, "arrival/", ticket), encode(r.me));
+    // Counted after the ticket: a closer that counts this rank in has its ticket too. The
+    // mark first: a rank that dies without either is counted as dead, never twice.
+    if (!newcomer) {
+        store.set(cat(p, "in/", r.me.old_rank), "1");
+        store.add(p + "old_arrived", 1);
+    }
+    const bool vouched = !newcomer && r.deaths != nullptr && r.deaths->vouched() &&
+                         static_cast<int>(r.old_ids.size()) == r.old_size;
     for (int lost : r.lost)
         if (store.add(cat(p, "state/", lost), 1) == 1)
             store.add(p + "lost_total", 1);
@@ -104,17 +188,48 @@ ElasticMembership elastic_rendezvous(bootstrap::StoreClient &store, const Elasti
     std::string closed;
     int64_t seen = -1;
     auto changed_at = Clock::now();
+    std::optional<Clock::time_point> claimed_at; // when another rank claimed the close
     while (!exists(store, p + "closed", &closed)) {
         auto now = Clock::now();
-        if (!newcomer) {
+        if (claimed_at) {
+            // The closer may die between its claim and the close: where deaths are known,
+            // a member that arrived and died since is reason to meet in the next epoch
+            // (only that closer could close this one). Elsewhere DISTTRAIN_TIMEOUT ends it.
+            if (vouched && now - *claimed_at >= kCloserGrace &&
+                arrived_member_died(store, r, p))
+                throw_error(DT_ERR_PEER_LOST, "a rank that arrived in re-form epoch ",
+                            r.epoch, " died before its membership closed");
+        } else if (!newcomer) {
             int64_t arrived = store.add(p + "arrived", 0);
-            int64_t alive = r.old_size - store.add(p + "lost_total", 0);
-            int64_t expected = std::max<int64_t>(alive, 1) + waiting_joiners(store, r.root);
+            bool everyone;
+            if (vouched) {
+                retire_dead_joiners(store, r.root, r.deaths->refresh());
+                // Every old rank accounted for: arrived, reported lost or known dead. Read
+                // in this order, a rank arriving or reported meanwhile is counted at most
+                // once (at worst not yet): see the arrival above.
+                int64_t old_in = store.add(p + "old_arrived", 0);
+                int64_t lost = store.add(p + "lost_total", 0);
+                // The dead not counted otherwise: never arrived and never reported, or
+                // arrived and died before counting itself in.
+                int64_t dead_unseen = 0;
+                std::string mark;
+                for (int i = 0; i < r.old_size; ++i) {
+                    if (!r.deaths->dead().count(r.old_ids[static_cast<size_t>(i)]))
+                        continue;
+                    int64_t state = store.add(cat(p, "state/", i), 0);
+                    if (state == 0 || (state >= kArrived && !exists(store, cat(p, "in/", i), &mark)))
+                        ++dead_unseen;
+                }
+                everyone = old_in + lost + dead_unseen >= r.old_size &&
+                           arrived - old_in >= waiting_joiners(store, r.root);
+            } else {
+                int64_t alive = r.old_size - store.add(p + "lost_total", 0);
+                everyone = arrived >= std::max<int64_t>(alive, 1) + waiting_joiners(store, r.root);
+            }
             if (arrived != seen) {
                 seen = arrived;
                 changed_at = now;
             }
-            bool everyone = arrived >= expected;
             bool settled = now - changed_at >= r.settle;
             if (arrived >= r.min_size && (everyone || settled)) {
                 if (store.add(p + "closer", 1) == 1) {
@@ -122,17 +237,23 @@ ElasticMembership elastic_rendezvous(bootstrap::StoreClient &store, const Elasti
                     // next. Read the count again: a rank that took a ticket since is in.
                     store.set(r.root + "epoch", std::to_string(r.epoch));
                     store.set(p + "closed", std::to_string(store.add(p + "arrived", 0)));
+                    continue;
                 }
-                continue; // the closer's value is the one every rank takes
+                claimed_at = now; // the closer's value is the one every rank takes
             }
-            if (now >= r.deadline)
-                throw_error(DT_ERR_TIMEOUT, "the job could not re-form: ", arrived,
-                            " rank(s) arrived before DISTTRAIN_TIMEOUT, and it needs at "
-                            "least ", r.min_size, " (DISTTRAIN_MIN_SIZE)");
-        } else if (now >= r.deadline) {
-            throw_error(DT_ERR_TIMEOUT, "no re-form of the running job let this rank in "
-                        "before DISTTRAIN_TIMEOUT; its ranks let joiners in when they call "
-                        "dt_context_poll_joiners at a step boundary");
+        } else if (epoch_passed(store, r)) {
+            // The ranks met in a later epoch without closing this one (its closer died).
+            throw_error(DT_ERR_INVALID_STATE, "re-form epoch ", r.epoch, " was given up");
+        }
+        if (now >= r.deadline) {
+            if (newcomer)
+                throw_error(DT_ERR_TIMEOUT, "no re-form of the running job let this rank in "
+                            "before DISTTRAIN_TIMEOUT; its ranks let joiners in when they "
+                            "call dt_context_poll_joiners at a step boundary");
+            throw_error(DT_ERR_TIMEOUT, "the job could not re-form: ", seen,
+                        " rank(s) arrived before DISTTRAIN_TIMEOUT, and it needs at least ",
+                        r.min_size, " (DISTTRAIN_MIN_SIZE)",
+                        claimed_at ? "; the membership was never closed" : "");
         }
         std::this_thread::sleep_for(Millis{2});
     }
@@ -143,13 +264,13 @@ ElasticMembership elastic_rendezvous(bootstrap::StoreClient &store, const Elasti
                     "after the ", size, " that make up the new job)");
     std::vector<ElasticMember> arrivals;
     for (int t = 0; t < size; ++t)
-        arrivals.push_back(decode(store.get(cat(p, "arrival/", t), time_left(r.deadline))));
+        arrivals.push_back(decode(read_arrival(store, r, p, t, vouched)));
     ElasticMembership m = number_members(arrivals, ticket);
     // The new rank 0 counts the joiners let in, before any rank can ask how many wait.
-    int64_t newcomers = std::count_if(arrivals.begin(), arrivals.end(),
-                                      [](const ElasticMember &a) { return a.old_rank < 0; });
-    if (m.rank == 0 && newcomers > 0)
-        store.add(r.root + "admitted", newcomers);
+    if (m.rank == 0)
+        for (const ElasticMember &a : arrivals)
+            if (a.old_rank < 0)
+                leave_waiting(store, r.root, a.launch_id);
     return m;
 }
 
@@ -164,13 +285,17 @@ std::pair<ElasticMembership, uint64_t> elastic_join(bootstrap::StoreClient &stor
 {
     r.me.old_rank = -1;
     store.add(r.root + "joiners", 1);
+    // After the count: a rank that reads this joiner's death notice finds it registered,
+    // and so counted.
+    if (r.me.launch_id >= 0)
+        store.set(cat(r.root, "joiner/", r.me.launch_id), "waiting");
     try {
         return join_next_reform(store, r);
     } catch (const Error &) {
         // Giving up (DISTTRAIN_TIMEOUT, a store error): no longer waiting, so that the
         // job's ranks stop re-forming for a joiner that will never come.
         try {
-            store.add(r.root + "joiners", -1);
+            leave_waiting(store, r.root, r.me.launch_id);
         } catch (const Error &) {
             // The store is gone too: nobody is left to count on it.
         }
@@ -202,8 +327,11 @@ std::pair<ElasticMembership, uint64_t> join_next_reform(bootstrap::StoreClient &
 
 } // namespace
 
-int64_t waiting_joiners(bootstrap::StoreClient &store, const std::string &root)
+int64_t waiting_joiners(bootstrap::StoreClient &store, const std::string &root,
+                        DeathNotices *deaths)
 {
+    if (deaths != nullptr)
+        retire_dead_joiners(store, root, deaths->refresh());
     // Read apart, the two counters may cross for a moment (a joiner giving up while
     // rank 0 counts it in): never fewer than none.
     return std::max<int64_t>(0, store.add(root + "joiners", 0) - store.add(root + "admitted", 0));

@@ -12,6 +12,7 @@
 #pragma once
 
 #include "bootstrap/store.h"
+#include "runtime/death_notices.h"
 
 #include <chrono>
 #include <cstdint>
@@ -24,6 +25,7 @@ namespace dt {
 struct ElasticMember {
     int old_rank = -1; // -1: not in the job before
     std::string host;
+    int64_t launch_id = -1; // DISTTRAIN_LAUNCH_ID (death_notices.h); -1: none
 };
 
 struct ElasticMembership {
@@ -43,6 +45,11 @@ struct ElasticRendezvous {
     int min_size = 1;
     std::chrono::milliseconds settle{1000};
     std::chrono::steady_clock::time_point deadline;
+    // Where a launcher publishes deaths (deaths->vouched()): membership then closes as
+    // soon as every old rank has arrived, was reported lost or is known dead, and dead
+    // joiners no longer count as waiting. Null or not vouched: arrivals settle instead.
+    DeathNotices *deaths = nullptr;
+    std::vector<int64_t> old_ids; // launch id of each old rank (with deaths)
 };
 
 // Throws DT_ERR_TIMEOUT when fewer than min_size ranks arrived by the deadline (naming
@@ -54,13 +61,17 @@ ElasticMembership elastic_rendezvous(bootstrap::StoreClient &store, const Elasti
 // until one lets it in (r.epoch is ignored: each try joins the next one). Returns the
 // membership and the epoch it joined. Throws DT_ERR_TIMEOUT at r.deadline; a joiner that
 // gives up (on any error) withdraws its registration first, so it is no longer counted
-// as waiting. One killed while waiting (SIGKILL) still is.
+// as waiting. One killed while waiting (SIGKILL) no longer counts once the launcher's
+// death notice is read (r.deaths vouched, and a launch id); without notices it still
+// counts.
 std::pair<ElasticMembership, uint64_t> elastic_join(bootstrap::StoreClient &store,
                                                     ElasticRendezvous r);
 
 // Joiners registered and not yet let in (the store's view: call it on one rank and share
-// the answer).
-int64_t waiting_joiners(bootstrap::StoreClient &store, const std::string &root);
+// the answer). With deaths, first reads the new death notices and no longer counts the
+// joiners among the dead.
+int64_t waiting_joiners(bootstrap::StoreClient &store, const std::string &root,
+                        DeathNotices *deaths = nullptr);
 
 // The pure part, for tests: new ranks and local ranks from the arrivals that made it.
 ElasticMembership number_members(const std::vector<ElasticMember> &arrivals, int my_ticket);

@@ -72,16 +72,26 @@ std::vector<std::string> TransportChoice::candidates(const std::vector<std::stri
         store_.set(key, join(mine));
         return mine;
     }
-    auto theirs = try_get(store_, key, left(deadline_));
-    if (!theirs)
+    // Rank 0 publishes them before it tries any: an abandon notice of this rank's first
+    // choice while waiting means the job gave up (a member died), not a failed start.
+    try {
+        return split(get_unless_abandoned(store_, key, abandon_key(mine.front()), deadline_));
+    } catch (const Error &e) {
+        if (e.status() != DT_ERR_TIMEOUT)
+            throw;
         throw_error(DT_ERR_TIMEOUT, "rank 0 did not publish its transport candidates "
                     "before DISTTRAIN_TIMEOUT");
-    return split(*theirs);
+    }
 }
 
 std::string TransportChoice::abandon_key(const std::string &name) const
 {
-    return prefix_ + "transport/" + name + "/abandoned";
+    return abandon_key_in(prefix_, name);
+}
+
+std::string TransportChoice::abandon_key_in(const std::string &prefix, const std::string &name)
+{
+    return prefix + "transport/" + name + "/abandoned";
 }
 
 void TransportChoice::abandon(const std::string &name, const std::string &reason)

@@ -28,6 +28,8 @@ public:
 
     // The key whose presence means some rank gave candidate `name` up.
     std::string abandon_key(const std::string &name) const;
+    // The same, for the choice made under prefix (a member death watch writes it).
+    static std::string abandon_key_in(const std::string &prefix, const std::string &name);
     // Tells the others this rank gives `name` up, unless one already did (the first
     // reason is the one worth reading).
     void abandon(const std::string &name, const std::string &reason);

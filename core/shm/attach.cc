@@ -37,6 +37,7 @@ std::unique_ptr<Domain> attach(bootstrap::StoreClient &store, const Transport &t
     d.data_bytes = static_cast<size_t>(settings.data_bytes);
     d.key_prefix = opts.key_prefix;
     d.timeout = opts.timeout;
+    d.abandon_key = opts.abandon_key;
     d.tuning = settings.tuning;
     d.cma.enabled = settings.cma;
     auto domain = std::make_unique<Domain>(store, d);

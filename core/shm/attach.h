@@ -18,6 +18,7 @@ struct AttachOptions {
     bool local_known = true; // false: the launcher did not say which ranks share a host
     std::string key_prefix;  // the context's store namespace
     std::chrono::milliseconds timeout{0};
+    std::string abandon_key; // DomainOptions::abandon_key
 };
 
 // The context's domain, or null when shared memory is off (settings.enabled false),

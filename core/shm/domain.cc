@@ -26,6 +26,38 @@ namespace {
 
 using Millis = std::chrono::milliseconds;
 
+// store.wait that also gives up once abandon_key is set (DomainOptions::abandon_key),
+// looking for it every few milliseconds. timeout below 0: none.
+void wait_keys(bootstrap::StoreClient &store, const std::vector<std::string> &keys,
+               Millis timeout, const std::string &abandon_key)
+{
+    if (abandon_key.empty()) {
+        store.wait(keys, timeout);
+        return;
+    }
+    using Clock = std::chrono::steady_clock;
+    const auto deadline = timeout.count() >= 0 ? Clock::now() + timeout : Clock::time_point::max();
+    for (;;) {
+        auto left = std::chrono::duration_cast<Millis>(deadline - Clock::now());
+        try {
+            store.wait(keys, std::clamp(left, Millis{1}, Millis{10}));
+            return;
+        } catch (const Error &e) {
+            if (e.status() != DT_ERR_TIMEOUT || left <= Millis{10})
+                throw; // past the deadline: the store's error names the missing keys
+        }
+        std::string why;
+        try {
+            why = store.get(abandon_key, Millis{0});
+        } catch (const Error &e) {
+            if (e.status() != DT_ERR_TIMEOUT)
+                throw;
+            continue;
+        }
+        throw_error(DT_ERR_CONNECT, "shared memory set-up given up: ", why);
+    }
+}
+
 std::string random_nonce()
 {
     std::random_device rd;
@@ -90,6 +122,7 @@ void Domain::meet(bootstrap::StoreClient &store, const DomainOptions &opts)
         nonce = random_nonce();
         store.set(host + "nonce", nonce);
     } else {
+        wait_keys(store, {host + "nonce"}, timeout, opts.abandon_key);
         nonce = store.get(host + "nonce", timeout);
     }
     const std::string self_host = host_name();
@@ -118,7 +151,7 @@ void Domain::meet(bootstrap::StoreClient &store, const DomainOptions &opts)
     std::vector<std::string> created;
     for (int i = 0; i < local_size_; ++i)
         created.push_back(cat(host, "created/", i));
-    store.wait(created, timeout);
+    wait_keys(store, created, timeout, opts.abandon_key);
     ctl_.resize(local_size_);
     data_.resize(local_size_);
     pids_.resize(local_size_);
@@ -165,7 +198,7 @@ void Domain::meet(bootstrap::StoreClient &store, const DomainOptions &opts)
     std::vector<std::string> mapped;
     for (int i = 0; i < local_size_; ++i)
         mapped.push_back(cat(host, "mapped/", i));
-    store.wait(mapped, timeout);
+    wait_keys(store, mapped, timeout, opts.abandon_key);
     segments_[local_rank_].unlink();
     cma_.assign(local_size_, 0);
     int refusing = -1;
@@ -204,7 +237,7 @@ void Domain::learn_hosts(bootstrap::StoreClient &store, const DomainOptions &opt
     std::vector<std::string> keys;
     for (int r = 0; r < world_size_; ++r)
         keys.push_back(cat(opts.key_prefix, "hoststart/", r));
-    store.wait(keys, timeout);
+    wait_keys(store, keys, timeout, opts.abandon_key);
     for (int r = 0; r < world_size_; ++r)
         host_start_of_[r] = std::stoi(store.get(keys[r], timeout));
 }

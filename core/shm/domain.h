@@ -40,6 +40,9 @@ struct DomainOptions {
     size_t data_bytes = 0;     // staging area per rank; 0: kDefaultDataBytes
     std::string key_prefix;    // store namespace of this context, e.g. "ctx0/shm/"
     std::chrono::milliseconds timeout{0}; // store waits; 0: none
+    // Once this store key is set, every set-up wait gives up (DT_ERR_CONNECT with its
+    // value): a member of a re-formed elastic job died. Empty: plain waits.
+    std::string abandon_key;
     // The policy's overrides of the measured thresholds and waits (tuning.cc, team.cc).
     TuningOverrides tuning;
     CmaOptions cma;

@@ -20,6 +20,11 @@
  *                            re-forming with it (one takes about 10 ms on one machine)
  *   DT_WORKER_STEPS_AFTER_REFORM=N  after a re-form that lost ranks, run N more steps
  *                            and end (for a job whose STEPS is "until something breaks")
+ *   DT_WORKER_POLL_FROM_STEP=K  ask for joiners only from step K on (a replacement then
+ *                            waits to be let in until then, unless a loss lets it in)
+ *   DT_WORKER_JOINER_DIES_MS=MS  a replacement waits 200 ms (past the re-form after the
+ *                            loss), prints "joining", and dies (SIGKILL) MS ms later,
+ *                            while it waits to be let in
  * A peer that went silent (DT_ERR_TIMEOUT: a host cut off) is lost as much as one that
  * died: the survivors re-form without it too.
  *   dt_elastic_worker reform      call dt_context_reform at once, print its status
@@ -103,6 +108,13 @@ int main(int argc, char **argv)
     const int victim2 = argc > 3 ? atoi(argv[3]) : -1;
     setvbuf(stdout, NULL, _IOLBF, 0);
 
+    if (getenv("DISTTRAIN_ELASTIC_JOIN") != NULL && env_int("DT_WORKER_JOINER_DIES_MS", 0) > 0) {
+        /* Late enough for the re-form after the loss to be over: it must not let it in. */
+        struct timespec late = {0, 200 * 1000 * 1000};
+        nanosleep(&late, NULL);
+        printf("joining t_ms=%.1f\n", now_ms());
+        die_in(env_int("DT_WORKER_JOINER_DIES_MS", 0));
+    }
     dt_context_h ctx = NULL;
     dt_status_t s = dt_context_create(NULL, &ctx);
     if (s != DT_OK)
@@ -118,13 +130,15 @@ int main(int argc, char **argv)
     const char *die_spec = getenv("DT_WORKER_DIE_IN_REFORM");
     const int die_after_ms = die_spec && strchr(die_spec, ':') ? atoi(strchr(die_spec, ':') + 1) : 2;
     const int steps_after_reform = env_int("DT_WORKER_STEPS_AFTER_REFORM", -1);
+    const int poll_from_step = env_int("DT_WORKER_POLL_FROM_STEP", 0);
     int step = 0;
     int just_reformed = 0; /* print "recovered" after the next allreduce */
     if ((s = sync_step(ctx, &step)) != DT_OK)
         return fail("sync_step", s);
     while (step < steps || size < until_size) {
         int waiting = 0;
-        if ((s = dt_context_poll_joiners(ctx, &waiting)) == DT_OK && waiting > 0) {
+        if (step >= poll_from_step &&
+            (s = dt_context_poll_joiners(ctx, &waiting)) == DT_OK && waiting > 0) {
             if ((s = dt_context_reform(ctx)) != DT_OK)
                 return fail("dt_context_reform (growing)", s);
             dt_context_rank(ctx, &rank);

@@ -271,6 +271,51 @@ def test_a_kill_during_the_reform_never_hangs(disttrainrun, worker):
             assert done[0].group(2).endswith(f"size=2 steps={STEPS}"), r.stdout
 
 
+@pytest.mark.parametrize("die_after_ms", [1, 5, 20])
+def test_a_kill_during_the_reform_recovers_well_before_the_timeout(disttrainrun, worker,
+                                                                    die_after_ms):
+    # Rank 1 dies at step 3, rank 3 some ms into the re-form that follows: before it
+    # arrived, after, or while the re-formed job connects. disttrainrun publishes both
+    # deaths in its store, so the survivors neither wait for latecomers nor wait out
+    # DISTTRAIN_TIMEOUT (30 s) for a member that died while they connected: the job ends
+    # well within a bound that waiting the timeout cannot meet.
+    started = time.monotonic()
+    r = run([disttrainrun, "-np", "4", "--elastic", worker, STEPS, "1"],
+            env={"DISTTRAIN_TIMEOUT": "30", "DT_WORKER_DIE_IN_REFORM": f"3:{die_after_ms}"},
+            timeout=60)
+    took = time.monotonic() - started
+    assert r.returncode == 0, r.stdout + r.stderr
+    done = {int(m.group(1)): m.group(2) for m in lines(r.stdout, "^done ")}
+    assert done == {0: f"done rank=0 size=2 steps={STEPS}",
+                    2: f"done rank=1 size=2 steps={STEPS}"}, r.stdout + r.stderr
+    assert took < 15, f"took {took:.1f} s\n{r.stdout}{r.stderr}"
+
+
+def test_a_joiner_killed_while_waiting_is_no_longer_counted(disttrainrun, worker):
+    # Rank 1 dies at step 3 and its replacement dies 300 ms after it starts, while it
+    # waits: the ranks ask for joiners only from step 60 on (about 0.6 s later). Counted
+    # as waiting, it would make the ranks re-form for it at every later step, each re-form
+    # waiting in vain for it (the settle time, 1 s); its death notice ends that.
+    steps = 90
+    started = time.monotonic()
+    r = run([disttrainrun, "-np", "3", "--elastic", "--max-restarts", "1", worker, str(steps),
+             "1"],
+            env={"DISTTRAIN_TIMEOUT": "30", "DT_WORKER_POLL_FROM_STEP": "60",
+                 "DT_WORKER_JOINER_DIES_MS": "300"}, timeout=90)
+    took = time.monotonic() - started
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "started a replacement (pid" in r.stderr, r.stderr
+    assert lines(r.stdout, "^joining "), r.stdout + r.stderr
+    if lines(r.stdout, r"^reformed .*size=3"):
+        pytest.skip("the replacement registered before the re-form after the loss, which "
+                    "let it in: it died as a member, not while waiting")
+    assert re.search(r"rank 1 \(host localhost, pid \d+\) was killed by signal 9", r.stderr)
+    assert not lines(r.stdout, "^grew "), r.stdout + r.stderr
+    done = sorted(m.group(2) for m in lines(r.stdout, "^done "))
+    assert done == [f"done rank={k} size=2 steps={steps}" for k in range(2)], r.stdout
+    assert took < 15, f"took {took:.1f} s\n{r.stdout}{r.stderr}"
+
+
 def test_falling_below_min_np_stops_every_survivor(disttrainrun, worker):
     # Two of 4 die together and --min-np is 3: the job ends at once with the reason, and
     # every survivor is accounted for.

@@ -69,6 +69,20 @@ Mesh::Mesh(const Host &host, const Config &config, int rank, int size, const Soc
     host_.log(DT_LOG_DEBUG, "listening on " + listen_addr_);
 }
 
+void Mesh::check_given_up() {
+    auto now = Clock::now();
+    if (now < next_check_) return;
+    next_check_ = now + std::chrono::milliseconds(10);
+    // Once the job gives up on this transport, the host fails every store read (abandon
+    // notice, runtime/transport_choice.h). Waiting on sockets alone the mesh reads nothing,
+    // so it reads a key nobody writes, without waiting, to hear of it.
+    std::string ignored;
+    int32_t rc = host_.store_get("given_up", &ignored, 1);
+    if (rc == DTP_OK || rc == DTP_ERR_TIMEOUT) return;
+    throw TcpError(rc, "tcp: rank " + std::to_string(rank_) + " gave up connecting: the job "
+                       "gave up on this transport");
+}
+
 void Mesh::connect_step(int wait_ms) {
     fetch_addresses(wait_ms);
     auto now = Clock::now();

@@ -46,6 +46,11 @@ public:
     // does not hold the job's token.
     void connect_step(int wait_ms);
 
+    // Init only: throws TcpError when the host has given up on this transport while the
+    // mesh waits (a peer could not start it, or a member of the job died). Looks at most
+    // every few milliseconds.
+    void check_given_up();
+
     // epoll events.
     void on_listener();
     std::optional<Established> on_handshake(uint64_t key);
@@ -88,6 +93,7 @@ private:
     int connected_count_ = 0;
     std::map<uint64_t, Handshake> handshakes_;
     uint64_t next_id_ = 1;
+    Clock::time_point next_check_{};
 };
 
 } // namespace dt::tcp

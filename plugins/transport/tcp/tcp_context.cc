@@ -60,8 +60,10 @@ void Context::connect_mesh(int32_t timeout_ms) {
             }
             left = static_cast<int>(std::min<long long>(d.count(), 1 << 30));
         }
+        mesh_->check_given_up();
         mesh_->connect_step(std::min(left < 0 ? 10 : left, 10));
-        wait_events(mesh_->next_wakeup_ms(left < 0 ? 100 : std::min(left, 100)));
+        // Short waits: check_given_up above must run often for a job that gives up.
+        wait_events(mesh_->next_wakeup_ms(left < 0 ? 10 : std::min(left, 10)));
         mesh_->expire();
     }
 }

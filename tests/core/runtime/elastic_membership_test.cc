@@ -2,15 +2,19 @@
 // Membership after a re-form: numbering (old ranks first in their order, newcomers after,
 // local ranks per host) and the rendezvous in a real store: it closes as soon as the
 // ranks believed alive arrived, falls back to the settle time when no death was seen,
-// refuses a rank that comes after it closed, and times out below the minimum size.
+// refuses a rank that comes after it closed, and times out below the minimum size. Where
+// a launcher publishes deaths (death_notices.h): closes without settling once the dead
+// are known, no longer counts a dead joiner, and gives up an epoch whose closer died.
 #include "runtime/elastic_membership.h"
 
 #include "bootstrap/store.h"
+#include "runtime/death_notices.h"
 #include "runtime/error.h"
 
 #include <gtest/gtest.h>
 
 #include <future>
+#include <optional>
 #include <thread>
 
 namespace dt {
@@ -41,6 +45,7 @@ TEST(ElasticMembership, OldRanksKeepTheirOrderAndNewcomersFollow)
 struct Reform : ::testing::Test {
     bootstrap::Auth auth{std::string(64, 'e')};
     bootstrap::StoreServer server{"127.0.0.1:0", auth};
+    bool launcher_vouches = false; // each rank reads death notices; launch id = old rank
 
     ElasticRendezvous survivor(int old_rank, std::vector<int> lost, int old_size,
                                std::chrono::milliseconds settle, int min_size = 1,
@@ -67,7 +72,15 @@ struct Reform : ::testing::Test {
             results.push_back(std::async(std::launch::async, [&, r] {
                 try {
                     bootstrap::StoreClient store(server.address(), auth, 10000ms);
-                    return std::make_pair(DT_OK, elastic_rendezvous(store, r));
+                    ElasticRendezvous mine = r;
+                    std::optional<DeathNotices> notices;
+                    if (launcher_vouches) {
+                        notices.emplace(store);
+                        mine.deaths = &*notices;
+                        for (int old = 0; old < r.old_size; ++old)
+                            mine.old_ids.push_back(old);
+                    }
+                    return std::make_pair(DT_OK, elastic_rendezvous(store, mine));
                 } catch (const Error &e) {
                     return std::make_pair(e.status(), ElasticMembership{});
                 }
@@ -184,6 +197,77 @@ TEST_F(Reform, AJoinerThatGivesUpIsNoLongerCountedAsWaiting)
         EXPECT_EQ(e.status(), DT_ERR_TIMEOUT);
     }
     EXPECT_EQ(waiting_joiners(store, "ctx0/elastic/"), 0);
+}
+
+TEST_F(Reform, ClosesWithoutSettlingWhenTheLauncherSaysWhoDied)
+{
+    // 3 ranks; rank 2 died and no survivor saw it: the launcher's notice closes at once.
+    bootstrap::StoreClient launcher(server.address(), auth, 10000ms);
+    DeathPublisher deaths(launcher);
+    deaths.publish(2);
+    launcher_vouches = true;
+    auto start = Clock::now();
+    auto out = run({survivor(0, {}, 3, 30s), survivor(1, {}, 3, 30s)});
+    EXPECT_LT(Clock::now() - start, 5s);
+    for (int i = 0; i < 2; ++i) {
+        ASSERT_EQ(out[i].first, DT_OK) << i;
+        EXPECT_EQ(out[i].second.size, 2);
+        EXPECT_EQ(out[i].second.rank, i);
+    }
+}
+
+TEST_F(Reform, WithoutDeathNoticesTheSettleTimeStillPasses)
+{
+    // The same rendezvous in a store nobody publishes deaths in (served elsewhere).
+    launcher_vouches = true;
+    auto start = Clock::now();
+    auto out = run({survivor(0, {}, 3, 300ms), survivor(1, {}, 3, 300ms)});
+    EXPECT_GE(Clock::now() - start, 300ms);
+    for (auto &[status, m] : out) {
+        ASSERT_EQ(status, DT_OK);
+        EXPECT_EQ(m.size, 2);
+    }
+}
+
+TEST_F(Reform, AJoinerKilledWhileWaitingIsNoLongerCounted)
+{
+    bootstrap::StoreClient launcher(server.address(), auth, 10000ms);
+    DeathPublisher deaths(launcher);
+    bootstrap::StoreClient store(server.address(), auth, 10000ms);
+    // What a joiner with launch id 7 does first (elastic_join), before it is killed.
+    store.add("ctx0/elastic/joiners", 1);
+    store.set("ctx0/elastic/joiner/7", "waiting");
+    DeathNotices notices(store);
+    EXPECT_EQ(waiting_joiners(store, "ctx0/elastic/", &notices), 1);
+    deaths.publish(7);
+    EXPECT_EQ(waiting_joiners(store, "ctx0/elastic/", &notices), 0);
+    // Another rank reading the same notice does not count it out twice.
+    bootstrap::StoreClient other(server.address(), auth, 10000ms);
+    DeathNotices theirs(other);
+    EXPECT_EQ(waiting_joiners(other, "ctx0/elastic/", &theirs), 0);
+    EXPECT_EQ(store.add("ctx0/elastic/admitted", 0), 1);
+}
+
+TEST_F(Reform, AnEpochWhoseCloserDiedIsGivenUp)
+{
+    // Old rank 1 arrived in epoch 1, claimed the close and died before closing it: rank
+    // 0 must not wait for a close that will never come.
+    bootstrap::StoreClient store(server.address(), auth, 10000ms);
+    const std::string p = "ctx0/elastic/1/";
+    store.add(p + "state/1", int64_t{1} << 40);
+    store.add(p + "arrived", 1);
+    store.set(p + "arrival/0", "1 host 1");
+    store.set(p + "in/1", "1");
+    store.add(p + "old_arrived", 1);
+    store.add(p + "closer", 1);
+    bootstrap::StoreClient launcher(server.address(), auth, 10000ms);
+    DeathPublisher deaths(launcher);
+    deaths.publish(1);
+    launcher_vouches = true;
+    auto start = Clock::now();
+    auto out = run({survivor(0, {}, 2, 30s)});
+    EXPECT_LT(Clock::now() - start, 5s);
+    EXPECT_EQ(out[0].first, DT_ERR_PEER_LOST);
 }
 
 } // namespace

@@ -27,7 +27,10 @@ std::unique_ptr<Domain> attach(bootstrap::StoreClient &store, const Transport &t
         DT_LOG(debug, "shm", "shared memory off (DISTTRAIN_SHM=0)");
         return nullptr;
     }
-    if (d.local_size <= 1 || !opts.local_known)
+    // A host with one rank gets a domain of its own too when the job spans hosts: where
+    // another host holds several ranks, allreduce is hierarchical, and this rank must
+    // run it (as its host's leader) with the same map of hosts as the others.
+    if (opts.size <= 1 || !opts.local_known)
         return nullptr;
     if (transport.ops().allreduce != nullptr) {
         DT_LOG(debug, "shm", "transport '", transport.name(), "' has native collectives; "

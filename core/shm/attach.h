@@ -22,8 +22,8 @@ struct AttachOptions {
 };
 
 // The context's domain, or null when shared memory is off (settings.enabled false),
-// pointless (one rank on this host) or not ours to do (the transport has native
-// collectives). settings.local_size (tests) treats each run of that many consecutive
+// pointless (a job of one rank; a rank alone on its host still gets one, to take part in
+// the hierarchical allreduce) or not ours to do (the transport has native collectives). settings.local_size (tests) treats each run of that many consecutive
 // ranks as a host. Throws DT_ERR_INVALID_CONFIG when that split does not fit the job.
 std::unique_ptr<Domain> attach(bootstrap::StoreClient &store, const Transport &transport,
                                const AttachOptions &opts, const Settings &settings);

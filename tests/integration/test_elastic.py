@@ -384,10 +384,9 @@ def namespace_hosts(tmp_path):
 
 def test_new_slots_on_another_host_get_ranks_through_ssh(disttrainrun, worker, tmp_path):
     # The job starts on h0 (2 ranks); the script then adds h1:2, whose ranks disttrainrun
-    # starts through its ssh path, and which join: every rank ends in a job of 4. Without
-    # shared memory: a re-form may let in one new rank before the other, and a job of 2
-    # ranks on one host and 1 on another cannot attach shared memory (core/shm waits for
-    # the lone rank's host key, which it never sets) until DISTTRAIN_TIMEOUT.
+    # starts through its ssh path, and which join: every rank ends in a job of 4. A
+    # re-form may let in one new rank before the other: a job of 2 ranks on one host and 1
+    # on the other, with shared memory and the hierarchical allreduce.
     script = discovery_script(tmp_path, 'if [ -e "$0.ran" ]; then printf "h0:2\\nh1:2\\n"\n'
                                         'else touch "$0.ran"; echo h0:2; fi\n')
     with namespace_hosts(tmp_path) as (fabric, path):
@@ -395,8 +394,7 @@ def test_new_slots_on_another_host_get_ranks_through_ssh(disttrainrun, worker, t
             disttrainrun, "-np", "2", "--elastic", "--max-np", "4", "--launcher", "ssh",
             "--host-discovery-script", script, "-x", "DT_WORKER_UNTIL_SIZE", "--timeout", "60",
             worker, STEPS, "-1"],
-            env={"PATH": path, "DISTTRAIN_TIMEOUT": "20", "DT_WORKER_UNTIL_SIZE": "4",
-                 "DISTTRAIN_SHM": "0"},
+            env={"PATH": path, "DISTTRAIN_TIMEOUT": "20", "DT_WORKER_UNTIL_SIZE": "4"},
             timeout=90)
     assert r.returncode == 0, r.stdout + r.stderr
     for new_rank in (2, 3):

@@ -11,15 +11,13 @@ import os
 
 import pytest
 
-from test_train import DATA, ENV, ONEDNN, job
+from conftest import NEEDS_TRAINER
+from test_train import job
 
 pytestmark = [
     pytest.mark.skipif(os.environ.get("DISTTRAIN_SLOW_TESTS") != "1",
                        reason="full trainings; set DISTTRAIN_SLOW_TESTS=1"),
-    pytest.mark.skipif(not (ONEDNN / "libdt-compute-onednn.so").exists(),
-                       reason="the oneDNN compute plugin was not built"),
-    pytest.mark.skipif(not (DATA / "train-images-idx3-ubyte.gz").exists(),
-                       reason="Fashion-MNIST is not installed"),
+    *NEEDS_TRAINER,
 ]
 
 # The commands of the closing note (per-rank batch; 2 ranks).

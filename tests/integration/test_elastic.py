@@ -7,7 +7,6 @@ the job when too few ranks are left; with --host-discovery-script the job grows 
 slots; a rank killed during a re-form leaves the others re-formed or failed, never hung;
 a host cut off from the network (its own namespace) is lost like a dead rank. The
 recovery benchmark has a smoke run here. Each job has a hard timeout."""
-import contextlib
 import os
 import pathlib
 import re
@@ -18,6 +17,9 @@ import time
 import pytest
 
 from conftest import REPO, build_path, clean_env, run
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent / "netns"))
+from ssh_hosts import namespace_hosts  # noqa: E402
 
 STEPS = 12
 
@@ -343,43 +345,6 @@ def test_recovery_benchmark_smoke(build_dir):
         assert cols[1] == "1" and cols[6] == "0", f"{name} hung:\n{r.stdout}"
         if name != "in-reform":
             assert cols[5] == "0", f"{name} failed:\n{r.stdout}"
-
-
-FAKE_SSH = """#!/bin/sh
-# ssh [-o OPT | -p PORT | -i KEY]... HOST COMMAND: runs COMMAND in HOST's network
-# namespace, so that disttrainrun's ssh path starts ranks on the namespace "hosts", with
-# HOST as host name (a UTS namespace of its own: an elastic re-form tells hosts apart by
-# their names).
-while [ $# -gt 0 ]; do
-  case "$1" in -o|-p|-i) shift 2 ;; -*) shift ;; *) break ;; esac
-done
-host=$1; shift
-case "$host" in
-{cases}
-  *) echo "ssh: unknown host $host" >&2; exit 255 ;;
-esac
-exec ip netns exec "$ns" unshare --uts sh -c 'hostname "$0" && exec sh -c "$1"' "$host" "$*"
-"""
-
-
-@contextlib.contextmanager
-def namespace_hosts(tmp_path):
-    """Two "hosts" h0 and h1 (network namespaces, tests/integration/netns) and a PATH whose
-    ssh runs commands in them; skips where namespaces cannot be made."""
-    sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent / "netns"))
-    from netns_fabric import Fabric, Unavailable, probe
-    try:
-        probe()
-    except Unavailable as e:
-        pytest.skip(str(e))
-    with Fabric(2) as fabric:
-        bin_dir = tmp_path / "bin"
-        bin_dir.mkdir()
-        ssh = bin_dir / "ssh"
-        ssh.write_text(FAKE_SSH.format(cases="\n".join(
-            f"  h{i}) ns={name} ;;" for i, name in enumerate(fabric.names))))
-        ssh.chmod(0o755)
-        yield fabric, f"{bin_dir}:{os.environ['PATH']}"
 
 
 def test_new_slots_on_another_host_get_ranks_through_ssh(disttrainrun, worker, tmp_path):

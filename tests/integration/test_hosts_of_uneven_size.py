@@ -4,13 +4,17 @@
 memory on (the default). The ranks that share a host run the hierarchical allreduce, in
 which a rank alone on its host leads it: every rank must take part in the same way, or
 the job hangs until DISTTRAIN_TIMEOUT. disttrain-perf checks every result."""
+import pathlib
 import re
+import sys
 import time
 
 import pytest
 
 from conftest import build_path, run
-from test_elastic import namespace_hosts
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent / "netns"))
+from ssh_hosts import namespace_hosts  # noqa: E402
 
 
 @pytest.mark.parametrize("hosts", ["h0:2,h1:1", "h0:1,h1:2"])

@@ -34,6 +34,7 @@ done
 # The nccl device transport, where nccl.h was found at build time (run.sh skips it else).
 if [ -e "$BUILD/plugins/transport/nccl/libdt-transport-nccl.so" ]; then
     cp "$BUILD/plugins/transport/nccl/libdt-transport-nccl.so" "$DEST/plugins/"
+    cp "$BUILD/tests/bench/nccl_overhead" "$DEST/bin/"
 fi
 if [ $REFERENCE = 1 ]; then
     need "$BUILD/plugins/compute/onednn/libdt-compute-onednn.so"

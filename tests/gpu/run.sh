@@ -1,20 +1,30 @@
 #!/bin/bash
 # SPDX-License-Identifier: Apache-2.0
-# The checks that need a GPU, in one run of at most ~8 minutes, every step under a
-# timeout. Run on a machine with one NVIDIA GPU, CUDA 13, cuDNN 9 (PyTorch's wheels
-# bring them) and PyTorch, from the repository root, with the bundle that
-# tests/gpu/bundle.sh made on the build machine:
+# The checks that need a GPU, in one run of about 6 minutes, every step under a timeout
+# and the most telling first, so that a run cut short still says the most. Run on a
+# machine with one NVIDIA GPU, CUDA 13, cuDNN 9 and NCCL (PyTorch's wheels bring them)
+# and PyTorch, from the repository root, with the bundle that tests/gpu/bundle.sh made on
+# the build machine:
 #
 #     bash tests/gpu/run.sh [.gpu-bundle]
 #
-# Steps: the CUDA memory provider on its own; the conformance suite on device memory
-# (2 ranks sharing the GPU, staged through pinned host memory); disttrain-train mlp and
-# disttrain-bench resnet20 on 2 ranks with the cuDNN plugin (the loss falls, the ranks
-# end with bit-identical models); disttrain.torch on CUDA tensors behind a slow producer
-# kernel; the nccl device transport (1 rank: every collective and dtype, ordering, abort;
-# 2 ranks on the one GPU or NCCL's refusal); ResNet-50 images/sec for 1 and 2 ranks beside
-# PyTorch (1 process, and DDP over gloo on 2). Prints "STEP name: PASS|FAIL" lines and the figures; exits 1 if a step
-# failed. With $OUT set, the whole log is also written to $OUT/gpu-run.log.
+# Steps, in order:
+#  1. the CUDA memory provider on its own; the cuDNN plugin against oneDNN op by op (a
+#     --reference bundle);
+#  2. speed on one GPU, one process: ResNet-50 batch 64 in TF32 (the default), strict
+#     float32 and bf16, and the mlp at batch 1000, beside PyTorch in the same run, as a
+#     table with ratios; then one profiled run each (DISTTRAIN_CUDNN_PROFILE: where the
+#     GPU time goes, op by op);
+#  3. the nccl device transport: 1 rank with every collective and dtype on the
+#     device_native path, its cost per call over raw NCCL, ordering behind a slow
+#     producer kernel, dt_context_abort in the middle of an allreduce, 2 ranks on the one
+#     GPU or NCCL's refusal;
+#  4. device memory staged through the host: the conformance suite on 2 ranks sharing the
+#     GPU, mlp and resnet20 training on 2 ranks with the cuDNN plugin (the loss falls,
+#     the ranks end with bit-identical models), disttrain.torch on CUDA tensors;
+#  5. ResNet-50 on 2 ranks (ordered and negotiated) beside PyTorch DDP over gloo.
+# Prints "STEP name: PASS|FAIL" lines and the figures; exits 1 if a step failed. With
+# $OUT set, the whole log is also written to $OUT/gpu-run.log.
 set -u
 BUNDLE=$(cd "${1:-.gpu-bundle}" && pwd) || { echo "no bundle: run tests/gpu/bundle.sh"; exit 2; }
 REPO=$(cd "$(dirname "$0")/../.." && pwd)
@@ -24,7 +34,7 @@ exec > >(tee "$LOG") 2>&1
 PY=$(command -v python3)
 # CUDA's libraries where PyTorch's wheels put them (or a CUDA install): one search.
 libdirs=""
-found=$(timeout 60 find /opt /usr/local /usr/lib /root -name libcudnn.so.9 -o \
+found=$(timeout 30 find /opt /usr/local /usr/lib /root -name libcudnn.so.9 -o \
         -name libcublas.so.13 -o -name libcudart.so.13 -o -name libcublasLt.so.13 -o \
         -name libnccl.so.2 2>/dev/null)
 for lib in libcudnn.so.9 libcublas.so.13 libcudart.so.13 libcublasLt.so.13; do
@@ -39,7 +49,8 @@ fi
 export DISTTRAIN_PLUGIN_PATH="$BUNDLE/plugins"
 export DISTTRAIN_LIBRARY="$BUNDLE/lib/libdisttrain.so.1"
 export PYTHONPATH="$REPO/bindings/python${PYTHONPATH:+:$PYTHONPATH}"
-export DISTTRAIN_TRANSPORT=tcp DISTTRAIN_TIMEOUT=120 PYTHONUNBUFFERED=1
+# A hang fails its step well inside the step's limit.
+export DISTTRAIN_TRANSPORT=tcp DISTTRAIN_TIMEOUT=40 PYTHONUNBUFFERED=1
 RUN="$BUNDLE/bin/disttrainrun"
 nvidia-smi -L; nvidia-smi --query-gpu=name,memory.used,memory.total --format=csv,noheader
 echo "python: $PY ($($PY -c 'import torch; print("torch", torch.__version__)' 2>&1))"
@@ -63,41 +74,52 @@ same_checksums() { # the log's "model checksum" lines agree, and there are $2 of
     [ "$n" -eq "$2" ] && [ "$distinct" -eq 1 ]
 }
 
-step provider 60 "$BUNDLE/bin/cuda_memory_gpu_test" "$BUNDLE/plugins/libdt-memory-cuda.so"
-
+step provider 30 "$BUNDLE/bin/cuda_memory_gpu_test" "$BUNDLE/plugins/libdt-memory-cuda.so"
 # The cuDNN plugin against oneDNN, operation by operation (a bundle made --reference).
 if [ -x "$BUNDLE/bin/compute_cudnn_gtest" ]; then
-    step cudnn-reference 120 "$BUNDLE/bin/compute_cudnn_gtest"
+    step cudnn-reference 60 "$BUNDLE/bin/compute_cudnn_gtest"
 fi
 
-DISTTRAIN_MEMORY=cuda step conformance 200 "$RUN" -np 2 -- \
-    "$BUNDLE/bin/dt_conformance" --device
+# 2. Speed on one GPU against PyTorch in the same run.
+rate_of() { grep -o "images/sec total on 1 workers: [0-9.]*" "/tmp/step-$1.log" | grep -o "[0-9.]*$"; }
+DISTTRAIN_COMPUTE=cudnn step r50-default 90 "$BUNDLE/bin/disttrain-bench" \
+    --model resnet50 --batch-size 64 --num-warmup 5 --num-iters 30
+DISTTRAIN_TF32=0 DISTTRAIN_COMPUTE=cudnn step r50-fp32 90 "$BUNDLE/bin/disttrain-bench" \
+    --model resnet50 --batch-size 64 --num-warmup 5 --num-iters 30
+DISTTRAIN_COMPUTE=cudnn step r50-bf16 90 "$BUNDLE/bin/disttrain-bench" \
+    --model resnet50 --batch-size 64 --num-warmup 5 --num-iters 30 --bf16
+DISTTRAIN_COMPUTE=cudnn step mlp-default 60 "$BUNDLE/bin/disttrain-bench" \
+    --model mlp --batch-size 1000 --num-warmup 20 --num-iters 300
+step torch-r50 150 "$PY" "$REPO/tests/gpu/torch_bench.py" --model resnet50 --batch-size 64 \
+    --precision default,fp32,bf16 --iters 30
+step torch-mlp 60 "$PY" "$REPO/tests/gpu/torch_bench.py" --model mlp --batch-size 1000 \
+    --precision default --warmup 20 --iters 300
+echo "=== speed on one GPU, images/sec, one process (disttrain: mean of the timed steps; pytorch: over all of them)"
+"$PY" - "$(rate_of r50-default)" "$(rate_of r50-fp32)" "$(rate_of r50-bf16)" \
+    "$(rate_of mlp-default)" /tmp/step-torch-r50.log /tmp/step-torch-mlp.log <<'PYEOF'
+import re, sys
+ours = [float(a) if a else None for a in sys.argv[1:5]]
+torch = {}
+for path in sys.argv[5:]:
+    for m in re.finditer(r"torch (\w+) (\w+) ranks=1 batch=\d+ images/sec total: ([0-9.]+)",
+                         open(path).read()):
+        torch[(m[1], m[2])] = float(m[3])
+rows = [("resnet50 b64", "TF32 (default)", ours[0], torch.get(("resnet50", "default"))),
+        ("resnet50 b64", "strict fp32", ours[1], torch.get(("resnet50", "fp32"))),
+        ("resnet50 b64", "bf16", ours[2], torch.get(("resnet50", "bf16"))),
+        ("mlp b1000", "default", ours[3], torch.get(("mlp", "default")))]
+print(f"| model | precision | disttrain | pytorch | ratio |\n|---|---|---|---|---|")
+for model, prec, a, b in rows:
+    ratio = f"{a / b:.2f}" if a and b else "?"
+    print(f"| {model} | {prec} | {a or '?'} | {b or '?'} | {ratio} |")
+PYEOF
+DISTTRAIN_CUDNN_PROFILE=1 DISTTRAIN_COMPUTE=cudnn step r50-profile 60 \
+    "$BUNDLE/bin/disttrain-bench" --model resnet50 --batch-size 64 --num-warmup 3 --num-iters 10
+DISTTRAIN_CUDNN_PROFILE=1 DISTTRAIN_COMPUTE=cudnn step mlp-profile 40 \
+    "$BUNDLE/bin/disttrain-bench" --model mlp --batch-size 1000 --num-warmup 10 --num-iters 100
 
-if [ -e "$BUNDLE/data/train-images-idx3-ubyte.gz" ]; then
-    DISTTRAIN_COMPUTE=cudnn step mlp 150 "$RUN" -np 2 -- "$BUNDLE/bin/disttrain-train" \
-        --model mlp --epochs 2 --data-dir "$BUNDLE/data" --print-checksum --no-progress \
-        --metrics-file /tmp/mlp-metrics.jsonl
-    cat /tmp/mlp-metrics.jsonl 2>/dev/null
-else # a --reference bundle carries no Fashion-MNIST: synthetic data
-    DISTTRAIN_COMPUTE=cudnn step mlp 150 "$RUN" -np 2 -- "$BUNDLE/bin/disttrain-bench" \
-        --model mlp --batch-size 100 --num-iters 30 --print-checksum
-fi
-same_checksums mlp 2 || { echo "STEP mlp-identical: FAIL"; failed=1; }
-
-DISTTRAIN_COMPUTE=cudnn step resnet20 150 "$RUN" -np 2 -- "$BUNDLE/bin/disttrain-bench" \
-    --model resnet20 --batch-size 64 --num-warmup 2 --num-iters 30 --print-checksum
-same_checksums resnet20 2 || { echo "STEP resnet20-identical: FAIL"; failed=1; }
-first=$(grep -o "loss [0-9.]*" /tmp/step-resnet20.log | head -1)
-last=$(grep -o "loss [0-9.]*" /tmp/step-resnet20.log | tail -1)
-echo "resnet20 $first -> $last"
-
-DISTTRAIN_MEMORY=cuda step torch-cuda 150 "$RUN" -np 2 -- "$PY" \
-    "$REPO/tests/gpu/torch_cuda_job.py"
-
-# NCCL as the device transport (DISTTRAIN_DEVICE_TRANSPORT=nccl), with the NCCL of
-# PyTorch's wheel: every collective and dtype on 1 rank, all on the device_native path;
-# ordering behind a slow producer kernel; dt_context_abort in the middle of an allreduce;
-# 2 ranks on the one GPU, or NCCL's clean, fast refusal.
+# 3. NCCL as the device transport (DISTTRAIN_DEVICE_TRANSPORT=nccl), with the NCCL of
+# PyTorch's wheel.
 NCCL_LIB=$(echo "$found" | grep "/libnccl.so.2\$" | head -1)
 if [ ! -e "$BUNDLE/plugins/libdt-transport-nccl.so" ]; then
     echo "STEP nccl: SKIPPED (the bundle has no libdt-transport-nccl.so: nccl.h was not found at build time)"
@@ -109,7 +131,7 @@ else
               DISTTRAIN_NCCL_LIBRARY="$NCCL_LIB")
     # shellcheck disable=SC2030,SC2031
     export "${NCCL_ENV[@]}"
-    DISTTRAIN_LOG_LEVEL=debug step nccl-1 150 "$BUNDLE/bin/dt_conformance" --device
+    DISTTRAIN_LOG_LEVEL=debug step nccl-1 60 "$BUNDLE/bin/dt_conformance" --device
     native=$(grep -c "device memory): device_native" /tmp/step-nccl-1.log)
     # The uneven kinds (allgatherv, alltoallv) have no native collective: always staged.
     staged=$(grep "device memory): staging" /tmp/step-nccl-1.log | grep -vc "allgatherv\|alltoallv")
@@ -117,41 +139,57 @@ else
     if [ "$native" -eq 0 ] || [ "$staged" -ne 0 ]; then
         echo "STEP nccl-1-native: FAIL"; failed=1
     fi
-    step nccl-ordering 150 "$PY" "$REPO/tests/gpu/torch_cuda_job.py"
-    step nccl-abort 90 "$PY" "$REPO/tests/gpu/nccl_abort.py"
-    step nccl-2-shared 120 bash "$REPO/tests/gpu/nccl_shared_gpu.sh" "$RUN" \
+    if [ -x "$BUNDLE/bin/nccl_overhead" ]; then
+        step nccl-overhead 45 "$RUN" -np 1 -- "$BUNDLE/bin/nccl_overhead" 7
+        DISTTRAIN_ORDERED=1 step nccl-overhead-ordered 45 "$RUN" -np 1 -- \
+            "$BUNDLE/bin/nccl_overhead" 7
+    fi
+    step nccl-abort 30 "$PY" "$REPO/tests/gpu/nccl_abort.py"
+    step nccl-ordering 60 "$PY" "$REPO/tests/gpu/torch_cuda_job.py"
+    step nccl-2-shared 100 bash "$REPO/tests/gpu/nccl_shared_gpu.sh" "$RUN" \
         "$BUNDLE/bin/dt_conformance"
     unset DISTTRAIN_MEMORY DISTTRAIN_DEVICE_TRANSPORT DISTTRAIN_NCCL_LIBRARY
 fi
 
-DISTTRAIN_COMPUTE=cudnn step resnet50-1 120 "$BUNDLE/bin/disttrain-bench" \
-    --model resnet50 --batch-size 64 --num-warmup 3 --num-iters 20
-# With each rank's timeline (Chrome trace JSON) in $OUT, where the staging time goes.
+# 4. Device memory staged through the host on 2 ranks sharing the GPU.
+DISTTRAIN_MEMORY=cuda step conformance 90 "$RUN" -np 2 -- \
+    "$BUNDLE/bin/dt_conformance" --device
+if [ -e "$BUNDLE/data/train-images-idx3-ubyte.gz" ]; then
+    DISTTRAIN_COMPUTE=cudnn step mlp 60 "$RUN" -np 2 -- "$BUNDLE/bin/disttrain-train" \
+        --model mlp --epochs 2 --data-dir "$BUNDLE/data" --print-checksum --no-progress \
+        --metrics-file /tmp/mlp-metrics.jsonl
+    cat /tmp/mlp-metrics.jsonl 2>/dev/null
+else # a --reference bundle carries no Fashion-MNIST: synthetic data
+    DISTTRAIN_COMPUTE=cudnn step mlp 60 "$RUN" -np 2 -- "$BUNDLE/bin/disttrain-bench" \
+        --model mlp --batch-size 100 --num-iters 30 --print-checksum
+fi
+same_checksums mlp 2 || { echo "STEP mlp-identical: FAIL"; failed=1; }
+DISTTRAIN_COMPUTE=cudnn step resnet20 60 "$RUN" -np 2 -- "$BUNDLE/bin/disttrain-bench" \
+    --model resnet20 --batch-size 64 --num-warmup 2 --num-iters 30 --print-checksum
+same_checksums resnet20 2 || { echo "STEP resnet20-identical: FAIL"; failed=1; }
+first=$(grep -o "loss [0-9.]*" /tmp/step-resnet20.log | head -1)
+last=$(grep -o "loss [0-9.]*" /tmp/step-resnet20.log | tail -1)
+echo "resnet20 $first -> $last"
+DISTTRAIN_MEMORY=cuda step torch-cuda 60 "$RUN" -np 2 -- "$PY" \
+    "$REPO/tests/gpu/torch_cuda_job.py"
+
+# 5. ResNet-50 on 2 ranks sharing the GPU, staged, beside PyTorch DDP over gloo. With
+# each rank's timeline (Chrome trace JSON) in $OUT, where the staging time goes.
 DISTTRAIN_TIMELINE="${OUT:-/tmp}/resnet50-2-{rank}.json" DISTTRAIN_COMPUTE=cudnn \
-    step resnet50-2 150 "$RUN" -np 2 -- "$BUNDLE/bin/disttrain-bench" \
+    step resnet50-2 90 "$RUN" -np 2 -- "$BUNDLE/bin/disttrain-bench" \
     --model resnet50 --batch-size 64 --num-warmup 3 --num-iters 20
 # Negotiated instead of ordered: small gradients are fused, one staging copy per batch.
-DISTTRAIN_ORDERED=0 DISTTRAIN_COMPUTE=cudnn step resnet50-2n 150 "$RUN" -np 2 -- \
+DISTTRAIN_ORDERED=0 DISTTRAIN_COMPUTE=cudnn step resnet50-2n 90 "$RUN" -np 2 -- \
     "$BUNDLE/bin/disttrain-bench" --model resnet50 --batch-size 64 --num-warmup 3 \
     --num-iters 20
-step torch-resnet50-1 120 "$PY" "$REPO/tests/gpu/torch_resnet50.py" --batch-size 64
-step torch-resnet50-2 150 "$PY" "$REPO/tests/gpu/torch_resnet50.py" --batch-size 64 --ranks 2
-
-echo "=== figures (images/sec total, synthetic ResNet-50, batch 64 per rank)"
-one=$(grep -o "images/sec total on 1 workers: [0-9.]*" /tmp/step-resnet50-1.log | grep -o "[0-9.]*$")
+step torch-resnet50-2 120 "$PY" "$REPO/tests/gpu/torch_bench.py" --batch-size 64 --ranks 2
+one=$(rate_of r50-default)
 two=$(grep -o "images/sec total on 2 workers: [0-9.]*" /tmp/step-resnet50-2.log | grep -o "[0-9.]*$")
 twon=$(grep -o "images/sec total on 2 workers: [0-9.]*" /tmp/step-resnet50-2n.log | grep -o "[0-9.]*$")
-t1=$(grep -o "images/sec total: [0-9.]*" /tmp/step-torch-resnet50-1.log | grep -o "[0-9.]*$")
+t1=$(grep -o "torch resnet50 default ranks=1 batch=64 images/sec total: [0-9.]*" /tmp/step-torch-r50.log | grep -o "[0-9.]*$")
 t2=$(grep -o "images/sec total: [0-9.]*" /tmp/step-torch-resnet50-2.log | grep -o "[0-9.]*$")
+echo "=== 2 ranks on one GPU (images/sec total, synthetic ResNet-50, batch 64 per rank)"
 echo "disttrain 1 rank: ${one:-?}  2 ranks (staging): ${two:-?} ordered, ${twon:-?} negotiated"
 echo "pytorch   1 proc: ${t1:-?}  2 ranks (DDP gloo): ${t2:-?}"
-"$PY" - "$one" "$two" "$t1" "$t2" "$twon" <<'PYEOF'
-import sys
-v = [float(a) if a else None for a in sys.argv[1:]]
-if v[0] and v[1]: print(f"disttrain 2 ranks / 1 rank: {v[1] / v[0]:.2f} ordered")
-if v[0] and v[4]: print(f"disttrain 2 ranks / 1 rank: {v[4] / v[0]:.2f} negotiated")
-if v[2] and v[3]: print(f"pytorch DDP gloo 2 ranks / 1 process: {v[3] / v[2]:.2f}")
-if v[0] and v[2]: print(f"disttrain 1 rank / pytorch 1 process: {v[0] / v[2]:.2f}")
-PYEOF
 echo "RESULT: $([ $failed -eq 0 ] && echo every step passed || echo some step FAILED)"
 exit $failed

@@ -7,6 +7,7 @@
 #pragma once
 
 #include "cudnn_cache.h"
+#include "cudnn_profile.h"
 
 #include <disttrain/plugin/compute.h>
 
@@ -14,6 +15,7 @@
 #include <cuda_runtime.h>
 #include <cudnn.h>
 
+#include <memory>
 #include <stdexcept>
 #include <string>
 
@@ -46,6 +48,7 @@ struct Instance {
     const dt_host_services_t *services = nullptr;
     void *workspace = nullptr;
     size_t workspace_bytes = 0;
+    std::unique_ptr<Profile> profile; // DISTTRAIN_CUDNN_PROFILE=1 only
 
     explicit Instance(size_t capacity) : cache(capacity) {}
     ~Instance();

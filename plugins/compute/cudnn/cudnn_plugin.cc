@@ -178,6 +178,8 @@ int32_t init(const dt_compute_init_args_t *args, void **c)
         in->bf16_native = prop.major >= 8;
         in->bf16_compute = args->compute_dtype == DTP_BFLOAT16 && in->bf16_native;
         in->tf32_convolutions = tf32_setting() && prop.major >= 8;
+        if (profile_requested())
+            in->profile = std::make_unique<Profile>();
         check_cuda(cudaStreamCreateWithFlags(&in->stream, cudaStreamNonBlocking),
                    "cudaStreamCreate");
         check_cudnn(cudnnCreate(&in->dnn), "cudnnCreate");
@@ -196,8 +198,11 @@ int32_t init(const dt_compute_init_args_t *args, void **c)
 int32_t finalize(void *c)
 {
     std::unique_ptr<Instance> owned(static_cast<Instance *>(c));
-    if (owned != nullptr)
+    if (owned != nullptr) {
         cudaSetDevice(owned->device);
+        if (owned->profile != nullptr)
+            owned->profile->report(owned->device_name.c_str());
+    }
     return DTP_OK;
 }
 
@@ -386,16 +391,50 @@ int32_t adam_update(void *c, const dtp_adam_t *p, size_t count, float *w, const 
     });
 }
 
+// An op of the table, timed into the instance's profile when it has one.
+template <auto Fn, int Op>
+struct Timed;
+template <typename... A, int32_t (*Fn)(void *, A...), int Op>
+struct Timed<Fn, Op> {
+    static int32_t call(void *c, A... a)
+    {
+        const auto *in = static_cast<const Instance *>(c);
+        ProfileScope scope(in != nullptr ? in->profile.get() : nullptr, Op,
+                           in != nullptr ? in->stream : nullptr);
+        return Fn(c, a...);
+    }
+};
+
 const dt_compute_v1_t kOps = {
     sizeof(dt_compute_v1_t), DT_COMPUTE_VERSION_1, "cudnn",
-    init, finalize, info, synchronize,
-    alloc, free_memory, copy, fill, cast,
-    matmul, add, axpby, scale, bias_add, bias_backward, relu_forward, relu_backward,
-    conv_forward, conv_backward_data, conv_backward_weights,
-    pool_workspace_size, pool_forward, pool_backward,
-    batchnorm_forward_training, batchnorm_forward_inference, batchnorm_backward,
-    softmax_xent_forward, softmax_xent_backward,
-    sgd_update, adam_update,
+    init, finalize, info,
+    Timed<synchronize, kOpSynchronize>::call,
+    Timed<alloc, kOpAlloc>::call,
+    Timed<free_memory, kOpFree>::call,
+    Timed<copy, kOpMemcpy>::call,
+    Timed<fill, kOpFill>::call,
+    Timed<cast, kOpCast>::call,
+    Timed<matmul, kOpMatmul>::call,
+    Timed<add, kOpAdd>::call,
+    Timed<axpby, kOpAxpby>::call,
+    Timed<scale, kOpScale>::call,
+    Timed<bias_add, kOpBiasAdd>::call,
+    Timed<bias_backward, kOpBiasBackward>::call,
+    Timed<relu_forward, kOpReluForward>::call,
+    Timed<relu_backward, kOpReluBackward>::call,
+    Timed<conv_forward, kOpConvForward>::call,
+    Timed<conv_backward_data, kOpConvBackwardData>::call,
+    Timed<conv_backward_weights, kOpConvBackwardWeights>::call,
+    Timed<pool_workspace_size, kOpPoolWorkspaceSize>::call,
+    Timed<pool_forward, kOpPoolForward>::call,
+    Timed<pool_backward, kOpPoolBackward>::call,
+    Timed<batchnorm_forward_training, kOpBatchnormForwardTraining>::call,
+    Timed<batchnorm_forward_inference, kOpBatchnormForwardInference>::call,
+    Timed<batchnorm_backward, kOpBatchnormBackward>::call,
+    Timed<softmax_xent_forward, kOpSoftmaxXentForward>::call,
+    Timed<softmax_xent_backward, kOpSoftmaxXentBackward>::call,
+    Timed<sgd_update, kOpSgdUpdate>::call,
+    Timed<adam_update, kOpAdamUpdate>::call,
 };
 
 } // namespace

@@ -1,0 +1,126 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "cudnn_profile.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <numeric>
+
+namespace dtp::cudnn {
+
+namespace {
+
+const char *const kOpNames[kOpCount] = {
+    "synchronize", "alloc", "free", "memcpy", "fill", "cast", "matmul", "add", "axpby",
+    "scale", "bias_add", "bias_backward", "relu_forward", "relu_backward", "conv_forward",
+    "conv_backward_data", "conv_backward_weights", "pool_workspace_size", "pool_forward",
+    "pool_backward", "batchnorm_forward_training", "batchnorm_forward_inference",
+    "batchnorm_backward", "softmax_xent_forward", "softmax_xent_backward", "sgd_update",
+    "adam_update",
+};
+
+// Pairs kept before their times are read: bounded so that a long run holds few events.
+constexpr size_t kMaxPending = 8192;
+
+double ms_between(std::chrono::steady_clock::time_point a, std::chrono::steady_clock::time_point b)
+{
+    return std::chrono::duration<double, std::milli>(b - a).count();
+}
+
+} // namespace
+
+bool profile_requested()
+{
+    const char *v = std::getenv("DISTTRAIN_CUDNN_PROFILE");
+    return v != nullptr && std::strcmp(v, "1") == 0;
+}
+
+Profile::~Profile()
+{
+    for (const auto &p : pending_) {
+        cudaEventDestroy(p.start);
+        cudaEventDestroy(p.end);
+    }
+    for (auto e : spare_)
+        cudaEventDestroy(e);
+    if (open_ != nullptr)
+        cudaEventDestroy(open_);
+}
+
+cudaEvent_t Profile::event()
+{
+    if (!spare_.empty()) {
+        cudaEvent_t e = spare_.back();
+        spare_.pop_back();
+        return e;
+    }
+    cudaEvent_t e = nullptr;
+    cudaEventCreate(&e);
+    return e;
+}
+
+void Profile::begin(int, cudaStream_t stream)
+{
+    open_ = event();
+    cudaEventRecord(open_, stream);
+    entered_ = std::chrono::steady_clock::now();
+    if (first_ == std::chrono::steady_clock::time_point{})
+        first_ = entered_;
+}
+
+void Profile::end(int op, cudaStream_t stream)
+{
+    last_ = std::chrono::steady_clock::now();
+    cudaEvent_t done = event();
+    cudaEventRecord(done, stream);
+    rows_[op].calls += 1;
+    rows_[op].host_ms += ms_between(entered_, last_);
+    pending_.push_back({op, open_, done});
+    open_ = nullptr;
+    if (pending_.size() >= kMaxPending)
+        collect();
+}
+
+void Profile::collect()
+{
+    for (const auto &p : pending_) {
+        float ms = 0;
+        if (cudaEventSynchronize(p.end) == cudaSuccess &&
+            cudaEventElapsedTime(&ms, p.start, p.end) == cudaSuccess)
+            rows_[p.op].gpu_ms += ms;
+        spare_.push_back(p.start);
+        spare_.push_back(p.end);
+    }
+    pending_.clear();
+}
+
+void Profile::report(const char *device_name)
+{
+    collect();
+    std::vector<int> order(kOpCount);
+    std::iota(order.begin(), order.end(), 0);
+    std::sort(order.begin(), order.end(),
+              [&](int a, int b) { return rows_[a].gpu_ms > rows_[b].gpu_ms; });
+    double gpu = 0, host = 0;
+    for (const auto &r : rows_) {
+        gpu += r.gpu_ms;
+        host += r.host_ms;
+    }
+    std::fprintf(stderr,
+                 "cudnn profile (DISTTRAIN_CUDNN_PROFILE) on %s: %.1f ms from the first op "
+                 "to the last, %.1f ms of it on the GPU inside ops, %.1f ms on the host "
+                 "inside calls\n%-28s %9s %11s %11s %8s\n",
+                 device_name, ms_between(first_, last_), gpu, host, "op", "calls", "gpu ms",
+                 "host ms", "gpu %");
+    for (int op : order) {
+        const Row &r = rows_[op];
+        if (r.calls == 0)
+            continue;
+        std::fprintf(stderr, "%-28s %9llu %11.2f %11.2f %7.1f%%\n", kOpNames[op],
+                     static_cast<unsigned long long>(r.calls), r.gpu_ms, r.host_ms,
+                     gpu > 0 ? 100.0 * r.gpu_ms / gpu : 0.0);
+    }
+}
+
+} // namespace dtp::cudnn

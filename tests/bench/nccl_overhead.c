@@ -1,0 +1,171 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* What the nccl device transport adds to a call: a blocking dt_allreduce_ex on device
+ * memory against raw NCCL (ncclAllReduce, then cudaStreamSynchronize) on the same GPU,
+ * through the same libnccl, one rank, in alternating rounds. Prints the median time per
+ * call of each, the difference in microseconds and as a share; never asserts a time.
+ *
+ *     DISTTRAIN_MEMORY=cuda DISTTRAIN_DEVICE_TRANSPORT=nccl \
+ *     DISTTRAIN_NCCL_LIBRARY=/path/libnccl.so.2 disttrainrun -np 1 -- nccl_overhead [rounds]
+ *
+ * NCCL and the CUDA runtime are opened with dlopen, as the plugin opens them
+ * (DISTTRAIN_CUDA_RUNTIME_LIBRARY, default libcudart.so.13), so this builds without them. */
+#define _POSIX_C_SOURCE 199309L
+#include <disttrain/disttrain.h>
+
+#include <dlfcn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+/* The few entry points used, with NCCL's and CUDA's types reduced to what crosses the
+ * call: opaque handles as pointers, enums as int. */
+typedef struct { char internal[128]; } unique_id_t;
+static int (*get_unique_id)(unique_id_t *);
+static int (*comm_init_rank)(void **, int, unique_id_t, int);
+static int (*nccl_allreduce)(const void *, void *, size_t, int, int, void *, void *);
+static int (*comm_destroy)(void *);
+static int (*cuda_malloc)(void **, size_t);
+static int (*cuda_free)(void *);
+static int (*stream_create)(void **, unsigned);
+static int (*stream_sync)(void *);
+static int (*cuda_set_device)(int);
+
+enum { kNcclFloat32 = 7, kNcclSum = 0, kStreamNonBlocking = 1 };
+
+static void *must_open(const char *name)
+{
+    void *h = dlopen(name, RTLD_NOW | RTLD_GLOBAL);
+    if (h == NULL) {
+        fprintf(stderr, "nccl_overhead: cannot open %s: %s\n", name, dlerror());
+        exit(2);
+    }
+    return h;
+}
+
+static void *must_find(void *lib, const char *symbol)
+{
+    void *f = dlsym(lib, symbol);
+    if (f == NULL) {
+        fprintf(stderr, "nccl_overhead: %s not found: %s\n", symbol, dlerror());
+        exit(2);
+    }
+    return f;
+}
+
+static void raw_ok(int rc, const char *what)
+{
+    if (rc != 0) {
+        fprintf(stderr, "nccl_overhead: %s failed with %d\n", what, rc);
+        exit(1);
+    }
+}
+
+static void dt_ok(dt_status_t s, const char *what)
+{
+    if (s != DT_OK) {
+        fprintf(stderr, "nccl_overhead: %s: %s: %s\n", what, dt_status_string(s),
+                dt_last_error());
+        exit(1);
+    }
+}
+
+static double now_us(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec * 1e6 + (double)t.tv_nsec / 1e3;
+}
+
+static int by_value(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static double median(double *v, int n)
+{
+    qsort(v, (size_t)n, sizeof(double), by_value);
+    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+int main(int argc, char **argv)
+{
+    const int rounds = argc > 1 ? atoi(argv[1]) : 7;
+    const char *nccl_path = getenv("DISTTRAIN_NCCL_LIBRARY");
+    const char *cudart_path = getenv("DISTTRAIN_CUDA_RUNTIME_LIBRARY");
+    if (rounds < 1 || nccl_path == NULL) {
+        fprintf(stderr, "usage: DISTTRAIN_NCCL_LIBRARY=/path/libnccl.so.2 nccl_overhead "
+                        "[rounds >= 1]\n");
+        return 2;
+    }
+    void *cudart = must_open(cudart_path != NULL ? cudart_path : "libcudart.so.13");
+    void *nccl = must_open(nccl_path);
+    *(void **)&get_unique_id = must_find(nccl, "ncclGetUniqueId");
+    *(void **)&comm_init_rank = must_find(nccl, "ncclCommInitRank");
+    *(void **)&nccl_allreduce = must_find(nccl, "ncclAllReduce");
+    *(void **)&comm_destroy = must_find(nccl, "ncclCommDestroy");
+    *(void **)&cuda_malloc = must_find(cudart, "cudaMalloc");
+    *(void **)&cuda_free = must_find(cudart, "cudaFree");
+    *(void **)&stream_create = must_find(cudart, "cudaStreamCreateWithFlags");
+    *(void **)&stream_sync = must_find(cudart, "cudaStreamSynchronize");
+    *(void **)&cuda_set_device = must_find(cudart, "cudaSetDevice");
+
+    dt_context_h ctx;
+    dt_ok(dt_context_create(NULL, &ctx), "dt_context_create");
+    raw_ok(cuda_set_device(0), "cudaSetDevice");
+    void *stream, *comm;
+    unique_id_t id;
+    raw_ok(stream_create(&stream, kStreamNonBlocking), "cudaStreamCreateWithFlags");
+    raw_ok(get_unique_id(&id), "ncclGetUniqueId");
+    raw_ok(comm_init_rank(&comm, 1, id, 0), "ncclCommInitRank");
+    const size_t sizes[] = {4, (size_t)64 << 20};
+    const size_t largest = sizes[1];
+    void *buf;
+    raw_ok(cuda_malloc(&buf, largest), "cudaMalloc");
+    dt_op_params_t params;
+    memset(&params, 0, sizeof params);
+    params.field_mask = DT_OP_PARAM_FIELD_MEMORY_TYPE | DT_OP_PARAM_FIELD_STREAM;
+    params.memory_type = DT_MEMORY_DEVICE;
+    params.stream = stream;
+
+    printf("nccl_overhead: 1 rank, float32 sum in place, median of %d alternating rounds\n",
+           rounds);
+    printf("%10s %12s %12s %12s %9s\n", "bytes", "raw us", "disttrain us", "added us",
+           "added %");
+    for (int s = 0; s < 2; ++s) {
+        const size_t count = sizes[s] / 4;
+        const int iters = sizes[s] >= (1u << 20) ? 20 : 2000;
+        double *raw = malloc(sizeof(double) * (size_t)rounds);
+        double *ours = malloc(sizeof(double) * (size_t)rounds);
+        for (int r = -1; r < rounds; ++r) { /* round -1 warms both up */
+            double start = now_us();
+            for (int i = 0; i < iters; ++i) {
+                raw_ok(nccl_allreduce(buf, buf, count, kNcclFloat32, kNcclSum, comm, stream),
+                       "ncclAllReduce");
+                raw_ok(stream_sync(stream), "cudaStreamSynchronize");
+            }
+            const double raw_us = (now_us() - start) / iters;
+            start = now_us();
+            for (int i = 0; i < iters; ++i)
+                dt_ok(dt_allreduce_ex(ctx, "overhead", buf, buf, count, DT_FLOAT32, DT_SUM,
+                                      &params),
+                      "dt_allreduce_ex");
+            const double ours_us = (now_us() - start) / iters;
+            if (r >= 0) {
+                raw[r] = raw_us;
+                ours[r] = ours_us;
+            }
+        }
+        const double a = median(raw, rounds), b = median(ours, rounds);
+        printf("%10zu %12.2f %12.2f %12.2f %8.2f%%\n", sizes[s], a, b, b - a,
+               100.0 * (b - a) / a);
+        free(raw);
+        free(ours);
+    }
+    fflush(stdout);
+    raw_ok(comm_destroy(comm), "ncclCommDestroy");
+    raw_ok(cuda_free(buf), "cudaFree");
+    dt_ok(dt_context_destroy(ctx), "dt_context_destroy");
+    return 0;
+}

@@ -33,7 +33,8 @@ Engine::Engine(Transport &transport, const ContextConfig &config, routing::Route
     : transport_(transport), router_(router), rank_(config.ranks.rank), size_(config.ranks.size),
       timeout_(config.timeout), cycle_time_(config.cycle_time_ms),
       fusion_threshold_(static_cast<size_t>(config.fusion_threshold)),
-      stall_warn_(stall_warn_from_env()), ordered_(config.ordered)
+      stall_warn_(stall_warn_from_env()), ordered_asked_(config.ordered),
+      ordered_(config.ordered || size_ == 1)
 {
     timeline_ = Timeline::open_from_env(rank_);
     groups_[0] = all_ranks(size_);

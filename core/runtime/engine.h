@@ -175,6 +175,9 @@ private:
     const std::chrono::milliseconds cycle_time_;
     const size_t fusion_threshold_;
     const std::chrono::milliseconds stall_warn_;
+    const bool ordered_asked_; // DISTTRAIN_ORDERED=1 (or the context parameter)
+    // Ordered mode: asked for, or a job of one rank, which has nobody to negotiate with
+    // (a negotiation cycle would only add a thread handoff and a tick to every call).
     const bool ordered_;
 
     // Shared with callers (and through wakeup_ with the operations, see EngineWakeup).

@@ -87,4 +87,9 @@ const char *Compute::memory_provider() const
     return a.memory_provider;
 }
 
+void Compute::synchronize() const
+{
+    check(dt_compute_synchronize(get()), "dt_compute_synchronize");
+}
+
 } // namespace dt::models

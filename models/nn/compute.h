@@ -36,6 +36,8 @@ public:
     void *stream() const;
     // The memory provider that knows its tensors ("cuda"), or null for host memory.
     const char *memory_provider() const;
+    // Waits until everything queued on the context has finished.
+    void synchronize() const;
 
 private:
     struct Deleter {

@@ -74,6 +74,10 @@ int bench(const BenchOptions &o)
     }
     std::vector<double> rates, cpu_rates;
     for (int i = 0; i < o.num_warmup + o.num_iters; ++i) {
+        // The timed steps start and end on an idle device (and bracket a GPU plugin's
+        // profile, DISTTRAIN_CUDNN_PROFILE, to the steady state).
+        if (i == o.num_warmup)
+            compute.synchronize();
         const double cpu0 = LayerProfile::now();
         const auto t0 = std::chrono::steady_clock::now();
         const LossResult r = train_step(model, loss, sync, optimizer, x, y, 0.01);
@@ -90,6 +94,7 @@ int bench(const BenchOptions &o)
             std::fflush(stdout);
         }
     }
+    compute.synchronize();
     const double mean = std::accumulate(rates.begin(), rates.end(), 0.0) / double(rates.size());
     double var = 0;
     for (double r : rates)

@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* What the nccl device transport adds to a call: a blocking dt_allreduce_ex on device
  * memory against raw NCCL (ncclAllReduce, then cudaStreamSynchronize) on the same GPU,
- * through the same libnccl, one rank, in alternating rounds. Prints the median time per
- * call of each, the difference in microseconds and as a share; never asserts a time.
+ * through the same libnccl, one rank, in alternating rounds, in place (on one rank NCCL
+ * then has nothing to do: the row is the pure cost of the call) and out of place (a copy
+ * on the GPU). Prints the median time per call of each, the difference in microseconds
+ * and as a share; never asserts a time.
  *
  *     DISTTRAIN_MEMORY=cuda DISTTRAIN_DEVICE_TRANSPORT=nccl \
  *     DISTTRAIN_NCCL_LIBRARY=/path/libnccl.so.2 disttrainrun -np 1 -- nccl_overhead [rounds]
@@ -122,33 +124,35 @@ int main(int argc, char **argv)
     const size_t sizes[] = {4, (size_t)64 << 20};
     const size_t largest = sizes[1];
     void *buf;
-    raw_ok(cuda_malloc(&buf, largest), "cudaMalloc");
+    raw_ok(cuda_malloc(&buf, 2 * largest), "cudaMalloc"); /* source, then result */
     dt_op_params_t params;
     memset(&params, 0, sizeof params);
     params.field_mask = DT_OP_PARAM_FIELD_MEMORY_TYPE | DT_OP_PARAM_FIELD_STREAM;
     params.memory_type = DT_MEMORY_DEVICE;
     params.stream = stream;
 
-    printf("nccl_overhead: 1 rank, float32 sum in place, median of %d alternating rounds\n",
-           rounds);
-    printf("%10s %12s %12s %12s %9s\n", "bytes", "raw us", "disttrain us", "added us",
-           "added %");
-    for (int s = 0; s < 2; ++s) {
-        const size_t count = sizes[s] / 4;
-        const int iters = sizes[s] >= (1u << 20) ? 20 : 2000;
+    printf("nccl_overhead: 1 rank, float32 sum, median of %d alternating rounds\n", rounds);
+    printf("%10s %13s %10s %13s %10s %9s\n", "bytes", "placement", "raw us", "disttrain us",
+           "added us", "added %");
+    for (int s = 0; s < 4; ++s) {
+        const size_t bytes = sizes[s / 2];
+        const int in_place = s % 2 == 0;
+        const size_t count = bytes / 4;
+        void *out = in_place ? buf : (char *)buf + largest;
+        const int iters = bytes >= (1u << 20) ? 20 : 2000;
         double *raw = malloc(sizeof(double) * (size_t)rounds);
         double *ours = malloc(sizeof(double) * (size_t)rounds);
         for (int r = -1; r < rounds; ++r) { /* round -1 warms both up */
             double start = now_us();
             for (int i = 0; i < iters; ++i) {
-                raw_ok(nccl_allreduce(buf, buf, count, kNcclFloat32, kNcclSum, comm, stream),
+                raw_ok(nccl_allreduce(buf, out, count, kNcclFloat32, kNcclSum, comm, stream),
                        "ncclAllReduce");
                 raw_ok(stream_sync(stream), "cudaStreamSynchronize");
             }
             const double raw_us = (now_us() - start) / iters;
             start = now_us();
             for (int i = 0; i < iters; ++i)
-                dt_ok(dt_allreduce_ex(ctx, "overhead", buf, buf, count, DT_FLOAT32, DT_SUM,
+                dt_ok(dt_allreduce_ex(ctx, "overhead", buf, out, count, DT_FLOAT32, DT_SUM,
                                       &params),
                       "dt_allreduce_ex");
             const double ours_us = (now_us() - start) / iters;
@@ -158,8 +162,8 @@ int main(int argc, char **argv)
             }
         }
         const double a = median(raw, rounds), b = median(ours, rounds);
-        printf("%10zu %12.2f %12.2f %12.2f %8.2f%%\n", sizes[s], a, b, b - a,
-               100.0 * (b - a) / a);
+        printf("%10zu %13s %10.2f %13.2f %10.2f %8.2f%%\n", bytes,
+               in_place ? "in place" : "out of place", a, b, b - a, 100.0 * (b - a) / a);
         free(raw);
         free(ours);
     }

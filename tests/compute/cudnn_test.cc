@@ -2,7 +2,8 @@
 // The cuDNN plugin against the oneDNN plugin (itself checked against PyTorch) on the same
 // inputs: every operation runs on the GPU from device memory and is compared on the host,
 // in strict float32 (DISTTRAIN_TF32=0); one test checks the default TF32 convolutions
-// to TF32's precision. Without a GPU the plugin declines with "no GPU" and every test
+// to TF32's precision; one runs convolution and pooling on channels-last activations.
+// Without a GPU the plugin declines with "no GPU" and every test
 // here is skipped.
 #include "compute_test_util.h"
 
@@ -183,6 +184,122 @@ TEST_F(Cudnn, ConvolutionPoolingBatchNorm)
     expect_close(down(grv, 3), rv, "bn running var", 1e-3);
     expect_close(down(gndx, ndx.size()), ndx, "bn dx", 1e-3);
     expect_close(down(gds, 3), ds, "bn dscale", 1e-3);
+}
+
+// (n, c, h, w) to (n, h, w, c), or back with to_channels_last false.
+std::vector<float> relayout(const std::vector<float> &v, int n, int c, int h, int w,
+                            bool to_channels_last)
+{
+    std::vector<float> out(v.size());
+    for (int i = 0; i < n; ++i)
+        for (int k = 0; k < c; ++k)
+            for (int p = 0; p < h * w; ++p) {
+                const size_t nchw = (size_t(i) * c + k) * h * w + p;
+                const size_t nhwc = (size_t(i) * h * w + p) * c + k;
+                if (to_channels_last)
+                    out[nhwc] = v[nchw];
+                else
+                    out[nchw] = v[nhwc];
+            }
+    return out;
+}
+
+// Channels-last activations (DT_LAYOUT_NHWC) give the NCHW results, transposed: the
+// convolution with its channels-last copy of the filter and the filter gradient brought
+// back to (K, C, R, S), its bias in both directions, max pooling, and batch norm on the
+// (N * H * W, C) view that models pass for channels-last activations.
+TEST_F(Cudnn, ChannelsLastConvolutionAndPooling)
+{
+    dt_conv_params_t p{};
+    p.field_mask = DT_CONV_PARAM_FIELD_STRIDE | DT_CONV_PARAM_FIELD_PADDING;
+    p.stride[0] = p.stride[1] = 2;
+    p.padding[0] = p.padding[1] = 1;
+    dt_tensor_desc_t xd = dt_tensor_desc_4d(DT_FLOAT32, 2, 8, 9, 9);
+    dt_tensor_desc_t wd = dt_tensor_desc_4d(DT_FLOAT32, 16, 8, 3, 3);
+    dt_tensor_desc_t yd = dt_tensor_desc_4d(DT_FLOAT32, 2, 16, 5, 5);
+    dt_tensor_desc_t bd = dt_tensor_desc_1d(DT_FLOAT32, 16);
+    auto x = random_vector(2 * 8 * 81, 21), w = random_vector(16 * 8 * 9, 22);
+    auto b = random_vector(16, 23), dy = random_vector(2 * 16 * 25, 24);
+    std::vector<float> y(dy.size()), dx(x.size()), dw(w.size()), db(16);
+    ASSERT_EQ(dt_compute_conv_forward(cpu, &p, &xd, x.data(), &wd, w.data(), &bd, b.data(), &yd,
+                                      y.data()), DT_OK);
+    ASSERT_EQ(dt_compute_conv_backward_data(cpu, &p, &wd, w.data(), &yd, dy.data(), &xd,
+                                            dx.data()), DT_OK);
+    ASSERT_EQ(dt_compute_conv_backward_weights(cpu, &p, &xd, x.data(), &yd, dy.data(), &wd,
+                                               dw.data(), &bd, db.data()), DT_OK);
+
+    dt_conv_params_t pl = p;
+    pl.field_mask |= DT_CONV_PARAM_FIELD_LAYOUT;
+    pl.layout = DT_LAYOUT_NHWC;
+    dt_tensor_desc_t xl = dt_tensor_desc_4d(DT_FLOAT32, 2, 9, 9, 8);
+    dt_tensor_desc_t yl = dt_tensor_desc_4d(DT_FLOAT32, 2, 5, 5, 16);
+    void *gx = up(relayout(x, 2, 8, 9, 9, true)), *gw = up(w), *gb = up(b);
+    void *gdy = up(relayout(dy, 2, 16, 5, 5, true)), *gy = up(y), *gdx = up(dx);
+    void *gdw = up(dw), *gdb = up(db);
+    ASSERT_EQ(dt_compute_conv_forward(gpu, &pl, &xl, gx, &wd, gw, &bd, gb, &yl, gy), DT_OK)
+        << dt_last_error();
+    ASSERT_EQ(dt_compute_conv_backward_data(gpu, &pl, &wd, gw, &yl, gdy, &xl, gdx), DT_OK)
+        << dt_last_error();
+    ASSERT_EQ(dt_compute_conv_backward_weights(gpu, &pl, &xl, gx, &yl, gdy, &wd, gdw, &bd, gdb),
+              DT_OK) << dt_last_error();
+    expect_close(relayout(down(gy, y.size()), 2, 16, 5, 5, false), y, "nhwc conv y");
+    expect_close(relayout(down(gdx, dx.size()), 2, 8, 9, 9, false), dx, "nhwc conv dx");
+    expect_close(down(gdw, dw.size()), dw, "nhwc conv dw", 1e-3);
+    expect_close(down(gdb, db.size()), db, "nhwc conv db", 1e-3);
+
+    dt_pool_params_t pp{};
+    pp.field_mask = DT_POOL_PARAM_FIELD_KIND | DT_POOL_PARAM_FIELD_KERNEL;
+    pp.kind = DT_POOL_MAX;
+    pp.kernel[0] = pp.kernel[1] = 3;
+    dt_tensor_desc_t pd = dt_tensor_desc_4d(DT_FLOAT32, 2, 8, 3, 3);
+    std::vector<float> py(2 * 8 * 9), pdy = random_vector(py.size(), 25), pdx(x.size());
+    size_t ws = 0;
+    ASSERT_EQ(dt_compute_pool_workspace_size(cpu, &pp, &xd, &pd, &ws), DT_OK);
+    std::vector<unsigned char> wsb(ws + 1);
+    ASSERT_EQ(dt_compute_pool_forward(cpu, &pp, &xd, x.data(), &pd, py.data(), wsb.data()), DT_OK);
+    ASSERT_EQ(dt_compute_pool_backward(cpu, &pp, &xd, x.data(), &pd, py.data(), pdy.data(),
+                                       pdx.data(), wsb.data()), DT_OK);
+    dt_pool_params_t ppl = pp;
+    ppl.field_mask |= DT_POOL_PARAM_FIELD_LAYOUT;
+    ppl.layout = DT_LAYOUT_NHWC;
+    dt_tensor_desc_t pl_d = dt_tensor_desc_4d(DT_FLOAT32, 2, 3, 3, 8);
+    void *gpy = up(py), *gpdx = up(pdx);
+    ASSERT_EQ(dt_compute_pool_forward(gpu, &ppl, &xl, gx, &pl_d, gpy, nullptr), DT_OK)
+        << dt_last_error();
+    ASSERT_EQ(dt_compute_pool_backward(gpu, &ppl, &xl, gx, &pl_d, gpy,
+                                       up(relayout(pdy, 2, 8, 3, 3, true)), gpdx, nullptr),
+              DT_OK) << dt_last_error();
+    expect_close(relayout(down(gpy, py.size()), 2, 8, 3, 3, false), py, "nhwc pool y");
+    expect_close(relayout(down(gpdx, pdx.size()), 2, 8, 9, 9, false), pdx, "nhwc pool dx");
+
+    // Batch norm of channels-last activations through their (N * H * W, C) view.
+    auto scale = random_vector(8, 26), shift = random_vector(8, 27);
+    auto ndy = random_vector(x.size(), 28);
+    std::vector<float> ny(x.size()), mean(8), inv(8), rm(8, 0.0f), rv(8, 1.0f), ndx(x.size()),
+        ds(8), dsh(8);
+    ASSERT_EQ(dt_compute_batchnorm_forward_training(cpu, &xd, x.data(), scale.data(), shift.data(),
+                                                    1e-5f, 0.1f, ny.data(), mean.data(),
+                                                    inv.data(), rm.data(), rv.data()), DT_OK);
+    ASSERT_EQ(dt_compute_batchnorm_backward(cpu, &xd, x.data(), ndy.data(), scale.data(),
+                                            mean.data(), inv.data(), 1e-5f, ndx.data(), ds.data(),
+                                            dsh.data()), DT_OK);
+    dt_tensor_desc_t rows = dt_tensor_desc_2d(DT_FLOAT32, 2 * 81, 8);
+    auto *gs = static_cast<float *>(up(scale)), *gsh = static_cast<float *>(up(shift));
+    auto *gm = static_cast<float *>(up(mean)), *gi = static_cast<float *>(up(inv));
+    auto *grm = static_cast<float *>(up(std::vector<float>(8, 0.0f)));
+    auto *grv = static_cast<float *>(up(std::vector<float>(8, 1.0f)));
+    auto *gds = static_cast<float *>(up(ds)), *gdsh = static_cast<float *>(up(dsh));
+    void *gny = up(ny), *gndx = up(ndx);
+    ASSERT_EQ(dt_compute_batchnorm_forward_training(gpu, &rows, gx, gs, gsh, 1e-5f, 0.1f, gny,
+                                                    gm, gi, grm, grv), DT_OK) << dt_last_error();
+    ASSERT_EQ(dt_compute_batchnorm_backward(gpu, &rows, gx, up(relayout(ndy, 2, 8, 9, 9, true)),
+                                            gs, gm, gi, 1e-5f, gndx, gds, gdsh), DT_OK)
+        << dt_last_error();
+    expect_close(relayout(down(gny, ny.size()), 2, 8, 9, 9, false), ny, "nhwc bn y", 1e-3);
+    expect_close(down(grv, 8), rv, "nhwc bn running var", 1e-3);
+    expect_close(relayout(down(gndx, ndx.size()), 2, 8, 9, 9, false), ndx, "nhwc bn dx", 1e-3);
+    expect_close(down(gds, 8), ds, "nhwc bn dscale", 1e-3);
+    expect_close(down(gdsh, 8), dsh, "nhwc bn dshift", 1e-3);
 }
 
 TEST_F(Cudnn, LossOptimizersAndCasts)

@@ -66,7 +66,32 @@ def rate(model_name, precision, ranks, args):
     for _ in range(args.iters):
         step()
     torch.cuda.synchronize()
-    return args.batch_size * args.iters / (time.perf_counter() - start)
+    rate = args.batch_size * args.iters / (time.perf_counter() - start)
+    if args.profile and ranks == 1:
+        print_profile(f"{model_name} {precision}", step, args.profile)
+    return rate
+
+
+def print_profile(what, step, steps):
+    """Where PyTorch's GPU time goes, operator by operator, per step: the peer of
+    disttrain's DISTTRAIN_CUDNN_PROFILE table."""
+    from torch.profiler import ProfilerActivity, profile
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        for _ in range(steps):
+            step()
+        torch.cuda.synchronize()
+    rows = []
+    for e in prof.key_averages():
+        us = getattr(e, "self_device_time_total", None)
+        if us is None:
+            us = getattr(e, "self_cuda_time_total", 0)
+        if us > 0:
+            rows.append((us / steps, e.count // steps, e.key))
+    rows.sort(reverse=True)
+    total = sum(r[0] for r in rows)
+    print(f"torch profile {what}: {total / 1000:.2f} ms of GPU time per step")
+    for us, calls, key in rows[:18]:
+        print(f"  {us / 1000:8.3f} ms {100 * us / total:5.1f}% {calls:5d} calls  {key[:90]}")
 
 
 def worker(rank, ranks, args, port, queue):
@@ -89,6 +114,8 @@ def main():
     p.add_argument("--warmup", type=int, default=5)
     p.add_argument("--iters", type=int, default=20)
     p.add_argument("--ranks", type=int, default=1)
+    p.add_argument("--profile", type=int, default=0, metavar="STEPS",
+                   help="after timing, profile STEPS steps and print GPU time by operator")
     args = p.parse_args()
     for precision in args.precision.split(","):
         if precision not in ("default", "fp32", "bf16"):

@@ -15,6 +15,7 @@
 #include <cuda_runtime.h>
 #include <cudnn.h>
 
+#include <map>
 #include <memory>
 #include <stdexcept>
 #include <string>
@@ -48,6 +49,15 @@ struct Instance {
     const dt_host_services_t *services = nullptr;
     void *workspace = nullptr;
     size_t workspace_bytes = 0;
+    void *filter_workspace = nullptr;
+    size_t filter_workspace_bytes = 0;
+    void *blas_workspace = nullptr;
+    cudaMemPool_t pool = nullptr; // where alloc takes tensors from, in stream order
+    struct Ones {
+        void *data = nullptr;
+        int64_t count = 0;
+    };
+    std::map<int32_t, Ones> ones_by_dtype; // for sums over rows as products
     std::unique_ptr<Profile> profile; // DISTTRAIN_CUDNN_PROFILE=1 only
 
     explicit Instance(size_t capacity) : cache(capacity) {}
@@ -59,16 +69,22 @@ struct Instance {
     void enter() const { check_cuda(cudaSetDevice(device), "cudaSetDevice"); }
     // At least bytes of device scratch, valid until the next call that asks for more.
     void *scratch(size_t bytes);
+    // A second such buffer, for a channels-last convolution's filter in (K, R, S, C).
+    void *filter_scratch(size_t bytes);
+    // A device vector of at least count ones of dtype, kept for the instance's life.
+    const void *ones(int32_t dtype, int64_t count);
 };
 
 cudnnDataType_t cudnn_type(int32_t dtype);
 
-// An NCHW tensor descriptor for (N, C), (N, C, H, W) or any 1-4 dims (padded with 1s).
+// A tensor descriptor: NCHW for (N, C), (N, C, H, W) or any 1-4 dims (padded with 1s);
+// with layout DTP_LAYOUT_NHWC a 4-D tensor's dims are (N, H, W, C), channels last.
 struct TensorDesc {
     cudnnTensorDescriptor_t d = nullptr;
     TensorDesc() = default;
-    explicit TensorDesc(const dtp_tensor_t &t);
-    TensorDesc(int64_t n, int64_t c, int64_t h, int64_t w, cudnnDataType_t type);
+    explicit TensorDesc(const dtp_tensor_t &t, int32_t layout = DTP_LAYOUT_NCHW);
+    TensorDesc(int64_t n, int64_t c, int64_t h, int64_t w, cudnnDataType_t type,
+               cudnnTensorFormat_t format = CUDNN_TENSOR_NCHW);
     ~TensorDesc();
     TensorDesc(TensorDesc &&o) noexcept : d(o.d) { o.d = nullptr; }
     TensorDesc &operator=(TensorDesc &&o) noexcept;

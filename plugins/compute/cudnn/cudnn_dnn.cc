@@ -58,22 +58,21 @@ struct ConvEntry : CacheEntry {
     }
 };
 
-// Channels-last activations are the CPU plugin's way around its reorders; this plugin
-// describes every tensor NCHW, so it refuses them rather than read them wrongly.
-void require_nchw(int32_t layout, const char *op)
+std::string layout_key(int32_t layout)
 {
-    if (layout != DTP_LAYOUT_NCHW)
-        throw Failure(DTP_ERR_UNSUPPORTED,
-                      std::string("the cudnn plugin runs ") + op +
-                          " on NCHW activations only; pass DT_LAYOUT_NCHW (models pick it "
-                          "on a GPU unless DISTTRAIN_LAYOUT=nhwc)");
+    switch (layout) {
+    case DTP_LAYOUT_NCHW: return "nchw";
+    case DTP_LAYOUT_NHWC: return "nhwc";
+    default:
+        throw Failure(DTP_ERR_UNSUPPORTED, "the cudnn plugin knows the NCHW and NHWC layouts, "
+                                           "not layout " + std::to_string(layout));
+    }
 }
 
 ConvEntry &conv_entry(Instance &in, const dtp_conv_t &p, const dtp_tensor_t &x,
                       const dtp_tensor_t &w, const dtp_tensor_t &y)
 {
-    require_nchw(p.layout, "convolutions");
-    const std::string key = "conv|" + key_of(x) + "|" + key_of(w) + "|" +
+    const std::string key = "conv|" + layout_key(p.layout) + "|" + key_of(x) + "|" + key_of(w) + "|" +
                             std::to_string(p.stride[0]) + "," + std::to_string(p.stride[1]) +
                             "," + std::to_string(p.padding[0]) + "," +
                             std::to_string(p.padding[1]) + "," + std::to_string(p.dilation[0]) +
@@ -81,11 +80,15 @@ ConvEntry &conv_entry(Instance &in, const dtp_conv_t &p, const dtp_tensor_t &x,
     return in.cache.get<ConvEntry>(key, [&] {
         auto e = std::make_unique<ConvEntry>();
         const cudnnDataType_t type = cudnn_type(x.dtype);
-        e->x = TensorDesc(x);
-        e->y = TensorDesc(y);
+        e->x = TensorDesc(x, p.layout);
+        e->y = TensorDesc(y, p.layout);
         e->bias = TensorDesc(1, w.dims[0], 1, 1, CUDNN_DATA_FLOAT);
+        // Channels-last activations take a channels-last filter, (K, R, S, C), which
+        // the calls below make from the caller's (K, C, R, S) weights.
+        const cudnnTensorFormat_t filter_format =
+            p.layout == DTP_LAYOUT_NHWC ? CUDNN_TENSOR_NHWC : CUDNN_TENSOR_NCHW;
         check_cudnn(cudnnCreateFilterDescriptor(&e->w), "cudnnCreateFilterDescriptor");
-        check_cudnn(cudnnSetFilter4dDescriptor(e->w, type, CUDNN_TENSOR_NCHW, int(w.dims[0]),
+        check_cudnn(cudnnSetFilter4dDescriptor(e->w, type, filter_format, int(w.dims[0]),
                                                int(w.dims[1]), int(w.dims[2]), int(w.dims[3])),
                     "cudnnSetFilter4dDescriptor");
         check_cudnn(cudnnCreateConvolutionDescriptor(&e->conv), "cudnnCreateConvolutionDescriptor");
@@ -166,16 +169,15 @@ struct PoolEntry : CacheEntry {
 PoolEntry &pool_entry(Instance &in, const dtp_pool_t &p, const dtp_tensor_t &x,
                       const dtp_tensor_t &y)
 {
-    require_nchw(p.layout, "pooling");
-    const std::string key = "pool|" + key_of(x) + "|" + std::to_string(p.kind) + "|" +
+    const std::string key = "pool|" + layout_key(p.layout) + "|" + key_of(x) + "|" + std::to_string(p.kind) + "|" +
                             std::to_string(p.kernel[0]) + "," + std::to_string(p.kernel[1]) +
                             "," + std::to_string(p.stride[0]) + "," +
                             std::to_string(p.stride[1]) + "," + std::to_string(p.padding[0]) +
                             "," + std::to_string(p.padding[1]);
     return in.cache.get<PoolEntry>(key, [&] {
         auto e = std::make_unique<PoolEntry>();
-        e->x = TensorDesc(x);
-        e->y = TensorDesc(y);
+        e->x = TensorDesc(x, p.layout);
+        e->y = TensorDesc(y, p.layout);
         const cudnnPoolingMode_t mode =
             p.kind == DTP_POOL_MAX ? CUDNN_POOLING_MAX
             : p.kind == DTP_POOL_AVG_INCLUDE_PADDING ? CUDNN_POOLING_AVERAGE_COUNT_INCLUDE_PADDING
@@ -189,13 +191,44 @@ PoolEntry &pool_entry(Instance &in, const dtp_pool_t &p, const dtp_tensor_t &x,
     });
 }
 
-// (N, C[, H, W]) data and its per-channel (1, C, 1, 1) float32 parameters.
+// (N, C, H, W) or (rows, C) data and its per-channel (1, C, 1, 1) float32 parameters.
+// (rows, C) is described channels-last, (rows, C, 1, 1) NHWC: channel-last activations
+// come to batch norm as their (N * H * W, C) view, and cuDNN's NCHW kernels would read
+// each channel with a stride of C elements.
 struct NormDescs {
     TensorDesc x, param;
-    explicit NormDescs(const dtp_tensor_t &t) : x(t), param(1, t.dims[1], 1, 1, CUDNN_DATA_FLOAT) {}
+    explicit NormDescs(const dtp_tensor_t &t)
+        : x(t.ndims == 2 ? TensorDesc(t.dims[0], t.dims[1], 1, 1, cudnn_type(t.dtype),
+                                      CUDNN_TENSOR_NHWC)
+                         : TensorDesc(t)),
+          param(1, t.dims[1], 1, 1, CUDNN_DATA_FLOAT)
+    {
+    }
 };
 
 const float kOne = 1.0f, kZero = 0.0f;
+
+bool channels_last(const dtp_conv_t &p) { return p.layout == DTP_LAYOUT_NHWC; }
+
+size_t filter_bytes(const dtp_tensor_t &w)
+{
+    return size_t(count_of(w)) * (w.dtype == DTP_FLOAT32 ? 4 : 2);
+}
+
+// The caller's (K, C, R, S) filter as this convolution's descriptor wants it: itself,
+// or for channels-last activations a (K, R, S, C) copy in the filter scratch.
+const void *filter_for(Instance &in, const dtp_conv_t &p, const dtp_tensor_t &w_desc,
+                       const void *w)
+{
+    if (!channels_last(p))
+        return w;
+    void *t = in.filter_scratch(filter_bytes(w_desc));
+    check_cuda(static_cast<cudaError_t>(launch_filter_layout(
+                   in.stream, w_desc.dtype, w_desc.dims[0], w_desc.dims[1],
+                   w_desc.dims[2] * w_desc.dims[3], w, t, true)),
+               "filter layout kernel");
+    return t;
+}
 
 } // namespace
 
@@ -224,7 +257,21 @@ int32_t bias_backward(void *c, const dtp_tensor_t *dy_desc, const void *dy, floa
 {
     return guarded(c, [&] {
         auto &in = self(c);
-        TensorDesc y(*dy_desc), b(1, dy_desc->dims[1], 1, 1, CUDNN_DATA_FLOAT);
+        const int64_t rows = dy_desc->dims[0], ch = dy_desc->ndims > 1 ? dy_desc->dims[1] : 1;
+        const int64_t spatial = dy_desc->ndims == 4 ? dy_desc->dims[2] * dy_desc->dims[3] : 1;
+        if (spatial == 1) {
+            // A fully connected layer's bias: the column sums of dy (rows x ch, row-major)
+            // as the product dy^T . ones on cuBLAS, as PyTorch takes it. cuDNN's
+            // cudnnConvolutionBackwardBias took 0.38 ms for 1000 x 1000 on an H100.
+            const cudaDataType_t t = blas_type(dy_desc->dtype);
+            check_cublas(cublasGemmEx(in.blas, CUBLAS_OP_N, CUBLAS_OP_N, int(ch), 1, int(rows),
+                                      &kOne, dy, t, int(ch), in.ones(dy_desc->dtype, rows), t,
+                                      int(rows), &kZero, dbias, CUDA_R_32F, int(ch),
+                                      CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
+                         "cublasGemmEx (bias gradient)");
+            return;
+        }
+        TensorDesc y(*dy_desc), b(1, ch, 1, 1, CUDNN_DATA_FLOAT);
         check_cudnn(cudnnConvolutionBackwardBias(in.dnn, &kOne, y.d, dy, &kZero, b.d, dbias),
                     "cudnnConvolutionBackwardBias");
     });
@@ -237,15 +284,20 @@ int32_t conv_forward(void *c, const dtp_conv_t *p, const dtp_tensor_t *x_desc, c
     return guarded(c, [&] {
         auto &in = self(c);
         auto &e = conv_entry(in, *p, *x_desc, *w_desc, *y_desc);
+        const void *filter = filter_for(in, *p, *w_desc, w);
         void *ws = e.fwd_bytes ? in.scratch(e.fwd_bytes) : nullptr;
-        check_cudnn(cudnnConvolutionForward(in.dnn, &kOne, e.x.d, x, e.w, w, e.conv, e.fwd, ws,
-                                            e.fwd_bytes, &kZero, e.y.d, y),
+        check_cudnn(cudnnConvolutionForward(in.dnn, &kOne, e.x.d, x, e.w, filter, e.conv, e.fwd,
+                                            ws, e.fwd_bytes, &kZero, e.y.d, y),
                     "cudnnConvolutionForward");
-        if (bias != nullptr)
+        if (bias != nullptr) {
+            // Channels last: every pixel of every image is a row of channels.
+            const auto &d = y_desc->dims;
+            const bool last = channels_last(*p);
             check_cuda(static_cast<cudaError_t>(launch_bias_add(
-                           in.stream, y_desc->dtype, y_desc->dims[0], y_desc->dims[1],
-                           y_desc->dims[2] * y_desc->dims[3], y, bias)),
+                           in.stream, y_desc->dtype, last ? d[0] * d[1] * d[2] : d[0],
+                           last ? d[3] : d[1], last ? 1 : d[2] * d[3], y, bias)),
                        "bias kernel");
+        }
     });
 }
 
@@ -256,8 +308,9 @@ int32_t conv_backward_data(void *c, const dtp_conv_t *p, const dtp_tensor_t *w_d
     return guarded(c, [&] {
         auto &in = self(c);
         auto &e = conv_entry(in, *p, *dx_desc, *w_desc, *dy_desc);
+        const void *filter = filter_for(in, *p, *w_desc, w);
         void *ws = e.data_bytes ? in.scratch(e.data_bytes) : nullptr;
-        check_cudnn(cudnnConvolutionBackwardData(in.dnn, &kOne, e.w, w, e.y.d, dy, e.conv,
+        check_cudnn(cudnnConvolutionBackwardData(in.dnn, &kOne, e.w, filter, e.y.d, dy, e.conv,
                                                  e.bwd_data, ws, e.data_bytes, &kZero, e.x.d, dx),
                     "cudnnConvolutionBackwardData");
     });
@@ -271,10 +324,18 @@ int32_t conv_backward_weights(void *c, const dtp_conv_t *p, const dtp_tensor_t *
         auto &in = self(c);
         auto &e = conv_entry(in, *p, *x_desc, *dw_desc, *dy_desc);
         void *ws = e.filter_bytes ? in.scratch(e.filter_bytes) : nullptr;
+        // Channels last: the gradient comes as (K, R, S, C), and goes back to the caller's
+        // (K, C, R, S).
+        void *grad = channels_last(*p) ? in.filter_scratch(filter_bytes(*dw_desc)) : dw;
         check_cudnn(cudnnConvolutionBackwardFilter(in.dnn, &kOne, e.x.d, x, e.y.d, dy, e.conv,
                                                    e.bwd_filter, ws, e.filter_bytes, &kZero, e.w,
-                                                   dw),
+                                                   grad),
                     "cudnnConvolutionBackwardFilter");
+        if (grad != dw)
+            check_cuda(static_cast<cudaError_t>(launch_filter_layout(
+                           in.stream, dw_desc->dtype, dw_desc->dims[0], dw_desc->dims[1],
+                           dw_desc->dims[2] * dw_desc->dims[3], grad, dw, false)),
+                       "filter layout kernel");
         if (dbias != nullptr)
             check_cudnn(cudnnConvolutionBackwardBias(in.dnn, &kOne, e.y.d, dy, &kZero, e.bias.d,
                                                      dbias),

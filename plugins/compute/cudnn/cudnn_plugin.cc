@@ -57,6 +57,15 @@ Instance::~Instance()
     cache = PrimitiveCache(1); // descriptors go before the handles
     if (workspace != nullptr)
         cudaFree(workspace);
+    if (filter_workspace != nullptr)
+        cudaFree(filter_workspace);
+    if (blas_workspace != nullptr)
+        cudaFree(blas_workspace);
+    for (const auto &ones : ones_by_dtype)
+        if (ones.second.data != nullptr)
+            cudaFree(ones.second.data);
+    if (pool != nullptr)
+        cudaMemPoolDestroy(pool);
     if (blas != nullptr)
         cublasDestroy(blas);
     if (dnn != nullptr)
@@ -65,18 +74,50 @@ Instance::~Instance()
         cudaStreamDestroy(stream);
 }
 
+namespace {
+
+// At least bytes in buffer (grown with a wait for the stream, which may still use it).
+void *grown(cudaStream_t stream, void *&buffer, size_t &have, size_t bytes)
+{
+    if (bytes > have) {
+        check_cuda(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
+        if (buffer != nullptr)
+            check_cuda(cudaFree(buffer), "cudaFree");
+        buffer = nullptr;
+        have = 0;
+        check_cuda(cudaMalloc(&buffer, bytes), "cudaMalloc (workspace)");
+        have = bytes;
+    }
+    return buffer;
+}
+
+} // namespace
+
 void *Instance::scratch(size_t bytes)
 {
-    if (bytes > workspace_bytes) {
+    return grown(stream, workspace, workspace_bytes, bytes);
+}
+
+void *Instance::filter_scratch(size_t bytes)
+{
+    return grown(stream, filter_workspace, filter_workspace_bytes, bytes);
+}
+
+const void *Instance::ones(int32_t dtype, int64_t count)
+{
+    Ones &o = ones_by_dtype[dtype];
+    if (o.count < count) {
         check_cuda(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
-        if (workspace != nullptr)
-            check_cuda(cudaFree(workspace), "cudaFree");
-        workspace = nullptr;
-        workspace_bytes = 0;
-        check_cuda(cudaMalloc(&workspace, bytes), "cudaMalloc (workspace)");
-        workspace_bytes = bytes;
+        if (o.data != nullptr)
+            check_cuda(cudaFree(o.data), "cudaFree");
+        o = Ones{};
+        const size_t element = dtype == DTP_FLOAT32 ? 4 : 2;
+        check_cuda(cudaMalloc(&o.data, element * size_t(count)), "cudaMalloc (ones)");
+        check_cuda(static_cast<cudaError_t>(launch_fill(stream, dtype, count, o.data, 1.0f)),
+                   "fill kernel (ones)");
+        o.count = count;
     }
-    return workspace;
+    return o.data;
 }
 
 cudnnDataType_t cudnn_type(int32_t dtype)
@@ -90,18 +131,23 @@ cudnnDataType_t cudnn_type(int32_t dtype)
     }
 }
 
-TensorDesc::TensorDesc(int64_t n, int64_t c, int64_t h, int64_t w, cudnnDataType_t type)
+TensorDesc::TensorDesc(int64_t n, int64_t c, int64_t h, int64_t w, cudnnDataType_t type,
+                       cudnnTensorFormat_t format)
 {
     check_cudnn(cudnnCreateTensorDescriptor(&d), "cudnnCreateTensorDescriptor");
-    check_cudnn(cudnnSetTensor4dDescriptor(d, CUDNN_TENSOR_NCHW, type, int(n), int(c), int(h),
-                                           int(w)),
+    check_cudnn(cudnnSetTensor4dDescriptor(d, format, type, int(n), int(c), int(h), int(w)),
                 "cudnnSetTensor4dDescriptor");
 }
 
-TensorDesc::TensorDesc(const dtp_tensor_t &t)
-    : TensorDesc(t.dims[0], t.ndims > 1 ? t.dims[1] : 1, t.ndims > 2 ? t.dims[2] : 1,
-                 t.ndims > 3 ? t.dims[3] : 1, cudnn_type(t.dtype))
+TensorDesc::TensorDesc(const dtp_tensor_t &t, int32_t layout)
 {
+    if (layout == DTP_LAYOUT_NHWC && t.ndims == 4) {
+        *this = TensorDesc(t.dims[0], t.dims[3], t.dims[1], t.dims[2], cudnn_type(t.dtype),
+                           CUDNN_TENSOR_NHWC);
+        return;
+    }
+    *this = TensorDesc(t.dims[0], t.ndims > 1 ? t.dims[1] : 1, t.ndims > 2 ? t.dims[2] : 1,
+                       t.ndims > 3 ? t.dims[3] : 1, cudnn_type(t.dtype));
 }
 
 TensorDesc::~TensorDesc()
@@ -145,6 +191,24 @@ bool tf32_setting()
                   "float32)");
 }
 
+constexpr size_t kBlasWorkspaceBytes = size_t(32) << 20;
+
+// A memory pool of the device's own that keeps what is freed (no release threshold), so
+// that steady-state steps allocate without the driver.
+cudaMemPool_t make_pool(int device)
+{
+    cudaMemPoolProps props{};
+    props.allocType = cudaMemAllocationTypePinned;
+    props.location.type = cudaMemLocationTypeDevice;
+    props.location.id = device;
+    cudaMemPool_t pool = nullptr;
+    check_cuda(cudaMemPoolCreate(&pool, &props), "cudaMemPoolCreate");
+    uint64_t keep_all = UINT64_MAX;
+    check_cuda(cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &keep_all),
+               "cudaMemPoolSetAttribute");
+    return pool;
+}
+
 int32_t init(const dt_compute_init_args_t *args, void **c)
 {
     if (args == nullptr || c == nullptr || args->services == nullptr)
@@ -186,6 +250,13 @@ int32_t init(const dt_compute_init_args_t *args, void **c)
         check_cudnn(cudnnSetStream(in->dnn, in->stream), "cudnnSetStream");
         check_cublas(cublasCreate(&in->blas), "cublasCreate");
         check_cublas(cublasSetStream(in->blas, in->stream), "cublasSetStream");
+        // cuBLAS's workspace set once, as PyTorch does (32 MiB on Hopper), so that its
+        // split-K kernels need no allocation of their own.
+        check_cuda(cudaMalloc(&in->blas_workspace, kBlasWorkspaceBytes),
+                   "cudaMalloc (cuBLAS workspace)");
+        check_cublas(cublasSetWorkspace(in->blas, in->blas_workspace, kBlasWorkspaceBytes),
+                     "cublasSetWorkspace");
+        in->pool = make_pool(device);
         *c = in.release();
         return DTP_OK;
     } catch (const Failure &e) {
@@ -226,21 +297,37 @@ int32_t info(void *c, dt_compute_info_t *out)
 int32_t synchronize(void *c)
 {
     return guarded(c, [&] {
-        check_cuda(cudaStreamSynchronize(self(c).stream), "cudaStreamSynchronize");
+        auto &in = self(c);
+        check_cuda(cudaStreamSynchronize(in.stream), "cudaStreamSynchronize");
+        if (in.profile != nullptr)
+            in.profile->mark();
     });
 }
 
+// Memory comes from the instance's stream-ordered pool: a step's temporaries are taken and
+// given back in stream order without waiting for the GPU, and the pool keeps what it has
+// for the next step. cudaMalloc and cudaFree each wait for the whole device, which drained
+// the GPU's queue at every layer. Another stream may use the memory once it has waited
+// for this stream's work up to the allocation (as collectives do through the producer's
+// stream); free is ordered after this stream's work queued so far.
 int32_t alloc(void *c, size_t bytes, void **out)
 {
-    return guarded(c, [&] { check_cuda(cudaMalloc(out, bytes), "cudaMalloc"); });
+    return guarded(c, [&] {
+        auto &in = self(c);
+        cudaError_t rc = cudaMallocFromPoolAsync(out, bytes, in.pool, in.stream);
+        if (rc == cudaErrorMemoryAllocation) { // the pool's cached blocks back to the device
+            cudaGetLastError();
+            check_cuda(cudaStreamSynchronize(in.stream), "cudaStreamSynchronize");
+            check_cuda(cudaMemPoolTrimTo(in.pool, 0), "cudaMemPoolTrimTo");
+            rc = cudaMallocFromPoolAsync(out, bytes, in.pool, in.stream);
+        }
+        check_cuda(rc, "cudaMallocFromPoolAsync");
+    });
 }
 
 int32_t free_memory(void *c, void *ptr)
 {
-    return guarded(c, [&] {
-        check_cuda(cudaStreamSynchronize(self(c).stream), "cudaStreamSynchronize");
-        check_cuda(cudaFree(ptr), "cudaFree");
-    });
+    return guarded(c, [&] { check_cuda(cudaFreeAsync(ptr, self(c).stream), "cudaFreeAsync"); });
 }
 
 int32_t copy(void *c, void *dst, const void *src, size_t bytes, int32_t kind)

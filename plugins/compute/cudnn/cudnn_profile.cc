@@ -95,31 +95,59 @@ void Profile::collect()
     pending_.clear();
 }
 
+void Profile::mark()
+{
+    collect();
+    Snapshot now{rows_, std::chrono::steady_clock::now()};
+    if (marks_.size() < 2)
+        marks_.push_back(std::move(now));
+    else
+        marks_[1] = std::move(now);
+}
+
 void Profile::report(const char *device_name)
 {
     collect();
+    std::vector<Row> rows = rows_;
+    double wall = ms_between(first_, last_);
+    const char *window = "from the first op to the last";
+    if (marks_.size() == 2) {
+        uint64_t calls = 0;
+        for (int op = 0; op < kOpCount; ++op) {
+            rows[op].calls = marks_[1].rows[op].calls - marks_[0].rows[op].calls;
+            rows[op].host_ms = marks_[1].rows[op].host_ms - marks_[0].rows[op].host_ms;
+            rows[op].gpu_ms = marks_[1].rows[op].gpu_ms - marks_[0].rows[op].gpu_ms;
+            calls += rows[op].calls;
+        }
+        if (calls > 1) { // more than the closing synchronize itself
+            wall = ms_between(marks_[0].at, marks_[1].at);
+            window = "between the first and the last synchronize";
+        } else {
+            rows = rows_;
+        }
+    }
     std::vector<int> order(kOpCount);
     std::iota(order.begin(), order.end(), 0);
     std::sort(order.begin(), order.end(),
-              [&](int a, int b) { return rows_[a].gpu_ms > rows_[b].gpu_ms; });
+              [&](int a, int b) { return rows[a].gpu_ms > rows[b].gpu_ms; });
     double gpu = 0, host = 0;
-    for (const auto &r : rows_) {
+    for (const auto &r : rows) {
         gpu += r.gpu_ms;
         host += r.host_ms;
     }
     std::fprintf(stderr,
-                 "cudnn profile (DISTTRAIN_CUDNN_PROFILE) on %s: %.1f ms from the first op "
-                 "to the last, %.1f ms of it on the GPU inside ops, %.1f ms on the host "
-                 "inside calls\n%-28s %9s %11s %11s %8s\n",
-                 device_name, ms_between(first_, last_), gpu, host, "op", "calls", "gpu ms",
-                 "host ms", "gpu %");
+                 "cudnn profile (DISTTRAIN_CUDNN_PROFILE) on %s: %.1f ms %s, %.1f ms of it "
+                 "on the GPU inside ops, %.1f ms on the host inside calls\n"
+                 "%-28s %9s %11s %11s %8s %12s\n",
+                 device_name, wall, window, gpu, host, "op", "calls", "gpu ms", "host ms",
+                 "gpu %", "gpu us/call");
     for (int op : order) {
-        const Row &r = rows_[op];
+        const Row &r = rows[op];
         if (r.calls == 0)
             continue;
-        std::fprintf(stderr, "%-28s %9llu %11.2f %11.2f %7.1f%%\n", kOpNames[op],
+        std::fprintf(stderr, "%-28s %9llu %11.2f %11.2f %7.1f%% %12.1f\n", kOpNames[op],
                      static_cast<unsigned long long>(r.calls), r.gpu_ms, r.host_ms,
-                     gpu > 0 ? 100.0 * r.gpu_ms / gpu : 0.0);
+                     gpu > 0 ? 100.0 * r.gpu_ms / gpu : 0.0, 1000.0 * r.gpu_ms / double(r.calls));
     }
 }
 

@@ -2,9 +2,12 @@
 // Where a GPU training step's time goes, op by op, with DISTTRAIN_CUDNN_PROFILE=1: for
 // every compute op, its calls, the host time spent inside the call (launch cost, and the
 // waits of the ops that synchronize) and the GPU time between CUDA events recorded on the
-// stream around it. The table goes to stderr when the instance ends. The GPU times add up
-// to the stream's busy time; the gap between that and the step's wall time is what the GPU
-// spent waiting for the host.
+// stream around it. The table goes to stderr when the instance ends. It covers the ops
+// between the first and the last call of synchronize where there were two (a program that
+// synchronizes after its warm-up and after its timed steps gets the steady state, without
+// the first calls' algorithm searches and module loads), else all of them. The GPU times
+// add up to the stream's busy time inside ops; where the GPU waits for the host, the wait
+// counts in the op whose launch it waited for.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -34,6 +37,8 @@ public:
     // Around one call of op on stream: events before and after, host time between.
     void begin(int op, cudaStream_t stream);
     void end(int op, cudaStream_t stream);
+    // Called by synchronize, once the stream is idle: the window's edge.
+    void mark();
     // Waits for the recorded events and prints the table to stderr.
     void report(const char *device_name);
 
@@ -41,6 +46,10 @@ private:
     struct Row {
         uint64_t calls = 0;
         double host_ms = 0, gpu_ms = 0;
+    };
+    struct Snapshot {
+        std::vector<Row> rows;
+        std::chrono::steady_clock::time_point at;
     };
     struct Pending {
         int op;
@@ -54,6 +63,7 @@ private:
     cudaEvent_t open_ = nullptr;
     std::chrono::steady_clock::time_point entered_;
     std::chrono::steady_clock::time_point first_{}, last_{};
+    std::vector<Snapshot> marks_; // the first and the latest
 };
 
 // Times one call when the instance has a profile; costs one branch when it has none.

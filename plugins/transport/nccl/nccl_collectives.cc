@@ -43,6 +43,13 @@ bool op_of(int32_t op, ncclRedOp_t *out) {
     }
 }
 
+// On a one-rank communicator the average is the sum (x / 1): asking NCCL for the sum
+// avoids its one-rank average kernel, which before 2.29.7 leaves the last count % 32
+// elements unwritten (NCCL's issue 1950; seen here with NCCL 2.28.9 on an H100).
+ncclRedOp_t for_size(ncclRedOp_t op, int size) {
+    return op == ncclAvg && size == 1 ? ncclSum : op;
+}
+
 } // namespace
 
 // The checks every collective shares; the message goes to the core with the status.
@@ -67,7 +74,8 @@ int32_t Context::allreduce(const void *sendbuf, void *recvbuf, size_t count, int
     NCCL_TYPE_OR_REFUSE(t, dtype, "allreduce")
     NCCL_OP_OR_REFUSE(r, op, "allreduce")
     return submit(req, "ncclAllReduce", count * t.size, [=, this] {
-        return lib_.nccl.AllReduce(sendbuf, recvbuf, count, t.type, r, comm_, stream_);
+        return lib_.nccl.AllReduce(sendbuf, recvbuf, count, t.type, for_size(r, size_), comm_,
+                                   stream_);
     });
 }
 
@@ -101,7 +109,8 @@ int32_t Context::reduce_scatter(const void *sendbuf, void *recvbuf, size_t recvc
     NCCL_TYPE_OR_REFUSE(t, dtype, "reduce_scatter")
     NCCL_OP_OR_REFUSE(r, op, "reduce_scatter")
     return submit(req, "ncclReduceScatter", recvcount * t.size, [=, this] {
-        return lib_.nccl.ReduceScatter(sendbuf, recvbuf, recvcount, t.type, r, comm_, stream_);
+        return lib_.nccl.ReduceScatter(sendbuf, recvbuf, recvcount, t.type, for_size(r, size_),
+                                       comm_, stream_);
     });
 }
 

@@ -194,14 +194,19 @@ PoolEntry &pool_entry(Instance &in, const dtp_pool_t &p, const dtp_tensor_t &x,
 // (N, C, H, W) or (rows, C) data and its per-channel (1, C, 1, 1) float32 parameters.
 // (rows, C) is described channels-last, (rows, C, 1, 1) NHWC: channel-last activations
 // come to batch norm as their (N * H * W, C) view, and cuDNN's NCHW kernels would read
-// each channel with a stride of C elements.
+// each channel with a stride of C elements. Training on them uses cuDNN's persistent
+// kernels, as PyTorch does for channels-last training (their reduction caveat concerns
+// NCHW only).
 struct NormDescs {
     TensorDesc x, param;
+    cudnnBatchNormMode_t training_mode;
     explicit NormDescs(const dtp_tensor_t &t)
         : x(t.ndims == 2 ? TensorDesc(t.dims[0], t.dims[1], 1, 1, cudnn_type(t.dtype),
                                       CUDNN_TENSOR_NHWC)
                          : TensorDesc(t)),
-          param(1, t.dims[1], 1, 1, CUDNN_DATA_FLOAT)
+          param(1, t.dims[1], 1, 1, CUDNN_DATA_FLOAT),
+          training_mode(t.ndims == 2 ? CUDNN_BATCHNORM_SPATIAL_PERSISTENT
+                                     : CUDNN_BATCHNORM_SPATIAL)
     {
     }
 };
@@ -386,7 +391,7 @@ int32_t batchnorm_forward_training(void *c, const dtp_tensor_t *x_desc, const vo
         auto &in = self(c);
         NormDescs d(*x_desc);
         check_cudnn(cudnnBatchNormalizationForwardTraining(
-                        in.dnn, CUDNN_BATCHNORM_SPATIAL, &kOne, &kZero, d.x.d, x, d.x.d, y,
+                        in.dnn, d.training_mode, &kOne, &kZero, d.x.d, x, d.x.d, y,
                         d.param.d, scale, shift, momentum, running_mean, running_var, epsilon,
                         save_mean, save_invstd),
                     "cudnnBatchNormalizationForwardTraining");
@@ -416,7 +421,7 @@ int32_t batchnorm_backward(void *c, const dtp_tensor_t *x_desc, const void *x, c
         auto &in = self(c);
         NormDescs d(*x_desc);
         check_cudnn(cudnnBatchNormalizationBackward(
-                        in.dnn, CUDNN_BATCHNORM_SPATIAL, &kOne, &kZero, &kOne, &kZero, d.x.d, x,
+                        in.dnn, d.training_mode, &kOne, &kZero, &kOne, &kZero, d.x.d, x,
                         d.x.d, dy, d.x.d, dx, d.param.d, scale, dscale, dshift, epsilon,
                         save_mean, save_invstd),
                     "cudnnBatchNormalizationBackward");

@@ -77,8 +77,9 @@ struct Instance {
 
 cudnnDataType_t cudnn_type(int32_t dtype);
 
-// A tensor descriptor: NCHW for (N, C), (N, C, H, W) or any 1-4 dims (padded with 1s);
-// with layout DTP_LAYOUT_NHWC a 4-D tensor's dims are (N, H, W, C), channels last.
+// A tensor descriptor for (N, C), (N, C, H, W) or any 1-4 dims (padded with 1s): NCHW,
+// or with layout DTP_LAYOUT_NHWC a 4-D tensor whose memory is channels last (its dims
+// still come in (N, C, H, W) order, as compute.h describes every activation).
 struct TensorDesc {
     cudnnTensorDescriptor_t d = nullptr;
     TensorDesc() = default;

@@ -299,8 +299,8 @@ int32_t conv_forward(void *c, const dtp_conv_t *p, const dtp_tensor_t *x_desc, c
             const auto &d = y_desc->dims;
             const bool last = channels_last(*p);
             check_cuda(static_cast<cudaError_t>(launch_bias_add(
-                           in.stream, y_desc->dtype, last ? d[0] * d[1] * d[2] : d[0],
-                           last ? d[3] : d[1], last ? 1 : d[2] * d[3], y, bias)),
+                           in.stream, y_desc->dtype, last ? d[0] * d[2] * d[3] : d[0], d[1],
+                           last ? 1 : d[2] * d[3], y, bias)),
                        "bias kernel");
         }
     });

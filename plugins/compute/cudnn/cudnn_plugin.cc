@@ -141,8 +141,8 @@ TensorDesc::TensorDesc(int64_t n, int64_t c, int64_t h, int64_t w, cudnnDataType
 
 TensorDesc::TensorDesc(const dtp_tensor_t &t, int32_t layout)
 {
-    if (layout == DTP_LAYOUT_NHWC && t.ndims == 4) {
-        *this = TensorDesc(t.dims[0], t.dims[3], t.dims[1], t.dims[2], cudnn_type(t.dtype),
+    if (layout == DTP_LAYOUT_NHWC && t.ndims == 4) { // dims stay (N, C, H, W): compute.h
+        *this = TensorDesc(t.dims[0], t.dims[1], t.dims[2], t.dims[3], cudnn_type(t.dtype),
                            CUDNN_TENSOR_NHWC);
         return;
     }

@@ -224,7 +224,7 @@ namespace {
 // How progress waits between polls: it yields for the first kSpin, since a collective of
 // a few MiB on one node ends in tens of microseconds and a training step waits on hundreds
 // of them, then sleeps in steps of kSleep with a timer slack of 1 us (Linux's default of
-// 50 us stretched every sleep: a 64 MiB copy of 45 us was seen in about 100).
+// 50 us would stretch every sleep).
 constexpr auto kSpin = std::chrono::microseconds(200);
 constexpr auto kSleep = std::chrono::microseconds(20);
 

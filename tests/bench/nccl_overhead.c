@@ -12,6 +12,8 @@
  * NCCL and the CUDA runtime are opened with dlopen, as the plugin opens them
  * (DISTTRAIN_CUDA_RUNTIME_LIBRARY, default libcudart.so.13), so this builds without them. */
 #define _POSIX_C_SOURCE 199309L
+#include "bench_clock.h"
+
 #include <disttrain/disttrain.h>
 
 #include <dlfcn.h>
@@ -72,25 +74,6 @@ static void dt_ok(dt_status_t s, const char *what)
     }
 }
 
-static double now_us(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec * 1e6 + (double)t.tv_nsec / 1e3;
-}
-
-static int by_value(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-static double median(double *v, int n)
-{
-    qsort(v, (size_t)n, sizeof(double), by_value);
-    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
-
 int main(int argc, char **argv)
 {
     const int rounds = argc > 1 ? atoi(argv[1]) : 7;
@@ -143,25 +126,25 @@ int main(int argc, char **argv)
         double *raw = malloc(sizeof(double) * (size_t)rounds);
         double *ours = malloc(sizeof(double) * (size_t)rounds);
         for (int r = -1; r < rounds; ++r) { /* round -1 warms both up */
-            double start = now_us();
+            double start = bench_now_us();
             for (int i = 0; i < iters; ++i) {
                 raw_ok(nccl_allreduce(buf, out, count, kNcclFloat32, kNcclSum, comm, stream),
                        "ncclAllReduce");
                 raw_ok(stream_sync(stream), "cudaStreamSynchronize");
             }
-            const double raw_us = (now_us() - start) / iters;
-            start = now_us();
+            const double raw_us = (bench_now_us() - start) / iters;
+            start = bench_now_us();
             for (int i = 0; i < iters; ++i)
                 dt_ok(dt_allreduce_ex(ctx, "overhead", buf, out, count, DT_FLOAT32, DT_SUM,
                                       &params),
                       "dt_allreduce_ex");
-            const double ours_us = (now_us() - start) / iters;
+            const double ours_us = (bench_now_us() - start) / iters;
             if (r >= 0) {
                 raw[r] = raw_us;
                 ours[r] = ours_us;
             }
         }
-        const double a = median(raw, rounds), b = median(ours, rounds);
+        const double a = bench_median(raw, rounds), b = bench_median(ours, rounds);
         printf("%10zu %13s %10.2f %13.2f %10.2f %8.2f%%\n", bytes,
                in_place ? "in place" : "out of place", a, b, b - a, 100.0 * (b - a) / a);
         free(raw);

@@ -4,6 +4,8 @@
  * the median time per call of each in microseconds (rank 0); never asserts a time.
  * Run: disttrainrun -np 2 -- uneven_bench [rounds]; DISTTRAIN_ORDERED=1 for ordered. */
 #define _POSIX_C_SOURCE 199309L
+#include "bench_clock.h"
+
 #include <disttrain/disttrain.h>
 
 #include <stdio.h>
@@ -13,19 +15,6 @@
 
 static dt_context_h ctx;
 static int rank, size;
-
-static double now_us(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec * 1e6 + (double)t.tv_nsec / 1e3;
-}
-
-static int by_value(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
 
 static void ok(dt_status_t s, const char *what)
 {
@@ -43,7 +32,7 @@ static double median_call_us(int kind, size_t count, int rounds, unsigned char *
     const int iters = count >= (1u << 18) ? 5 : 50;
     for (int r = -1; r < rounds; ++r) { /* round -1 warms up */
         ok(dt_barrier(ctx, NULL), "barrier");
-        double start = now_us();
+        double start = bench_now_us();
         for (int i = 0; i < iters; ++i) {
             if (kind == 0)
                 ok(dt_allgather(ctx, "b", send, recv, count, DT_UINT8), "allgather");
@@ -55,9 +44,9 @@ static double median_call_us(int kind, size_t count, int rounds, unsigned char *
                 ok(dt_alltoallv(ctx, "b", send, recv, counts, counts, DT_UINT8), "alltoallv");
         }
         if (r >= 0)
-            times[r] = (now_us() - start) / iters;
+            times[r] = (bench_now_us() - start) / iters;
     }
-    qsort(times, (size_t)rounds, sizeof(double), by_value);
+    qsort(times, (size_t)rounds, sizeof(double), bench_by_value);
     double median = times[rounds / 2];
     free(times);
     return median;

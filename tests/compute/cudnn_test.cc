@@ -302,6 +302,33 @@ TEST_F(Cudnn, ChannelsLastConvolutionAndPooling)
     expect_close(down(gdsh, 8), dsh, "nhwc bn dshift", 1e-3);
 }
 
+// ReLU, its gradient and add, exact in float32: on aligned arrays (four elements per
+// access, and an odd length for the tail) and one element off alignment (one by one).
+TEST_F(Cudnn, ElementwiseAlignedAndNot)
+{
+    const int n = 1003;
+    auto a = random_vector(n + 1, 31), b = random_vector(n + 1, 32);
+    for (int offset = 0; offset < 2; ++offset) {
+        dt_tensor_desc_t d = dt_tensor_desc_1d(DT_FLOAT32, n);
+        auto *ga = static_cast<float *>(up(a)) + offset, *gb = static_cast<float *>(up(b)) + offset;
+        auto *gy = static_cast<float *>(up(a)) + offset, *gdx = static_cast<float *>(up(a)) + offset;
+        auto *gsum = static_cast<float *>(up(a)) + offset;
+        ASSERT_EQ(dt_compute_relu_forward(gpu, &d, ga, gy), DT_OK) << dt_last_error();
+        ASSERT_EQ(dt_compute_relu_backward(gpu, &d, ga, gb, gdx), DT_OK) << dt_last_error();
+        ASSERT_EQ(dt_compute_add(gpu, &d, ga, gb, gsum), DT_OK) << dt_last_error();
+        std::vector<float> y(n + 1), dx(n + 1), sum(n + 1);
+        ASSERT_EQ(dt_compute_memcpy(gpu, y.data(), gy, n * 4, DT_COPY_DEVICE_TO_HOST), DT_OK);
+        ASSERT_EQ(dt_compute_memcpy(gpu, dx.data(), gdx, n * 4, DT_COPY_DEVICE_TO_HOST), DT_OK);
+        ASSERT_EQ(dt_compute_memcpy(gpu, sum.data(), gsum, n * 4, DT_COPY_DEVICE_TO_HOST), DT_OK);
+        for (int i = 0; i < n; ++i) {
+            const float x = a[i + offset], g = b[i + offset];
+            ASSERT_EQ(y[i], x > 0 ? x : 0.0f) << "relu at offset " << offset << ", " << i;
+            ASSERT_EQ(dx[i], x > 0 ? g : 0.0f) << "relu grad at offset " << offset << ", " << i;
+            ASSERT_EQ(sum[i], x + g) << "add at offset " << offset << ", " << i;
+        }
+    }
+}
+
 TEST_F(Cudnn, LossOptimizersAndCasts)
 {
     dt_tensor_desc_t ld = dt_tensor_desc_2d(DT_FLOAT32, 8, 10);

@@ -310,9 +310,8 @@ TEST_F(Cudnn, ElementwiseAlignedAndNot)
     auto a = random_vector(n + 1, 31), b = random_vector(n + 1, 32);
     for (int offset = 0; offset < 2; ++offset) {
         dt_tensor_desc_t d = dt_tensor_desc_1d(DT_FLOAT32, n);
-        auto *ga = static_cast<float *>(up(a)) + offset, *gb = static_cast<float *>(up(b)) + offset;
-        auto *gy = static_cast<float *>(up(a)) + offset, *gdx = static_cast<float *>(up(a)) + offset;
-        auto *gsum = static_cast<float *>(up(a)) + offset;
+        auto at = [&](const std::vector<float> &v) { return static_cast<float *>(up(v)) + offset; };
+        float *ga = at(a), *gb = at(b), *gy = at(a), *gdx = at(a), *gsum = at(a);
         ASSERT_EQ(dt_compute_relu_forward(gpu, &d, ga, gy), DT_OK) << dt_last_error();
         ASSERT_EQ(dt_compute_relu_backward(gpu, &d, ga, gb, gdx), DT_OK) << dt_last_error();
         ASSERT_EQ(dt_compute_add(gpu, &d, ga, gb, gsum), DT_OK) << dt_last_error();

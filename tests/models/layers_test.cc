@@ -314,6 +314,16 @@ TEST(Layers, ConvolutionalLayersKeepBf16Activations)
     net.set_input_grad(true);
     const Tensor dx = net.backward(dy, [](Parameter &) {});
     EXPECT_EQ(dx.desc().dtype, DT_FLOAT32); // the cast's backward: the input's dtype
+    // The classifier takes float32 features only, and says so.
+    Linear fc(c, "fc", 16 * 4 * 4, 3, rng);
+    Flatten flatten(c, "flatten");
+    try {
+        fc.forward(flatten.forward(net.forward(x, false), false), false);
+        ADD_FAILURE() << "Linear accepted bfloat16 features";
+    } catch (const std::invalid_argument &e) {
+        EXPECT_NE(std::string(e.what()).find("expected a float32 input, got bfloat16"),
+                  std::string::npos) << e.what();
+    }
     std::vector<Parameter *> params;
     net.parameters(params);
     for (Parameter *p : params) {

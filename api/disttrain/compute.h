@@ -17,6 +17,14 @@
  * Per-channel vectors (bias, batch-norm scale/shift/statistics) are float32 with C
  * elements whatever the activations' dtype.
  *
+ * Dtypes (mixed precision): the activations of an operation (x, y, dx, dy) share one
+ * dtype, float32, bfloat16 or float16. Convolution weights (w, dw) have that dtype too,
+ * or are float32 with bfloat16 activations: a bfloat16 network keeps float32 master
+ * weights and receives float32 weight gradients, and the plugin converts the weights
+ * for the product. Any other combination fails with DT_ERR_INVALID_ARGUMENT naming both
+ * descriptors; a plugin that cannot run a combination the API allows (the cuDNN plugin
+ * and bfloat16 activations with float32 weights) fails with DT_ERR_UNSUPPORTED.
+ *
  * Execution: with a CPU plugin every call blocks until its result is written. With a GPU
  * plugin operations are queued in call order on the context's stream and return at once;
  * dt_compute_memcpy with a host side, calls that write a host scalar (the loss) and
@@ -330,7 +338,8 @@ typedef struct dt_conv_params {
 
 /**
  * y = conv(x, w) + bias. x (N, C, H, W), w (O, C / groups, KH, KW), y (N, O, OH, OW),
- * bias float32 (O) or NULL (bias_desc then NULL too). x, w and y share a dtype.
+ * bias float32 (O) or NULL (bias_desc then NULL too). x and y share a dtype; w has it
+ * too, or is float32 with bfloat16 x and y (see Dtypes above).
  */
 DT_API dt_status_t dt_compute_conv_forward(dt_compute_h compute, const dt_conv_params_t *p,
                                            const dt_tensor_desc_t *x_desc, const void *x,
@@ -339,7 +348,8 @@ DT_API dt_status_t dt_compute_conv_forward(dt_compute_h compute, const dt_conv_p
                                            const void *bias,
                                            const dt_tensor_desc_t *y_desc, void *y);
 
-/** dx = gradient of the convolution's input from dy and w; dx is overwritten. */
+/** dx = gradient of the convolution's input from dy and w; dx is overwritten. dx and dy
+ *  share a dtype; w has it too, or is float32 with bfloat16 dx and dy. */
 DT_API dt_status_t dt_compute_conv_backward_data(dt_compute_h compute,
                                                  const dt_conv_params_t *p,
                                                  const dt_tensor_desc_t *w_desc,
@@ -348,7 +358,9 @@ DT_API dt_status_t dt_compute_conv_backward_data(dt_compute_h compute,
                                                  const void *dy,
                                                  const dt_tensor_desc_t *dx_desc, void *dx);
 
-/** dw (and dbias unless NULL) = gradients of the weights from x and dy; overwritten. */
+/** dw (and dbias unless NULL) = gradients of the weights from x and dy; overwritten.
+ *  x and dy share a dtype; dw has it too, or is float32 with bfloat16 x and dy (the
+ *  gradient is then accumulated and written in float32); dbias is float32. */
 DT_API dt_status_t dt_compute_conv_backward_weights(
     dt_compute_h compute, const dt_conv_params_t *p, const dt_tensor_desc_t *x_desc,
     const void *x, const dt_tensor_desc_t *dy_desc, const void *dy,
@@ -418,7 +430,8 @@ DT_API dt_status_t dt_compute_pool_backward(dt_compute_h compute, const dt_pool_
  * biased variance, invstd = 1 / sqrt(var + epsilon). Writes save_mean and save_invstd
  * (float32, C each) for the backward. When running_mean and running_var are not NULL,
  * updates them as PyTorch does: running = (1 - momentum) * running + momentum * batch,
- * with the unbiased variance. scale, shift: float32 (C). x and y share x_desc.
+ * with the unbiased variance. scale, shift: float32 (C). x and y share x_desc, whose
+ * dtype may be bfloat16 (statistics are accumulated in float32 or wider either way).
  */
 DT_API dt_status_t dt_compute_batchnorm_forward_training(
     dt_compute_h compute, const dt_tensor_desc_t *x_desc, const void *x, const float *scale,

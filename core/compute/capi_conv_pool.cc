@@ -72,7 +72,8 @@ DT_API dt_status_t dt_compute_conv_backward_data(dt_compute_h compute,
         dtp_tensor_t wt = tensor(fn, "w_desc", w_desc);
         dtp_tensor_t yt = activation(fn, "dy_desc", dy_desc, g.layout);
         dtp_tensor_t xt = activation(fn, "dx_desc", dx_desc, g.layout);
-        require_shape(fn, "dy_desc", yt, conv_output(fn, g, xt, wt), conv_why("dx", xt, wt));
+        require_shape(fn, "dy_desc", yt, conv_output(fn, g, xt, wt, "dx_desc"),
+                      conv_why("dx", xt, wt));
         require_ptr(fn, "w", w);
         require_ptr(fn, "dy", dy);
         require_ptr(fn, "dx", dx);
@@ -96,7 +97,8 @@ DT_API dt_status_t dt_compute_conv_backward_weights(
         dtp_tensor_t xt = activation(fn, "x_desc", x_desc, g.layout);
         dtp_tensor_t yt = activation(fn, "dy_desc", dy_desc, g.layout);
         dtp_tensor_t wt = tensor(fn, "dw_desc", dw_desc);
-        require_shape(fn, "dy_desc", yt, conv_output(fn, g, xt, wt), conv_why("x", xt, wt));
+        require_shape(fn, "dy_desc", yt, conv_output(fn, g, xt, wt, "x_desc", "dw_desc"),
+                      conv_why("x", xt, wt));
         auto *b = const_cast<float *>(optional_bias(fn, "dbias", dbias_desc, dbias, wt.dims[0]));
         require_ptr(fn, "x", x);
         require_ptr(fn, "dy", dy);

@@ -191,13 +191,18 @@ dtp_conv_t conv_geometry(const char *function, const dt_conv_params_t *p)
 }
 
 dtp_tensor_t conv_output(const char *function, const dtp_conv_t &g, const dtp_tensor_t &x,
-                         const dtp_tensor_t &w)
+                         const dtp_tensor_t &w, const char *x_what, const char *w_what)
 {
     require_ndims(function, "x_desc", x, 4);
     require_ndims(function, "w_desc", w, 4);
-    if (w.dtype != x.dtype)
-        throw_error(DT_ERR_INVALID_ARGUMENT, function, ": w_desc is ", describe(w),
-                    " but x_desc is ", describe(x), "; they must share a dtype");
+    // bfloat16 activations may meet the float32 master weights (the plugin converts the
+    // weights, not the user): mixed-precision training keeps weights in float32.
+    const bool mixed = x.dtype == DTP_BFLOAT16 && w.dtype == DTP_FLOAT32;
+    if (w.dtype != x.dtype && !mixed)
+        throw_error(DT_ERR_INVALID_ARGUMENT, function, ": ", w_what, " is ", describe(w),
+                    " but ", x_what, " is ", describe(x),
+                    "; the weights must share the activations' dtype, or be float32 with "
+                    "bfloat16 activations");
     if (x.dims[1] % g.groups != 0 || w.dims[0] % g.groups != 0)
         throw_error(DT_ERR_INVALID_ARGUMENT, function, ": groups = ", g.groups,
                     " must divide the input channels (", x.dims[1],

@@ -45,8 +45,11 @@ void require_ptr(const char *function, const char *what, const void *p);
 // The convolution geometry with defaults applied and each value checked, and the output
 // shape it gives for x and w (throws when they do not fit together).
 dtp_conv_t conv_geometry(const char *function, const dt_conv_params_t *p);
+// w's dtype is x's, or float32 with bfloat16 x (float32 weights, bfloat16 activations);
+// x_what and w_what name them in messages.
 dtp_tensor_t conv_output(const char *function, const dtp_conv_t &g, const dtp_tensor_t &x,
-                         const dtp_tensor_t &w);
+                         const dtp_tensor_t &w, const char *x_what = "x_desc",
+                         const char *w_what = "w_desc");
 
 // The pooling geometry with defaults applied, and the output shape it gives for x.
 dtp_pool_t pool_geometry(const char *function, const dt_pool_params_t *p);

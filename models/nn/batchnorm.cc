@@ -15,7 +15,7 @@ dt_tensor_desc_t stats_desc(const Tensor &x)
 {
     if (!x.channels_last())
         return x.desc();
-    return desc_f32({x.dim(0) * x.dim(1) * x.dim(2), x.dim(3)});
+    return with_dtype(desc_f32({x.dim(0) * x.dim(1) * x.dim(2), x.dim(3)}), x.desc().dtype);
 }
 
 } // namespace

@@ -71,6 +71,14 @@ dt_memory_type_t Compute::tensor_memory() const
                                                              : DT_MEMORY_HOST;
 }
 
+dt_dtype_t Compute::activation_dtype() const
+{
+    const auto a = query(get());
+    return a.compute_dtype == DT_BFLOAT16 && a.device_kind != DT_COMPUTE_DEVICE_GPU
+               ? DT_BFLOAT16
+               : DT_FLOAT32;
+}
+
 void *Compute::stream() const
 {
     dt_compute_attr_t a = {};

@@ -31,6 +31,11 @@ public:
     bool bf16_active() const;
     // Where the context's tensors live: device memory on a GPU plugin, else host memory.
     dt_memory_type_t tensor_memory() const;
+    // The dtype the convolutional nets keep their activations in: bfloat16 when the
+    // context computes in bfloat16 on host memory (the oneDNN plugin runs bfloat16
+    // activations with float32 weights natively), else float32 (a GPU plugin cannot mix
+    // dtypes yet). Weights, gradients and optimizer state stay float32 either way.
+    dt_dtype_t activation_dtype() const;
     // The device queue its operations run on (null where they block, on CPU): the stream
     // after whose work a collective on a tensor must start.
     void *stream() const;

@@ -44,7 +44,7 @@ Tensor Conv2d::forward(const Tensor &x, bool training)
     p_.layout = x.layout();
     ensure(y_, c_,
            activation_desc(x.dim(0), s_.out, out_size(x.height()), out_size(x.width()),
-                           x.layout()),
+                           x.layout(), x.desc().dtype),
            x.layout());
     check(dt_compute_conv_forward(c_.get(), &p_, &x.desc(), x.data(), &w_.value.desc(),
                                   w_.value.data(), s_.bias ? &b_.value.desc() : nullptr,

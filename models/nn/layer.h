@@ -40,6 +40,7 @@ public:
     Layer &operator=(const Layer &) = delete;
 
     const std::string &name() const { return name_; }
+    const Compute &compute() const { return c_; }
 
     // The output for input x. With training set, the layer keeps what backward needs
     // (the returned tensor stays valid until the next forward).

@@ -42,6 +42,11 @@ Tensor Linear::forward(const Tensor &x, bool training)
     if (x.desc().ndims != 2 || x.dim(1) != in_)
         throw std::invalid_argument(cat(name_, ": expected input (N, ", in_, "), got ",
                                         x.desc().ndims, "-D with ", x.dim(1), " columns"));
+    // Its products and dx are float32 (or its own bfloat16 copies of float32 operands).
+    if (x.desc().dtype != DT_FLOAT32)
+        throw std::invalid_argument(cat(name_, ": expected a float32 input, got ",
+                                        dt_dtype_name(x.desc().dtype),
+                                        "; cast the features to float32 first (nn/cast.h)"));
     const int64_t n = x.dim(0);
     ensure(y_, c_, desc_f32({n, out_}));
     // y = x W^T: m = N, n = out, k = in.

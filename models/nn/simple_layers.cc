@@ -35,7 +35,8 @@ Tensor Flatten::forward(const Tensor &x, bool)
                                         " (only 1x1); build the model in NCHW"));
     in_ = x.desc();
     in_layout_ = x.layout();
-    return x.view(desc_f32({x.dim(0), int64_t(x.numel() / size_t(x.dim(0)))}));
+    return x.view(with_dtype(desc_f32({x.dim(0), int64_t(x.numel() / size_t(x.dim(0)))}),
+                             x.desc().dtype));
 }
 
 Tensor Flatten::backward(const Tensor &dy, const GradReady &)
@@ -74,7 +75,7 @@ Tensor Pool::forward(const Tensor &x, bool training)
     };
     ensure(y_, c_,
            activation_desc(x.dim(0), x.channels(), out(x.height(), 0), out(x.width(), 1),
-                           x.layout()),
+                           x.layout(), x.desc().dtype),
            x.layout());
     void *ws = nullptr;
     if (training) {

@@ -114,10 +114,18 @@ Tensor &ensure(Tensor &t, const Compute &compute, const dt_tensor_desc_t &desc,
     return t;
 }
 
-dt_tensor_desc_t activation_desc(int64_t n, int64_t c, int64_t h, int64_t w,
-                                 dt_tensor_layout_t layout)
+dt_tensor_desc_t with_dtype(dt_tensor_desc_t desc, dt_dtype_t dtype)
 {
-    return layout == DT_LAYOUT_NHWC ? desc_f32({n, h, w, c}) : desc_f32({n, c, h, w});
+    desc.dtype = dtype;
+    return desc;
+}
+
+dt_tensor_desc_t activation_desc(int64_t n, int64_t c, int64_t h, int64_t w,
+                                 dt_tensor_layout_t layout, dt_dtype_t dtype)
+{
+    dt_tensor_desc_t d = layout == DT_LAYOUT_NHWC ? desc_f32({n, h, w, c}) : desc_f32({n, c, h, w});
+    d.dtype = dtype;
+    return d;
 }
 
 } // namespace dt::models

@@ -67,9 +67,12 @@ private:
 Tensor &ensure(Tensor &t, const Compute &compute, const dt_tensor_desc_t &desc,
                dt_tensor_layout_t layout = DT_LAYOUT_NCHW);
 
-// The descriptor of a float32 4-D activation of n images of c channels of h x w in
-// `layout`: (n, c, h, w) or (n, h, w, c).
+// The descriptor of a 4-D activation (float32 unless dtype says otherwise) of n images
+// of c channels of h x w in `layout`: (n, c, h, w) or (n, h, w, c).
 dt_tensor_desc_t activation_desc(int64_t n, int64_t c, int64_t h, int64_t w,
-                                 dt_tensor_layout_t layout);
+                                 dt_tensor_layout_t layout, dt_dtype_t dtype = DT_FLOAT32);
+
+// The same descriptor with another dtype.
+dt_tensor_desc_t with_dtype(dt_tensor_desc_t desc, dt_dtype_t dtype);
 
 } // namespace dt::models

@@ -172,3 +172,39 @@ def test_bad_input_under_the_launcher_stops_every_rank(disttrainrun, train):
     r = job(disttrainrun, train, 2, ["--batch-size", "0"], timeout=60)
     assert r.returncode != 0
     assert "--batch-size" in r.stderr
+
+
+def cpu_computes_bf16():
+    """Whether this CPU has native bfloat16 (what --bf16 needs; elsewhere it warns and
+    trains in float32)."""
+    try:
+        flags = pathlib.Path("/proc/cpuinfo").read_text()
+    except OSError:
+        return False
+    return "avx512_bf16" in flags or "amx_bf16" in flags
+
+
+@pytest.mark.skipif(not cpu_computes_bf16(), reason="the CPU has no native bfloat16")
+@pytest.mark.parametrize("model", ["resnet20", "convnet"])
+def test_bf16_activations_train_like_f32(disttrainrun, train, tmp_path, model):
+    """--bf16 keeps the convolutional nets' activations in bfloat16: the loss falls, and
+    after a short run loss and accuracy are close to the float32 run from the same seed."""
+    # 16 steps of 50 images; the cosine decay lets the batch-norm running statistics
+    # settle, so that the validation accuracy of so short a run is not noise.
+    common = ["--model", model, "--epochs", "5", "--batch-size", "50", "--lr", "0.05",
+              "--optimizer", "momentum", "--decay", "cosine", "--seed", "5",
+              "--train-limit", "800", "--test-limit", "400", "--threads", "1",
+              "--no-progress"]
+    runs = {}
+    for name, extra in (("f32", []), ("bf16", ["--bf16"])):
+        r = job(disttrainrun, train, 1, [*common, *extra, "--metrics-file",
+                                         tmp_path / f"{name}.jsonl"])
+        assert r.returncode == 0, r.stderr
+        runs[name] = metrics(tmp_path / f"{name}.jsonl")
+    f32, bf16 = runs["f32"], runs["bf16"]
+    assert len(bf16) == 5
+    assert bf16[-1]["main/loss"] < 0.8 * bf16[0]["main/loss"]  # it learns
+    assert bf16[-1]["main/loss"] == pytest.approx(f32[-1]["main/loss"], rel=0.05)
+    assert abs(bf16[-1]["main/accuracy"] - f32[-1]["main/accuracy"]) <= 0.04
+    assert abs(bf16[-1]["validation/main/accuracy"]
+               - f32[-1]["validation/main/accuracy"]) <= 0.04

@@ -58,6 +58,16 @@ struct ConvEntry : CacheEntry {
     }
 };
 
+const char *dtype_label(int32_t dtype)
+{
+    switch (dtype) {
+    case DTP_FLOAT32: return "float32";
+    case DTP_BFLOAT16: return "bfloat16";
+    case DTP_FLOAT16: return "float16";
+    default: return "another dtype";
+    }
+}
+
 std::string layout_key(int32_t layout)
 {
     switch (layout) {
@@ -72,6 +82,14 @@ std::string layout_key(int32_t layout)
 ConvEntry &conv_entry(Instance &in, const dtp_conv_t &p, const dtp_tensor_t &x,
                       const dtp_tensor_t &w, const dtp_tensor_t &y)
 {
+    // The API lets bfloat16 activations meet float32 weights (the oneDNN plugin converts
+    // the weights); here one cuDNN filter descriptor would describe both, so refuse.
+    if (w.dtype != x.dtype)
+        throw Failure(DTP_ERR_UNSUPPORTED,
+                      std::string("the cudnn plugin convolves activations and weights of one "
+                                  "dtype only; x is ") +
+                          dtype_label(x.dtype) + " and w " + dtype_label(w.dtype) +
+                          " (keep float32 activations on a GPU)");
     const std::string key = "conv|" + layout_key(p.layout) + "|" + key_of(x) + "|" +
                             key_of(w) + "|" +
                             std::to_string(p.stride[0]) + "," + std::to_string(p.stride[1]) +

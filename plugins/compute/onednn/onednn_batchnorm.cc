@@ -4,9 +4,9 @@
 // of a resnet50 training step (more than the reorders to and from blocked layouts that
 // its jit kernels would need). The loops run one channel per iteration, each channel's
 // planes contiguous, vectorised for the CPU found at run time (onednn_bn_kernels.h); float32 is
-// the fast path, bfloat16 / float16 tensors go through float. A float32 (rows, C) tensor
-// (channels-last activations seen as (N * H * W, C)) runs on row-order loops instead
-// (onednn_bn_rows.h), vectorised across channels.
+// the fast path, bfloat16 / float16 tensors go through float. A float32 or bfloat16
+// (rows, C) tensor (channels-last activations seen as (N * H * W, C)) runs on row-order
+// loops instead (onednn_bn_kernels.h), vectorised across channels.
 //
 // save_invstd is 1 / sqrt(var + eps) (cuDNN's convention); the running statistics are
 // updated as PyTorch does (unbiased variance).
@@ -57,10 +57,22 @@ void channel_affine(const Planes &g, const T *x, T *y, int64_t c, float a, float
         plane_affine(x + g.offset(i, c), y + g.offset(i, c), g.plane, a, b);
 }
 
-// Whether x is a float32 (rows, C) tensor with enough channels for the row loops.
+// Whether x is a float32 or bfloat16 (rows, C) tensor with enough channels for the row
+// loops.
 bool by_rows(const dtp_tensor_t &x)
 {
-    return x.dtype == DTP_FLOAT32 && x.ndims == 2 && x.dims[1] >= 16;
+    return (x.dtype == DTP_FLOAT32 || x.dtype == DTP_BFLOAT16) && x.ndims == 2 &&
+           x.dims[1] >= 16;
+}
+
+// Calls f(T{}) with T float or bf16_t, the element type of a by_rows tensor.
+template <typename F>
+void by_row_dtype(const dtp_tensor_t &x, F &&f)
+{
+    if (x.dtype == DTP_BFLOAT16)
+        f(bf16_t{});
+    else
+        f(float{});
 }
 
 // Calls f(columns) for this thread's share of the channels.
@@ -73,8 +85,9 @@ void for_columns(const dtp_tensor_t &x, F &&f)
     }, rows * channels);
 }
 
-void rows_forward_training(const dtp_tensor_t &xd, const float *x, const float *scale,
-                           const float *shift, float epsilon, float momentum, float *y,
+template <typename T>
+void rows_forward_training(const dtp_tensor_t &xd, const T *x, const float *scale,
+                           const float *shift, float epsilon, float momentum, T *y,
                            float *save_mean, float *save_invstd, float *running_mean,
                            float *running_var)
 {
@@ -84,10 +97,11 @@ void rows_forward_training(const dtp_tensor_t &xd, const float *x, const float *
     for_columns(xd, [&](const Columns &g) {
         const size_t w = size_t(g.width);
         std::vector<double> s1(w), s2(w);
-        std::vector<float> a(w), b(w);
+        std::vector<float> a(w), b(w), pivot(w);
         // The first row as the pivot keeps the one-pass variance free of cancellation.
-        const float *pivot = x + g.col;
-        rows_moments(g, x, pivot, s1.data(), s2.data());
+        for (size_t i = 0; i < w; ++i)
+            pivot[i] = to_float(x[g.col + int64_t(i)]);
+        rows_moments(g, x, pivot.data(), s1.data(), s2.data());
         for (size_t i = 0; i < w; ++i) {
             const int64_t k = g.col + int64_t(i);
             const double m = s1[i] / count;
@@ -108,8 +122,9 @@ void rows_forward_training(const dtp_tensor_t &xd, const float *x, const float *
     });
 }
 
-void rows_backward(const dtp_tensor_t &xd, const float *x, const float *dy, const float *scale,
-                   const float *save_mean, const float *save_invstd, float *dx, float *dscale,
+template <typename T>
+void rows_backward(const dtp_tensor_t &xd, const T *x, const T *dy, const float *scale,
+                   const float *save_mean, const float *save_invstd, T *dx, float *dscale,
                    float *dshift)
 {
     const double count = double(xd.dims[0]);
@@ -142,9 +157,12 @@ int32_t batchnorm_forward_training(void *c, const dtp_tensor_t *x_desc, const vo
 {
     return guarded(c, [&] {
         if (by_rows(*x_desc))
-            return rows_forward_training(*x_desc, static_cast<const float *>(x), scale, shift,
-                                         epsilon, momentum, static_cast<float *>(y),
-                                         save_mean, save_invstd, running_mean, running_var);
+            return by_row_dtype(*x_desc, [&](auto tag) {
+                using T = decltype(tag);
+                rows_forward_training(*x_desc, static_cast<const T *>(x), scale, shift,
+                                      epsilon, momentum, static_cast<T *>(y), save_mean,
+                                      save_invstd, running_mean, running_var);
+            });
         const Planes g = planes_of(*x_desc);
         const float unbias =
             g.count() > 1 ? float(g.count()) / float(g.count() - 1) : 1.0f;
@@ -179,15 +197,18 @@ int32_t batchnorm_forward_inference(void *c, const dtp_tensor_t *x_desc, const v
 {
     return guarded(c, [&] {
         if (by_rows(*x_desc))
-            return for_columns(*x_desc, [&](const Columns &g) {
-                std::vector<float> a(size_t(g.width)), b(size_t(g.width));
-                for (int64_t i = 0; i < g.width; ++i) {
-                    const int64_t k = g.col + i;
-                    a[size_t(i)] = scale[k] / std::sqrt(running_var[k] + epsilon);
-                    b[size_t(i)] = shift[k] - running_mean[k] * a[size_t(i)];
-                }
-                rows_affine(g, static_cast<const float *>(x), static_cast<float *>(y),
-                            a.data(), b.data());
+            return by_row_dtype(*x_desc, [&](auto tag) {
+                using T = decltype(tag);
+                for_columns(*x_desc, [&](const Columns &g) {
+                    std::vector<float> a(size_t(g.width)), b(size_t(g.width));
+                    for (int64_t i = 0; i < g.width; ++i) {
+                        const int64_t k = g.col + i;
+                        a[size_t(i)] = scale[k] / std::sqrt(running_var[k] + epsilon);
+                        b[size_t(i)] = shift[k] - running_mean[k] * a[size_t(i)];
+                    }
+                    rows_affine(g, static_cast<const T *>(x), static_cast<T *>(y), a.data(),
+                                b.data());
+                });
             });
         const Planes g = planes_of(*x_desc);
         by_dtype(x_desc->dtype, [&](auto tag) {
@@ -210,9 +231,12 @@ int32_t batchnorm_backward(void *c, const dtp_tensor_t *x_desc, const void *x, c
 {
     return guarded(c, [&] {
         if (by_rows(*x_desc))
-            return rows_backward(*x_desc, static_cast<const float *>(x),
-                                 static_cast<const float *>(dy), scale, save_mean, save_invstd,
-                                 static_cast<float *>(dx), dscale, dshift);
+            return by_row_dtype(*x_desc, [&](auto tag) {
+                using T = decltype(tag);
+                rows_backward(*x_desc, static_cast<const T *>(x), static_cast<const T *>(dy),
+                              scale, save_mean, save_invstd, static_cast<T *>(dx), dscale,
+                              dshift);
+            });
         const Planes g = planes_of(*x_desc);
         const double count = double(g.count());
         by_dtype(x_desc->dtype, [&](auto tag) {

@@ -7,6 +7,8 @@
 #include "onednn_parallel.h"
 
 #include <algorithm>
+#include <bit>
+#include <cstdint>
 #include <vector>
 
 #define DTP_CLONES DTP_VECTOR_CLONES
@@ -70,10 +72,23 @@ DTP_CLONES void plane_grad_apply(const float *x, const float *dy, float *dx, int
 namespace {
 // Rows per float partial sum in the channels-last loops.
 constexpr int64_t kRowBlock = 256;
+
+// Element loads and stores of the row loops: float32 as is, bfloat16 widened to float and
+// rounded back to nearest even, written so that the compiler vectorises both.
+inline float load(float v) { return v; }
+inline float load(bf16_t v) { return std::bit_cast<float>(uint32_t{v.bits} << 16); }
+inline void store(float &out, float v) { out = v; }
+inline void store(bf16_t &out, float v)
+{
+    const uint32_t u = std::bit_cast<uint32_t>(v);
+    const uint32_t rounded = (u + 0x7fffu + ((u >> 16) & 1u)) >> 16;
+    const uint32_t quiet_nan = (u >> 16) | 0x40u;
+    out.bits = static_cast<uint16_t>((u & 0x7fffffffu) > 0x7f800000u ? quiet_nan : rounded);
 }
 
-DTP_CLONES void rows_moments(const Columns &g, const float *x, const float *pivot, double *s1,
-                             double *s2)
+template <typename T>
+inline void moments_impl(const Columns &g, const T *x, const float *pivot, double *s1,
+                         double *s2)
 {
     std::vector<float> a(size_t(g.width)), b(size_t(g.width));
     std::fill(s1, s1 + g.width, 0.0);
@@ -84,10 +99,10 @@ DTP_CLONES void rows_moments(const Columns &g, const float *x, const float *pivo
         std::fill(b.begin(), b.end(), 0.0f);
         float *pa = a.data(), *pb = b.data();
         for (int64_t r = start; r < end; ++r) {
-            const float *row = x + r * g.stride + g.col;
+            const T *row = x + r * g.stride + g.col;
 #pragma omp simd
             for (int64_t c = 0; c < g.width; ++c) {
-                const float d = row[c] - pivot[c];
+                const float d = load(row[c]) - pivot[c];
                 pa[c] += d;
                 pb[c] += d * d;
             }
@@ -99,20 +114,21 @@ DTP_CLONES void rows_moments(const Columns &g, const float *x, const float *pivo
     }
 }
 
-DTP_CLONES void rows_affine(const Columns &g, const float *x, float *y, const float *a,
-                            const float *b)
+template <typename T>
+inline void affine_impl(const Columns &g, const T *x, T *y, const float *a, const float *b)
 {
     for (int64_t r = 0; r < g.rows; ++r) {
-        const float *in = x + r * g.stride + g.col;
-        float *out = y + r * g.stride + g.col;
+        const T *in = x + r * g.stride + g.col;
+        T *out = y + r * g.stride + g.col;
 #pragma omp simd
         for (int64_t c = 0; c < g.width; ++c)
-            out[c] = a[c] * in[c] + b[c];
+            store(out[c], a[c] * load(in[c]) + b[c]);
     }
 }
 
-DTP_CLONES void rows_grad_sums(const Columns &g, const float *x, const float *dy,
-                               const float *mean, double *s1, double *s2)
+template <typename T>
+inline void grad_sums_impl(const Columns &g, const T *x, const T *dy, const float *mean,
+                           double *s1, double *s2)
 {
     std::vector<float> a(size_t(g.width)), b(size_t(g.width));
     std::fill(s1, s1 + g.width, 0.0);
@@ -123,12 +139,13 @@ DTP_CLONES void rows_grad_sums(const Columns &g, const float *x, const float *dy
         std::fill(b.begin(), b.end(), 0.0f);
         float *pa = a.data(), *pb = b.data();
         for (int64_t r = start; r < end; ++r) {
-            const float *xr = x + r * g.stride + g.col;
-            const float *gr = dy + r * g.stride + g.col;
+            const T *xr = x + r * g.stride + g.col;
+            const T *gr = dy + r * g.stride + g.col;
 #pragma omp simd
             for (int64_t c = 0; c < g.width; ++c) {
-                pa[c] += gr[c];
-                pb[c] += gr[c] * (xr[c] - mean[c]);
+                const float gv = load(gr[c]);
+                pa[c] += gv;
+                pb[c] += gv * (load(xr[c]) - mean[c]);
             }
         }
         for (int64_t c = 0; c < g.width; ++c) {
@@ -138,17 +155,69 @@ DTP_CLONES void rows_grad_sums(const Columns &g, const float *x, const float *dy
     }
 }
 
+template <typename T>
+inline void grad_apply_impl(const Columns &g, const T *x, const T *dy, T *dx, const float *a,
+                            const float *k, const float *b)
+{
+    for (int64_t r = 0; r < g.rows; ++r) {
+        const T *xr = x + r * g.stride + g.col;
+        const T *gr = dy + r * g.stride + g.col;
+        T *out = dx + r * g.stride + g.col;
+#pragma omp simd
+        for (int64_t c = 0; c < g.width; ++c)
+            store(out[c], a[c] * load(gr[c]) + k[c] * load(xr[c]) + b[c]);
+    }
+}
+} // namespace
+
+// One clone set per element type: target_clones does not apply to templates, so each
+// wrapper is a plain function whose body (the template above) is compiled per target.
+DTP_CLONES void rows_moments(const Columns &g, const float *x, const float *pivot, double *s1,
+                             double *s2)
+{
+    moments_impl(g, x, pivot, s1, s2);
+}
+
+DTP_CLONES void rows_moments(const Columns &g, const bf16_t *x, const float *pivot, double *s1,
+                             double *s2)
+{
+    moments_impl(g, x, pivot, s1, s2);
+}
+
+DTP_CLONES void rows_affine(const Columns &g, const float *x, float *y, const float *a,
+                            const float *b)
+{
+    affine_impl(g, x, y, a, b);
+}
+
+DTP_CLONES void rows_affine(const Columns &g, const bf16_t *x, bf16_t *y, const float *a,
+                            const float *b)
+{
+    affine_impl(g, x, y, a, b);
+}
+
+DTP_CLONES void rows_grad_sums(const Columns &g, const float *x, const float *dy,
+                               const float *mean, double *s1, double *s2)
+{
+    grad_sums_impl(g, x, dy, mean, s1, s2);
+}
+
+DTP_CLONES void rows_grad_sums(const Columns &g, const bf16_t *x, const bf16_t *dy,
+                               const float *mean, double *s1, double *s2)
+{
+    grad_sums_impl(g, x, dy, mean, s1, s2);
+}
+
 DTP_CLONES void rows_grad_apply(const Columns &g, const float *x, const float *dy, float *dx,
                                 const float *a, const float *k, const float *b)
 {
-    for (int64_t r = 0; r < g.rows; ++r) {
-        const float *xr = x + r * g.stride + g.col;
-        const float *gr = dy + r * g.stride + g.col;
-        float *out = dx + r * g.stride + g.col;
-#pragma omp simd
-        for (int64_t c = 0; c < g.width; ++c)
-            out[c] = a[c] * gr[c] + k[c] * xr[c] + b[c];
-    }
+    grad_apply_impl(g, x, dy, dx, a, k, b);
+}
+
+DTP_CLONES void rows_grad_apply(const Columns &g, const bf16_t *x, const bf16_t *dy,
+                                bf16_t *dx, const float *a, const float *k, const float *b)
+{
+    grad_apply_impl(g, x, dy, dx, a, k, b);
 }
 
 } // namespace dtp::onednn

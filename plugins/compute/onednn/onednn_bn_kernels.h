@@ -47,6 +47,15 @@ void rows_grad_sums(const Columns &g, const float *x, const float *dy, const flo
 // dx = a[c] dy + k[c] x + b[c]
 void rows_grad_apply(const Columns &g, const float *x, const float *dy, float *dx,
                      const float *a, const float *k, const float *b);
+// The same over bfloat16 activations (channels-last bfloat16 networks), computing in
+// float32 with the per-channel vectors and sums in float32 / double as above.
+void rows_moments(const Columns &g, const bf16_t *x, const float *pivot, double *s1,
+                  double *s2);
+void rows_affine(const Columns &g, const bf16_t *x, bf16_t *y, const float *a, const float *b);
+void rows_grad_sums(const Columns &g, const bf16_t *x, const bf16_t *dy, const float *mean,
+                    double *s1, double *s2);
+void rows_grad_apply(const Columns &g, const bf16_t *x, const bf16_t *dy, bf16_t *dx,
+                     const float *a, const float *k, const float *b);
 
 template <typename T>
 Sums plane_moments(const T *x, int64_t n, float pivot)

@@ -9,7 +9,9 @@
 // convolution on NHWC is a matrix product of the (N * H * W, C) activations with the
 // (O, C) weights, so all three directions run as one dnnl_sgemm over the whole batch
 // (nhwc_gemm): resnet50's 1x1 convolutions (half its FLOPs) ran 1.5-2x slower in the
-// direct kernels.
+// direct kernels. bfloat16 activations may come with float32 weights (mixed precision):
+// the weights are reordered to bfloat16 with the layout change, and the weight gradient
+// is computed in float32.
 #include "onednn_context.h"
 #include "onednn_ops.h"
 #include "onednn_slot.h"
@@ -81,6 +83,13 @@ bool plain_1x1(const Instance &in, const dtp_conv_t &p, const dtp_tensor_t &w,
 }
 
 int64_t plane_of(const dtp_tensor_t &t) { return t.dims[2] * t.dims[3]; }
+
+// bfloat16 activations with float32 (master) weights: the forward and backward-data
+// weights pass through a reorder to bfloat16 (the Slot), the weight gradient stays float32.
+bool mixed(const dtp_tensor_t &x, const dtp_tensor_t &w)
+{
+    return x.dtype == DTP_BFLOAT16 && w.dtype == DTP_FLOAT32;
+}
 
 // Whether a convolution is a plain matrix product on NHWC (see the file's comment).
 bool nhwc_gemm(const Instance &in, const dtp_conv_t &p, const dtp_tensor_t &w, int32_t dtype)
@@ -274,9 +283,14 @@ int32_t conv_backward_weights(void *c, const dtp_conv_t *p, const dtp_tensor_t *
                                       : md();
                 const bool plain = plain_1x1(in, *p, *dw_desc, x_desc->dtype,
                                              plane_of(*x_desc), true);
+                // bfloat16 activations with float32 weights: oneDNN accumulates and writes
+                // the weight gradient in float32 itself, rather than rounding it to
+                // bfloat16 and converting back.
+                const auto dw_type = mixed(*x_desc, *dw_desc) ? dnnl::memory::data_type::f32
+                                                              : work;
                 dnnl::convolution_backward_weights::desc d(
                     dnnl::algorithm::convolution_direct, activation(*x_desc, *p, work, plain),
-                    weights_any(*dw_desc, p->groups, work), bias_md,
+                    weights_any(*dw_desc, p->groups, dw_type), bias_md,
                     activation(*dy_desc, *p, work, plain), g.strides, g.dilates, g.pad, g.pad);
                 dnnl::convolution_backward_weights::primitive_desc pd(d, in.engine, hint);
                 auto out = std::make_unique<BackwardWeightsEntry>();

@@ -2,12 +2,16 @@
 // Element-wise operations as OpenMP loops over the element type: add, axpby, scale,
 // bias and its gradient, ReLU and its gradient. They are memory bound, so a loop the
 // compiler vectorises is as fast as a primitive and needs no cache entry. The float32
-// loops the trainer runs every step (bias, ReLU) go through kernels vectorised per
-// instruction set (onednn_parallel.h); bfloat16 and float16 take the generic loops.
+// loops the trainer runs every step (bias, ReLU) and the bfloat16 add and ReLU of
+// bfloat16 networks go through kernels vectorised per instruction set
+// (onednn_parallel.h); the rest take the generic loops.
 #include "onednn_context.h"
 #include "onednn_elem.h"
 #include "onednn_ops.h"
 #include "onednn_parallel.h"
+
+#include <bit>
+#include <cstdint>
 
 namespace dtp::onednn {
 
@@ -66,6 +70,45 @@ void relu_backward_f32(int64_t n, const float *x, const float *dy, float *dx)
         dx[i] = x[i] > 0.0f ? dy[i] : 0.0f;
 }
 
+// bfloat16 versions for the activations of bfloat16 networks, on the raw 16-bit
+// patterns. ReLU needs no arithmetic: a bfloat16 is > 0 exactly when its bits, read
+// as a signed 16-bit integer, are in (0, 0x7f80] (+inf included, NaN not), which is
+// what the float comparison x > 0 gives.
+// The add widens to float and rounds back to nearest even.
+DTP_VECTOR_CLONES
+void add_bf16(int64_t n, const uint16_t *a, const uint16_t *b, uint16_t *out)
+{
+#pragma omp simd
+    for (int64_t i = 0; i < n; ++i) {
+        const float v = std::bit_cast<float>(uint32_t{a[i]} << 16) +
+                        std::bit_cast<float>(uint32_t{b[i]} << 16);
+        const uint32_t u = std::bit_cast<uint32_t>(v);
+        const uint32_t rounded = (u + 0x7fffu + ((u >> 16) & 1u)) >> 16;
+        const uint32_t quiet_nan = (u >> 16) | 0x40u;
+        out[i] = static_cast<uint16_t>((u & 0x7fffffffu) > 0x7f800000u ? quiet_nan : rounded);
+    }
+}
+
+DTP_VECTOR_CLONES
+void relu_bf16(int64_t n, const uint16_t *x, uint16_t *y)
+{
+#pragma omp simd
+    for (int64_t i = 0; i < n; ++i) {
+        const auto v = static_cast<int16_t>(x[i]);
+        y[i] = v > 0 && v <= 0x7f80 ? x[i] : uint16_t{0};
+    }
+}
+
+DTP_VECTOR_CLONES
+void relu_backward_bf16(int64_t n, const uint16_t *x, const uint16_t *dy, uint16_t *dx)
+{
+#pragma omp simd
+    for (int64_t i = 0; i < n; ++i) {
+        const auto v = static_cast<int16_t>(x[i]);
+        dx[i] = v > 0 && v <= 0x7f80 ? dy[i] : uint16_t{0};
+    }
+}
+
 } // namespace
 
 int32_t add(void *c, const dtp_tensor_t *desc, const void *a, const void *b, void *out)
@@ -77,6 +120,13 @@ int32_t add(void *c, const dtp_tensor_t *desc, const void *a, const void *b, voi
             const auto *pb = static_cast<const float *>(b);
             auto *po = static_cast<float *>(out);
             for_chunks(n, [&](int64_t s, int64_t m) { add_f32(m, pa + s, pb + s, po + s); });
+            return;
+        }
+        if (desc->dtype == DTP_BFLOAT16) {
+            const auto *pa = static_cast<const uint16_t *>(a);
+            const auto *pb = static_cast<const uint16_t *>(b);
+            auto *po = static_cast<uint16_t *>(out);
+            for_chunks(n, [&](int64_t s, int64_t m) { add_bf16(m, pa + s, pb + s, po + s); });
             return;
         }
         by_dtype(desc->dtype, [&](auto tag) {
@@ -198,6 +248,12 @@ int32_t relu_forward(void *c, const dtp_tensor_t *desc, const void *x, void *y)
             for_chunks(n, [&](int64_t b, int64_t m) { relu_f32(m, px + b, py + b); });
             return;
         }
+        if (desc->dtype == DTP_BFLOAT16) {
+            const auto *px = static_cast<const uint16_t *>(x);
+            auto *py = static_cast<uint16_t *>(y);
+            for_chunks(n, [&](int64_t b, int64_t m) { relu_bf16(m, px + b, py + b); });
+            return;
+        }
         by_dtype(desc->dtype, [&](auto tag) {
             using T = decltype(tag);
             const auto *px = static_cast<const T *>(x);
@@ -222,6 +278,15 @@ int32_t relu_backward(void *c, const dtp_tensor_t *desc, const void *x, const vo
             auto *pdx = static_cast<float *>(dx);
             for_chunks(n, [&](int64_t b, int64_t m) {
                 relu_backward_f32(m, px + b, pdy + b, pdx + b);
+            });
+            return;
+        }
+        if (desc->dtype == DTP_BFLOAT16) {
+            const auto *px = static_cast<const uint16_t *>(x);
+            const auto *pdy = static_cast<const uint16_t *>(dy);
+            auto *pdx = static_cast<uint16_t *>(dx);
+            for_chunks(n, [&](int64_t b, int64_t m) {
+                relu_backward_bf16(m, px + b, pdy + b, pdx + b);
             });
             return;
         }

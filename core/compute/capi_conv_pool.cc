@@ -46,6 +46,8 @@ DT_API dt_status_t dt_compute_conv_forward(dt_compute_h compute, const dt_conv_p
         dtp_tensor_t wt = tensor(fn, "w_desc", w_desc);
         dtp_tensor_t yt = activation(fn, "y_desc", y_desc, g.layout);
         require_shape(fn, "y_desc", yt, conv_output(fn, g, xt, wt), conv_why("x", xt, wt));
+        c.require_layout(fn, g.layout);
+        c.require_dtypes(fn, xt, wt);
         const float *b = optional_bias(fn, "bias", bias_desc, bias, wt.dims[0]);
         require_ptr(fn, "x", x);
         require_ptr(fn, "w", w);
@@ -99,6 +101,8 @@ DT_API dt_status_t dt_compute_conv_backward_weights(
         dtp_tensor_t wt = tensor(fn, "dw_desc", dw_desc);
         require_shape(fn, "dy_desc", yt, conv_output(fn, g, xt, wt, "x_desc", "dw_desc"),
                       conv_why("x", xt, wt));
+        c.require_layout(fn, g.layout);
+        c.require_dtypes(fn, xt, wt);
         auto *b = const_cast<float *>(optional_bias(fn, "dbias", dbias_desc, dbias, wt.dims[0]));
         require_ptr(fn, "x", x);
         require_ptr(fn, "dy", dy);
@@ -123,6 +127,7 @@ DT_API dt_status_t dt_compute_pool_workspace_size(dt_compute_h compute,
         dtp_tensor_t xt = activation(fn, "x_desc", x_desc, g.layout);
         dtp_tensor_t yt = activation(fn, "y_desc", y_desc, g.layout);
         require_shape(fn, "y_desc", yt, pool_output(fn, g, xt), "pooling x");
+        c.require_layout(fn, g.layout);
         require_ptr(fn, "bytes", bytes);
         size_t n = 0;
         if (c.ops().pool_workspace_size != nullptr)
@@ -146,6 +151,7 @@ DT_API dt_status_t dt_compute_pool_forward(dt_compute_h compute, const dt_pool_p
         dtp_tensor_t xt = activation(fn, "x_desc", x_desc, g.layout);
         dtp_tensor_t yt = activation(fn, "y_desc", y_desc, g.layout);
         require_shape(fn, "y_desc", yt, pool_output(fn, g, xt), "pooling x");
+        c.require_layout(fn, g.layout);
         require_ptr(fn, "x", x);
         require_ptr(fn, "y", y);
         c.call(fn, c.ops().pool_forward, static_cast<const dtp_pool_t *>(&g),
@@ -167,6 +173,7 @@ DT_API dt_status_t dt_compute_pool_backward(dt_compute_h compute, const dt_pool_
         dtp_tensor_t xt = activation(fn, "x_desc", x_desc, g.layout);
         dtp_tensor_t yt = activation(fn, "y_desc", y_desc, g.layout);
         require_shape(fn, "y_desc", yt, pool_output(fn, g, xt), "pooling x");
+        c.require_layout(fn, g.layout);
         require_ptr(fn, "dy", dy);
         require_ptr(fn, "dx", dx);
         c.call(fn, c.ops().pool_backward, static_cast<const dtp_pool_t *>(&g),

@@ -46,6 +46,29 @@ ComputeContext::ComputeContext(std::unique_ptr<plugin::LoadedPlugin> plugin,
 {
 }
 
+void ComputeContext::require_layout(const char *function, int32_t layout) const
+{
+    if (layout == DTP_LAYOUT_NCHW || plugin_->ops_version() >= DT_COMPUTE_VERSION_2)
+        return;
+    throw_error(DT_ERR_UNSUPPORTED, function, ": compute plugin '", name(), "' (",
+                plugin_->path(), ") speaks compute ops version ", plugin_->ops_version(),
+                ", which has no channels-last layout: it would read the NHWC activations as "
+                "NCHW. Rebuild it against this libdisttrain's disttrain/plugin/compute.h, or "
+                "pass DT_LAYOUT_NCHW (the model programs: DISTTRAIN_LAYOUT=nchw)");
+}
+
+void ComputeContext::require_dtypes(const char *function, const dtp_tensor_t &activations,
+                                    const dtp_tensor_t &weights) const
+{
+    if (activations.dtype == weights.dtype || plugin_->ops_version() >= DT_COMPUTE_VERSION_2)
+        return;
+    throw_error(DT_ERR_UNSUPPORTED, function, ": compute plugin '", name(), "' (",
+                plugin_->path(), ") speaks compute ops version ", plugin_->ops_version(),
+                ", which has no bfloat16 activations beside float32 weights: it would read "
+                "the weights as bfloat16. Rebuild it against this libdisttrain's "
+                "disttrain/plugin/compute.h, or keep the activations in the weights' dtype");
+}
+
 ComputeContext::~ComputeContext()
 {
     if (instance_ != nullptr) {

@@ -44,6 +44,14 @@ public:
         check(function, fn(instance_, args...));
     }
 
+    // A plugin that answered compute ops version 1 reads neither the geometry's layout
+    // nor bfloat16 activations beside float32 weights: it would take NHWC memory for NCHW
+    // and float32 weights for bfloat16. These throw DT_ERR_UNSUPPORTED, naming the fix,
+    // for such a plugin and a call that needs version 2.
+    void require_layout(const char *function, int32_t layout) const;
+    void require_dtypes(const char *function, const dtp_tensor_t &activations,
+                        const dtp_tensor_t &weights) const;
+
     // The plugin's error message for the call in progress (services.set_error).
     std::string error_;
 

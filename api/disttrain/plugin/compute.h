@@ -31,8 +31,15 @@ extern "C" {
 #endif
 
 #define DT_COMPUTE_VERSION_1 1u
+/** Version 2 has version 1's table; a plugin that answers it reads the geometry's
+ *  `layout` (channels-last activations in convolution and pooling) and takes bfloat16
+ *  activations with float32 weights in convolution (compute.h's dtype rules), or refuses
+ *  them with DTP_ERR_UNSUPPORTED and a message. The core gives a plugin that answered
+ *  version 1 neither: such a plugin would read NHWC memory as NCHW and float32 weights as
+ *  bfloat16, so the core refuses those calls itself. */
+#define DT_COMPUTE_VERSION_2 2u
 /** The newest compute ops version this header describes. */
-#define DT_COMPUTE_VERSION DT_COMPUTE_VERSION_1
+#define DT_COMPUTE_VERSION DT_COMPUTE_VERSION_2
 
 #define DTP_TENSOR_MAX_DIMS 4
 
@@ -138,7 +145,7 @@ typedef struct dt_compute_info {
  */
 typedef struct dt_compute_v1 {
     uint32_t struct_size;
-    uint32_t abi_version; /**< DT_COMPUTE_VERSION_1 */
+    uint32_t abi_version; /**< the ops version it answered: DT_COMPUTE_VERSION_1 or _2 */
     const char *name;
 
     int32_t (*init)(const dt_compute_init_args_t *args, void **c);

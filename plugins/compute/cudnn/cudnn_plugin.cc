@@ -493,7 +493,7 @@ struct Timed<Fn, Op> {
 };
 
 const dt_compute_v1_t kOps = {
-    sizeof(dt_compute_v1_t), DT_COMPUTE_VERSION_1, "cudnn",
+    sizeof(dt_compute_v1_t), DT_COMPUTE_VERSION_2, "cudnn",
     init, finalize, info,
     Timed<synchronize, kOpSynchronize>::call,
     Timed<alloc, kOpAlloc>::call,
@@ -533,13 +533,16 @@ extern "C" DT_PLUGIN_EXPORT int32_t DT_PLUGIN_ENTRY(const dt_plugin_offer_t *off
 {
     if (offer == nullptr || answer == nullptr)
         return DTP_ERR_INVALID_ARGUMENT;
-    if (offer->min_ops_version > DT_COMPUTE_VERSION_1 ||
+    // Versions 1 and 2 share the table; 2 (layouts, bfloat16 activations with float32
+    // weights) wherever the core speaks it.
+    if (offer->min_ops_version > DT_COMPUTE_VERSION_2 ||
         offer->max_ops_version < DT_COMPUTE_VERSION_1) {
-        answer->decline_reason = "this plugin speaks compute ops version 1 only";
+        answer->decline_reason = "this plugin speaks compute ops versions 1 and 2 only";
         return DTP_ERR_UNSUPPORTED;
     }
     answer->kind = DT_PLUGIN_KIND_COMPUTE;
-    answer->ops_version = DT_COMPUTE_VERSION_1;
+    answer->ops_version = offer->max_ops_version >= DT_COMPUTE_VERSION_2 ? DT_COMPUTE_VERSION_2
+                                                                         : DT_COMPUTE_VERSION_1;
     answer->name = "cudnn";
     answer->ops = &dtp::cudnn::kOps;
     return DTP_OK;

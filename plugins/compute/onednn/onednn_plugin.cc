@@ -92,7 +92,7 @@ int32_t info(void *c, dt_compute_info_t *out)
 int32_t synchronize(void *) { return DTP_OK; } // every op blocks on CPU
 
 const dt_compute_v1_t kOps = {
-    sizeof(dt_compute_v1_t), DT_COMPUTE_VERSION_1, "onednn",
+    sizeof(dt_compute_v1_t), DT_COMPUTE_VERSION_2, "onednn",
     init, finalize, info, synchronize,
     alloc, free_memory, copy, fill, cast,
     matmul, add, axpby, scale, bias_add, bias_backward, relu_forward, relu_backward,
@@ -188,13 +188,16 @@ extern "C" DT_PLUGIN_EXPORT int32_t DT_PLUGIN_ENTRY(const dt_plugin_offer_t *off
 {
     if (offer == nullptr || answer == nullptr)
         return DTP_ERR_INVALID_ARGUMENT;
-    if (offer->min_ops_version > DT_COMPUTE_VERSION_1 ||
+    // Versions 1 and 2 share the table; 2 (layouts, bfloat16 activations with float32
+    // weights) wherever the core speaks it.
+    if (offer->min_ops_version > DT_COMPUTE_VERSION_2 ||
         offer->max_ops_version < DT_COMPUTE_VERSION_1) {
-        answer->decline_reason = "this plugin speaks compute ops version 1 only";
+        answer->decline_reason = "this plugin speaks compute ops versions 1 and 2 only";
         return DTP_ERR_UNSUPPORTED;
     }
     answer->kind = DT_PLUGIN_KIND_COMPUTE;
-    answer->ops_version = DT_COMPUTE_VERSION_1;
+    answer->ops_version = offer->max_ops_version >= DT_COMPUTE_VERSION_2 ? DT_COMPUTE_VERSION_2
+                                                                         : DT_COMPUTE_VERSION_1;
     answer->name = "onednn";
     answer->ops = &dtp::onednn::kOps;
     return DTP_OK;

@@ -137,15 +137,15 @@ std::unique_ptr<Onednn> open_onednn(const dt_host_services_t *services, std::str
         return nullptr;
     }
     auto entry = reinterpret_cast<dt_plugin_negotiate_fn>(dlsym(o->handle, DT_PLUGIN_ENTRY_NAME));
-    dt_plugin_offer_t offer{sizeof(offer), DT_PLUGIN_NEGOTIATION_VERSION, DT_COMPUTE_VERSION_1,
-                            DT_COMPUTE_VERSION_1, services};
+    dt_plugin_offer_t offer{sizeof(offer), DT_PLUGIN_NEGOTIATION_VERSION, DT_COMPUTE_VERSION_2,
+                            DT_COMPUTE_VERSION_2, services};
     dt_plugin_answer_t answer{};
     answer.struct_size = sizeof(answer);
     answer.abi_version = DT_PLUGIN_NEGOTIATION_VERSION;
     if (entry == nullptr || entry(&offer, &answer) != DTP_OK ||
-        answer.kind != DT_PLUGIN_KIND_COMPUTE || answer.ops_version != DT_COMPUTE_VERSION_1 ||
+        answer.kind != DT_PLUGIN_KIND_COMPUTE || answer.ops_version != DT_COMPUTE_VERSION_2 ||
         answer.ops == nullptr) {
-        why = o->path + " did not negotiate compute ops version 1" +
+        why = o->path + " did not negotiate compute ops version 2" +
               (answer.decline_reason != nullptr ? std::string(": ") + answer.decline_reason : "");
         return nullptr;
     }
@@ -449,7 +449,7 @@ int32_t adam_update(void *c, const dtp_adam_t *p, size_t count, float *w, const 
 #undef FORWARD
 
 const dt_compute_v1_t kOps = {
-    sizeof(dt_compute_v1_t), DT_COMPUTE_VERSION_1, "fakedevice",
+    sizeof(dt_compute_v1_t), DT_COMPUTE_VERSION_2, "fakedevice",
     init, finalize, info, synchronize,
     alloc, free_memory, copy, fill, cast,
     matmul, add, axpby, scale, bias_add, bias_backward, relu_forward, relu_backward,
@@ -470,12 +470,16 @@ extern "C" DT_PLUGIN_EXPORT int32_t DT_PLUGIN_ENTRY(const dt_plugin_offer_t *off
         return DTP_ERR_INVALID_ARGUMENT;
     answer->kind = DT_PLUGIN_KIND_COMPUTE;
     answer->name = "fakedevice";
-    if (offer->min_ops_version > DT_COMPUTE_VERSION_1 ||
-        offer->max_ops_version < DT_COMPUTE_VERSION_1) {
-        answer->decline_reason = "fakedevice speaks compute ops version 1 only";
+    // DISTTRAIN_FAKE_DEVICE_OPS_VERSION=1: answer version 1, as a plugin built before
+    // version 2 does (the core must then refuse layouts and mixed dtypes itself).
+    const char *asked = std::getenv("DISTTRAIN_FAKE_DEVICE_OPS_VERSION");
+    const uint32_t mine = asked != nullptr && std::string(asked) == "1" ? DT_COMPUTE_VERSION_1
+                                                                         : DT_COMPUTE_VERSION_2;
+    if (offer->min_ops_version > mine || offer->max_ops_version < DT_COMPUTE_VERSION_1) {
+        answer->decline_reason = "fakedevice speaks compute ops versions 1 and 2 only";
         return DTP_ERR_UNSUPPORTED;
     }
-    answer->ops_version = DT_COMPUTE_VERSION_1;
+    answer->ops_version = std::min<uint32_t>(mine, offer->max_ops_version);
     answer->ops = &fakedevice::kOps;
     return DTP_OK;
 }

@@ -238,5 +238,50 @@ TEST(FakeCompute, TheMemoryProviderSharesItsMemory)
     EXPECT_EQ(ops.device_free(provider.m(), theirs), DTP_OK);
 }
 
+// A plugin that answered compute ops version 1 (as one built before version 2) reads no
+// layout and no mixed dtypes: the core refuses channels-last and bfloat16-with-float32
+// convolutions for it, naming the version and the fix, and still runs plain NCHW.
+TEST(FakeCompute, AVersionOnePluginGetsNoLayoutAndNoMixedDtypes)
+{
+    setenv("DISTTRAIN_FAKE_DEVICE_OPS_VERSION", "1", 1);
+    Compute c(nullptr);
+    unsetenv("DISTTRAIN_FAKE_DEVICE_OPS_VERSION");
+    const float *x = c.upload(random_floats(2 * 4 * 6 * 6, 7));
+    const float *w = c.upload(random_floats(8 * 4 * 3 * 3, 8));
+    auto *y = static_cast<float *>(c.alloc(2 * 8 * 4 * 4 * sizeof(float)));
+    const dt_tensor_desc_t wd = dt_tensor_desc_4d(DT_FLOAT32, 8, 4, 3, 3);
+    dt_conv_params_t p{};
+    const dt_tensor_desc_t xd = dt_tensor_desc_4d(DT_FLOAT32, 2, 4, 6, 6);
+    const dt_tensor_desc_t yd = dt_tensor_desc_4d(DT_FLOAT32, 2, 8, 4, 4);
+    EXPECT_EQ(dt_compute_conv_forward(c.get(), &p, &xd, x, &wd, w, nullptr, nullptr, &yd, y),
+              DT_OK) << dt_last_error();
+
+    p.field_mask = DT_CONV_PARAM_FIELD_LAYOUT;
+    p.layout = DT_LAYOUT_NHWC;
+    const dt_tensor_desc_t xl = dt_tensor_desc_4d(DT_FLOAT32, 2, 6, 6, 4);
+    const dt_tensor_desc_t yl = dt_tensor_desc_4d(DT_FLOAT32, 2, 4, 4, 8);
+    EXPECT_EQ(dt_compute_conv_forward(c.get(), &p, &xl, x, &wd, w, nullptr, nullptr, &yl, y),
+              DT_ERR_UNSUPPORTED);
+    std::string why = dt_last_error();
+    EXPECT_NE(why.find("compute ops version 1"), std::string::npos) << why;
+    EXPECT_NE(why.find("DISTTRAIN_LAYOUT=nchw"), std::string::npos) << why;
+
+    dt_pool_params_t pp{};
+    pp.field_mask = DT_POOL_PARAM_FIELD_LAYOUT;
+    pp.layout = DT_LAYOUT_NHWC;
+    const dt_tensor_desc_t pl = dt_tensor_desc_4d(DT_FLOAT32, 2, 3, 3, 4);
+    EXPECT_EQ(dt_compute_pool_forward(c.get(), &pp, &xl, x, &pl, y, nullptr), DT_ERR_UNSUPPORTED);
+    EXPECT_NE(std::string(dt_last_error()).find("channels-last"), std::string::npos)
+        << dt_last_error();
+
+    dt_conv_params_t plain{};
+    const dt_tensor_desc_t x16 = dt_tensor_desc_4d(DT_BFLOAT16, 2, 4, 6, 6);
+    const dt_tensor_desc_t y16 = dt_tensor_desc_4d(DT_BFLOAT16, 2, 8, 4, 4);
+    EXPECT_EQ(dt_compute_conv_forward(c.get(), &plain, &x16, x, &wd, w, nullptr, nullptr, &y16,
+                                      y), DT_ERR_UNSUPPORTED);
+    why = dt_last_error();
+    EXPECT_NE(why.find("bfloat16 activations beside float32 weights"), std::string::npos) << why;
+}
+
 } // namespace
 } // namespace fakedevice::test

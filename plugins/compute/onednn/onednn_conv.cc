@@ -19,6 +19,7 @@
 #include <oneapi/dnnl/dnnl.h>
 
 #include <cstdlib>
+#include <string>
 #include <vector>
 
 namespace dtp::onednn {
@@ -54,12 +55,36 @@ md weights_any(const dtp_tensor_t &w, int groups, dnnl::memory::data_type type)
     return md({groups, w.dims[0] / groups, w.dims[1], w.dims[2], w.dims[3]}, type, tag::any);
 }
 
-// The activations' layout: `any` lets the primitive pick (blocked, reordered from and to
-// the user's NCHW by Slot), `plain` is the user's NCHW itself; NHWC is always kept.
-md activation(const dtp_tensor_t &t, const dtp_conv_t &p, dnnl::memory::data_type type,
-              bool plain)
+// Whether a convolution may run as Winograd F(4x4, 3x3): 3x3, stride 1, undilated,
+// ungrouped, float32. oneDNN's convolution_auto then picks its Winograd kernels where its
+// heuristics expect them to win (AVX-512, enough channels; forward_choice keeps the direct
+// kernel elsewhere); they need its blocked layout, so channels-last activations pass
+// through Slot's reorders for these convolutions. Measured on AVX-512 with one thread (resnet50, batch
+// 16, `tests/bench/train_vs_torch.py`): see models/README.md. Winograd rounds differently
+// from the direct product (a relative error near 1e-5 in float32), so
+// DISTTRAIN_ONEDNN_WINOGRAD=0 turns it off.
+bool winograd(const Instance &in, const dtp_conv_t &p, const dtp_tensor_t &w, int32_t dtype)
 {
-    if (p.layout == DTP_LAYOUT_NHWC)
+    static const char *env = std::getenv("DISTTRAIN_ONEDNN_WINOGRAD");
+    if (env != nullptr && std::string(env) == "0")
+        return false;
+    return compute_type(in, dtype) == dnnl::memory::data_type::f32 && p.groups == 1 &&
+           w.dims[2] == 3 && w.dims[3] == 3 && p.stride[0] == 1 && p.stride[1] == 1 &&
+           p.dilation[0] == 1 && p.dilation[1] == 1;
+}
+
+dnnl::algorithm algorithm_for(bool wino)
+{
+    return wino ? dnnl::algorithm::convolution_auto : dnnl::algorithm::convolution_direct;
+}
+
+// The activations' layout: `any` lets the primitive pick (blocked, reordered from and to
+// the user's NCHW by Slot), `plain` is the user's NCHW itself; NHWC is kept, except for a
+// Winograd candidate, whose kernels want the blocked layout.
+md activation(const dtp_tensor_t &t, const dtp_conv_t &p, dnnl::memory::data_type type,
+              bool plain, bool wino)
+{
+    if (p.layout == DTP_LAYOUT_NHWC && !wino)
         return activation_desc(t, p.layout, type);
     return md({t.dims[0], t.dims[1], t.dims[2], t.dims[3]}, type, plain ? tag::abcd : tag::any);
 }
@@ -130,19 +155,37 @@ std::string conv_key(const char *op, const dtp_conv_t &p, const dtp_tensor_t &x,
 dnnl::convolution_forward::primitive_desc forward_pd(const Instance &in, const dtp_conv_t &p,
                                                      const dtp_tensor_t &x,
                                                      const dtp_tensor_t &w,
-                                                     const dtp_tensor_t &y, bool bias)
+                                                     const dtp_tensor_t &y, bool bias, bool wino)
 {
     const auto work = compute_type(in, x.dtype);
     const Geometry g = geometry(p);
     md bias_md = bias ? md({w.dims[0]}, dnnl::memory::data_type::f32, tag::a) : md();
     const bool plain = plain_1x1(in, p, w, x.dtype, plane_of(y), false);
-    dnnl::convolution_forward::desc d(dnnl::prop_kind::forward_training,
-                                      dnnl::algorithm::convolution_direct,
-                                      activation(x, p, work, plain),
+    dnnl::convolution_forward::desc d(dnnl::prop_kind::forward_training, algorithm_for(wino),
+                                      activation(x, p, work, plain, wino),
                                       weights_any(w, p.groups, work), bias_md,
-                                      activation(y, p, work, plain), g.strides, g.dilates, g.pad,
-                                      g.pad);
+                                      activation(y, p, work, plain, wino), g.strides,
+                                      g.dilates, g.pad, g.pad);
     return dnnl::convolution_forward::primitive_desc(d, in.engine);
+}
+
+// The forward description, and whether it is Winograd: a candidate asks oneDNN to choose
+// (convolution_auto); where it chooses a direct kernel instead, the usual description
+// (channels-last kept, no reorders) serves. The backward directions follow the choice.
+struct ForwardChoice {
+    dnnl::convolution_forward::primitive_desc pd;
+    bool wino;
+};
+
+ForwardChoice forward_choice(const Instance &in, const dtp_conv_t &p, const dtp_tensor_t &x,
+                             const dtp_tensor_t &w, const dtp_tensor_t &y, bool bias)
+{
+    if (winograd(in, p, w, x.dtype)) {
+        auto pd = forward_pd(in, p, x, w, y, bias, true);
+        if (std::string(pd.impl_info_str()).find("wino") != std::string::npos)
+            return {pd, true};
+    }
+    return {forward_pd(in, p, x, w, y, bias, false), false};
 }
 
 struct ForwardEntry : CacheEntry {
@@ -185,7 +228,7 @@ int32_t conv_forward(void *c, const dtp_conv_t *p, const dtp_tensor_t *x_desc, c
         }
         auto &e = in.cache.get<ForwardEntry>(
             conv_key("conv_fwd", *p, *x_desc, *w_desc, has_bias), [&] {
-                auto pd = forward_pd(in, *p, *x_desc, *w_desc, *y_desc, has_bias);
+                auto pd = forward_choice(in, *p, *x_desc, *w_desc, *y_desc, has_bias).pd;
                 auto out = std::make_unique<ForwardEntry>();
                 out->prim = dnnl::convolution_forward(pd);
                 out->src = Slot(in, activation_desc(*x_desc, p->layout), pd.src_desc(), false);
@@ -224,15 +267,16 @@ int32_t conv_backward_data(void *c, const dtp_conv_t *p, const dtp_tensor_t *w_d
         }
         auto &e = in.cache.get<BackwardDataEntry>(
             conv_key("conv_bwd_data", *p, *dx_desc, *w_desc, false), [&] {
-                auto hint = forward_pd(in, *p, *dx_desc, *w_desc, *dy_desc, false);
+                auto [hint, wino] = forward_choice(in, *p, *dx_desc, *w_desc, *dy_desc, false);
                 const auto work = compute_type(in, dx_desc->dtype);
                 const Geometry g = geometry(*p);
                 const bool plain = plain_1x1(in, *p, *w_desc, dx_desc->dtype,
                                              plane_of(*dx_desc), true);
                 dnnl::convolution_backward_data::desc d(
-                    dnnl::algorithm::convolution_direct, activation(*dx_desc, *p, work, plain),
-                    weights_any(*w_desc, p->groups, work), activation(*dy_desc, *p, work, plain),
-                    g.strides, g.dilates, g.pad, g.pad);
+                    algorithm_for(wino), activation(*dx_desc, *p, work, plain, wino),
+                    weights_any(*w_desc, p->groups, work),
+                    activation(*dy_desc, *p, work, plain, wino), g.strides, g.dilates, g.pad,
+                    g.pad);
                 dnnl::convolution_backward_data::primitive_desc pd(d, in.engine, hint);
                 auto out = std::make_unique<BackwardDataEntry>();
                 out->prim = dnnl::convolution_backward_data(pd);
@@ -275,7 +319,8 @@ int32_t conv_backward_weights(void *c, const dtp_conv_t *p, const dtp_tensor_t *
         }
         auto &e = in.cache.get<BackwardWeightsEntry>(
             conv_key("conv_bwd_weights", *p, *x_desc, *dw_desc, has_bias), [&] {
-                auto hint = forward_pd(in, *p, *x_desc, *dw_desc, *dy_desc, has_bias);
+                auto [hint, wino] = forward_choice(in, *p, *x_desc, *dw_desc, *dy_desc,
+                                                   has_bias);
                 const auto work = compute_type(in, x_desc->dtype);
                 const Geometry g = geometry(*p);
                 md bias_md = has_bias ? md({dw_desc->dims[0]}, dnnl::memory::data_type::f32,
@@ -289,9 +334,10 @@ int32_t conv_backward_weights(void *c, const dtp_conv_t *p, const dtp_tensor_t *
                 const auto dw_type = mixed(*x_desc, *dw_desc) ? dnnl::memory::data_type::f32
                                                               : work;
                 dnnl::convolution_backward_weights::desc d(
-                    dnnl::algorithm::convolution_direct, activation(*x_desc, *p, work, plain),
+                    algorithm_for(wino), activation(*x_desc, *p, work, plain, wino),
                     weights_any(*dw_desc, p->groups, dw_type), bias_md,
-                    activation(*dy_desc, *p, work, plain), g.strides, g.dilates, g.pad, g.pad);
+                    activation(*dy_desc, *p, work, plain, wino), g.strides, g.dilates, g.pad,
+                    g.pad);
                 dnnl::convolution_backward_weights::primitive_desc pd(d, in.engine, hint);
                 auto out = std::make_unique<BackwardWeightsEntry>();
                 out->prim = dnnl::convolution_backward_weights(pd);

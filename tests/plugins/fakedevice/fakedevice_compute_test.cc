@@ -267,7 +267,10 @@ TEST(FakeCompute, AVersionOnePluginGetsNoLayoutAndNoMixedDtypes)
     EXPECT_NE(why.find("DISTTRAIN_LAYOUT=nchw"), std::string::npos) << why;
 
     dt_pool_params_t pp{};
-    pp.field_mask = DT_POOL_PARAM_FIELD_LAYOUT;
+    pp.field_mask =
+        DT_POOL_PARAM_FIELD_KIND | DT_POOL_PARAM_FIELD_KERNEL | DT_POOL_PARAM_FIELD_LAYOUT;
+    pp.kind = DT_POOL_MAX;
+    pp.kernel[0] = pp.kernel[1] = 2;
     pp.layout = DT_LAYOUT_NHWC;
     const dt_tensor_desc_t pl = dt_tensor_desc_4d(DT_FLOAT32, 2, 3, 3, 4);
     EXPECT_EQ(dt_compute_pool_forward(c.get(), &pp, &xl, x, &pl, y, nullptr), DT_ERR_UNSUPPORTED);

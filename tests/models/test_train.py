@@ -49,11 +49,15 @@ def assert_same_trajectory(a, b, rel=1e-5):
 def test_two_ranks_of_batch_b_follow_one_rank_of_batch_2b(disttrainrun, train, tmp_path,
                                                          model):
     common = ["--model", model, "--epochs", "3", "--lr", "0.05", "--seed", "5", *SMALL]
+    # oneDNN picks Winograd or a direct kernel for a 3x3 convolution by its batch too, and
+    # the two round differently (about 1e-5): the same kernel on both sides keeps this a
+    # test of the data-parallel arithmetic alone.
+    direct = {"DISTTRAIN_ONEDNN_WINOGRAD": "0"}
     one = job(disttrainrun, train, 1, [*common, "--batch-size", "100",
-                                       "--metrics-file", tmp_path / "one.jsonl"])
+                                       "--metrics-file", tmp_path / "one.jsonl"], env=direct)
     assert one.returncode == 0, one.stderr
     two = job(disttrainrun, train, 2, [*common, "--batch-size", "50",
-                                       "--metrics-file", tmp_path / "two.jsonl"])
+                                       "--metrics-file", tmp_path / "two.jsonl"], env=direct)
     assert two.returncode == 0, two.stderr
     a, b = metrics(tmp_path / "one.jsonl"), metrics(tmp_path / "two.jsonl")
     assert len(a) == 3

@@ -328,6 +328,157 @@ TEST_F(Cudnn, ElementwiseAlignedAndNot)
     }
 }
 
+// bfloat16 activations with float32 weights and per-channel vectors (compute.h's mixed
+// precision) against float32 on the same GPU and the same (bfloat16-exact) inputs, within
+// bfloat16's precision: convolution in its three directions in both layouts (the filter
+// converted, and its gradient converted back), batch norm in both shapes (natively or on
+// float32 copies, whichever this cuDNN does), max pooling and ReLU.
+class CudnnBf16 : public Cudnn {
+protected:
+    // A device bfloat16 copy of v, and v's values as bfloat16 holds them (host float32).
+    void *bf16(std::vector<float> &v)
+    {
+        void *f = up(v), *h = nullptr;
+        EXPECT_EQ(dt_compute_alloc(gpu, v.size() * 2, &h), DT_OK) << dt_last_error();
+        buffers.push_back(h);
+        const auto d = dt_tensor_desc_1d(DT_FLOAT32, int64_t(v.size()));
+        EXPECT_EQ(dt_compute_cast(gpu, &d, f, DT_BFLOAT16, h), DT_OK) << dt_last_error();
+        v = down16(h, v.size());
+        return h;
+    }
+    void *zeros16(size_t n)
+    {
+        std::vector<float> z(n, 0.0f);
+        return bf16(z);
+    }
+    std::vector<float> down16(const void *d, size_t n)
+    {
+        void *f = up(std::vector<float>(n));
+        const auto desc = dt_tensor_desc_1d(DT_BFLOAT16, int64_t(n));
+        EXPECT_EQ(dt_compute_cast(gpu, &desc, d, DT_FLOAT32, f), DT_OK) << dt_last_error();
+        return down(f, n);
+    }
+    static void expect_near_l2(const std::vector<float> &got, const std::vector<float> &want,
+                               const char *what)
+    {
+        double num = 0, den = 0;
+        for (size_t i = 0; i < want.size(); ++i) {
+            num += (double(got[i]) - want[i]) * (double(got[i]) - want[i]);
+            den += double(want[i]) * want[i];
+        }
+        EXPECT_LT(std::sqrt(num / std::max(den, 1e-30)), 1e-2) << what;
+    }
+};
+
+TEST_F(CudnnBf16, ActivationsWithFloat32Weights)
+{
+    for (const dt_tensor_layout_t layout : {DT_LAYOUT_NCHW, DT_LAYOUT_NHWC}) {
+        const bool last = layout == DT_LAYOUT_NHWC;
+        dt_conv_params_t p{};
+        p.field_mask = DT_CONV_PARAM_FIELD_PADDING | DT_CONV_PARAM_FIELD_LAYOUT;
+        p.padding[0] = p.padding[1] = 1;
+        p.layout = layout;
+        auto act = [&](dt_dtype_t t, int64_t n, int64_t c, int64_t h, int64_t w) {
+            return last ? dt_tensor_desc_4d(t, n, h, w, c) : dt_tensor_desc_4d(t, n, c, h, w);
+        };
+        const auto x32d = act(DT_FLOAT32, 2, 16, 9, 9), x16d = act(DT_BFLOAT16, 2, 16, 9, 9);
+        const auto y32d = act(DT_FLOAT32, 2, 32, 9, 9), y16d = act(DT_BFLOAT16, 2, 32, 9, 9);
+        const auto wd = dt_tensor_desc_4d(DT_FLOAT32, 32, 16, 3, 3);
+        auto x = random_vector(2 * 16 * 81, 41), dy = random_vector(2 * 32 * 81, 42);
+        auto w = random_vector(32 * 16 * 9, 43);
+        void *x16 = bf16(x), *dy16 = bf16(dy), *gw = up(w);
+        void *x32 = up(x), *dy32 = up(dy);
+        void *y16 = zeros16(dy.size()), *dx16 = zeros16(x.size()), *dw = up(w);
+        void *y32 = up(dy), *dx32 = up(x), *dw32 = up(w);
+        ASSERT_EQ(dt_compute_conv_forward(gpu, &p, &x16d, x16, &wd, gw, nullptr, nullptr, &y16d,
+                                          y16), DT_OK) << dt_last_error();
+        ASSERT_EQ(dt_compute_conv_backward_data(gpu, &p, &wd, gw, &y16d, dy16, &x16d, dx16),
+                  DT_OK) << dt_last_error();
+        ASSERT_EQ(dt_compute_conv_backward_weights(gpu, &p, &x16d, x16, &y16d, dy16, &wd, dw,
+                                                   nullptr, nullptr), DT_OK) << dt_last_error();
+        ASSERT_EQ(dt_compute_conv_forward(gpu, &p, &x32d, x32, &wd, gw, nullptr, nullptr, &y32d,
+                                          y32), DT_OK) << dt_last_error();
+        ASSERT_EQ(dt_compute_conv_backward_data(gpu, &p, &wd, gw, &y32d, dy32, &x32d, dx32),
+                  DT_OK) << dt_last_error();
+        ASSERT_EQ(dt_compute_conv_backward_weights(gpu, &p, &x32d, x32, &y32d, dy32, &wd, dw32,
+                                                   nullptr, nullptr), DT_OK) << dt_last_error();
+        expect_near_l2(down16(y16, dy.size()), down(y32, dy.size()), last ? "nhwc y" : "y");
+        expect_near_l2(down16(dx16, x.size()), down(dx32, x.size()), last ? "nhwc dx" : "dx");
+        expect_near_l2(down(dw, w.size()), down(dw32, w.size()), last ? "nhwc dw" : "dw");
+    }
+
+    // Batch norm on (N, C, H, W) and on a (rows, C) view, forward and backward.
+    for (const bool rows : {false, true}) {
+        const auto d32 = rows ? dt_tensor_desc_2d(DT_FLOAT32, 2 * 81, 8)
+                              : dt_tensor_desc_4d(DT_FLOAT32, 2, 8, 9, 9);
+        auto d16 = d32;
+        d16.dtype = DT_BFLOAT16;
+        auto x = random_vector(2 * 8 * 81, 44), dy = random_vector(x.size(), 45);
+        auto scale = random_vector(8, 46), shift = random_vector(8, 47);
+        void *x16 = bf16(x), *dy16 = bf16(dy), *y16 = zeros16(x.size()), *dx16 = zeros16(x.size());
+        void *x32 = up(x), *dy32 = up(dy), *y32 = up(x), *dx32 = up(x);
+        auto f = [&](const std::vector<float> &v) { return static_cast<float *>(up(v)); };
+        float *gs = f(scale), *gsh = f(shift);
+        float *m16 = f(std::vector<float>(8)), *i16 = f(std::vector<float>(8));
+        float *m32 = f(std::vector<float>(8)), *i32 = f(std::vector<float>(8));
+        float *rm16 = f(std::vector<float>(8, 0.0f)), *rv16 = f(std::vector<float>(8, 1.0f));
+        float *rm32 = f(std::vector<float>(8, 0.0f)), *rv32 = f(std::vector<float>(8, 1.0f));
+        float *ds16 = f(std::vector<float>(8)), *dsh16 = f(std::vector<float>(8));
+        float *ds32 = f(std::vector<float>(8)), *dsh32 = f(std::vector<float>(8));
+        ASSERT_EQ(dt_compute_batchnorm_forward_training(gpu, &d16, x16, gs, gsh, 1e-5f, 0.1f, y16,
+                                                        m16, i16, rm16, rv16), DT_OK)
+            << dt_last_error();
+        ASSERT_EQ(dt_compute_batchnorm_backward(gpu, &d16, x16, dy16, gs, m16, i16, 1e-5f, dx16,
+                                                ds16, dsh16), DT_OK) << dt_last_error();
+        ASSERT_EQ(dt_compute_batchnorm_forward_training(gpu, &d32, x32, gs, gsh, 1e-5f, 0.1f, y32,
+                                                        m32, i32, rm32, rv32), DT_OK)
+            << dt_last_error();
+        ASSERT_EQ(dt_compute_batchnorm_backward(gpu, &d32, x32, dy32, gs, m32, i32, 1e-5f, dx32,
+                                                ds32, dsh32), DT_OK) << dt_last_error();
+        expect_near_l2(down16(y16, x.size()), down(y32, x.size()), "bn y");
+        expect_near_l2(down16(dx16, x.size()), down(dx32, x.size()), "bn dx");
+        expect_near_l2(down(rv16, 8), down(rv32, 8), "bn running var");
+        expect_near_l2(down(ds16, 8), down(ds32, 8), "bn dscale");
+        expect_near_l2(down(dsh16, 8), down(dsh32, 8), "bn dshift");
+    }
+
+    // Max pooling and ReLU.
+    dt_pool_params_t pp{};
+    pp.field_mask = DT_POOL_PARAM_FIELD_KIND | DT_POOL_PARAM_FIELD_KERNEL;
+    pp.kind = DT_POOL_MAX;
+    pp.kernel[0] = pp.kernel[1] = 3;
+    const auto px16 = dt_tensor_desc_4d(DT_BFLOAT16, 2, 4, 9, 9);
+    const auto py16 = dt_tensor_desc_4d(DT_BFLOAT16, 2, 4, 3, 3);
+    auto x = random_vector(2 * 4 * 81, 48), dy = random_vector(2 * 4 * 9, 49);
+    void *x16 = bf16(x), *dy16 = bf16(dy), *y16 = zeros16(dy.size()), *dx16 = zeros16(x.size());
+    ASSERT_EQ(dt_compute_pool_forward(gpu, &pp, &px16, x16, &py16, y16, nullptr), DT_OK)
+        << dt_last_error();
+    ASSERT_EQ(dt_compute_pool_backward(gpu, &pp, &px16, x16, &py16, y16, dy16, dx16, nullptr),
+              DT_OK) << dt_last_error();
+    const auto py = down16(y16, dy.size()), pdx = down16(dx16, x.size());
+    for (int plane = 0; plane < 8; ++plane) // every 3x3 window's maximum, taken exactly
+        for (int wy = 0; wy < 3; ++wy)
+            for (int wx = 0; wx < 3; ++wx) {
+                float best = -1e30f;
+                for (int i = 0; i < 3; ++i)
+                    for (int j = 0; j < 3; ++j)
+                        best = std::max(best, x[plane * 81 + (wy * 3 + i) * 9 + wx * 3 + j]);
+                ASSERT_EQ(py[plane * 9 + wy * 3 + wx], best) << "bf16 max pool";
+            }
+    double routed = 0, given = 0; // max pooling's gradient moves dy, it does not change it
+    for (float v : pdx)
+        routed += v;
+    for (float v : dy)
+        given += v;
+    EXPECT_NEAR(routed, given, 1e-2 * (1 + std::fabs(given))) << "bf16 max pool gradient";
+    const auto rd = dt_tensor_desc_1d(DT_BFLOAT16, int64_t(x.size()));
+    void *r16 = zeros16(x.size());
+    ASSERT_EQ(dt_compute_relu_forward(gpu, &rd, x16, r16), DT_OK) << dt_last_error();
+    const auto r = down16(r16, x.size());
+    for (size_t i = 0; i < x.size(); ++i)
+        ASSERT_EQ(r[i], x[i] > 0 ? x[i] : 0.0f) << "bf16 relu " << i;
+}
+
 TEST_F(Cudnn, LossOptimizersAndCasts)
 {
     dt_tensor_desc_t ld = dt_tensor_desc_2d(DT_FLOAT32, 8, 10);

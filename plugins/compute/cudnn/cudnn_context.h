@@ -43,6 +43,9 @@ struct Instance {
     // float32 convolutions on tensor cores in TF32, as PyTorch's default
     // (torch.backends.cudnn.allow_tf32); DISTTRAIN_TF32=0 keeps them strict float32.
     bool tf32_convolutions = true;
+    // This cuDNN refused batch norm on bfloat16 activations once: they go through float32
+    // copies from then on (cudnn_batchnorm.cc).
+    bool bn_bf16_refused = false;
     std::string device_name;
     PrimitiveCache cache;
     void *host = nullptr;

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // The operations cuDNN and cuBLAS run: matmul (cublasGemmEx), convolution with algorithms
-// chosen once per shape by cuDNN's heuristics, pooling and batch normalisation.
+// chosen once per shape by measurement, and pooling (batch norm: cudnn_batchnorm.cc).
 #include "cudnn_context.h"
 #include "cudnn_kernels.h"
 #include "cudnn_ops.h"
@@ -82,14 +82,13 @@ std::string layout_key(int32_t layout)
 ConvEntry &conv_entry(Instance &in, const dtp_conv_t &p, const dtp_tensor_t &x,
                       const dtp_tensor_t &w, const dtp_tensor_t &y)
 {
-    // The API lets bfloat16 activations meet float32 weights (the oneDNN plugin converts
-    // the weights); here one cuDNN filter descriptor would describe both, so refuse.
-    if (w.dtype != x.dtype)
+    // bfloat16 activations with float32 weights (compute.h's mixed precision): the filter
+    // descriptor is the activations' dtype, and filter_for converts the weights to it.
+    if (w.dtype != x.dtype && !(x.dtype == DTP_BFLOAT16 && w.dtype == DTP_FLOAT32))
         throw Failure(DTP_ERR_UNSUPPORTED,
-                      std::string("the cudnn plugin convolves activations and weights of one "
-                                  "dtype only; x is ") +
-                          dtype_label(x.dtype) + " and w " + dtype_label(w.dtype) +
-                          " (keep float32 activations on a GPU)");
+                      std::string("the cudnn plugin convolves ") + dtype_label(x.dtype) +
+                          " activations with weights of their dtype (or float32 weights with "
+                          "bfloat16 activations), not with " + dtype_label(w.dtype));
     const std::string key = "conv|" + layout_key(p.layout) + "|" + key_of(x) + "|" +
                             key_of(w) + "|" +
                             std::to_string(p.stride[0]) + "," + std::to_string(p.stride[1]) +
@@ -211,48 +210,43 @@ PoolEntry &pool_entry(Instance &in, const dtp_pool_t &p, const dtp_tensor_t &x,
     });
 }
 
-// (N, C, H, W) or (rows, C) data and its per-channel (1, C, 1, 1) float32 parameters.
-// (rows, C) is described channels-last, (rows, C, 1, 1) NHWC: channel-last activations
-// come to batch norm as their (N * H * W, C) view, and cuDNN's NCHW kernels would read
-// each channel with a stride of C elements. Training on them uses cuDNN's persistent
-// kernels, as PyTorch does for channels-last training (their reduction caveat concerns
-// NCHW only): on an H100 they made ResNet-50 4x faster than the plain ones on this view,
-// and still 3x slower than NCHW batch norm (models/README.md).
-struct NormDescs {
-    TensorDesc x, param;
-    cudnnBatchNormMode_t training_mode;
-    explicit NormDescs(const dtp_tensor_t &t)
-        : x(t.ndims == 2 ? TensorDesc(t.dims[0], t.dims[1], 1, 1, cudnn_type(t.dtype),
-                                      CUDNN_TENSOR_NHWC)
-                         : TensorDesc(t)),
-          param(1, t.dims[1], 1, 1, CUDNN_DATA_FLOAT),
-          training_mode(t.ndims == 2 ? CUDNN_BATCHNORM_SPATIAL_PERSISTENT
-                                     : CUDNN_BATCHNORM_SPATIAL)
-    {
-    }
-};
-
 const float kOne = 1.0f, kZero = 0.0f;
 
 bool channels_last(const dtp_conv_t &p) { return p.layout == DTP_LAYOUT_NHWC; }
 
-size_t filter_bytes(const dtp_tensor_t &w)
+// A filter of w's shape in the convolution's dtype (that of its activations).
+size_t filter_bytes(const dtp_tensor_t &w, int32_t dtype)
 {
-    return size_t(count_of(w)) * (w.dtype == DTP_FLOAT32 ? 4 : 2);
+    return size_t(count_of(w)) * (dtype == DTP_FLOAT32 ? 4 : 2);
 }
 
-// The caller's (K, C, R, S) filter as this convolution's descriptor wants it: itself,
-// or for channels-last activations a (K, R, S, C) copy in the filter scratch.
-const void *filter_for(Instance &in, const dtp_conv_t &p, const dtp_tensor_t &w_desc,
-                       const void *w)
+// Whether the descriptor's filter differs from the caller's: channels last, or the
+// float32 weights of bfloat16 activations.
+bool filter_converted(const dtp_conv_t &p, const dtp_tensor_t &w, int32_t act_dtype)
 {
-    if (!channels_last(p))
+    return channels_last(p) || w.dtype != act_dtype;
+}
+
+void convert_filter(Instance &in, const dtp_tensor_t &w, int32_t from, int32_t to,
+                    const void *src, void *dst, FilterMove move)
+{
+    check_cuda(static_cast<cudaError_t>(launch_filter_convert(in.stream, from, to, w.dims[0],
+                                                              w.dims[1], w.dims[2] * w.dims[3],
+                                                              src, dst, move)),
+               "filter conversion kernel");
+}
+
+// The caller's (K, C, R, S) filter as this convolution's descriptor wants it: itself, or
+// a copy in the filter scratch, (K, R, S, C) for channels-last activations and in the
+// activations' dtype.
+const void *filter_for(Instance &in, const dtp_conv_t &p, const dtp_tensor_t &w_desc,
+                       const void *w, int32_t act_dtype)
+{
+    if (!filter_converted(p, w_desc, act_dtype))
         return w;
-    void *t = in.filter_scratch(filter_bytes(w_desc));
-    check_cuda(static_cast<cudaError_t>(launch_filter_layout(
-                   in.stream, w_desc.dtype, w_desc.dims[0], w_desc.dims[1],
-                   w_desc.dims[2] * w_desc.dims[3], w, t, true)),
-               "filter layout kernel");
+    void *t = in.filter_scratch(filter_bytes(w_desc, act_dtype));
+    convert_filter(in, w_desc, w_desc.dtype, act_dtype, w, t,
+                   channels_last(p) ? FilterMove::to_channels_last : FilterMove::keep);
     return t;
 }
 
@@ -310,7 +304,7 @@ int32_t conv_forward(void *c, const dtp_conv_t *p, const dtp_tensor_t *x_desc, c
     return guarded(c, [&] {
         auto &in = self(c);
         auto &e = conv_entry(in, *p, *x_desc, *w_desc, *y_desc);
-        const void *filter = filter_for(in, *p, *w_desc, w);
+        const void *filter = filter_for(in, *p, *w_desc, w, x_desc->dtype);
         void *ws = e.fwd_bytes ? in.scratch(e.fwd_bytes) : nullptr;
         check_cudnn(cudnnConvolutionForward(in.dnn, &kOne, e.x.d, x, e.w, filter, e.conv, e.fwd,
                                             ws, e.fwd_bytes, &kZero, e.y.d, y),
@@ -334,7 +328,7 @@ int32_t conv_backward_data(void *c, const dtp_conv_t *p, const dtp_tensor_t *w_d
     return guarded(c, [&] {
         auto &in = self(c);
         auto &e = conv_entry(in, *p, *dx_desc, *w_desc, *dy_desc);
-        const void *filter = filter_for(in, *p, *w_desc, w);
+        const void *filter = filter_for(in, *p, *w_desc, w, dx_desc->dtype);
         void *ws = e.data_bytes ? in.scratch(e.data_bytes) : nullptr;
         check_cudnn(cudnnConvolutionBackwardData(in.dnn, &kOne, e.w, filter, e.y.d, dy, e.conv,
                                                  e.bwd_data, ws, e.data_bytes, &kZero, e.x.d, dx),
@@ -350,18 +344,19 @@ int32_t conv_backward_weights(void *c, const dtp_conv_t *p, const dtp_tensor_t *
         auto &in = self(c);
         auto &e = conv_entry(in, *p, *x_desc, *dw_desc, *dy_desc);
         void *ws = e.filter_bytes ? in.scratch(e.filter_bytes) : nullptr;
-        // Channels last: the gradient comes as (K, R, S, C), and goes back to the caller's
-        // (K, C, R, S).
-        void *grad = channels_last(*p) ? in.filter_scratch(filter_bytes(*dw_desc)) : dw;
+        // Channels last or bfloat16 activations with float32 weights: the gradient comes
+        // as the descriptor's filter, and goes back to the caller's (K, C, R, S) and dtype.
+        const int32_t act = x_desc->dtype;
+        const bool converted = filter_converted(*p, *dw_desc, act);
+        void *grad = converted ? in.filter_scratch(filter_bytes(*dw_desc, act)) : dw;
         check_cudnn(cudnnConvolutionBackwardFilter(in.dnn, &kOne, e.x.d, x, e.y.d, dy, e.conv,
                                                    e.bwd_filter, ws, e.filter_bytes, &kZero, e.w,
                                                    grad),
                     "cudnnConvolutionBackwardFilter");
-        if (grad != dw)
-            check_cuda(static_cast<cudaError_t>(launch_filter_layout(
-                           in.stream, dw_desc->dtype, dw_desc->dims[0], dw_desc->dims[1],
-                           dw_desc->dims[2] * dw_desc->dims[3], grad, dw, false)),
-                       "filter layout kernel");
+        if (converted)
+            convert_filter(in, *dw_desc, act, dw_desc->dtype, grad, dw,
+                           channels_last(*p) ? FilterMove::from_channels_last
+                                             : FilterMove::keep);
         if (dbias != nullptr)
             check_cudnn(cudnnConvolutionBackwardBias(in.dnn, &kOne, e.y.d, dy, &kZero, e.bias.d,
                                                      dbias),
@@ -400,52 +395,6 @@ int32_t pool_backward(void *c, const dtp_pool_t *p, const dtp_tensor_t *x_desc, 
         check_cudnn(cudnnPoolingBackward(in.dnn, e.pool, &kOne, e.y.d, y, e.y.d, dy, e.x.d, x,
                                          &kZero, e.x.d, dx),
                     "cudnnPoolingBackward");
-    });
-}
-
-int32_t batchnorm_forward_training(void *c, const dtp_tensor_t *x_desc, const void *x,
-                                   const float *scale, const float *shift, float epsilon,
-                                   float momentum, void *y, float *save_mean, float *save_invstd,
-                                   float *running_mean, float *running_var)
-{
-    return guarded(c, [&] {
-        auto &in = self(c);
-        NormDescs d(*x_desc);
-        check_cudnn(cudnnBatchNormalizationForwardTraining(
-                        in.dnn, d.training_mode, &kOne, &kZero, d.x.d, x, d.x.d, y,
-                        d.param.d, scale, shift, momentum, running_mean, running_var, epsilon,
-                        save_mean, save_invstd),
-                    "cudnnBatchNormalizationForwardTraining");
-    });
-}
-
-int32_t batchnorm_forward_inference(void *c, const dtp_tensor_t *x_desc, const void *x,
-                                    const float *scale, const float *shift,
-                                    const float *running_mean, const float *running_var,
-                                    float epsilon, void *y)
-{
-    return guarded(c, [&] {
-        auto &in = self(c);
-        NormDescs d(*x_desc);
-        check_cudnn(cudnnBatchNormalizationForwardInference(
-                        in.dnn, CUDNN_BATCHNORM_SPATIAL, &kOne, &kZero, d.x.d, x, d.x.d, y,
-                        d.param.d, scale, shift, running_mean, running_var, epsilon),
-                    "cudnnBatchNormalizationForwardInference");
-    });
-}
-
-int32_t batchnorm_backward(void *c, const dtp_tensor_t *x_desc, const void *x, const void *dy,
-                           const float *scale, const float *save_mean, const float *save_invstd,
-                           float epsilon, void *dx, float *dscale, float *dshift)
-{
-    return guarded(c, [&] {
-        auto &in = self(c);
-        NormDescs d(*x_desc);
-        check_cudnn(cudnnBatchNormalizationBackward(
-                        in.dnn, d.training_mode, &kOne, &kZero, &kOne, &kZero, d.x.d, x,
-                        d.x.d, dy, d.x.d, dx, d.param.d, scale, dscale, dshift, epsilon,
-                        save_mean, save_invstd),
-                    "cudnnBatchNormalizationBackward");
     });
 }
 

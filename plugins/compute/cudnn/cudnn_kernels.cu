@@ -71,20 +71,23 @@ __global__ void bias_kernel(int64_t n, int64_t ch, int64_t sp, T *y, const float
     GRID_LOOP(i, n) store(y, i, load(y, i) + b[(i / sp) % ch]);
 }
 
-// One thread per element of the destination; (K, C, RS) <-> (K, RS, C).
-template <typename T>
-__global__ void filter_layout_kernel(int64_t k, int64_t c, int64_t rs, const T *src, T *dst,
-                                     bool to_channels_last)
+// One thread per element of the destination: (K, C, RS) <-> (K, RS, C), or in place,
+// with a conversion of the element type on the way.
+template <typename S, typename D>
+__global__ void filter_convert_kernel(int64_t k, int64_t c, int64_t rs, const S *src, D *dst,
+                                      FilterMove move)
 {
     GRID_LOOP(i, k * c * rs) {
         const int64_t kk = i / (c * rs), rest = i % (c * rs);
-        if (to_channels_last) { // dst (kk, tap, ch) from src (kk, ch, tap)
+        int64_t from = i;
+        if (move == FilterMove::to_channels_last) { // dst (kk, tap, ch) from src (kk, ch, tap)
             const int64_t tap = rest / c, ch = rest % c;
-            dst[i] = src[(kk * c + ch) * rs + tap];
-        } else { // dst (kk, ch, tap) from src (kk, tap, ch)
+            from = (kk * c + ch) * rs + tap;
+        } else if (move == FilterMove::from_channels_last) { // dst (kk, ch, tap) from (kk, tap, ch)
             const int64_t ch = rest / rs, tap = rest % rs;
-            dst[i] = src[(kk * rs + tap) * c + ch];
+            from = (kk * rs + tap) * c + ch;
         }
+        store(dst, i, load(src, from));
     }
 }
 
@@ -218,14 +221,17 @@ __global__ void adam_kernel(int64_t n, float lr, float b1, float b2, float eps, 
 
 } // namespace
 
-int launch_filter_layout(stream_t s, int dtype, int64_t k, int64_t c, int64_t rs,
-                         const void *src, void *dst, bool to_channels_last)
+int launch_filter_convert(stream_t s, int src_dtype, int dst_dtype, int64_t k, int64_t c,
+                          int64_t rs, const void *src, void *dst, FilterMove move)
 {
-    return by_dtype(dtype, [&](auto tag) {
-        using T = std::remove_pointer_t<decltype(tag)>;
-        filter_layout_kernel<<<grid(k * c * rs), 256, 0, s>>>(
-            k, c, rs, static_cast<const T *>(src), static_cast<T *>(dst), to_channels_last);
-        return last();
+    return by_dtype(src_dtype, [&](auto stag) {
+        using S = std::remove_pointer_t<decltype(stag)>;
+        return by_dtype(dst_dtype, [&](auto dtag) {
+            using D = std::remove_pointer_t<decltype(dtag)>;
+            filter_convert_kernel<<<grid(k * c * rs), 256, 0, s>>>(
+                k, c, rs, static_cast<const S *>(src), static_cast<D *>(dst), move);
+            return last();
+        });
     });
 }
 

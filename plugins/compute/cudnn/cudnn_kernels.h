@@ -21,10 +21,11 @@ int launch_axpby(stream_t s, int dtype, int64_t n, float alpha, const void *x, f
                  void *y);
 int launch_bias_add(stream_t s, int dtype, int64_t rows, int64_t ch, int64_t spatial, void *y,
                     const float *bias);
-// A filter of k outputs, c inputs and rs = R * S taps from (K, C, R, S) to (K, R, S, C)
-// (to_channels_last) or back.
-int launch_filter_layout(stream_t s, int dtype, int64_t k, int64_t c, int64_t rs,
-                         const void *src, void *dst, bool to_channels_last);
+// A filter of k outputs, c inputs and rs = R * S taps, converted from src_dtype to
+// dst_dtype and moved from (K, C, R, S) to (K, R, S, C), back, or kept in place.
+enum class FilterMove { keep, to_channels_last, from_channels_last };
+int launch_filter_convert(stream_t s, int src_dtype, int dst_dtype, int64_t k, int64_t c,
+                          int64_t rs, const void *src, void *dst, FilterMove move);
 int launch_relu(stream_t s, int dtype, int64_t n, const void *x, void *y);
 int launch_relu_backward(stream_t s, int dtype, int64_t n, const void *x, const void *dy,
                          void *dx);

@@ -1,0 +1,135 @@
+// SPDX-License-Identifier: Apache-2.0
+// Batch norm on cuDNN (cudnnBatchNormalization*), in float32, and on bfloat16 activations
+// (float32 scale, shift and statistics, as compute.h's mixed precision has them) where
+// this cuDNN runs them. Where it refuses them (CUDNN_STATUS_NOT_SUPPORTED or BAD_PARAM on
+// the first call; PyTorch does not ask cuDNN for bfloat16 batch norm either), the
+// instance remembers, and bfloat16 tensors go through float32 copies in the scratch,
+// cast in and out by this plugin's kernels: a pass more over each tensor, the same result.
+#include "cudnn_context.h"
+#include "cudnn_kernels.h"
+#include "cudnn_ops.h"
+
+namespace dtp::cudnn {
+
+namespace {
+
+Instance &self(void *c) { return *static_cast<Instance *>(c); }
+
+const float kOne = 1.0f, kZero = 0.0f;
+
+// (N, C, H, W) or (rows, C) data and its per-channel (1, C, 1, 1) float32 parameters.
+// (rows, C) is described channels-last, (rows, C, 1, 1) NHWC: channel-last activations
+// come to batch norm as their (N * H * W, C) view, and cuDNN's NCHW kernels would read
+// each channel with a stride of C elements. Training on them uses cuDNN's persistent
+// kernels, as PyTorch does for channels-last training (their reduction caveat concerns
+// NCHW only): on an H100 they made ResNet-50 4x faster than the plain ones on this view,
+// and still 3x slower than NCHW batch norm (models/README.md).
+struct NormDescs {
+    TensorDesc x, param;
+    cudnnBatchNormMode_t training_mode;
+    explicit NormDescs(const dtp_tensor_t &t)
+        : x(t.ndims == 2 ? TensorDesc(t.dims[0], t.dims[1], 1, 1, cudnn_type(t.dtype),
+                                      CUDNN_TENSOR_NHWC)
+                         : TensorDesc(t)),
+          param(1, t.dims[1], 1, 1, CUDNN_DATA_FLOAT),
+          training_mode(t.ndims == 2 ? CUDNN_BATCHNORM_SPATIAL_PERSISTENT
+                                     : CUDNN_BATCHNORM_SPATIAL)
+    {
+    }
+};
+
+bool refused(cudnnStatus_t rc)
+{
+    return rc == CUDNN_STATUS_NOT_SUPPORTED || rc == CUDNN_STATUS_BAD_PARAM;
+}
+
+// Runs call(desc, tensors...) on cuDNN: directly for float32 (and for bfloat16 while this
+// cuDNN takes it), else on float32 copies. `ins` are read (cast in), `outs` written (cast
+// out after the call); each is a pointer to a tensor of t's shape.
+template <size_t In, size_t Out, typename Call>
+void run(Instance &in, const dtp_tensor_t &t, const void *const (&ins)[In],
+         void *const (&outs)[Out], const char *what, Call &&call)
+{
+    const bool bf16 = t.dtype == DTP_BFLOAT16;
+    if (!bf16 || !in.bn_bf16_refused) {
+        const cudnnStatus_t rc = call(NormDescs(t), ins, outs);
+        if (!bf16 || !refused(rc)) {
+            check_cudnn(rc, what);
+            return;
+        }
+        cudaGetLastError();
+        in.bn_bf16_refused = true;
+    }
+    dtp_tensor_t f = t;
+    f.dtype = DTP_FLOAT32;
+    const int64_t n = count_of(t);
+    auto *base = static_cast<float *>(in.scratch(sizeof(float) * size_t(n) * (In + Out)));
+    const void *ins32[In];
+    void *outs32[Out];
+    for (size_t i = 0; i < In; ++i) {
+        ins32[i] = base + i * size_t(n);
+        check_cuda(static_cast<cudaError_t>(launch_cast(in.stream, DTP_BFLOAT16, DTP_FLOAT32,
+                                                        n, ins[i], base + i * size_t(n))),
+                   "cast kernel (batch norm input)");
+    }
+    for (size_t o = 0; o < Out; ++o)
+        outs32[o] = base + (In + o) * size_t(n);
+    check_cudnn(call(NormDescs(f), ins32, outs32), what);
+    for (size_t o = 0; o < Out; ++o)
+        check_cuda(static_cast<cudaError_t>(launch_cast(in.stream, DTP_FLOAT32, DTP_BFLOAT16,
+                                                        n, outs32[o], outs[o])),
+                   "cast kernel (batch norm output)");
+}
+
+} // namespace
+
+int32_t batchnorm_forward_training(void *c, const dtp_tensor_t *x_desc, const void *x,
+                                   const float *scale, const float *shift, float epsilon,
+                                   float momentum, void *y, float *save_mean, float *save_invstd,
+                                   float *running_mean, float *running_var)
+{
+    return guarded(c, [&] {
+        auto &in = self(c);
+        run(in, *x_desc, {x}, {y}, "cudnnBatchNormalizationForwardTraining",
+            [&](const NormDescs &d, const void *const *i, void *const *o) {
+                return cudnnBatchNormalizationForwardTraining(
+                    in.dnn, d.training_mode, &kOne, &kZero, d.x.d, i[0], d.x.d, o[0], d.param.d,
+                    scale, shift, momentum, running_mean, running_var, epsilon, save_mean,
+                    save_invstd);
+            });
+    });
+}
+
+int32_t batchnorm_forward_inference(void *c, const dtp_tensor_t *x_desc, const void *x,
+                                    const float *scale, const float *shift,
+                                    const float *running_mean, const float *running_var,
+                                    float epsilon, void *y)
+{
+    return guarded(c, [&] {
+        auto &in = self(c);
+        run(in, *x_desc, {x}, {y}, "cudnnBatchNormalizationForwardInference",
+            [&](const NormDescs &d, const void *const *i, void *const *o) {
+                return cudnnBatchNormalizationForwardInference(
+                    in.dnn, CUDNN_BATCHNORM_SPATIAL, &kOne, &kZero, d.x.d, i[0], d.x.d, o[0],
+                    d.param.d, scale, shift, running_mean, running_var, epsilon);
+            });
+    });
+}
+
+int32_t batchnorm_backward(void *c, const dtp_tensor_t *x_desc, const void *x, const void *dy,
+                           const float *scale, const float *save_mean, const float *save_invstd,
+                           float epsilon, void *dx, float *dscale, float *dshift)
+{
+    return guarded(c, [&] {
+        auto &in = self(c);
+        run(in, *x_desc, {x, dy}, {dx}, "cudnnBatchNormalizationBackward",
+            [&](const NormDescs &d, const void *const *i, void *const *o) {
+                return cudnnBatchNormalizationBackward(
+                    in.dnn, d.training_mode, &kOne, &kZero, &kOne, &kZero, d.x.d, i[0], d.x.d,
+                    i[1], d.x.d, o[0], d.param.d, scale, dscale, dshift, epsilon, save_mean,
+                    save_invstd);
+            });
+    });
+}
+
+} // namespace dtp::cudnn

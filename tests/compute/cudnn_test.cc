@@ -390,21 +390,25 @@ TEST_F(CudnnBf16, ActivationsWithFloat32Weights)
         void *x32 = up(x), *dy32 = up(dy);
         void *y16 = zeros16(dy.size()), *dx16 = zeros16(x.size()), *dw = up(w);
         void *y32 = up(dy), *dx32 = up(x), *dw32 = up(w);
-        ASSERT_EQ(dt_compute_conv_forward(gpu, &p, &x16d, x16, &wd, gw, nullptr, nullptr, &y16d,
-                                          y16), DT_OK) << dt_last_error();
+        const auto bd = dt_tensor_desc_1d(DT_FLOAT32, 32);
+        const auto b = random_vector(32, 50);
+        void *gb = up(b), *db16 = up(b), *db32 = up(b);
+        ASSERT_EQ(dt_compute_conv_forward(gpu, &p, &x16d, x16, &wd, gw, &bd, gb, &y16d, y16),
+                  DT_OK) << dt_last_error();
         ASSERT_EQ(dt_compute_conv_backward_data(gpu, &p, &wd, gw, &y16d, dy16, &x16d, dx16),
                   DT_OK) << dt_last_error();
         ASSERT_EQ(dt_compute_conv_backward_weights(gpu, &p, &x16d, x16, &y16d, dy16, &wd, dw,
-                                                   nullptr, nullptr), DT_OK) << dt_last_error();
-        ASSERT_EQ(dt_compute_conv_forward(gpu, &p, &x32d, x32, &wd, gw, nullptr, nullptr, &y32d,
-                                          y32), DT_OK) << dt_last_error();
+                                                   &bd, db16), DT_OK) << dt_last_error();
+        ASSERT_EQ(dt_compute_conv_forward(gpu, &p, &x32d, x32, &wd, gw, &bd, gb, &y32d, y32),
+                  DT_OK) << dt_last_error();
         ASSERT_EQ(dt_compute_conv_backward_data(gpu, &p, &wd, gw, &y32d, dy32, &x32d, dx32),
                   DT_OK) << dt_last_error();
         ASSERT_EQ(dt_compute_conv_backward_weights(gpu, &p, &x32d, x32, &y32d, dy32, &wd, dw32,
-                                                   nullptr, nullptr), DT_OK) << dt_last_error();
+                                                   &bd, db32), DT_OK) << dt_last_error();
         expect_near_l2(down16(y16, dy.size()), down(y32, dy.size()), last ? "nhwc y" : "y");
         expect_near_l2(down16(dx16, x.size()), down(dx32, x.size()), last ? "nhwc dx" : "dx");
         expect_near_l2(down(dw, w.size()), down(dw32, w.size()), last ? "nhwc dw" : "dw");
+        expect_near_l2(down(db16, 32), down(db32, 32), last ? "nhwc db" : "db");
     }
 
     // Batch norm on (N, C, H, W) and on a (rows, C) view, forward and backward.

@@ -357,10 +357,25 @@ int32_t conv_backward_weights(void *c, const dtp_conv_t *p, const dtp_tensor_t *
             convert_filter(in, *dw_desc, act, dw_desc->dtype, grad, dw,
                            channels_last(*p) ? FilterMove::from_channels_last
                                              : FilterMove::keep);
-        if (dbias != nullptr)
+        if (dbias == nullptr)
+            return;
+        if (dy_desc->dtype == DTP_FLOAT32) {
             check_cudnn(cudnnConvolutionBackwardBias(in.dnn, &kOne, e.y.d, dy, &kZero, e.bias.d,
                                                      dbias),
                         "cudnnConvolutionBackwardBias");
+            return;
+        }
+        // A float32 bias gradient from bfloat16 dy: cuDNN sums one dtype, so a float32 copy.
+        dtp_tensor_t f = *dy_desc;
+        f.dtype = DTP_FLOAT32;
+        void *dy32 = in.scratch(sizeof(float) * size_t(count_of(f)));
+        check_cuda(static_cast<cudaError_t>(launch_cast(in.stream, dy_desc->dtype, DTP_FLOAT32,
+                                                        count_of(f), dy, dy32)),
+                   "cast kernel (bias gradient)");
+        const TensorDesc dy_f32(f, p->layout);
+        check_cudnn(cudnnConvolutionBackwardBias(in.dnn, &kOne, dy_f32.d, dy32, &kZero, e.bias.d,
+                                                 dbias),
+                    "cudnnConvolutionBackwardBias");
     });
 }
 

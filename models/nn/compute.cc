@@ -5,7 +5,9 @@
 
 #include <disttrain/disttrain.hpp>
 
+#include <cstdlib>
 #include <stdexcept>
+#include <string>
 
 namespace dt::models {
 
@@ -74,9 +76,18 @@ dt_memory_type_t Compute::tensor_memory() const
 dt_dtype_t Compute::activation_dtype() const
 {
     const auto a = query(get());
-    return a.compute_dtype == DT_BFLOAT16 && a.device_kind != DT_COMPUTE_DEVICE_GPU
-               ? DT_BFLOAT16
-               : DT_FLOAT32;
+    if (a.compute_dtype != DT_BFLOAT16)
+        return DT_FLOAT32;
+    const char *env = std::getenv("DISTTRAIN_ACTIVATIONS");
+    const std::string asked = env != nullptr ? env : "";
+    if (asked == "bfloat16")
+        return DT_BFLOAT16;
+    if (asked == "float32")
+        return DT_FLOAT32;
+    if (!asked.empty() && asked != "auto")
+        throw_input_error("DISTTRAIN_ACTIVATIONS=", asked,
+                          " is unknown; use auto, bfloat16 or float32");
+    return a.device_kind != DT_COMPUTE_DEVICE_GPU ? DT_BFLOAT16 : DT_FLOAT32;
 }
 
 void *Compute::stream() const

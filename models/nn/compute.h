@@ -31,10 +31,13 @@ public:
     bool bf16_active() const;
     // Where the context's tensors live: device memory on a GPU plugin, else host memory.
     dt_memory_type_t tensor_memory() const;
-    // The dtype the convolutional nets keep their activations in: bfloat16 when the
-    // context computes in bfloat16 on host memory (the oneDNN plugin runs bfloat16
-    // activations with float32 weights natively), else float32 (a GPU plugin cannot mix
-    // dtypes yet). Weights, gradients and optimizer state stay float32 either way.
+    // The dtype the convolutional nets keep their activations in. By default bfloat16
+    // when the context computes in bfloat16 on host memory (the oneDNN plugin runs
+    // bfloat16 activations with float32 weights natively), else float32: on a GPU the
+    // cuDNN plugin's mixed path has not been measured yet. DISTTRAIN_ACTIVATIONS=
+    // bfloat16 asks for bfloat16 wherever the context computes in bfloat16 (a GPU too),
+    // float32 for float32 always, auto (or unset) for the default. Weights, gradients and
+    // optimizer state stay float32 either way.
     dt_dtype_t activation_dtype() const;
     // The device queue its operations run on (null where they block, on CPU): the stream
     // after whose work a collective on a tensor must start.

@@ -75,7 +75,8 @@ Model build_model(const Compute &c, const std::string &name, const InputShape &i
 Model build_model(const Compute &c, const std::string &name, const InputShape &input,
                   uint64_t seed, dt_tensor_layout_t layout)
 {
-    Model m{name, input, std::make_unique<Sequential>(c, name), layout};
+    Model m{name, input, std::make_unique<Sequential>(c, name), layout,
+            name == "mlp" ? DT_FLOAT32 : c.activation_dtype()};
     Random rng(mix_seed(seed, 0x5eed));
     if (name == "mlp")
         build_mlp(*m.net, input, rng);

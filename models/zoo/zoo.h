@@ -22,6 +22,9 @@ struct Model {
     std::unique_ptr<Sequential> net;
     // The layout of the images the net takes (and keeps between its layers).
     dt_tensor_layout_t layout = DT_LAYOUT_NCHW;
+    // The dtype of the activations between its layers (Compute::activation_dtype for the
+    // convolutional nets; the mlp stays float32).
+    dt_dtype_t activations = DT_FLOAT32;
 
     std::vector<Parameter *> parameters() const;
     std::vector<Buffer *> buffers() const;

@@ -12,9 +12,10 @@
 #  1. the CUDA memory provider on its own; the cuDNN plugin against oneDNN op by op (a
 #     --reference bundle);
 #  2. speed on one GPU, one process: ResNet-50 batch 64 in TF32 (the default), strict
-#     float32 and bf16, also channels-last (DISTTRAIN_LAYOUT=nhwc), and the mlp at batch
-#     1000, beside PyTorch in the same run, as a table with ratios; then profiled runs of
-#     ResNet-50 (TF32, NHWC and bf16) and the mlp (DISTTRAIN_CUDNN_PROFILE: where the GPU
+#     float32 and bf16 (with float32 activations, and bf16 ones: DISTTRAIN_ACTIVATIONS),
+#     also channels-last (DISTTRAIN_LAYOUT=nhwc), and the mlp at batch 1000, beside
+#     PyTorch in the same run, as a table with ratios; then profiled runs of ResNet-50
+#     (TF32, NHWC and bf16 activations) and the mlp (DISTTRAIN_CUDNN_PROFILE: where the GPU
 #     time goes in the timed steps, op by op), and PyTorch's profile of its steps;
 #  3. the nccl device transport: 1 rank with every collective and dtype on the
 #     device_native path, its cost per call over raw NCCL, ordering behind a slow
@@ -95,6 +96,9 @@ DISTTRAIN_TF32=0 DISTTRAIN_COMPUTE=cudnn step r50-fp32 90 "$BUNDLE/bin/disttrain
     --model resnet50 --batch-size 64 --num-warmup 5 --num-iters 30
 DISTTRAIN_COMPUTE=cudnn step r50-bf16 90 "$BUNDLE/bin/disttrain-bench" \
     --model resnet50 --batch-size 64 --num-warmup 5 --num-iters 30 --bf16
+DISTTRAIN_ACTIVATIONS=bfloat16 DISTTRAIN_COMPUTE=cudnn step r50-bf16-act 90 \
+    "$BUNDLE/bin/disttrain-bench" --model resnet50 --batch-size 64 --num-warmup 5 \
+    --num-iters 30 --bf16
 DISTTRAIN_LAYOUT=nhwc DISTTRAIN_COMPUTE=cudnn step r50-nhwc 90 "$BUNDLE/bin/disttrain-bench" \
     --model resnet50 --batch-size 64 --num-warmup 5 --num-iters 30
 DISTTRAIN_LAYOUT=nhwc DISTTRAIN_COMPUTE=cudnn step r50-nhwc-bf16 90 \
@@ -109,17 +113,18 @@ step torch-mlp 60 "$PY" "$REPO/tests/gpu/torch_bench.py" --model mlp --batch-siz
 echo "=== speed on one GPU, images/sec, one process (disttrain: mean of the timed steps; pytorch: over all of them)"
 "$PY" - "$(rate_of r50-default)" "$(rate_of r50-fp32)" "$(rate_of r50-bf16)" \
     "$(rate_of mlp-default)" "$(rate_of r50-nhwc)" "$(rate_of r50-nhwc-bf16)" \
-    /tmp/step-torch-r50.log /tmp/step-torch-mlp.log <<'PYEOF'
+    "$(rate_of r50-bf16-act)" /tmp/step-torch-r50.log /tmp/step-torch-mlp.log <<'PYEOF'
 import re, sys
-ours = [float(a) if a else None for a in sys.argv[1:7]]
+ours = [float(a) if a else None for a in sys.argv[1:8]]
 torch = {}
-for path in sys.argv[7:]:
+for path in sys.argv[8:]:
     for m in re.finditer(r"torch (\w+) (\w+) ranks=1 batch=\d+ images/sec total: ([0-9.]+)",
                          open(path).read()):
         torch[(m[1], m[2])] = float(m[3])
 rows = [("resnet50 b64", "TF32 (default)", ours[0], torch.get(("resnet50", "default"))),
         ("resnet50 b64", "strict fp32", ours[1], torch.get(("resnet50", "fp32"))),
         ("resnet50 b64", "bf16", ours[2], torch.get(("resnet50", "bf16"))),
+        ("resnet50 b64", "bf16, bf16 activations", ours[6], torch.get(("resnet50", "bf16"))),
         ("resnet50 b64 NHWC", "TF32 (default)", ours[4], torch.get(("resnet50", "default"))),
         ("resnet50 b64 NHWC", "bf16", ours[5], torch.get(("resnet50", "bf16"))),
         ("mlp b1000", "default", ours[3], torch.get(("mlp", "default")))]
@@ -132,9 +137,9 @@ DISTTRAIN_CUDNN_PROFILE=1 DISTTRAIN_COMPUTE=cudnn step r50-profile 60 \
     "$BUNDLE/bin/disttrain-bench" --model resnet50 --batch-size 64 --num-warmup 3 --num-iters 10
 DISTTRAIN_LAYOUT=nhwc DISTTRAIN_CUDNN_PROFILE=1 DISTTRAIN_COMPUTE=cudnn step r50-nhwc-profile 60 \
     "$BUNDLE/bin/disttrain-bench" --model resnet50 --batch-size 64 --num-warmup 3 --num-iters 10
-DISTTRAIN_CUDNN_PROFILE=1 DISTTRAIN_COMPUTE=cudnn step r50-bf16-profile 60 \
-    "$BUNDLE/bin/disttrain-bench" --model resnet50 --batch-size 64 --num-warmup 3 --num-iters 10 \
-    --bf16
+DISTTRAIN_ACTIVATIONS=bfloat16 DISTTRAIN_CUDNN_PROFILE=1 DISTTRAIN_COMPUTE=cudnn \
+    step r50-bf16-profile 60 "$BUNDLE/bin/disttrain-bench" --model resnet50 --batch-size 64 \
+    --num-warmup 3 --num-iters 10 --bf16
 DISTTRAIN_CUDNN_PROFILE=1 DISTTRAIN_COMPUTE=cudnn step mlp-profile 40 \
     "$BUNDLE/bin/disttrain-bench" --model mlp --batch-size 1000 --num-warmup 10 --num-iters 100
 

@@ -212,3 +212,24 @@ def test_bf16_activations_train_like_f32(disttrainrun, train, tmp_path, model):
     assert abs(bf16[-1]["main/accuracy"] - f32[-1]["main/accuracy"]) <= 0.04
     assert abs(bf16[-1]["validation/main/accuracy"]
                - f32[-1]["validation/main/accuracy"]) <= 0.04
+
+
+def test_activations_setting(disttrainrun, train):
+    """DISTTRAIN_ACTIVATIONS picks the convolutional nets' activation dtype under --bf16
+    (the start line says which), float32 without bf16 compute whatever it says, and an
+    unknown value is refused naming the variable."""
+    common = ["--model", "convnet", "--epochs", "1", "--batch-size", "50", "--train-limit",
+              "100", "--test-limit", "50", "--threads", "1", "--no-progress"]
+    want = {"float32": "float32 activations",
+            "bfloat16": "bfloat16 activations" if cpu_computes_bf16() else "float32 activations",
+            "auto": "bfloat16 activations" if cpu_computes_bf16() else "float32 activations"}
+    for value, said in want.items():
+        r = job(disttrainrun, train, 1, [*common, "--bf16"], env={"DISTTRAIN_ACTIVATIONS": value})
+        assert r.returncode == 0, r.stderr
+        assert said in r.stderr, (value, r.stderr)
+    r = job(disttrainrun, train, 1, common, env={"DISTTRAIN_ACTIVATIONS": "bfloat16"})
+    assert r.returncode == 0 and "float32 activations" in r.stderr, r.stderr
+    r = job(disttrainrun, train, 1, [*common, "--bf16"], env={"DISTTRAIN_ACTIVATIONS": "fp8"})
+    assert r.returncode != 0
+    assert "DISTTRAIN_ACTIVATIONS=fp8 is unknown; use auto, bfloat16 or float32" in r.stderr, \
+        r.stderr

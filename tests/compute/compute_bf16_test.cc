@@ -53,18 +53,6 @@ dt_tensor_desc_t with(dt_tensor_desc_t d, dt_dtype_t dtype)
     return d;
 }
 
-// ||got - want|| / ||want||: bfloat16 keeps 8 significant bits, so one rounding of the
-// output (and of the weights) gives about 0.3%; a wrong kernel gives O(1).
-double relative_error(const std::vector<float> &got, const std::vector<float> &want)
-{
-    double num = 0, den = 0;
-    for (size_t i = 0; i < want.size(); ++i) {
-        num += (double(got[i]) - want[i]) * (double(got[i]) - want[i]);
-        den += double(want[i]) * want[i];
-    }
-    return std::sqrt(num / std::max(den, 1e-30));
-}
-
 constexpr double kTol = 1e-2;
 
 // The descriptor of an activation in `layout`: (n, c, h, w) or (n, h, w, c).

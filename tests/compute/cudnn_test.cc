@@ -361,12 +361,7 @@ protected:
     static void expect_near_l2(const std::vector<float> &got, const std::vector<float> &want,
                                const char *what)
     {
-        double num = 0, den = 0;
-        for (size_t i = 0; i < want.size(); ++i) {
-            num += (double(got[i]) - want[i]) * (double(got[i]) - want[i]);
-            den += double(want[i]) * want[i];
-        }
-        EXPECT_LT(std::sqrt(num / std::max(den, 1e-30)), 1e-2) << what;
+        EXPECT_LT(relative_error(got, want), 1e-2) << what;
     }
 };
 

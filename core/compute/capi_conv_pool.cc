@@ -76,6 +76,8 @@ DT_API dt_status_t dt_compute_conv_backward_data(dt_compute_h compute,
         dtp_tensor_t xt = activation(fn, "dx_desc", dx_desc, g.layout);
         require_shape(fn, "dy_desc", yt, conv_output(fn, g, xt, wt, "dx_desc"),
                       conv_why("dx", xt, wt));
+        c.require_layout(fn, g.layout);
+        c.require_dtypes(fn, xt, wt);
         require_ptr(fn, "w", w);
         require_ptr(fn, "dy", dy);
         require_ptr(fn, "dx", dx);

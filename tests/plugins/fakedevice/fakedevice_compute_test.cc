@@ -265,6 +265,16 @@ TEST(FakeCompute, AVersionOnePluginGetsNoLayoutAndNoMixedDtypes)
     std::string why = dt_last_error();
     EXPECT_NE(why.find("compute ops version 1"), std::string::npos) << why;
     EXPECT_NE(why.find("DISTTRAIN_LAYOUT=nchw"), std::string::npos) << why;
+    auto *dx = static_cast<float *>(c.alloc(2 * 4 * 6 * 6 * sizeof(float)));
+    auto *dw = static_cast<float *>(c.alloc(8 * 4 * 3 * 3 * sizeof(float)));
+    EXPECT_EQ(dt_compute_conv_backward_data(c.get(), &p, &wd, w, &yl, y, &xl, dx),
+              DT_ERR_UNSUPPORTED);
+    EXPECT_NE(std::string(dt_last_error()).find("channels-last"), std::string::npos)
+        << dt_last_error();
+    EXPECT_EQ(dt_compute_conv_backward_weights(c.get(), &p, &xl, x, &yl, y, &wd, dw, nullptr,
+                                               nullptr), DT_ERR_UNSUPPORTED);
+    EXPECT_NE(std::string(dt_last_error()).find("channels-last"), std::string::npos)
+        << dt_last_error();
 
     dt_pool_params_t pp{};
     pp.field_mask =

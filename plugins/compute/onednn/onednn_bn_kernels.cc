@@ -7,7 +7,6 @@
 #include "onednn_parallel.h"
 
 #include <algorithm>
-#include <bit>
 #include <cstdint>
 #include <vector>
 
@@ -73,19 +72,6 @@ namespace {
 // Rows per float partial sum in the channels-last loops.
 constexpr int64_t kRowBlock = 256;
 
-// Element loads and stores of the row loops: float32 as is, bfloat16 widened to float and
-// rounded back to nearest even, written so that the compiler vectorises both.
-inline float load(float v) { return v; }
-inline float load(bf16_t v) { return std::bit_cast<float>(uint32_t{v.bits} << 16); }
-inline void store(float &out, float v) { out = v; }
-inline void store(bf16_t &out, float v)
-{
-    const uint32_t u = std::bit_cast<uint32_t>(v);
-    const uint32_t rounded = (u + 0x7fffu + ((u >> 16) & 1u)) >> 16;
-    const uint32_t quiet_nan = (u >> 16) | 0x40u;
-    out.bits = static_cast<uint16_t>((u & 0x7fffffffu) > 0x7f800000u ? quiet_nan : rounded);
-}
-
 template <typename T>
 inline void moments_impl(const Columns &g, const T *x, const float *pivot, double *s1,
                          double *s2)
@@ -102,7 +88,7 @@ inline void moments_impl(const Columns &g, const T *x, const float *pivot, doubl
             const T *row = x + r * g.stride + g.col;
 #pragma omp simd
             for (int64_t c = 0; c < g.width; ++c) {
-                const float d = load(row[c]) - pivot[c];
+                const float d = to_float(row[c]) - pivot[c];
                 pa[c] += d;
                 pb[c] += d * d;
             }
@@ -122,7 +108,7 @@ inline void affine_impl(const Columns &g, const T *x, T *y, const float *a, cons
         T *out = y + r * g.stride + g.col;
 #pragma omp simd
         for (int64_t c = 0; c < g.width; ++c)
-            store(out[c], a[c] * load(in[c]) + b[c]);
+            out[c] = from_float<T>(a[c] * to_float(in[c]) + b[c]);
     }
 }
 
@@ -143,9 +129,9 @@ inline void grad_sums_impl(const Columns &g, const T *x, const T *dy, const floa
             const T *gr = dy + r * g.stride + g.col;
 #pragma omp simd
             for (int64_t c = 0; c < g.width; ++c) {
-                const float gv = load(gr[c]);
+                const float gv = to_float(gr[c]);
                 pa[c] += gv;
-                pb[c] += gv * (load(xr[c]) - mean[c]);
+                pb[c] += gv * (to_float(xr[c]) - mean[c]);
             }
         }
         for (int64_t c = 0; c < g.width; ++c) {
@@ -165,7 +151,7 @@ inline void grad_apply_impl(const Columns &g, const T *x, const T *dy, T *dx, co
         T *out = dx + r * g.stride + g.col;
 #pragma omp simd
         for (int64_t c = 0; c < g.width; ++c)
-            store(out[c], a[c] * load(gr[c]) + k[c] * load(xr[c]) + b[c]);
+            out[c] = from_float<T>(a[c] * to_float(gr[c]) + k[c] * to_float(xr[c]) + b[c]);
     }
 }
 } // namespace

@@ -10,7 +10,6 @@
 #include "onednn_ops.h"
 #include "onednn_parallel.h"
 
-#include <bit>
 #include <cstdint>
 
 namespace dtp::onednn {
@@ -79,14 +78,8 @@ DTP_VECTOR_CLONES
 void add_bf16(int64_t n, const uint16_t *a, const uint16_t *b, uint16_t *out)
 {
 #pragma omp simd
-    for (int64_t i = 0; i < n; ++i) {
-        const float v = std::bit_cast<float>(uint32_t{a[i]} << 16) +
-                        std::bit_cast<float>(uint32_t{b[i]} << 16);
-        const uint32_t u = std::bit_cast<uint32_t>(v);
-        const uint32_t rounded = (u + 0x7fffu + ((u >> 16) & 1u)) >> 16;
-        const uint32_t quiet_nan = (u >> 16) | 0x40u;
-        out[i] = static_cast<uint16_t>((u & 0x7fffffffu) > 0x7f800000u ? quiet_nan : rounded);
-    }
+    for (int64_t i = 0; i < n; ++i)
+        out[i] = bf16_bits(bf16_value(a[i]) + bf16_value(b[i]));
 }
 
 DTP_VECTOR_CLONES

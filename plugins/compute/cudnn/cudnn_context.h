@@ -58,6 +58,7 @@ struct Instance {
     cudaMemPool_t pool = nullptr; // where alloc takes tensors from, in stream order
     struct Ones {
         void *data = nullptr;
+        size_t bytes = 0;
         int64_t count = 0;
     };
     std::map<int32_t, Ones> ones_by_dtype; // for sums over rows as products

@@ -107,12 +107,8 @@ const void *Instance::ones(int32_t dtype, int64_t count)
 {
     Ones &o = ones_by_dtype[dtype];
     if (o.count < count) {
-        check_cuda(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
-        if (o.data != nullptr)
-            check_cuda(cudaFree(o.data), "cudaFree");
-        o = Ones{};
         const size_t element = dtype == DTP_FLOAT32 ? 4 : 2;
-        check_cuda(cudaMalloc(&o.data, element * size_t(count)), "cudaMalloc (ones)");
+        grown(stream, o.data, o.bytes, element * size_t(count));
         check_cuda(static_cast<cudaError_t>(launch_fill(stream, dtype, count, o.data, 1.0f)),
                    "fill kernel (ones)");
         o.count = count;

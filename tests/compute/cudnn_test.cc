@@ -63,6 +63,24 @@ protected:
             ASSERT_NEAR(a[i], b[i], tol * std::max(1.0, std::fabs(double(b[i])))) << what << i;
     }
 
+    // The three directions of one convolution on h: y from x, dx from dy, dw (and db when
+    // bias is given) from x and dy. Call through ASSERT_NO_FATAL_FAILURE.
+    struct Conv {
+        const dt_conv_params_t &p;
+        const dt_tensor_desc_t &xd, &wd, &yd;
+        const dt_tensor_desc_t *bd;
+    };
+    static void conv_all(dt_compute_h h, const Conv &c, const void *x, const void *w,
+                         const void *b, void *y, const void *dy, void *dx, void *dw, void *db)
+    {
+        ASSERT_EQ(dt_compute_conv_forward(h, &c.p, &c.xd, x, &c.wd, w, c.bd, b, &c.yd, y),
+                  DT_OK) << dt_last_error();
+        ASSERT_EQ(dt_compute_conv_backward_data(h, &c.p, &c.wd, w, &c.yd, dy, &c.xd, dx),
+                  DT_OK) << dt_last_error();
+        ASSERT_EQ(dt_compute_conv_backward_weights(h, &c.p, &c.xd, x, &c.yd, dy, &c.wd, dw,
+                                                   c.bd, db), DT_OK) << dt_last_error();
+    }
+
     dt_compute_h gpu = nullptr, cpu = nullptr;
     bool tf32_ = false;
     std::vector<void *> buffers;
@@ -121,20 +139,12 @@ TEST_F(Cudnn, ConvolutionPoolingBatchNorm)
     auto x = random_vector(2 * 3 * 81, 4), w = random_vector(4 * 27, 5), b = random_vector(4, 6);
     auto dy = random_vector(2 * 4 * 25, 7);
     std::vector<float> y(dy.size()), dx(x.size()), dw(w.size()), db(4);
-    ASSERT_EQ(dt_compute_conv_forward(cpu, &p, &xd, x.data(), &wd, w.data(), &bd, b.data(), &yd,
-                                      y.data()), DT_OK);
-    ASSERT_EQ(dt_compute_conv_backward_data(cpu, &p, &wd, w.data(), &yd, dy.data(), &xd,
-                                            dx.data()), DT_OK);
-    ASSERT_EQ(dt_compute_conv_backward_weights(cpu, &p, &xd, x.data(), &yd, dy.data(), &wd,
-                                               dw.data(), &bd, db.data()), DT_OK);
+    ASSERT_NO_FATAL_FAILURE(conv_all(cpu, {p, xd, wd, yd, &bd}, x.data(), w.data(), b.data(),
+                                     y.data(), dy.data(), dx.data(), dw.data(), db.data()));
     void *gx = up(x), *gw = up(w), *gb = up(b), *gdy = up(dy), *gy = up(y), *gdx = up(dx),
          *gdw = up(dw), *gdb = up(db);
-    ASSERT_EQ(dt_compute_conv_forward(gpu, &p, &xd, gx, &wd, gw, &bd, gb, &yd, gy), DT_OK)
-        << dt_last_error();
-    ASSERT_EQ(dt_compute_conv_backward_data(gpu, &p, &wd, gw, &yd, gdy, &xd, gdx), DT_OK)
-        << dt_last_error();
-    ASSERT_EQ(dt_compute_conv_backward_weights(gpu, &p, &xd, gx, &yd, gdy, &wd, gdw, &bd, gdb),
-              DT_OK) << dt_last_error();
+    ASSERT_NO_FATAL_FAILURE(conv_all(gpu, {p, xd, wd, yd, &bd}, gx, gw, gb, gy, gdy, gdx, gdw,
+                                     gdb));
     expect_close(down(gy, y.size()), y, "conv y");
     expect_close(down(gdx, dx.size()), dx, "conv dx");
     expect_close(down(gdw, dw.size()), dw, "conv dw", 1e-3);
@@ -221,12 +231,8 @@ TEST_F(Cudnn, ChannelsLastConvolutionAndPooling)
     auto x = random_vector(2 * 8 * 81, 21), w = random_vector(16 * 8 * 9, 22);
     auto b = random_vector(16, 23), dy = random_vector(2 * 16 * 25, 24);
     std::vector<float> y(dy.size()), dx(x.size()), dw(w.size()), db(16);
-    ASSERT_EQ(dt_compute_conv_forward(cpu, &p, &xd, x.data(), &wd, w.data(), &bd, b.data(), &yd,
-                                      y.data()), DT_OK);
-    ASSERT_EQ(dt_compute_conv_backward_data(cpu, &p, &wd, w.data(), &yd, dy.data(), &xd,
-                                            dx.data()), DT_OK);
-    ASSERT_EQ(dt_compute_conv_backward_weights(cpu, &p, &xd, x.data(), &yd, dy.data(), &wd,
-                                               dw.data(), &bd, db.data()), DT_OK);
+    ASSERT_NO_FATAL_FAILURE(conv_all(cpu, {p, xd, wd, yd, &bd}, x.data(), w.data(), b.data(),
+                                     y.data(), dy.data(), dx.data(), dw.data(), db.data()));
 
     dt_conv_params_t pl = p;
     pl.field_mask |= DT_CONV_PARAM_FIELD_LAYOUT;
@@ -236,12 +242,8 @@ TEST_F(Cudnn, ChannelsLastConvolutionAndPooling)
     void *gx = up(relayout(x, 2, 8, 9, 9, true)), *gw = up(w), *gb = up(b);
     void *gdy = up(relayout(dy, 2, 16, 5, 5, true)), *gy = up(y), *gdx = up(dx);
     void *gdw = up(dw), *gdb = up(db);
-    ASSERT_EQ(dt_compute_conv_forward(gpu, &pl, &xl, gx, &wd, gw, &bd, gb, &yl, gy), DT_OK)
-        << dt_last_error();
-    ASSERT_EQ(dt_compute_conv_backward_data(gpu, &pl, &wd, gw, &yl, gdy, &xl, gdx), DT_OK)
-        << dt_last_error();
-    ASSERT_EQ(dt_compute_conv_backward_weights(gpu, &pl, &xl, gx, &yl, gdy, &wd, gdw, &bd, gdb),
-              DT_OK) << dt_last_error();
+    ASSERT_NO_FATAL_FAILURE(conv_all(gpu, {pl, xl, wd, yl, &bd}, gx, gw, gb, gy, gdy, gdx, gdw,
+                                     gdb));
     expect_close(relayout(down(gy, y.size()), 2, 16, 5, 5, false), y, "nhwc conv y");
     expect_close(relayout(down(gdx, dx.size()), 2, 8, 9, 9, false), dx, "nhwc conv dx");
     expect_close(down(gdw, dw.size()), dw, "nhwc conv dw", 1e-3);
@@ -388,18 +390,10 @@ TEST_F(CudnnBf16, ActivationsWithFloat32Weights)
         const auto bd = dt_tensor_desc_1d(DT_FLOAT32, 32);
         const auto b = random_vector(32, 50);
         void *gb = up(b), *db16 = up(b), *db32 = up(b);
-        ASSERT_EQ(dt_compute_conv_forward(gpu, &p, &x16d, x16, &wd, gw, &bd, gb, &y16d, y16),
-                  DT_OK) << dt_last_error();
-        ASSERT_EQ(dt_compute_conv_backward_data(gpu, &p, &wd, gw, &y16d, dy16, &x16d, dx16),
-                  DT_OK) << dt_last_error();
-        ASSERT_EQ(dt_compute_conv_backward_weights(gpu, &p, &x16d, x16, &y16d, dy16, &wd, dw,
-                                                   &bd, db16), DT_OK) << dt_last_error();
-        ASSERT_EQ(dt_compute_conv_forward(gpu, &p, &x32d, x32, &wd, gw, &bd, gb, &y32d, y32),
-                  DT_OK) << dt_last_error();
-        ASSERT_EQ(dt_compute_conv_backward_data(gpu, &p, &wd, gw, &y32d, dy32, &x32d, dx32),
-                  DT_OK) << dt_last_error();
-        ASSERT_EQ(dt_compute_conv_backward_weights(gpu, &p, &x32d, x32, &y32d, dy32, &wd, dw32,
-                                                   &bd, db32), DT_OK) << dt_last_error();
+        ASSERT_NO_FATAL_FAILURE(conv_all(gpu, {p, x16d, wd, y16d, &bd}, x16, gw, gb, y16, dy16,
+                                         dx16, dw, db16));
+        ASSERT_NO_FATAL_FAILURE(conv_all(gpu, {p, x32d, wd, y32d, &bd}, x32, gw, gb, y32, dy32,
+                                         dx32, dw32, db32));
         expect_near_l2(down16(y16, dy.size()), down(y32, dy.size()), last ? "nhwc y" : "y");
         expect_near_l2(down16(dx16, x.size()), down(dx32, x.size()), last ? "nhwc dx" : "dx");
         expect_near_l2(down(dw, w.size()), down(dw32, w.size()), last ? "nhwc dw" : "dw");

@@ -95,44 +95,15 @@ CONV_CASES = [
 ]
 
 
-@pytest.mark.parametrize("case", CONV_CASES, ids=lambda c: "s{stride}p{padding}d{dilation}g{groups}k{k}h{h}".format(**c))
-def test_conv_forward_and_backward(compute, case):
-    n, ch, h, w, o, k, g = (case[x] for x in ("n", "c", "h", "w", "o", "k", "groups"))
-    x = rand(n, ch, h, w, seed=4)
-    wt = rand(o, ch // g, k, k, seed=5)
-    bias = rand(o, seed=6)
-    tx = torch.from_numpy(x).requires_grad_()
-    tw = torch.from_numpy(wt).requires_grad_()
-    tb = torch.from_numpy(bias).requires_grad_()
-    ty = F.conv2d(tx, tw, tb, stride=case["stride"], padding=case["padding"],
-                  dilation=case["dilation"], groups=g)
-    dy = rand(*ty.shape, seed=7)
-    ty.backward(torch.from_numpy(dy))
-
-    p = ctypes.byref(dc.conv_params(case["stride"], case["padding"], case["dilation"], g))
-    y = np.empty(ty.shape, np.float32)
-    compute.fn("conv_forward", p, dc.desc(x.shape), dc.ptr(x), dc.desc(wt.shape), dc.ptr(wt),
-               dc.desc(bias.shape), dc.ptr(bias), dc.desc(y.shape), dc.ptr(y))
-    close(y, ty)
-    dx = np.empty_like(x)
-    compute.fn("conv_backward_data", p, dc.desc(wt.shape), dc.ptr(wt), dc.desc(dy.shape),
-               dc.ptr(dy), dc.desc(x.shape), dc.ptr(dx))
-    close(dx, tx.grad)
-    dw, db = np.empty_like(wt), np.empty_like(bias)
-    compute.fn("conv_backward_weights", p, dc.desc(x.shape), dc.ptr(x), dc.desc(dy.shape),
-               dc.ptr(dy), dc.desc(wt.shape), dc.ptr(dw), dc.desc(db.shape), dc.ptr(db))
-    close(dw, tw.grad, rtol=1e-4, atol=1e-4)
-    close(db, tb.grad, rtol=1e-4, atol=1e-4)
-
-
 def nhwc(a):
     return np.ascontiguousarray(np.asarray(a).transpose(0, 2, 3, 1))
 
 
 # Channels-last: activations described (N, H, W, C), weights still OIHW. The 1x1
 # stride-1 cases run as one sgemm over the batch, the others on oneDNN's nhwc kernels.
+@pytest.mark.parametrize("layout", ["nchw", "nhwc"])
 @pytest.mark.parametrize("case", CONV_CASES, ids=lambda c: "s{stride}p{padding}d{dilation}g{groups}k{k}h{h}".format(**c))
-def test_conv_channels_last(compute, case):
+def test_conv_forward_and_backward(compute, case, layout):
     n, ch, h, w, o, k, g = (case[x] for x in ("n", "c", "h", "w", "o", "k", "groups"))
     x = rand(n, ch, h, w, seed=4)
     wt = rand(o, ch // g, k, k, seed=5)
@@ -145,20 +116,22 @@ def test_conv_channels_last(compute, case):
     dy = rand(*ty.shape, seed=7)
     ty.backward(torch.from_numpy(dy))
 
+    last = layout == "nhwc"
+    act = nhwc if last else (lambda a: np.ascontiguousarray(np.asarray(a)))
     p = ctypes.byref(dc.conv_params(case["stride"], case["padding"], case["dilation"], g,
-                                    layout=dc.LAYOUT_NHWC))
-    xl, dyl = nhwc(x), nhwc(dy)
-    y = np.empty(dyl.shape, np.float32)
-    compute.fn("conv_forward", p, dc.desc(xl.shape), dc.ptr(xl), dc.desc(wt.shape),
+                                    layout=dc.LAYOUT_NHWC if last else None))
+    xa, dya = act(x), act(dy)
+    y = np.empty(dya.shape, np.float32)
+    compute.fn("conv_forward", p, dc.desc(xa.shape), dc.ptr(xa), dc.desc(wt.shape),
                dc.ptr(wt), dc.desc(bias.shape), dc.ptr(bias), dc.desc(y.shape), dc.ptr(y))
-    close(y, nhwc(ty.detach()))
-    dx = np.empty_like(xl)
-    compute.fn("conv_backward_data", p, dc.desc(wt.shape), dc.ptr(wt), dc.desc(dyl.shape),
-               dc.ptr(dyl), dc.desc(xl.shape), dc.ptr(dx))
-    close(dx, nhwc(tx.grad))
+    close(y, act(ty.detach()))
+    dx = np.empty_like(xa)
+    compute.fn("conv_backward_data", p, dc.desc(wt.shape), dc.ptr(wt), dc.desc(dya.shape),
+               dc.ptr(dya), dc.desc(xa.shape), dc.ptr(dx))
+    close(dx, act(tx.grad))
     dw, db = np.empty_like(wt), np.empty_like(bias)
-    compute.fn("conv_backward_weights", p, dc.desc(xl.shape), dc.ptr(xl), dc.desc(dyl.shape),
-               dc.ptr(dyl), dc.desc(wt.shape), dc.ptr(dw), dc.desc(db.shape), dc.ptr(db))
+    compute.fn("conv_backward_weights", p, dc.desc(xa.shape), dc.ptr(xa), dc.desc(dya.shape),
+               dc.ptr(dya), dc.desc(wt.shape), dc.ptr(dw), dc.desc(db.shape), dc.ptr(db))
     close(dw, tw.grad, rtol=1e-4, atol=1e-4)
     close(db, tb.grad, rtol=1e-4, atol=1e-4)
 

@@ -142,12 +142,13 @@ def library_path():
 
 
 def conv_params(stride=1, padding=0, dilation=1, groups=1, layout=None):
+    """stride: one for both dims, or (along H, along W)."""
     p = ConvParams()
     p.field_mask = 0xf
     if layout is not None:
         p.field_mask |= 0x10
         p.layout = layout
-    p.stride[:] = [stride, stride]
+    p.stride[:] = list(stride) if isinstance(stride, tuple) else [stride, stride]
     p.padding[:] = [padding, padding]
     p.dilation[:] = [dilation, dilation]
     p.groups = groups

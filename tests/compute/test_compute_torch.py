@@ -92,6 +92,10 @@ CONV_CASES = [
     # strided one in its backward directions only.
     dict(n=2, c=6, h=28, w=29, o=5, k=1, stride=1, padding=0, dilation=1, groups=1),
     dict(n=2, c=6, h=30, w=30, o=5, k=1, stride=2, padding=0, dilation=1, groups=1),
+    # Strided 1x1 on odd planes and unequal strides: channels-last runs these as a gather
+    # (or, for the data gradient, a scatter) around one sgemm.
+    dict(n=2, c=7, h=29, w=31, o=5, k=1, stride=2, padding=0, dilation=1, groups=1),
+    dict(n=3, c=4, h=10, w=7, o=6, k=1, stride=(3, 2), padding=0, dilation=1, groups=1),
 ]
 
 

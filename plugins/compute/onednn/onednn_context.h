@@ -10,6 +10,7 @@
 #include <oneapi/dnnl/dnnl.hpp>
 
 #include <string>
+#include <vector>
 
 namespace dtp::onednn {
 
@@ -21,6 +22,7 @@ struct Instance {
     bool bf16_compute = false; // f32 matmul/conv run internally in bfloat16
     std::string device_name;   // "cpu (avx512_core_bf16)"
     PrimitiveCache cache;
+    std::vector<float> gemm_scratch; // strided 1x1 convolutions' rows (onednn_conv_gemm.cc)
     void *host = nullptr;
     const dt_host_services_t *services = nullptr;
 

@@ -5,14 +5,13 @@
 // is cached by shapes and geometry. DISTTRAIN_ONEDNN_CONV_LAYOUT=blocked turns the plain
 // path off (to compare). Channels-last activations (DTP_LAYOUT_NHWC) are given to the
 // primitives as they are: oneDNN has direct kernels on nhwc, so only the weights (once
-// per call, small next to the activations) pass through a reorder. A 1x1 stride-1
-// convolution on NHWC is a matrix product of the (N * H * W, C) activations with the
-// (O, C) weights, so all three directions run as one dnnl_sgemm over the whole batch
-// (nhwc_gemm): resnet50's 1x1 convolutions (half its FLOPs) ran 1.5-2x slower in the
-// direct kernels. bfloat16 activations may come with float32 weights (mixed precision):
+// per call, small next to the activations) pass through a reorder. An unpadded 1x1
+// convolution on NHWC runs as matrix products instead (onednn_conv_gemm.h).
+// bfloat16 activations may come with float32 weights (mixed precision):
 // the weights are reordered to bfloat16 with the layout change, and the weight gradient
 // is computed in float32.
 #include "onednn_context.h"
+#include "onednn_conv_gemm.h"
 #include "onednn_ops.h"
 #include "onednn_slot.h"
 
@@ -20,7 +19,6 @@
 
 #include <cstdlib>
 #include <string>
-#include <vector>
 
 namespace dtp::onednn {
 
@@ -116,30 +114,6 @@ bool mixed(const dtp_tensor_t &x, const dtp_tensor_t &w)
     return x.dtype == DTP_BFLOAT16 && w.dtype == DTP_FLOAT32;
 }
 
-// Whether a convolution is a plain matrix product on NHWC (see the file's comment).
-bool nhwc_gemm(const Instance &in, const dtp_conv_t &p, const dtp_tensor_t &w, int32_t dtype)
-{
-    static const char *env = std::getenv("DISTTRAIN_ONEDNN_CONV_LAYOUT");
-    if (env != nullptr && std::string(env) == "blocked")
-        return false;
-    return p.layout == DTP_LAYOUT_NHWC && dtype == DTP_FLOAT32 &&
-           compute_type(in, dtype) == dnnl::memory::data_type::f32 && p.groups == 1 &&
-           w.dims[2] == 1 && w.dims[3] == 1 && p.padding[0] == 0 && p.padding[1] == 0 &&
-           p.stride[0] == 1 && p.stride[1] == 1;
-}
-
-// Row-major C (m x n) = op(A) op(B) with oneDNN's sgemm.
-void sgemm(char ta, char tb, int64_t m, int64_t n, int64_t k, const float *a, int64_t lda,
-           const float *b, int64_t ldb, float *c, int64_t ldc)
-{
-    const dnnl_status_t st = dnnl_sgemm(ta, tb, m, n, k, 1.0f, a, lda, b, ldb, 0.0f, c, ldc);
-    if (st != dnnl_success)
-        throw dnnl::error(st, "dnnl_sgemm");
-}
-
-// The rows (N * H * W) of an NHWC activation.
-int64_t rows_of(const dtp_tensor_t &t) { return t.dims[0] * t.dims[2] * t.dims[3]; }
-
 std::string conv_key(const char *op, const dtp_conv_t &p, const dtp_tensor_t &x,
                      const dtp_tensor_t &w, bool bias)
 {
@@ -215,15 +189,9 @@ int32_t conv_forward(void *c, const dtp_conv_t *p, const dtp_tensor_t *x_desc, c
         auto &in = *static_cast<Instance *>(c);
         const bool has_bias = bias != nullptr;
         if (nhwc_gemm(in, *p, *w_desc, x_desc->dtype)) {
-            // y (rows, O) = x (rows, C) W^T, W (O, C)
-            const int64_t rows = rows_of(*x_desc), ci = x_desc->dims[1], co = w_desc->dims[0];
-            auto *out = static_cast<float *>(y);
-            sgemm('N', 'T', rows, co, ci, static_cast<const float *>(x), ci,
-                  static_cast<const float *>(w), ci, out, co);
-            if (has_bias)
-                for (int64_t r = 0; r < rows; ++r)
-                    for (int64_t o = 0; o < co; ++o)
-                        out[r * co + o] += bias[o];
+            gemm_conv_forward(in, *p, *x_desc, static_cast<const float *>(x), *w_desc,
+                              static_cast<const float *>(w), bias, *y_desc,
+                              static_cast<float *>(y));
             return;
         }
         auto &e = in.cache.get<ForwardEntry>(
@@ -259,10 +227,9 @@ int32_t conv_backward_data(void *c, const dtp_conv_t *p, const dtp_tensor_t *w_d
     return guarded(c, [&] {
         auto &in = *static_cast<Instance *>(c);
         if (nhwc_gemm(in, *p, *w_desc, dx_desc->dtype)) {
-            // dx (rows, C) = dy (rows, O) W
-            const int64_t rows = rows_of(*dx_desc), ci = dx_desc->dims[1], co = w_desc->dims[0];
-            sgemm('N', 'N', rows, ci, co, static_cast<const float *>(dy), co,
-                  static_cast<const float *>(w), ci, static_cast<float *>(dx), ci);
+            gemm_conv_backward_data(in, *p, *w_desc, static_cast<const float *>(w), *dy_desc,
+                                    static_cast<const float *>(dy), *dx_desc,
+                                    static_cast<float *>(dx));
             return;
         }
         auto &e = in.cache.get<BackwardDataEntry>(
@@ -302,19 +269,9 @@ int32_t conv_backward_weights(void *c, const dtp_conv_t *p, const dtp_tensor_t *
         auto &in = *static_cast<Instance *>(c);
         const bool has_bias = dbias != nullptr;
         if (nhwc_gemm(in, *p, *dw_desc, x_desc->dtype)) {
-            // dW (O, C) = dy^T (O, rows) x (rows, C); dbias = column sums of dy
-            const int64_t rows = rows_of(*x_desc), ci = x_desc->dims[1], co = dw_desc->dims[0];
-            const auto *g = static_cast<const float *>(dy);
-            sgemm('T', 'N', co, ci, rows, g, co, static_cast<const float *>(x), ci,
-                  static_cast<float *>(dw), ci);
-            if (has_bias) {
-                std::vector<double> sum(size_t(co), 0.0);
-                for (int64_t r = 0; r < rows; ++r)
-                    for (int64_t o = 0; o < co; ++o)
-                        sum[size_t(o)] += g[r * co + o];
-                for (int64_t o = 0; o < co; ++o)
-                    dbias[o] = float(sum[size_t(o)]);
-            }
+            gemm_conv_backward_weights(in, *p, *x_desc, static_cast<const float *>(x),
+                                       *dy_desc, static_cast<const float *>(dy), *dw_desc,
+                                       static_cast<float *>(dw), dbias);
             return;
         }
         auto &e = in.cache.get<BackwardWeightsEntry>(
@@ -333,12 +290,28 @@ int32_t conv_backward_weights(void *c, const dtp_conv_t *p, const dtp_tensor_t *
                 // bfloat16 and converting back.
                 const auto dw_type = mixed(*x_desc, *dw_desc) ? dnnl::memory::data_type::f32
                                                               : work;
-                dnnl::convolution_backward_weights::desc d(
-                    algorithm_for(wino), activation(*x_desc, *p, work, plain, wino),
-                    weights_any(*dw_desc, p->groups, dw_type), bias_md,
-                    activation(*dy_desc, *p, work, plain, wino), g.strides, g.dilates, g.pad,
-                    g.pad);
-                dnnl::convolution_backward_weights::primitive_desc pd(d, in.engine, hint);
+                auto make = [&](dnnl::algorithm algorithm) {
+                    dnnl::convolution_backward_weights::desc d(
+                        algorithm, activation(*x_desc, *p, work, plain, wino),
+                        weights_any(*dw_desc, p->groups, dw_type), bias_md,
+                        activation(*dy_desc, *p, work, plain, wino), g.strides, g.dilates,
+                        g.pad, g.pad);
+                    return dnnl::convolution_backward_weights::primitive_desc(d, in.engine,
+                                                                              hint);
+                };
+                auto pd = make(algorithm_for(wino));
+                // After a Winograd forward, the weight gradient asks for Winograd outright:
+                // convolution_auto gives some shapes the direct kernel where Winograd is
+                // faster (resnet50's 28x28 128-channel ones: 26 against 43-54 ms per call,
+                // one thread, AVX-512; ONEDNN_VERBOSE of disttrain-bench --model resnet50
+                // --batch-size 16 --threads 1).
+                if (wino && std::string(pd.impl_info_str()).find("wino") == std::string::npos) {
+                    try {
+                        pd = make(dnnl::algorithm::convolution_winograd);
+                    } catch (const dnnl::error &) {
+                        // no Winograd kernel for this shape here: the direct one stays
+                    }
+                }
                 auto out = std::make_unique<BackwardWeightsEntry>();
                 out->prim = dnnl::convolution_backward_weights(pd);
                 out->src = Slot(in, activation_desc(*x_desc, p->layout), pd.src_desc(), false);

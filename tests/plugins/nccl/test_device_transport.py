@@ -326,9 +326,11 @@ def calls_per_rank(ranks):
     return 1 + (1 if ranks >= 2 else 0) + 4  # one, the group's, the batch of 4
 
 
-@pytest.mark.parametrize("ranks", [1, 2])
-def test_device_calls_wait_for_the_producer_on_the_gpu(ranks, tmp_path):
-    r, waits = run_producer(ranks, producer_env(tmp_path))
+@pytest.mark.parametrize("ranks,mode", [(1, {}), (2, {}), (2, {"DISTTRAIN_ORDERED": "1"}),
+                                        (2, {"DISTTRAIN_MOCK_NCCL_ENQUEUE": "sync"})],
+                         ids=["1-negotiated", "2-negotiated", "2-ordered", "2-syncenqueue"])
+def test_device_calls_wait_for_the_producer_on_the_gpu(ranks, mode, tmp_path):
+    r, waits = run_producer(ranks, producer_env(tmp_path, mode))
     calls = calls_per_rank(ranks)
     assert waits == [(calls, 0)] * ranks, r.stderr[-3000:]
     waited = (tmp_path / "cuda.log").read_text().splitlines()

@@ -54,12 +54,14 @@ struct Args {
     Transport *device = nullptr;
 };
 
+class DeviceWait;
 class Router;
 class Staging;
 
 // What the context lends its paths: the policy, the shared-memory domain (null: none),
 // the staging buffers of the memory provider (null: none), the router itself, which
-// staging hands the host copy of a device call, and the device transport (null: none).
+// staging hands the host copy of a device call, the device transport (null: none) and
+// its wait for the producer.
 // Owned by the router, which the context owns.
 struct Services {
     const Policy *policy = nullptr;
@@ -67,6 +69,9 @@ struct Services {
     Staging *staging = nullptr;
     Router *router = nullptr;
     Transport *device_transport = nullptr; // DISTTRAIN_DEVICE_TRANSPORT, or null
+    // How the device transport's calls wait for the producer's event (null: no memory
+    // provider, so no events).
+    DeviceWait *device_wait = nullptr;
 };
 
 // What moves a path's data between ranks, so that the router also asks whether that

@@ -56,11 +56,16 @@ Router::Router(const Policy &policy, const Transport &transport, Transport *devi
       p2p_memory_(accepted_memory(transport, false)),
       native_memory_(accepted_memory(transport, true))
 {
-    if (memory != nullptr)
+    if (memory != nullptr) {
         staging_ = std::make_unique<Staging>(*memory);
+        const char *runtime = memory->ops().name;
+        device_wait_ = std::make_unique<DeviceWait>(
+            runtime != nullptr ? runtime : memory->provider(), *staging_);
+    }
     services_.policy = &policy_;
     services_.domain = domain;
     services_.staging = staging_.get();
+    services_.device_wait = device_wait_.get();
     services_.router = this;
     services_.device_transport = device;
     if (domain != nullptr) {
@@ -71,7 +76,13 @@ Router::Router(const Policy &policy, const Transport &transport, Transport *devi
     }
 }
 
-Router::~Router() = default;
+Router::~Router()
+{
+    if (device_wait_ != nullptr && services_.device_transport != nullptr)
+        DT_LOG(debug, "routing", "device transport '", services_.device_transport->name(),
+               "': ", device_wait_->on_device(), " calls waited for their producer on the "
+               "device, ", device_wait_->on_host(), " on the host");
+}
 
 Topology Router::topology(const algo::Comm &comm, bool whole_job)
 {

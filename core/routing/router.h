@@ -14,6 +14,7 @@
 #pragma once
 
 #include "plugin/transport.h"
+#include "routing/device_wait.h"
 #include "routing/path.h"
 #include "routing/policy.h"
 #include "routing/staging.h"
@@ -96,6 +97,7 @@ private:
 
     Policy policy_;
     std::unique_ptr<Staging> staging_;
+    std::unique_ptr<DeviceWait> device_wait_; // with staging_
     Services services_;
     uint32_t native_ = 0;    // kind_bit() per native collective of the transport
     uint32_t device_native_ = 0; // ... of the device transport

@@ -6,6 +6,12 @@
  * on the GPU). Prints the median time per call of each, the difference in microseconds
  * and as a share; never asserts a time.
  *
+ * Each call names its producer's stream (dt_op_params_t.stream), as a user passes the
+ * stream that wrote the gradients: the nccl plugin's stream then waits for the event the
+ * core recorded on it on the GPU (wait_event). DISTTRAIN_NCCL_HOST_WAIT=1 has the core
+ * wait for that event on the host instead, as it did before; tests/gpu/run.sh runs both,
+ * so one GPU run shows what the wait on the GPU saves.
+ *
  *     DISTTRAIN_MEMORY=cuda DISTTRAIN_DEVICE_TRANSPORT=nccl \
  *     DISTTRAIN_NCCL_LIBRARY=/path/libnccl.so.2 disttrainrun -np 1 -- nccl_overhead [rounds]
  *
@@ -114,7 +120,11 @@ int main(int argc, char **argv)
     params.memory_type = DT_MEMORY_DEVICE;
     params.stream = stream;
 
-    printf("nccl_overhead: 1 rank, float32 sum, median of %d alternating rounds\n", rounds);
+    const char *host_wait = getenv("DISTTRAIN_NCCL_HOST_WAIT");
+    const int on_host = host_wait != NULL && strcmp(host_wait, "1") == 0;
+    printf("nccl_overhead: 1 rank, float32 sum, median of %d alternating rounds; the "
+           "producer's stream is waited for %s\n", rounds,
+           on_host ? "on the host (DISTTRAIN_NCCL_HOST_WAIT=1)" : "on the GPU (wait_event)");
     printf("%10s %13s %10s %13s %10s %9s\n", "bytes", "placement", "raw us", "disttrain us",
            "added us", "added %");
     for (int s = 0; s < 4; ++s) {

@@ -100,6 +100,24 @@ void DeviceMemory::to_host(void *dst, const void *src, size_t bytes) const
     copy(dst, src, bytes, DTP_MEMORY_COPY_DEVICE_TO_HOST);
 }
 
+void *DeviceMemory::stream_create() const
+{
+    void *stream = nullptr;
+    check(ops_->stream_create(m_, -1, &stream), "stream_create");
+    return stream;
+}
+
+void DeviceMemory::stream_destroy(void *stream) const
+{
+    check(ops_->stream_destroy(m_, stream), "stream_destroy");
+}
+
+void DeviceMemory::to_device_async(void *dst, const void *src, size_t bytes, void *stream) const
+{
+    check(ops_->copy_async(m_, dst, src, bytes, DTP_MEMORY_COPY_HOST_TO_DEVICE, stream),
+          "copy_async");
+}
+
 void DeviceMemory::copy(void *dst, const void *src, size_t bytes, int32_t direction) const
 {
     check(ops_->copy_async(m_, dst, src, bytes, direction, nullptr), "copy_async");

@@ -28,6 +28,11 @@ public:
     // Blocking copies (queued on the default stream, then polled to completion).
     void to_device(void *dst, const void *src, size_t bytes) const;
     void to_host(void *dst, const void *src, size_t bytes) const;
+    // A stream of the provider's, as a producer's (a user's GPU work) would be, and a copy
+    // queued on it that returns before it runs; src must stay valid until it has.
+    void *stream_create() const;
+    void stream_destroy(void *stream) const;
+    void to_device_async(void *dst, const void *src, size_t bytes, void *stream) const;
 
 private:
     void copy(void *dst, const void *src, size_t bytes, int32_t direction) const;

@@ -18,7 +18,9 @@
 #     (TF32, NHWC and bf16 activations) and the mlp (DISTTRAIN_CUDNN_PROFILE: where the GPU
 #     time goes in the timed steps, op by op), and PyTorch's profile of its steps;
 #  3. the nccl device transport: 1 rank with every collective and dtype on the
-#     device_native path, its cost per call over raw NCCL, ordering behind a slow
+#     device_native path, each waiting for its producer on the GPU, its cost per call
+#     over raw NCCL (the producer waited for on the GPU, then on the host as before
+#     with DISTTRAIN_NCCL_HOST_WAIT=1), ordering behind a slow
 #     producer kernel, dt_context_abort in the middle of an allreduce, 2 ranks on the one
 #     GPU or NCCL's refusal;
 #  4. device memory staged through the host: the conformance suite on 2 ranks sharing the
@@ -169,9 +171,21 @@ else
         if [ "$native" -eq 0 ] || [ "$staged" -ne 0 ]; then
             echo "STEP nccl-1-native: FAIL"; failed=1
         fi
+        # Every device_native call hands its producer's event to the plugin, whose stream
+        # waits for it on the GPU (wait_event): none is waited for on the host.
+        waits=$(grep -o "[0-9]* calls waited for their producer on the device, [0-9]* on the host" \
+                /tmp/step-nccl-1.log | tail -1)
+        echo "nccl-1: ${waits:-no summary of the producer waits}"
+        if ! echo "$waits" | grep -q "^[1-9][0-9]* calls .*, 0 on the host\$"; then
+            echo "STEP nccl-1-device-wait: FAIL"; failed=1
+        fi
     fi
     if [ -x "$BUNDLE/bin/nccl_overhead" ]; then
+        # The producer waited for on the GPU (wait_event), then on the host as before
+        # (DISTTRAIN_NCCL_HOST_WAIT=1): the two tables show what the first saves.
         step nccl-overhead 45 "$RUN" -np 1 -- "$BUNDLE/bin/nccl_overhead" 7
+        DISTTRAIN_NCCL_HOST_WAIT=1 step nccl-overhead-hostwait 45 "$RUN" -np 1 -- \
+            "$BUNDLE/bin/nccl_overhead" 7
         DISTTRAIN_ORDERED=1 step nccl-overhead-ordered 45 "$RUN" -np 1 -- \
             "$BUNDLE/bin/nccl_overhead" 7
     fi

@@ -190,6 +190,29 @@ typedef struct dt_transport_v2 {
  *             ncclGroupStart/ncclGroupEnd). Every rank brackets the same calls. No
  *             other member is called between them; a batch_end with no batch_begin is
  *             DTP_ERR_INVALID_ARGUMENT.
+ * wait_event  makes the device work of every native collective started after this call
+ *             wait for `event` on the device: an event of the memory provider whose ops
+ *             table is named `runtime` (dt_memory_v1_t.name, e.g. "cuda"), which the
+ *             core recorded on the stream of the buffers' producer when the collective
+ *             was called (api/disttrain/plugin/memory.h). The plugin queues the wait on
+ *             its own device queue and returns at once; it never waits on the host. It
+ *             captures the event's newest record at the time of the call (CUDA:
+ *             cudaStreamWaitEvent on the plugin's stream), so the core may record the
+ *             event again or destroy it as soon as the call returns. Collectives the
+ *             plugin accepted earlier but has not yet put on the device may wait too
+ *             (the wait is queued in order with them); the core calls it only while
+ *             none is in flight on this instance, before the collective or before
+ *             batch_begin for a batch. DTP_ERR_UNSUPPORTED: this plugin cannot wait for
+ *             that runtime's events (the reason in set_error); nothing was queued and
+ *             the core waits for the event on the host instead. The answer for one
+ *             runtime holds for the instance's whole life, so the core may stop asking
+ *             after a refusal. Any other error fails the collective it was for.
+ *             Why an event and a runtime name rather than a stream: the core already
+ *             records that event for every device call (staging's copies wait for it),
+ *             an event names exactly the producer's work up to the call and not what
+ *             the producer queues later, and the name lets a plugin refuse a provider
+ *             whose handles are not its runtime's (a fake device's, say) instead of
+ *             misreading them.
  */
 typedef struct dt_transport_v3 {
     uint32_t struct_size;
@@ -226,6 +249,7 @@ typedef struct dt_transport_v3 {
                      int32_t timeout_ms, void **child);
     int32_t (*batch_begin)(void *transport);
     int32_t (*batch_end)(void *transport);
+    int32_t (*wait_event)(void *transport, const char *runtime, void *event);
 } dt_transport_v3_t;
 
 #ifdef __cplusplus

@@ -87,6 +87,7 @@ const dt_transport_v3_t kOps = {
     nullptr,      // split: the core's algorithms serve its groups
     nullptr,      // batch_begin, batch_end: each call is issued on its own
     nullptr,
+    nullptr,      // wait_event: host memory only, nothing to wait for on a device
 };
 
 } // namespace

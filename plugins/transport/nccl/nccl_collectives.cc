@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
-// Native collectives: NCCL's, queued on the plugin's stream (the ABI carries no stream of
-// the core's) and completed through progress. Every DTP dtype has an NCCL type and every
+// Native collectives: NCCL's, queued on the plugin's stream (which waits on the GPU for
+// the producer's event the core hands over first, nccl_wait.cc) and completed through
+// progress. Every DTP dtype has an NCCL type and every
 // DTP operator an NCCL one (AVG is ncclAvg); a value outside them is DTP_ERR_UNSUPPORTED
 // for that call. Buffers are device memory: the query answers native_memory DEVICE only,
 // so the core never hands this transport a host pointer here.

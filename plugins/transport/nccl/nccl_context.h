@@ -79,6 +79,10 @@ public:
     // ncclGroupStart/ncclGroupEnd and complete together.
     int32_t batch_begin();
     int32_t batch_end();
+    // Makes the plugin's stream wait on the GPU for event, a CUDA event when runtime is
+    // "cuda" (nccl_wait.cc): every collective launched afterwards waits for it.
+    // DTP_ERR_UNSUPPORTED for another runtime's events or with DISTTRAIN_NCCL_HOST_WAIT=1.
+    int32_t wait_event(const char *runtime, void *event);
 
 private:
     enum class State { queued, enqueueing, running };
@@ -111,6 +115,8 @@ private:
     ncclUniqueId share_unique_id();
     void create_comm(const ncclUniqueId &id);
     int32_t remaining_ms() const;
+    // Reads DISTTRAIN_NCCL_HOST_WAIT into host_wait_; "" or why its value is wrong.
+    std::string read_host_wait();
 
     // A child of parent on comm, a communicator of ncclCommSplit (nccl_split.cc).
     Context(Context &parent, ncclComm_t comm, int rank, int size);
@@ -147,6 +153,7 @@ private:
     ncclComm_t comm_ = nullptr;
     cudaStream_t stream_ = nullptr;
     float *scratch_ = nullptr; // the barrier's one element, in device memory
+    bool host_wait_ = false;   // DISTTRAIN_NCCL_HOST_WAIT=1: wait_event refuses
     std::deque<std::unique_ptr<Op>> ops_;
     unsigned batch_ = 0;   // the open batch (batch_begin), or 0
     unsigned batches_ = 0; // batches opened so far, for their numbers

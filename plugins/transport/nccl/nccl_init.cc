@@ -54,10 +54,12 @@ int32_t Context::remaining_ms() const {
     return static_cast<int32_t>(left > 0 ? left : 0);
 }
 
-// Whether this rank can run NCCL: both libraries load, CUDA sees a GPU, and
-// DISTTRAIN_DEVICE (if set) names one. "ok" or a verdict with its reason.
+// Whether this rank can run NCCL: DISTTRAIN_NCCL_HOST_WAIT is 0 or 1 (if set), both
+// libraries load, CUDA sees a GPU, and DISTTRAIN_DEVICE (if set) names one. "ok" or a verdict with its reason.
 std::string Context::local_verdict(const dt_transport_init_args_t &args) {
-    std::string why = lib_.open();
+    std::string why = read_host_wait();
+    if (!why.empty()) return verdict(DTP_ERR_INVALID_CONFIG, why);
+    why = lib_.open();
     if (!why.empty()) return verdict(DTP_ERR_UNSUPPORTED, why);
     int count = 0;
     cudaError_t rc = lib_.cuda.GetDeviceCount(&count);

@@ -85,6 +85,7 @@ std::string Libraries::open() {
     rc(cuda.EventDestroy, "cudaEventDestroy");
     rc(cuda.EventRecord, "cudaEventRecord");
     rc(cuda.EventQuery, "cudaEventQuery");
+    rc(cuda.StreamWaitEvent, "cudaStreamWaitEvent");
     rc(cuda.Malloc, "cudaMalloc");
     rc(cuda.Free, "cudaFree");
     if (!rc.missing().empty()) return "the CUDA runtime " + rc.missing();

@@ -25,6 +25,7 @@ struct CudaApi {
     decltype(&::cudaEventDestroy) EventDestroy = nullptr;
     decltype(&::cudaEventRecord) EventRecord = nullptr;
     decltype(&::cudaEventQuery) EventQuery = nullptr;
+    decltype(&::cudaStreamWaitEvent) StreamWaitEvent = nullptr;
     cudaError_t (*Malloc)(void **, size_t) = nullptr; // cudaMalloc has C++ overloads
     decltype(&::cudaFree) Free = nullptr;
     // Optional: names the GPU for DISTTRAIN_DEVICE_TRANSPORT=auto's "a GPU of its own".

@@ -82,6 +82,10 @@ int32_t nccl_batch_end(void *t) {
     return call(t, [&](Context &c) { return c.batch_end(); });
 }
 
+int32_t nccl_wait_event(void *t, const char *runtime, void *event) {
+    return call(t, [&](Context &c) { return c.wait_event(runtime, event); });
+}
+
 // Device memory for the native collectives only. Writes only what fits the core's
 // struct, after the header the core set.
 int32_t nccl_query(void *t, dt_transport_caps_t *caps) {
@@ -119,6 +123,7 @@ const dt_transport_v3_t kOps = {
     nccl_split,
     nccl_batch_begin,
     nccl_batch_end,
+    nccl_wait_event,
 };
 
 } // namespace

@@ -91,7 +91,7 @@ int32_t Context::split(int32_t color, int32_t key, int32_t child_size, int32_t t
 Context::Context(Context &parent, ncclComm_t comm, int rank, int size)
     : host_(parent.host_), lib_(parent.lib_), rank_(rank), size_(size),
       device_(parent.device_), timeout_ms_(parent.timeout_ms_), deadline_(parent.deadline_),
-      comm_(comm), parent_(&parent) {
+      comm_(comm), host_wait_(parent.host_wait_), parent_(&parent) {
     OnDevice on(*this);
     cudaError_t rc = lib_.cuda.StreamCreateWithFlags(&stream_, cudaStreamNonBlocking);
     void *p = nullptr;

@@ -190,7 +190,29 @@ TEST(CapsAnswer, AnOlderVersionThreeTableReadsTheAppendedMembersAsNull)
     EXPECT_EQ(upgraded.split, nullptr);
     EXPECT_EQ(upgraded.batch_begin, nullptr);
     EXPECT_EQ(upgraded.batch_end, nullptr);
+    EXPECT_EQ(upgraded.wait_event, nullptr);
     EXPECT_NE(upgraded.query, nullptr);
+}
+
+// A version 3 table as plugins built before wait_event was appended: it ends at
+// batch_end, whose value is kept, and wait_event reads as NULL (the core then waits for
+// the producer on the host).
+TEST(CapsAnswer, ATableEndingAtBatchEndReadsWaitEventAsNull)
+{
+    dt_transport_v3_t table = Fake::ops();
+    table.init = [](const dt_transport_init_args_t *, void **) -> int32_t { return 0; };
+    table.isend = [](void *, int32_t, uint64_t, const void *, size_t,
+                     dt_transport_request_t *) -> int32_t { return 0; };
+    table.irecv = [](void *, int32_t, uint64_t, void *, size_t,
+                     dt_transport_request_t *) -> int32_t { return 0; };
+    table.progress = [](void *, int32_t) -> int32_t { return 0; };
+    table.batch_end = [](void *) -> int32_t { return 0; };
+    table.wait_event = [](void *, const char *, void *) -> int32_t { return 0; }; // garbage
+    table.struct_size = static_cast<uint32_t>(offsetof(dt_transport_v3_t, wait_event));
+    ASSERT_EQ(plugin::check_transport_ops(DT_TRANSPORT_VERSION_3, &table), "");
+    dt_transport_v3_t upgraded = plugin::upgrade_transport_ops(DT_TRANSPORT_VERSION_3, &table);
+    EXPECT_NE(upgraded.batch_end, nullptr);
+    EXPECT_EQ(upgraded.wait_event, nullptr);
 }
 
 } // namespace

@@ -9,6 +9,14 @@
 //                            AVG, allgather and broadcast on device buffers, checked
 //   dt_device_groups batch   16 small device allreduces started together, then waited
 //                            for: negotiated mode hands the engine one ready batch
+//   dt_device_groups producer  device allreduces called while the last write of their
+//                            input is still queued on the producer's stream, which the
+//                            call names (dt_op_params_t.stream): one blocking call, one
+//                            on a group's own communicator (2 ranks or more), and 4
+//                            started together (a batch). Each must see the producer's
+//                            write, not the stale values before it. Make the write slow
+//                            (DISTTRAIN_MOCK_CUDA_COPY_DELAY_US, DISTTRAIN_FAKE_DEVICE_
+//                            DELAY_US) so that a call that does not wait reads them.
 //   dt_device_groups abort   (DISTTRAIN_ORDERED=1) rank 0's device allreduce is in
 //                            flight on the device transport, waiting for rank 1, which
 //                            joins 3 s late; rank 0 aborts its context after 0.3 s: the
@@ -142,6 +150,69 @@ void run_batch(dt_context_h ctx, const dt::testing::DeviceMemory &dev, int rank,
     }
 }
 
+// A device buffer holding stale values, whose fresh ones (this rank's number + 1) are
+// written by a copy still queued on the producer's stream when the call is made.
+struct Produced {
+    Buffer in, out;
+    std::vector<int32_t> fresh; // the copy's source: alive until the copy ran
+    Produced(const dt::testing::DeviceMemory &dev, size_t n, int rank, void *stream)
+        : in(dev, n * sizeof(int32_t)), out(dev, n * sizeof(int32_t)), fresh(n, rank + 1) {
+        in.put(std::vector<int32_t>(n, -1000));
+        out.put(std::vector<int32_t>(n, 0));
+        dev.to_device_async(in.ptr, fresh.data(), in.bytes, stream);
+    }
+    void check(const std::string &name, int32_t want) const {
+        std::vector<int32_t> got = out.get<int32_t>();
+        expect(got.front() == want && got.back() == want,
+               name + " = " + std::to_string(got.front()) + ", want " + std::to_string(want) +
+               (got.front() < 0 ? " (it read the buffer before its producer wrote it)" : ""));
+    }
+};
+
+void run_producer(dt_context_h ctx, const dt::testing::DeviceMemory &dev, int rank, int size) {
+    void *stream = dev.stream_create();
+    dt_op_params_t p{};
+    p.field_mask = DT_OP_PARAM_FIELD_MEMORY_TYPE | DT_OP_PARAM_FIELD_STREAM;
+    p.memory_type = DT_MEMORY_DEVICE;
+    p.stream = stream; // as a user passes the stream its gradients were computed on
+    const size_t n = 1024;
+    const int32_t all = size * (size + 1) / 2;
+    {
+        Produced one(dev, n, rank, stream);
+        if (ok(dt_allreduce_ex(ctx, "producer.one", one.in.ptr, one.out.ptr, n, DT_INT32, DT_SUM,
+                               &p), "dt_allreduce_ex"))
+            one.check("producer.one", all);
+    }
+    if (size >= 2) {
+        const std::vector<int> members = {size - 1, 0};
+        dt_context_h group = nullptr;
+        if (ok(dt_group_create(ctx, members.data(), 2, &group), "dt_group_create") &&
+            group != nullptr) {
+            Produced g(dev, n, rank, stream);
+            if (ok(dt_allreduce_ex(group, "producer.group", g.in.ptr, g.out.ptr, n, DT_INT32,
+                                   DT_SUM, &p), "dt_allreduce_ex (group)"))
+                g.check("producer.group", 1 + size);
+            dt_context_destroy(group);
+        }
+    }
+    const int k = 4;
+    std::vector<std::unique_ptr<Produced>> batch;
+    for (int t = 0; t < k; ++t) batch.push_back(std::make_unique<Produced>(dev, n, rank, stream));
+    std::vector<dt_request_h> reqs(k, nullptr);
+    for (int t = 0; t < k; ++t) {
+        const std::string name = "producer.batch." + std::to_string(t);
+        ok(dt_allreduce_async_ex(ctx, name.c_str(), batch[t]->in.ptr, batch[t]->out.ptr, n,
+                                 DT_INT32, DT_SUM, &p, &reqs[t]), "dt_allreduce_async_ex");
+    }
+    for (int t = 0; t < k; ++t) {
+        if (reqs[t] == nullptr) continue;
+        if (ok(dt_request_wait(reqs[t], 60000), "dt_request_wait"))
+            batch[t]->check("producer.batch." + std::to_string(t), all);
+        dt_request_free(reqs[t]);
+    }
+    dev.stream_destroy(stream);
+}
+
 void run_abort(dt_context_h ctx, const dt::testing::DeviceMemory &dev, int rank) {
     const size_t n = 4096;
     Buffer b(dev, n * sizeof(float));
@@ -173,8 +244,8 @@ void run_abort(dt_context_h ctx, const dt::testing::DeviceMemory &dev, int rank)
 
 int main(int argc, char **argv) {
     const std::string mode = argc > 1 ? argv[1] : "";
-    if (mode != "group" && mode != "batch" && mode != "abort") {
-        std::fprintf(stderr, "usage: dt_device_groups group|batch|abort\n");
+    if (mode != "group" && mode != "batch" && mode != "producer" && mode != "abort") {
+        std::fprintf(stderr, "usage: dt_device_groups group|batch|producer|abort\n");
         return 2;
     }
     dt_context_h ctx = nullptr;
@@ -188,6 +259,7 @@ int main(int argc, char **argv) {
             run_abort(ctx, dev, rank);
         } else {
             if (mode == "group") run_group(ctx, dev, rank, size);
+            else if (mode == "producer") run_producer(ctx, dev, rank, size);
             else run_batch(ctx, dev, rank, size);
             // Negotiation needs every rank, members of the group or not, until all is done.
             ok(dt_barrier(ctx, "done"), "dt_barrier");

@@ -26,6 +26,11 @@
 //       ncclSuccess once its data moved (waiting up to 60 s for the peers)
 //   DISTTRAIN_MOCK_NCCL_SLOT_BYTES=B
 //       the most one rank contributes to one collective (default 64 MiB + 4 KiB)
+//   Streams: where the CUDA runtime the plugin opened (DISTTRAIN_CUDA_RUNTIME_LIBRARY)
+//       is the mock's, each collective records an event on the stream it was given when
+//       it is enqueued, and its send buffer is read only once the stream has reached that
+//       event: after whatever the stream was made to wait for (cudaStreamWaitEvent), as a
+//       kernel queued on a GPU stream would. With another runtime, streams are ignored.
 //   DISTTRAIN_MOCK_NCCL_LOG=path
 //       appends one line per lifecycle call (ncclCommInitRankConfig, ncclCommSplit,
 //       ncclCommFinalize, ncclCommDestroy, ncclCommAbort) and per group of collectives
@@ -37,6 +42,8 @@
 #include "mock_wire.h"
 
 #include <nccl.h>
+
+#include <dlfcn.h>
 
 #include <chrono>
 #include <cstdio>
@@ -61,8 +68,47 @@ struct P2p {
     int peer;
 };
 
+// The mock CUDA runtime's events, where the plugin opened it: a collective is
+// "launched" on its stream at enqueue and may read its buffers once the stream got there.
+struct StreamApi {
+    decltype(&::cudaEventCreateWithFlags) create = nullptr;
+    decltype(&::cudaEventDestroy) destroy = nullptr;
+    decltype(&::cudaEventRecord) record = nullptr;
+    int (*reached)(cudaEvent_t) = nullptr; // cudaMockEventReached
+
+    // Resolved once per process from the runtime the plugin already opened.
+    static const StreamApi &get() {
+        static const StreamApi api = [] {
+            StreamApi a;
+            const char *path = std::getenv("DISTTRAIN_CUDA_RUNTIME_LIBRARY");
+            void *h = path != nullptr && *path != '\0' ? dlopen(path, RTLD_NOW | RTLD_NOLOAD)
+                                                       : nullptr;
+            if (h == nullptr) return a;
+            a.reached = reinterpret_cast<int (*)(cudaEvent_t)>(dlsym(h, "cudaMockEventReached"));
+            a.create = reinterpret_cast<decltype(a.create)>(dlsym(h, "cudaEventCreateWithFlags"));
+            a.destroy = reinterpret_cast<decltype(a.destroy)>(dlsym(h, "cudaEventDestroy"));
+            a.record = reinterpret_cast<decltype(a.record)>(dlsym(h, "cudaEventRecord"));
+            if (!a.reached || !a.create || !a.destroy || !a.record) a = StreamApi{};
+            return a;
+        }();
+        return api;
+    }
+
+    // An event recorded now on stream, or null where streams are not modelled.
+    std::shared_ptr<CUevent_st> launch(cudaStream_t stream) const {
+        if (reached == nullptr) return nullptr;
+        cudaEvent_t e = nullptr;
+        if (create(&e, 0) != cudaSuccess) return nullptr;
+        std::shared_ptr<CUevent_st> owned(e, destroy);
+        if (record(e, stream) != cudaSuccess) return nullptr;
+        return owned;
+    }
+};
+
 struct Op {
     enum Kind { allreduce, broadcast, allgather, reduce_scatter, p2p, exchange } kind;
+    cudaStream_t stream = nullptr;
+    std::shared_ptr<CUevent_st> launched; // recorded on stream at enqueue (StreamApi)
     const void *send = nullptr;
     void *recv = nullptr;
     size_t count = 0;
@@ -229,6 +275,9 @@ void drive(ncclComm_t comm) {
         Op &op = comm->pending.front();
         Wire &w = *comm->wire;
         if (!op.posted) {
+            // The kernel has not started until its stream got there (a producer's event
+            // it waits for, say): nothing of its send buffer may be read before.
+            if (op.launched && !StreamApi::get().reached(op.launched.get())) break;
             if (!w.may_post(op.seq)) break;
             if (!post(comm, op)) {
                 fail(comm, ncclInvalidArgument, "mock: a contribution larger than "
@@ -271,6 +320,7 @@ ncclResult_t drive_until_done(ncclComm_t comm) {
 // Takes op as the communicator's next collective.
 void enqueue(ncclComm_t comm, Op op) {
     op.seq = comm->next_seq++;
+    if (op.kind != Op::exchange) op.launched = StreamApi::get().launch(op.stream);
     ++comm->calls;
     comm->pending.push_back(std::move(op));
     if (exit_here(comm)) std::_Exit(3); // its part never arrives: the peers are stuck in it
@@ -298,7 +348,7 @@ ncclResult_t collective(ncclComm_t comm, Op op) {
     return issued(comm);
 }
 
-ncclResult_t point_to_point(ncclComm_t comm, P2p p, bool send) {
+ncclResult_t point_to_point(ncclComm_t comm, P2p p, bool send, cudaStream_t stream) {
     if (group_depth == 0 || comm == nullptr || p.peer < 0 || p.peer >= comm->nranks) {
         return ncclInvalidUsage; // the plugin always groups its sends
     }
@@ -310,6 +360,7 @@ ncclResult_t point_to_point(ncclComm_t comm, P2p p, bool send) {
         Op fresh{};
         fresh.kind = Op::p2p;
         fresh.type = ncclUint8;
+        fresh.stream = stream;
         group_ops.emplace_back(comm, std::move(fresh));
         op = &group_ops.back().second;
     }
@@ -476,48 +527,53 @@ const char *ncclGetLastError(ncclComm_t comm) {
 }
 
 ncclResult_t ncclAllReduce(const void *send, void *recv, size_t count, ncclDataType_t t,
-                           ncclRedOp_t op, ncclComm_t comm, cudaStream_t) {
+                           ncclRedOp_t op, ncclComm_t comm, cudaStream_t stream) {
     Op o{};
     o.kind = Op::allreduce;
     o.send = send, o.recv = recv, o.count = count, o.type = t, o.op = op;
+    o.stream = stream;
     return collective(comm, std::move(o));
 }
 
 ncclResult_t ncclBroadcast(const void *send, void *recv, size_t count, ncclDataType_t t,
-                           int root, ncclComm_t comm, cudaStream_t) {
+                           int root, ncclComm_t comm, cudaStream_t stream) {
     if (comm == nullptr || root < 0 || root >= comm->nranks) return ncclInvalidArgument;
     Op o{};
     o.kind = Op::broadcast;
     o.send = send, o.recv = recv, o.count = count, o.type = t, o.root = root;
+    o.stream = stream;
     return collective(comm, std::move(o));
 }
 
 ncclResult_t ncclAllGather(const void *send, void *recv, size_t count, ncclDataType_t t,
-                           ncclComm_t comm, cudaStream_t) {
+                           ncclComm_t comm, cudaStream_t stream) {
     Op o{};
     o.kind = Op::allgather;
     o.send = send, o.recv = recv, o.count = count, o.type = t;
+    o.stream = stream;
     return collective(comm, std::move(o));
 }
 
 ncclResult_t ncclReduceScatter(const void *send, void *recv, size_t count, ncclDataType_t t,
-                               ncclRedOp_t op, ncclComm_t comm, cudaStream_t) {
+                               ncclRedOp_t op, ncclComm_t comm, cudaStream_t stream) {
     Op o{};
     o.kind = Op::reduce_scatter;
     o.send = send, o.recv = recv, o.count = count, o.type = t, o.op = op;
+    o.stream = stream;
     return collective(comm, std::move(o));
 }
 
 ncclResult_t ncclSend(const void *send, size_t count, ncclDataType_t t, int peer,
-                      ncclComm_t comm, cudaStream_t) {
+                      ncclComm_t comm, cudaStream_t stream) {
     if (size_of(t) == 0) return ncclInvalidArgument;
-    return point_to_point(comm, {const_cast<void *>(send), count * size_of(t), peer}, true);
+    return point_to_point(comm, {const_cast<void *>(send), count * size_of(t), peer}, true,
+                          stream);
 }
 
 ncclResult_t ncclRecv(void *recv, size_t count, ncclDataType_t t, int peer,
-                      ncclComm_t comm, cudaStream_t) {
+                      ncclComm_t comm, cudaStream_t stream) {
     if (size_of(t) == 0) return ncclInvalidArgument;
-    return point_to_point(comm, {recv, count * size_of(t), peer}, false);
+    return point_to_point(comm, {recv, count * size_of(t), peer}, false, stream);
 }
 
 ncclResult_t ncclGroupStart(void) {

@@ -280,3 +280,90 @@ def test_dt_context_abort_mid_allreduce_returns_within_a_second(tmp_path):
     m = re.search(r"returned DT_ERR_ABORTED.* (\d+) ms after dt_context_abort", r.stdout)
     assert m and int(m.group(1)) < 1000, out[-4000:]
     assert "ncclCommAbort" in log.read_text().splitlines(), out[-4000:]
+
+
+# The producer's stream. Every call of `dt_device_groups producer` is made while the last
+# write of its input is still queued on the producer's stream (a copy 100 ms slow): it
+# passes only if the collective waited for that write, on the GPU or on the host. With
+# the cuda memory provider (here on the mock CUDA runtime, libcudart.so.13 of
+# MOCKS/cudart13, which the provider links and the plugin opens: one runtime in the
+# process) the core hands the event to the plugin, whose stream waits for it
+# (cudaStreamWaitEvent in the mock's log) and the host waits for nothing.
+CUDA_PROVIDER = BUILD / "plugins" / "memory" / "cuda"
+CUDART13 = MOCKS / "cudart13"
+SUMMARY = re.compile(r"device transport 'nccl': (\d+) calls waited for their producer on "
+                     r"the device, (\d+) on the host")
+
+
+def producer_env(tmp_path, extra=None):
+    if not (CUDA_PROVIDER / "libdt-memory-cuda.so").exists() or \
+            not (CUDART13 / "libcudart.so.13").exists():
+        pytest.skip("the cuda memory provider (cudart under /usr/local/cuda) or the mock "
+                    "libcudart.so.13 was not built")
+    ld_path = os.environ.get("LD_LIBRARY_PATH", "")
+    return env({"DISTTRAIN_PLUGIN_PATH":
+                f"{BUILD / 'plugins/transport/tcp'}:{NCCL}:{CUDA_PROVIDER}",
+                "DISTTRAIN_MEMORY": "cuda",
+                "LD_LIBRARY_PATH": f"{CUDART13}:{ld_path}" if ld_path else str(CUDART13),
+                "DISTTRAIN_CUDA_RUNTIME_LIBRARY": str(CUDART13 / "libcudart.so.13"),
+                "DISTTRAIN_MOCK_CUDA_COPY_DELAY_US": "100000",
+                "DISTTRAIN_MOCK_CUDA_LOG": str(tmp_path / "cuda.log"),
+                "DISTTRAIN_LOG_LEVEL": "debug", **(extra or {})})
+
+
+def run_producer(ranks, e):
+    r = run(launch(ranks, [GROUPS, "producer"]), env=e, timeout=120)
+    out = r.stdout + r.stderr
+    assert r.returncode == 0, out[-6000:]
+    assert r.stdout.count("PASS producer") == ranks, out[-3000:]
+    assert device_paths(r.stderr, "producer.") == {"device_native"}, out[-3000:]
+    waits = [(int(d), int(h)) for d, h in SUMMARY.findall(r.stderr)]
+    assert len(waits) == ranks, out[-3000:]
+    return r, waits
+
+
+def calls_per_rank(ranks):
+    return 1 + (1 if ranks >= 2 else 0) + 4  # one, the group's, the batch of 4
+
+
+@pytest.mark.parametrize("ranks,mode", [(1, {}), (2, {}), (2, {"DISTTRAIN_ORDERED": "1"}),
+                                        (2, {"DISTTRAIN_MOCK_NCCL_ENQUEUE": "sync"})],
+                         ids=["1-negotiated", "2-negotiated", "2-ordered", "2-syncenqueue"])
+def test_device_calls_wait_for_the_producer_on_the_gpu(ranks, mode, tmp_path):
+    r, waits = run_producer(ranks, producer_env(tmp_path, mode))
+    calls = calls_per_rank(ranks)
+    assert waits == [(calls, 0)] * ranks, r.stderr[-3000:]
+    waited = (tmp_path / "cuda.log").read_text().splitlines()
+    assert waited.count("cudaStreamWaitEvent") == calls * ranks, waited
+    assert "waits on the device for the producers' events of memory provider 'cuda'" \
+        in r.stderr, r.stderr[-3000:]
+
+
+def test_nccl_host_wait_makes_the_core_wait_on_the_host(tmp_path):
+    r, waits = run_producer(2, producer_env(tmp_path, {"DISTTRAIN_NCCL_HOST_WAIT": "1"}))
+    assert waits == [(0, calls_per_rank(2))] * 2, r.stderr[-3000:]
+    log = tmp_path / "cuda.log"
+    assert not log.exists() or "cudaStreamWaitEvent" not in log.read_text()
+    assert "DISTTRAIN_NCCL_HOST_WAIT=1 asks the core to wait" in r.stderr, r.stderr[-3000:]
+
+
+def test_events_the_plugin_cannot_read_are_waited_for_on_the_host():
+    # The fake device's events are not CUDA events: the plugin refuses them once, and the
+    # core waits for each call's producer on the host (its copies are 100 ms slow).
+    r = run(launch(2, [GROUPS, "producer"]),
+            env=env({"DISTTRAIN_LOG_LEVEL": "debug",
+                     "DISTTRAIN_FAKE_DEVICE_DELAY_US": "100000"}), timeout=120)
+    out = r.stdout + r.stderr
+    assert r.returncode == 0, out[-6000:]
+    assert r.stdout.count("PASS producer") == 2, out[-3000:]
+    assert device_paths(r.stderr, "producer.") == {"device_native"}, out[-3000:]
+    waits = [(int(d), int(h)) for d, h in SUMMARY.findall(r.stderr)]
+    assert waits == [(0, calls_per_rank(2))] * 2, out[-3000:]
+    assert r.stderr.count("memory provider 'fakedevice' are not CUDA events") == 2, \
+        out[-3000:]
+
+
+def test_a_bad_nccl_host_wait_value_fails_create_naming_it():
+    r = run([WORKER, "info"], env=env({"DISTTRAIN_NCCL_HOST_WAIT": "yes"}), timeout=60)
+    assert r.returncode != 0, r.stdout
+    assert "DISTTRAIN_NCCL_HOST_WAIT='yes'" in r.stderr, r.stderr

@@ -1,0 +1,52 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "routing/device_wait.h"
+
+#include "plugin/transport.h"
+#include "routing/staging.h"
+#include "runtime/error.h"
+#include "telemetry/log.h"
+
+namespace dt::routing {
+
+DeviceWait::DeviceWait(std::string runtime, Staging &staging)
+    : runtime_(std::move(runtime)), staging_(staging)
+{
+}
+
+bool DeviceWait::before(Transport &device, void *ready, const algo::Comm &comm,
+                        const char *what)
+{
+    if (ready == nullptr)
+        return false; // the provider records no events: nothing to order
+    const dt_transport_v3_t &ops = device.ops();
+    if (ops.wait_event != nullptr && !refused_.load(std::memory_order_relaxed)) {
+        set_last_error("");
+        // The plugin captures the event's state now (CUDA: cudaStreamWaitEvent "uses the
+        // most recently captured state at the time of the API call, and is not affected
+        // by later calls to cudaEventRecord"; cudaEventDestroy of a pending event returns
+        // at once and releases it once complete, per cuda_runtime_api.h), so the ready
+        // event may be re-recorded or destroyed with its operation after this returns.
+        const int32_t rc = ops.wait_event(device.instance(), runtime_.c_str(), ready);
+        if (rc == DTP_OK) {
+            if (on_device_.fetch_add(1, std::memory_order_relaxed) == 0)
+                DT_LOG(debug, "routing", "device transport '", device.name(),
+                       "' waits on the device for the producers' events of memory "
+                       "provider '", runtime_, "'");
+            return true;
+        }
+        if (rc != DTP_ERR_UNSUPPORTED)
+            throw_error(static_cast<dt_status_t>(rc), what, ": device transport '",
+                        device.name(), "' could not queue the wait for the producer's "
+                        "event of memory provider '", runtime_, "': ", last_error());
+        refused_.store(true, std::memory_order_relaxed);
+        DT_LOG(debug, "routing", "device transport '", device.name(), "' cannot wait for "
+               "the events of memory provider '", runtime_, "' on the device (",
+               last_error(), "): the host waits for the producer before each call");
+        set_last_error("");
+    }
+    on_host_.fetch_add(1, std::memory_order_relaxed);
+    staging_.wait_event(ready, comm, what);
+    return false;
+}
+
+} // namespace dt::routing

@@ -1,10 +1,16 @@
 // SPDX-License-Identifier: Apache-2.0
-// Batch norm on cuDNN (cudnnBatchNormalization*), in float32, and on bfloat16 activations
-// (float32 scale, shift and statistics, as compute.h's mixed precision has them) where
-// this cuDNN runs them. Where it refuses them (CUDNN_STATUS_NOT_SUPPORTED or BAD_PARAM on
-// the first call; PyTorch does not ask cuDNN for bfloat16 batch norm either), the
-// instance remembers, and bfloat16 tensors go through float32 copies in the scratch,
-// cast in and out by this plugin's kernels: a pass more over each tensor, the same result.
+// Batch norm on the plugin's own kernels (cudnn_bn_kernels.h) or on cuDNN
+// (cudnnBatchNormalization*), as DISTTRAIN_CUDNN_BATCHNORM and the tensor decide
+// (cudnn_bn_choice.h): by default the own kernels for the (rows, C) view of channels-last
+// activations and for bfloat16 activations, cuDNN for 4-D float32 and float16.
+//
+// On cuDNN, bfloat16 activations (float32 scale, shift and statistics, as compute.h's
+// mixed precision has them) run natively where this cuDNN takes them. Where it refuses
+// them (CUDNN_STATUS_NOT_SUPPORTED or BAD_PARAM on the first call; PyTorch does not ask
+// cuDNN for bfloat16 batch norm either), the instance remembers, and bfloat16 tensors go
+// through float32 copies in the scratch, cast in and out by this plugin's kernels: a pass
+// more over each tensor, the same result.
+#include "cudnn_bn_kernels.h"
 #include "cudnn_context.h"
 #include "cudnn_kernels.h"
 #include "cudnn_ops.h"
@@ -81,6 +87,30 @@ void run(Instance &in, const dtp_tensor_t &t, const void *const (&ins)[In],
                    "cast kernel (batch norm output)");
 }
 
+// The own kernels' view of t: n planes of spatial elements per channel, spatial 1 for
+// (rows, C).
+BnShape shape_of(const dtp_tensor_t &t)
+{
+    int64_t spatial = 1;
+    for (int i = 2; i < t.ndims; ++i)
+        spatial *= t.dims[i];
+    return {t.dtype, t.dims[0], t.ndims > 1 ? t.dims[1] : 1, spatial};
+}
+
+bool native(const Instance &in, const dtp_tensor_t &t)
+{
+    return native_batchnorm(in.batchnorm, t.dtype, t.ndims);
+}
+
+// The own kernels' launch on the instance's stream, their partial sums in the scratch
+// (later work on the stream reuses it only after them).
+BnLaunch launch_of(Instance &in, const BnShape &shape)
+{
+    return {in.stream, in.sm_count, in.scratch(bn_scratch_bytes(shape, in.sm_count))};
+}
+
+void launched(int rc, const char *what) { check_cuda(static_cast<cudaError_t>(rc), what); }
+
 } // namespace
 
 int32_t batchnorm_forward_training(void *c, const dtp_tensor_t *x_desc, const void *x,
@@ -90,6 +120,14 @@ int32_t batchnorm_forward_training(void *c, const dtp_tensor_t *x_desc, const vo
 {
     return guarded(c, [&] {
         auto &in = self(c);
+        if (native(in, *x_desc)) {
+            const BnShape shape = shape_of(*x_desc);
+            launched(launch_bn_forward_training(launch_of(in, shape), shape, x, scale, shift,
+                                                epsilon, momentum, y, save_mean, save_invstd,
+                                                running_mean, running_var),
+                     "batch norm forward kernels");
+            return;
+        }
         run(in, *x_desc, {x}, {y}, "cudnnBatchNormalizationForwardTraining",
             [&](const NormDescs &d, const void *const *i, void *const *o) {
                 return cudnnBatchNormalizationForwardTraining(
@@ -107,6 +145,13 @@ int32_t batchnorm_forward_inference(void *c, const dtp_tensor_t *x_desc, const v
 {
     return guarded(c, [&] {
         auto &in = self(c);
+        if (native(in, *x_desc)) {
+            const BnShape shape = shape_of(*x_desc);
+            launched(launch_bn_forward_inference(launch_of(in, shape), shape, x, scale, shift,
+                                                 running_mean, running_var, epsilon, y),
+                     "batch norm inference kernels");
+            return;
+        }
         run(in, *x_desc, {x}, {y}, "cudnnBatchNormalizationForwardInference",
             [&](const NormDescs &d, const void *const *i, void *const *o) {
                 return cudnnBatchNormalizationForwardInference(
@@ -122,6 +167,13 @@ int32_t batchnorm_backward(void *c, const dtp_tensor_t *x_desc, const void *x, c
 {
     return guarded(c, [&] {
         auto &in = self(c);
+        if (native(in, *x_desc)) {
+            const BnShape shape = shape_of(*x_desc);
+            launched(launch_bn_backward(launch_of(in, shape), shape, x, dy, scale, save_mean,
+                                        save_invstd, dx, dscale, dshift),
+                     "batch norm backward kernels");
+            return;
+        }
         run(in, *x_desc, {x, dy}, {dx}, "cudnnBatchNormalizationBackward",
             [&](const NormDescs &d, const void *const *i, void *const *o) {
                 return cudnnBatchNormalizationBackward(

@@ -102,12 +102,26 @@ bool native(const Instance &in, const dtp_tensor_t &t)
     return native_batchnorm(in.batchnorm, t.dtype, t.ndims);
 }
 
-// The own kernels' launch on the instance's stream, their partial sums in the scratch
-// (later work on the stream reuses it only after them).
-BnLaunch launch_of(Instance &in, const BnShape &shape)
-{
-    return {in.stream, in.sm_count, in.scratch(bn_scratch_bytes(shape, in.sm_count))};
-}
+// The own kernels' partial sums and coefficients, taken from the instance's stream-ordered
+// pool and given back in stream order after the kernels: neither waits for the GPU (the
+// growable scratch waits for the stream whenever it grows).
+class Partials {
+public:
+    Partials(Instance &in, const BnShape &shape) : in_(in)
+    {
+        check_cuda(cudaMallocFromPoolAsync(&data_, bn_scratch_bytes(shape, in.sm_count),
+                                           in.pool, in.stream),
+                   "cudaMallocFromPoolAsync (batch norm partial sums)");
+    }
+    ~Partials() { cudaFreeAsync(data_, in_.stream); }
+    Partials(const Partials &) = delete;
+    Partials &operator=(const Partials &) = delete;
+    BnLaunch launch() const { return {in_.stream, in_.sm_count, data_}; }
+
+private:
+    Instance &in_;
+    void *data_ = nullptr;
+};
 
 void launched(int rc, const char *what) { check_cuda(static_cast<cudaError_t>(rc), what); }
 
@@ -122,7 +136,8 @@ int32_t batchnorm_forward_training(void *c, const dtp_tensor_t *x_desc, const vo
         auto &in = self(c);
         if (native(in, *x_desc)) {
             const BnShape shape = shape_of(*x_desc);
-            launched(launch_bn_forward_training(launch_of(in, shape), shape, x, scale, shift,
+            const Partials partials(in, shape);
+            launched(launch_bn_forward_training(partials.launch(), shape, x, scale, shift,
                                                 epsilon, momentum, y, save_mean, save_invstd,
                                                 running_mean, running_var),
                      "batch norm forward kernels");
@@ -147,7 +162,8 @@ int32_t batchnorm_forward_inference(void *c, const dtp_tensor_t *x_desc, const v
         auto &in = self(c);
         if (native(in, *x_desc)) {
             const BnShape shape = shape_of(*x_desc);
-            launched(launch_bn_forward_inference(launch_of(in, shape), shape, x, scale, shift,
+            const Partials partials(in, shape);
+            launched(launch_bn_forward_inference(partials.launch(), shape, x, scale, shift,
                                                  running_mean, running_var, epsilon, y),
                      "batch norm inference kernels");
             return;
@@ -169,7 +185,8 @@ int32_t batchnorm_backward(void *c, const dtp_tensor_t *x_desc, const void *x, c
         auto &in = self(c);
         if (native(in, *x_desc)) {
             const BnShape shape = shape_of(*x_desc);
-            launched(launch_bn_backward(launch_of(in, shape), shape, x, dy, scale, save_mean,
+            const Partials partials(in, shape);
+            launched(launch_bn_backward(partials.launch(), shape, x, dy, scale, save_mean,
                                         save_invstd, dx, dscale, dshift),
                      "batch norm backward kernels");
             return;

@@ -30,7 +30,8 @@ struct BnShape {
 
 // Where and how the kernels run: the stream, the device's multiprocessor count (it sizes
 // the grids) and scratch device memory of at least bn_scratch_bytes(shape, sms) bytes,
-// ordered on the stream (partial sums and per-channel coefficients; 16-byte aligned).
+// 16-byte aligned, that nothing else uses until the kernels are done (partial sums and
+// per-channel coefficients).
 struct BnLaunch {
     stream_t stream;
     int sms;

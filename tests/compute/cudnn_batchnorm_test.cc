@@ -85,7 +85,10 @@ protected:
     // Device activations of the case's dtype: v's values (rounded to bfloat16 in v).
     void *activation(std::vector<float> &v) { return bf16_ ? bf16(v) : up(v); }
     void *output(size_t n) { return bf16_ ? zeros16(n) : up(std::vector<float>(n)); }
-    std::vector<float> fetch(const void *d, size_t n) { return bf16_ ? down16(d, n) : down(d, n); }
+    std::vector<float> fetch(const void *d, size_t n)
+    {
+        return bf16_ ? down16(d, n) : down(d, n);
+    }
     float *vec(const std::vector<float> &v) { return static_cast<float *>(up(v)); }
 
     const bool bf16_ = GetParam().dtype == DT_BFLOAT16;

@@ -230,11 +230,11 @@ __device__ double2 channel_total(const BnShape &g, int64_t parts, const double2 
 // running statistics (PyTorch's update, unbiased variance; a channel of one element
 // keeps its biased one), and the coefficients of y = scale invstd (x - mean) + shift.
 template <typename T>
-__global__ void finish_forward_kernel(BnShape g, int64_t parts, const double2 *part,
-                                      const T *x, const float *scale, const float *shift,
-                                      float epsilon, float momentum, float *save_mean,
-                                      float *save_invstd, float *running_mean,
-                                      float *running_var, float4 *coef)
+__global__ void __launch_bounds__(kFinishX * kFinishY)
+finish_forward_kernel(BnShape g, int64_t parts, const double2 *part, const T *x,
+                      const float *scale, const float *shift, float epsilon, float momentum,
+                      float *save_mean, float *save_invstd, float *running_mean,
+                      float *running_var, float4 *coef)
 {
     const int64_t c = blockIdx.x * int64_t(kFinishX) + threadIdx.x;
     const double2 sums = channel_total(g, parts, part, c);
@@ -258,10 +258,10 @@ __global__ void finish_forward_kernel(BnShape g, int64_t parts, const double2 *p
 // The backward's dshift = sum(dy) and dscale = invstd sum(dy (x - mean)), and the
 // coefficients of dx = a dy + kx (x - mean) + b with a = scale invstd,
 // kx = -a invstd^2 sum(dy (x - mean)) / M, b = -a sum(dy) / M (M elements per channel).
-__global__ void finish_backward_kernel(BnShape g, int64_t parts, const double2 *part,
-                                       const float *scale, const float *save_mean,
-                                       const float *save_invstd, float *dscale, float *dshift,
-                                       float4 *coef)
+__global__ void __launch_bounds__(kFinishX * kFinishY)
+finish_backward_kernel(BnShape g, int64_t parts, const double2 *part, const float *scale,
+                       const float *save_mean, const float *save_invstd, float *dscale,
+                       float *dshift, float4 *coef)
 {
     const int64_t c = blockIdx.x * int64_t(kFinishX) + threadIdx.x;
     const double2 sums = channel_total(g, parts, part, c);
@@ -357,8 +357,10 @@ struct Plan {
 
 // Grids that fill the GPU: the sums with about as many blocks as it holds at once, the
 // element-wise pass with twice that (grid-stride loops do the rest); a part never has
-// fewer than one row or plane per thread row. vec4: 4 elements per access allowed by the
-// pointers' alignment.
+// fewer than one row or plane per thread row. Planes are not split, so a few channels of
+// few large planes (N * C far below the GPU's blocks) leave it partly idle; ResNet's
+// smallest is 64 x 64 planes. vec4: 4 elements per access allowed by the pointers'
+// alignment.
 Plan plan_of(const BnShape &g, int sms, bool vec4)
 {
     Plan p{};
@@ -454,7 +456,8 @@ int launch_bn_forward_training(const BnLaunch &l, const BnShape &g, const void *
         const auto *xt = static_cast<const T *>(x);
         return with_vec(p.vec, [&](auto vec) {
             constexpr int V = decltype(vec)::value;
-            if (int rc = launch_sums<T, V, false>(p, l.stream, g, xt, nullptr, nullptr, s.parts))
+            int rc = launch_sums<T, V, false>(p, l.stream, g, xt, nullptr, nullptr, s.parts);
+            if (rc != 0)
                 return rc;
             finish_forward_kernel<T><<<finish_grid(g), kFinishBlock, 0, l.stream>>>(
                 g, p.parts(), s.parts, xt, scale, shift, epsilon, momentum, save_mean,

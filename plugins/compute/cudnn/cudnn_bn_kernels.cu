@@ -23,7 +23,7 @@
 // and Welford's update costs a division per element. The shift keeps the subtraction
 // free of the cancellation that the raw sum of squares suffers when |mean| >> std: K is a
 // sample of the channel, so E[d]^2 is of the order of var itself, not of mean^2. A thread
-// adds at most kFlush terms in float before it moves them to its double accumulators;
+// adds at most 256 terms in float before it moves them to its double accumulators;
 // blocks, parts and the statistics add in double. The backward's sums, of dy and of
 // dy (x - mean) with the saved mean, go through the same kernels.
 #include "cudnn_bn_kernels.h"
@@ -39,7 +39,12 @@ namespace dtp::cudnn {
 namespace {
 
 constexpr int kThreads = 256; // per block, a power of two
-constexpr int kFlush = 64;    // float terms per thread before double
+// Rows or planes a thread loads before it uses any of them: kUnroll loads in flight per
+// thread (one would leave the GPU waiting on memory latency with the threads it holds).
+constexpr int kUnroll = 4;
+// Batches a thread adds in float before it moves them to double: at most
+// kFlush * kUnroll * 4 = 256 terms.
+constexpr int kFlush = 16;
 // The finishing block: kFinishX channels x kFinishY threads over the parts, so that a
 // channel of kMaxParts parts costs each thread a few rounds of loads, not a thousand.
 constexpr int kFinishX = 32, kFinishY = 32;
@@ -77,16 +82,19 @@ __device__ inline void add_to(double2 &a, const double2 &b)
     a.y += b.y;
 }
 
-// A thread's two sums of one channel: the last few terms in float, the rest in double.
+// A thread's two sums of one channel: the last few batches in float, the rest in double.
 struct Sums {
     float a = 0, b = 0;
     double da = 0, db = 0;
-    int terms = 0;
+    int batches = 0;
     __device__ void add(float x, float y)
     {
         a += x;
         b += y;
-        if (++terms == kFlush)
+    }
+    __device__ void batch_done()
+    {
+        if (++batches == kFlush)
             flush();
     }
     __device__ void flush()
@@ -94,7 +102,7 @@ struct Sums {
         da += a;
         db += b;
         a = b = 0;
-        terms = 0;
+        batches = 0;
     }
     __device__ double2 total()
     {
@@ -112,6 +120,29 @@ __device__ inline void accumulate(Sums &s, float x, float dy, float centre)
         s.add(dy, dy * d);
     else
         s.add(d, d * d);
+}
+
+// A thread's batch: the kUnroll packs of x (and dy, for Grad) at element offsets at[u],
+// all loads issued before any value is used; at[u] < 0 (past the end) reads as x = fill,
+// dy = 0, whose terms are zero.
+template <int V, bool Grad, typename T>
+__device__ inline void load_batch(const T *x, const T *dy, const int64_t (&at)[kUnroll],
+                                  const float (&fill)[V], float (&xv)[kUnroll][V],
+                                  float (&gv)[kUnroll][V])
+{
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) {
+#pragma unroll
+        for (int k = 0; k < V; ++k) {
+            xv[u][k] = fill[k];
+            gv[u][k] = 0.0f;
+        }
+        if (at[u] >= 0) {
+            load_pack<V>(x, at[u], xv[u]);
+            if constexpr (Grad)
+                load_pack<V>(dy, at[u], gv[u]);
+        }
+    }
 }
 
 // The element-wise pass with a channel's coefficients k (one 16-byte load):
@@ -133,19 +164,30 @@ __global__ void __launch_bounds__(kThreads)
 planes_sums_kernel(BnShape g, const T *x, const T *dy, const float *mean, double2 *parts)
 {
     const int64_t c = blockIdx.x, packs = g.spatial / V;
-    const float centre = Grad ? mean[c] : load(x, c * g.spatial);
-    Sums s;
-    for (int64_t n = blockIdx.y * int64_t(blockDim.y) + threadIdx.y; n < g.n;
-         n += int64_t(gridDim.y) * blockDim.y) {
-        const int64_t plane = (n * g.channels + c) * g.spatial;
-        for (int64_t i = threadIdx.x; i < packs; i += blockDim.x) {
-            float xv[V], gv[V] = {};
-            load_pack<V>(x, plane + i * V, xv);
-            if constexpr (Grad)
-                load_pack<V>(dy, plane + i * V, gv);
+    const int64_t step = int64_t(gridDim.y) * blockDim.y; // between a thread's planes
+    float centre[V];
 #pragma unroll
-            for (int k = 0; k < V; ++k)
-                accumulate<Grad>(s, xv[k], gv[k], centre);
+    for (int k = 0; k < V; ++k)
+        centre[k] = Grad ? mean[c] : load(x, c * g.spatial);
+    Sums s;
+    // A batch: the same pack of kUnroll of the thread's planes.
+    for (int64_t n0 = blockIdx.y * int64_t(blockDim.y) + threadIdx.y; n0 < g.n;
+         n0 += kUnroll * step) {
+        for (int64_t i = threadIdx.x; i < packs; i += blockDim.x) {
+            int64_t at[kUnroll];
+#pragma unroll
+            for (int u = 0; u < kUnroll; ++u) {
+                const int64_t n = n0 + u * step;
+                at[u] = n < g.n ? (n * g.channels + c) * g.spatial + i * V : -1;
+            }
+            float xv[kUnroll][V], gv[kUnroll][V];
+            load_batch<V, Grad>(x, dy, at, centre, xv, gv);
+#pragma unroll
+            for (int u = 0; u < kUnroll; ++u)
+#pragma unroll
+                for (int k = 0; k < V; ++k)
+                    accumulate<Grad>(s, xv[u][k], gv[u][k], centre[k]);
+            s.batch_done();
         }
     }
     __shared__ double2 buf[kThreads];
@@ -175,15 +217,26 @@ rows_sums_kernel(BnShape g, const T *x, const T *dy, const float *mean, double2 
 #pragma unroll
         for (int k = 0; k < V; ++k)
             centre[k] = Grad ? mean[c0 + k] : load(x, c0 + k);
-        for (int64_t r = blockIdx.y * int64_t(blockDim.y) + threadIdx.y; r < g.n;
-             r += int64_t(gridDim.y) * blockDim.y) {
-            float xv[V], gv[V] = {};
-            load_pack<V>(x, r * g.channels + c0, xv);
-            if constexpr (Grad)
-                load_pack<V>(dy, r * g.channels + c0, gv);
+        const int64_t step = int64_t(gridDim.y) * blockDim.y; // between a thread's rows
+        // A batch: kUnroll of the thread's rows.
+        for (int64_t r0 = blockIdx.y * int64_t(blockDim.y) + threadIdx.y; r0 < g.n;
+             r0 += kUnroll * step) {
+            int64_t at[kUnroll];
+#pragma unroll
+            for (int u = 0; u < kUnroll; ++u) {
+                const int64_t r = r0 + u * step;
+                at[u] = r < g.n ? r * g.channels + c0 : -1;
+            }
+            float xv[kUnroll][V], gv[kUnroll][V];
+            load_batch<V, Grad>(x, dy, at, centre, xv, gv);
+#pragma unroll
+            for (int u = 0; u < kUnroll; ++u)
+#pragma unroll
+                for (int k = 0; k < V; ++k)
+                    accumulate<Grad>(s[k], xv[u][k], gv[u][k], centre[k]);
 #pragma unroll
             for (int k = 0; k < V; ++k)
-                accumulate<Grad>(s[k], xv[k], gv[k], centre[k]);
+                s[k].batch_done();
         }
     }
     __shared__ double2 buf[kThreads * V];
@@ -294,19 +347,30 @@ __global__ void __launch_bounds__(kThreads)
 planes_apply_kernel(BnShape g, const float4 *coef, const T *x, const T *dy, T *out)
 {
     const int64_t c = blockIdx.x, packs = g.spatial / V;
+    const int64_t step = int64_t(gridDim.y) * blockDim.y;
     const float4 k = coef[c];
-    for (int64_t n = blockIdx.y * int64_t(blockDim.y) + threadIdx.y; n < g.n;
-         n += int64_t(gridDim.y) * blockDim.y) {
-        const int64_t plane = (n * g.channels + c) * g.spatial;
+    const float fill[V] = {};
+    for (int64_t n0 = blockIdx.y * int64_t(blockDim.y) + threadIdx.y; n0 < g.n;
+         n0 += kUnroll * step) {
         for (int64_t i = threadIdx.x; i < packs; i += blockDim.x) {
-            float xv[V], gv[V] = {}, ov[V];
-            load_pack<V>(x, plane + i * V, xv);
-            if constexpr (Grad)
-                load_pack<V>(dy, plane + i * V, gv);
+            int64_t at[kUnroll];
 #pragma unroll
-            for (int j = 0; j < V; ++j)
-                ov[j] = apply<Grad>(k, xv[j], gv[j]);
-            store_pack<V>(out, plane + i * V, ov);
+            for (int u = 0; u < kUnroll; ++u) {
+                const int64_t n = n0 + u * step;
+                at[u] = n < g.n ? (n * g.channels + c) * g.spatial + i * V : -1;
+            }
+            float xv[kUnroll][V], gv[kUnroll][V];
+            load_batch<V, Grad>(x, dy, at, fill, xv, gv);
+#pragma unroll
+            for (int u = 0; u < kUnroll; ++u) {
+                if (at[u] < 0)
+                    continue;
+                float ov[V];
+#pragma unroll
+                for (int j = 0; j < V; ++j)
+                    ov[j] = apply<Grad>(k, xv[u][j], gv[u][j]);
+                store_pack<V>(out, at[u], ov);
+            }
         }
     }
 }
@@ -322,16 +386,28 @@ rows_apply_kernel(BnShape g, const float4 *coef, const T *x, const T *dy, T *out
 #pragma unroll
     for (int j = 0; j < V; ++j)
         k[j] = coef[c0 + j];
-    for (int64_t r = blockIdx.y * int64_t(blockDim.y) + threadIdx.y; r < g.n;
-         r += int64_t(gridDim.y) * blockDim.y) {
-        float xv[V], gv[V] = {}, ov[V];
-        load_pack<V>(x, r * g.channels + c0, xv);
-        if constexpr (Grad)
-            load_pack<V>(dy, r * g.channels + c0, gv);
+    const int64_t step = int64_t(gridDim.y) * blockDim.y;
+    const float fill[V] = {};
+    for (int64_t r0 = blockIdx.y * int64_t(blockDim.y) + threadIdx.y; r0 < g.n;
+         r0 += kUnroll * step) {
+        int64_t at[kUnroll];
 #pragma unroll
-        for (int j = 0; j < V; ++j)
-            ov[j] = apply<Grad>(k[j], xv[j], gv[j]);
-        store_pack<V>(out, r * g.channels + c0, ov);
+        for (int u = 0; u < kUnroll; ++u) {
+            const int64_t r = r0 + u * step;
+            at[u] = r < g.n ? r * g.channels + c0 : -1;
+        }
+        float xv[kUnroll][V], gv[kUnroll][V];
+        load_batch<V, Grad>(x, dy, at, fill, xv, gv);
+#pragma unroll
+        for (int u = 0; u < kUnroll; ++u) {
+            if (at[u] < 0)
+                continue;
+            float ov[V];
+#pragma unroll
+            for (int j = 0; j < V; ++j)
+                ov[j] = apply<Grad>(k[j], xv[u][j], gv[u][j]);
+            store_pack<V>(out, at[u], ov);
+        }
     }
 }
 

@@ -2,11 +2,12 @@
 // The cuDNN plugin's own batch normalisation kernels (cudnn_bn_kernels.cu), used instead
 // of cuDNN's where cudnn_batchnorm.cc chooses them: on the (rows, C) view of channels-last
 // activations, where cuDNN's kernels read each channel with a stride of C elements, and on
-// bfloat16 activations, which cuDNN does not normalise. Semantics are compute.h's: the
-// batch's mean and biased variance, save_invstd = 1 / sqrt(var + epsilon), running
-// statistics updated as PyTorch does (unbiased variance), dx, dscale and dshift
-// overwritten. Activations are float32, float16 or bfloat16; scale, shift and statistics
-// float32; all arithmetic in float32, totals in double.
+// bfloat16 activations, which cuDNN may refuse (PyTorch does not ask it for them either).
+// Semantics are compute.h's: the batch's mean and biased variance, save_invstd =
+// 1 / sqrt(var + epsilon), running statistics updated as PyTorch does (unbiased
+// variance), dx, dscale and dshift overwritten. Activations are float32, float16 or
+// bfloat16; scale, shift and statistics float32; all arithmetic in float32, totals in
+// double.
 //
 // Each function queues its kernels on `stream` and returns the first launch error as an
 // int (0: queued); nothing waits for the GPU.

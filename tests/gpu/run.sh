@@ -1,6 +1,6 @@
 #!/bin/bash
 # SPDX-License-Identifier: Apache-2.0
-# The checks that need a GPU, in one run of about 6 minutes, every step under a timeout
+# The checks that need a GPU, in one run of about 7 minutes, every step under a timeout
 # and the most telling first, so that a run cut short still says the most. Run on a
 # machine with one NVIDIA GPU, CUDA 13, cuDNN 9 and NCCL (PyTorch's wheels bring them)
 # and PyTorch, from the repository root, with the bundle that tests/gpu/bundle.sh made on
@@ -9,14 +9,18 @@
 #     bash tests/gpu/run.sh [.gpu-bundle]
 #
 # Steps, in order:
-#  1. the CUDA memory provider on its own; the cuDNN plugin against oneDNN op by op (a
+#  1. the CUDA memory provider on its own; the cuDNN plugin against oneDNN op by op, and
+#     its own batch norm kernels and cuDNN's against oneDNN (cudnn-batchnorm; a
 #     --reference bundle);
 #  2. speed on one GPU, one process: ResNet-50 batch 64 in TF32 (the default), strict
 #     float32 and bf16 (with float32 activations, and bf16 ones: DISTTRAIN_ACTIVATIONS),
-#     also channels-last (DISTTRAIN_LAYOUT=nhwc), and the mlp at batch 1000, beside
-#     PyTorch in the same run, as a table with ratios; then profiled runs of ResNet-50
-#     (TF32, NHWC and bf16 activations) and the mlp (DISTTRAIN_CUDNN_PROFILE: where the GPU
-#     time goes in the timed steps, op by op), and PyTorch's profile of its steps;
+#     also channels-last (DISTTRAIN_LAYOUT=nhwc), NCHW TF32 with the plugin's own batch
+#     norm instead of cuDNN's (DISTTRAIN_CUDNN_BATCHNORM=native: whether it should be
+#     the default there), and the mlp at batch 1000, beside PyTorch in the same run, as a
+#     table with ratios; then profiled runs of ResNet-50 (TF32 with each batch norm, NHWC
+#     and bf16 activations, both on the own kernels) and the mlp
+#     (DISTTRAIN_CUDNN_PROFILE: where the GPU time goes in the timed steps, op by op),
+#     and PyTorch's profile of its steps;
 #  3. the nccl device transport: 1 rank with every collective and dtype on the
 #     device_native path, each waiting for its producer on the GPU, its cost per call
 #     over raw NCCL (the producer waited for on the GPU, then on the host as before
@@ -85,15 +89,20 @@ same_checksums() { # the log's "model checksum" lines agree, and there are $2 of
 }
 
 step provider 30 "$BUNDLE/bin/cuda_memory_gpu_test" "$BUNDLE/plugins/libdt-memory-cuda.so"
-# The cuDNN plugin against oneDNN, operation by operation (a bundle made --reference).
+# The cuDNN plugin against oneDNN, operation by operation (a bundle made --reference);
+# batch norm on its own kernels and on cuDNN's, over awkward shapes, apart.
 if [ -x "$BUNDLE/bin/compute_cudnn_gtest" ]; then
-    step cudnn-reference 60 "$BUNDLE/bin/compute_cudnn_gtest"
+    step cudnn-reference 60 "$BUNDLE/bin/compute_cudnn_gtest" --gtest_filter='-*Batchnorm*'
+    step cudnn-batchnorm 60 "$BUNDLE/bin/compute_cudnn_gtest" --gtest_filter='*Batchnorm*'
 fi
 
 # 2. Speed on one GPU against PyTorch in the same run.
 rate_of() { grep -so "images/sec total on 1 workers: [0-9.]*" "/tmp/step-$1.log" | grep -o "[0-9.]*$"; }
 DISTTRAIN_COMPUTE=cudnn step r50-default 90 "$BUNDLE/bin/disttrain-bench" \
     --model resnet50 --batch-size 64 --num-warmup 5 --num-iters 30
+# The default's batch norm on NCHW float32 is cuDNN's; the same with the plugin's own.
+DISTTRAIN_CUDNN_BATCHNORM=native DISTTRAIN_COMPUTE=cudnn step r50-bn-native 90 \
+    "$BUNDLE/bin/disttrain-bench" --model resnet50 --batch-size 64 --num-warmup 5 --num-iters 30
 DISTTRAIN_TF32=0 DISTTRAIN_COMPUTE=cudnn step r50-fp32 90 "$BUNDLE/bin/disttrain-bench" \
     --model resnet50 --batch-size 64 --num-warmup 5 --num-iters 30
 DISTTRAIN_COMPUTE=cudnn step r50-bf16 90 "$BUNDLE/bin/disttrain-bench" \
@@ -115,11 +124,12 @@ step torch-mlp 60 "$PY" "$REPO/tests/gpu/torch_bench.py" --model mlp --batch-siz
 echo "=== speed on one GPU, images/sec, one process (disttrain: mean of the timed steps; pytorch: over all of them)"
 "$PY" - "$(rate_of r50-default)" "$(rate_of r50-fp32)" "$(rate_of r50-bf16)" \
     "$(rate_of mlp-default)" "$(rate_of r50-nhwc)" "$(rate_of r50-nhwc-bf16)" \
-    "$(rate_of r50-bf16-act)" /tmp/step-torch-r50.log /tmp/step-torch-mlp.log <<'PYEOF'
+    "$(rate_of r50-bf16-act)" "$(rate_of r50-bn-native)" /tmp/step-torch-r50.log \
+    /tmp/step-torch-mlp.log <<'PYEOF'
 import re, sys
-ours = [float(a) if a else None for a in sys.argv[1:8]]
+ours = [float(a) if a else None for a in sys.argv[1:9]]
 torch = {}
-for path in sys.argv[8:]:
+for path in sys.argv[9:]:
     try:
         text = open(path).read()
     except FileNotFoundError:  # not run (GPU_STEPS)
@@ -128,6 +138,7 @@ for path in sys.argv[8:]:
                          text):
         torch[(m[1], m[2])] = float(m[3])
 rows = [("resnet50 b64", "TF32 (default)", ours[0], torch.get(("resnet50", "default"))),
+        ("resnet50 b64", "TF32, own batch norm", ours[7], torch.get(("resnet50", "default"))),
         ("resnet50 b64", "strict fp32", ours[1], torch.get(("resnet50", "fp32"))),
         ("resnet50 b64", "bf16", ours[2], torch.get(("resnet50", "bf16"))),
         ("resnet50 b64", "bf16, bf16 activations", ours[6], torch.get(("resnet50", "bf16"))),
@@ -138,9 +149,20 @@ print(f"| model | precision | disttrain | pytorch | ratio |\n|---|---|---|---|--
 for model, prec, a, b in rows:
     ratio = f"{a / b:.2f}" if a and b else "?"
     print(f"| {model} | {prec} | {a or '?'} | {b or '?'} | {ratio} |")
+# Whether DISTTRAIN_CUDNN_BATCHNORM=auto should take the own kernels for NCHW float32 too.
+if ours[0] and ours[7]:
+    print(f"NCHW float32 batch norm: own kernels {ours[7]} images/sec, cuDNN's {ours[0]}: "
+          f"{ours[7] / ours[0]:.3f}x")
 PYEOF
 DISTTRAIN_CUDNN_PROFILE=1 DISTTRAIN_COMPUTE=cudnn step r50-profile 60 \
     "$BUNDLE/bin/disttrain-bench" --model resnet50 --batch-size 64 --num-warmup 3 --num-iters 10
+DISTTRAIN_CUDNN_BATCHNORM=native DISTTRAIN_CUDNN_PROFILE=1 DISTTRAIN_COMPUTE=cudnn \
+    step r50-bn-native-profile 60 "$BUNDLE/bin/disttrain-bench" --model resnet50 \
+    --batch-size 64 --num-warmup 3 --num-iters 10
+echo "=== batch norm in the profiled ResNet-50 steps (gpu ms over 10 steps, us per call)"
+for s in r50-profile r50-bn-native-profile; do
+    grep -s "^batchnorm" "/tmp/step-$s.log" | sed "s/^/$s: /"
+done
 DISTTRAIN_LAYOUT=nhwc DISTTRAIN_CUDNN_PROFILE=1 DISTTRAIN_COMPUTE=cudnn step r50-nhwc-profile 60 \
     "$BUNDLE/bin/disttrain-bench" --model resnet50 --batch-size 64 --num-warmup 3 --num-iters 10
 DISTTRAIN_ACTIVATIONS=bfloat16 DISTTRAIN_CUDNN_PROFILE=1 DISTTRAIN_COMPUTE=cudnn \

@@ -1,10 +1,16 @@
 // SPDX-License-Identifier: Apache-2.0
-// Batch norm on cuDNN (cudnnBatchNormalization*), in float32, and on bfloat16 activations
-// (float32 scale, shift and statistics, as compute.h's mixed precision has them) where
-// this cuDNN runs them. Where it refuses them (CUDNN_STATUS_NOT_SUPPORTED or BAD_PARAM on
-// the first call; PyTorch does not ask cuDNN for bfloat16 batch norm either), the
-// instance remembers, and bfloat16 tensors go through float32 copies in the scratch,
-// cast in and out by this plugin's kernels: a pass more over each tensor, the same result.
+// Batch norm on the plugin's own kernels (cudnn_bn_kernels.h) or on cuDNN
+// (cudnnBatchNormalization*), as DISTTRAIN_CUDNN_BATCHNORM and the tensor decide
+// (cudnn_bn_choice.h): by default the own kernels for the (rows, C) view of channels-last
+// activations and for bfloat16 activations, cuDNN for 4-D float32 and float16.
+//
+// On cuDNN, bfloat16 activations (float32 scale, shift and statistics, as compute.h's
+// mixed precision has them) run natively where this cuDNN takes them. Where it refuses
+// them (CUDNN_STATUS_NOT_SUPPORTED or BAD_PARAM on the first call; PyTorch does not ask
+// cuDNN for bfloat16 batch norm either), the instance remembers, and bfloat16 tensors go
+// through float32 copies in the scratch, cast in and out by this plugin's kernels: a pass
+// more over each tensor, the same result.
+#include "cudnn_bn_kernels.h"
 #include "cudnn_context.h"
 #include "cudnn_kernels.h"
 #include "cudnn_ops.h"
@@ -81,6 +87,44 @@ void run(Instance &in, const dtp_tensor_t &t, const void *const (&ins)[In],
                    "cast kernel (batch norm output)");
 }
 
+// The own kernels' view of t: n planes of spatial elements per channel, spatial 1 for
+// (rows, C).
+BnShape shape_of(const dtp_tensor_t &t)
+{
+    int64_t spatial = 1;
+    for (int i = 2; i < t.ndims; ++i)
+        spatial *= t.dims[i];
+    return {t.dtype, t.dims[0], t.ndims > 1 ? t.dims[1] : 1, spatial};
+}
+
+bool native(const Instance &in, const dtp_tensor_t &t)
+{
+    return native_batchnorm(in.batchnorm, t.dtype, t.ndims);
+}
+
+// The own kernels' partial sums and coefficients, taken from the instance's stream-ordered
+// pool and given back in stream order after the kernels: neither waits for the GPU (the
+// growable scratch waits for the stream whenever it grows).
+class Partials {
+public:
+    Partials(Instance &in, const BnShape &shape) : in_(in)
+    {
+        check_cuda(cudaMallocFromPoolAsync(&data_, bn_scratch_bytes(shape, in.sm_count),
+                                           in.pool, in.stream),
+                   "cudaMallocFromPoolAsync (batch norm partial sums)");
+    }
+    ~Partials() { cudaFreeAsync(data_, in_.stream); }
+    Partials(const Partials &) = delete;
+    Partials &operator=(const Partials &) = delete;
+    BnLaunch launch() const { return {in_.stream, in_.sm_count, data_}; }
+
+private:
+    Instance &in_;
+    void *data_ = nullptr;
+};
+
+void launched(int rc, const char *what) { check_cuda(static_cast<cudaError_t>(rc), what); }
+
 } // namespace
 
 int32_t batchnorm_forward_training(void *c, const dtp_tensor_t *x_desc, const void *x,
@@ -90,6 +134,15 @@ int32_t batchnorm_forward_training(void *c, const dtp_tensor_t *x_desc, const vo
 {
     return guarded(c, [&] {
         auto &in = self(c);
+        if (native(in, *x_desc)) {
+            const BnShape shape = shape_of(*x_desc);
+            const Partials partials(in, shape);
+            launched(launch_bn_forward_training(partials.launch(), shape, x, scale, shift,
+                                                epsilon, momentum, y, save_mean, save_invstd,
+                                                running_mean, running_var),
+                     "batch norm forward kernels");
+            return;
+        }
         run(in, *x_desc, {x}, {y}, "cudnnBatchNormalizationForwardTraining",
             [&](const NormDescs &d, const void *const *i, void *const *o) {
                 return cudnnBatchNormalizationForwardTraining(
@@ -107,6 +160,14 @@ int32_t batchnorm_forward_inference(void *c, const dtp_tensor_t *x_desc, const v
 {
     return guarded(c, [&] {
         auto &in = self(c);
+        if (native(in, *x_desc)) {
+            const BnShape shape = shape_of(*x_desc);
+            const Partials partials(in, shape);
+            launched(launch_bn_forward_inference(partials.launch(), shape, x, scale, shift,
+                                                 running_mean, running_var, epsilon, y),
+                     "batch norm inference kernels");
+            return;
+        }
         run(in, *x_desc, {x}, {y}, "cudnnBatchNormalizationForwardInference",
             [&](const NormDescs &d, const void *const *i, void *const *o) {
                 return cudnnBatchNormalizationForwardInference(
@@ -122,6 +183,14 @@ int32_t batchnorm_backward(void *c, const dtp_tensor_t *x_desc, const void *x, c
 {
     return guarded(c, [&] {
         auto &in = self(c);
+        if (native(in, *x_desc)) {
+            const BnShape shape = shape_of(*x_desc);
+            const Partials partials(in, shape);
+            launched(launch_bn_backward(partials.launch(), shape, x, dy, scale, save_mean,
+                                        save_invstd, dx, dscale, dshift),
+                     "batch norm backward kernels");
+            return;
+        }
         run(in, *x_desc, {x, dy}, {dx}, "cudnnBatchNormalizationBackward",
             [&](const NormDescs &d, const void *const *i, void *const *o) {
                 return cudnnBatchNormalizationBackward(

@@ -6,6 +6,7 @@
 // host side, softmax_xent_forward (it returns host values) and synchronize wait for it.
 #pragma once
 
+#include "cudnn_bn_choice.h"
 #include "cudnn_cache.h"
 #include "cudnn_profile.h"
 
@@ -46,6 +47,9 @@ struct Instance {
     // This cuDNN refused batch norm on bfloat16 activations once: they go through float32
     // copies from then on (cudnn_batchnorm.cc).
     bool bn_bf16_refused = false;
+    // DISTTRAIN_CUDNN_BATCHNORM, read when the instance starts (cudnn_batchnorm.cc).
+    BatchnormKernels batchnorm = BatchnormKernels::automatic;
+    int sm_count = 1; // the device's multiprocessors: the own kernels' grids
     std::string device_name;
     PrimitiveCache cache;
     void *host = nullptr;

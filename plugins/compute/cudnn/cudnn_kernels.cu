@@ -1,26 +1,16 @@
 // SPDX-License-Identifier: Apache-2.0
 // Element-wise CUDA kernels of the cuDNN plugin. Grid-stride loops; every float type is
-// read and written through float, so one template serves f32, f16 and bf16.
+// read and written through float (cudnn_elem.cuh), so one template serves f32, f16 and
+// bf16.
+#include "cudnn_elem.cuh"
 #include "cudnn_kernels.h"
 
-#include <cuda_bf16.h>
-#include <cuda_fp16.h>
-#include <cuda_runtime.h>
-
 #include <cstdint>
+#include <type_traits>
 
 namespace dtp::cudnn {
 
 namespace {
-
-constexpr int kDtypeF32 = 0, kDtypeF16 = 2, kDtypeBF16 = 3, kDtypeI32 = 6;
-
-__device__ inline float load(const float *p, int64_t i) { return p[i]; }
-__device__ inline float load(const __half *p, int64_t i) { return __half2float(p[i]); }
-__device__ inline float load(const __nv_bfloat16 *p, int64_t i) { return __bfloat162float(p[i]); }
-__device__ inline void store(float *p, int64_t i, float v) { p[i] = v; }
-__device__ inline void store(__half *p, int64_t i, float v) { p[i] = __float2half_rn(v); }
-__device__ inline void store(__nv_bfloat16 *p, int64_t i, float v) { p[i] = __float2bfloat16_rn(v); }
 
 #define GRID_LOOP(i, n)                                                                  \
     for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < (n);          \
@@ -31,19 +21,6 @@ dim3 grid(int64_t n)
     int64_t blocks = (n + 255) / 256;
     return dim3(static_cast<unsigned>(blocks < 4096 ? (blocks > 0 ? blocks : 1) : 4096));
 }
-
-template <typename F>
-int by_dtype(int dtype, F &&f)
-{
-    switch (dtype) {
-    case kDtypeF32: return f(static_cast<float *>(nullptr));
-    case kDtypeF16: return f(static_cast<__half *>(nullptr));
-    case kDtypeBF16: return f(static_cast<__nv_bfloat16 *>(nullptr));
-    default: return static_cast<int>(cudaErrorInvalidValue);
-    }
-}
-
-int last() { return static_cast<int>(cudaGetLastError()); }
 
 template <typename T>
 __global__ void fill_kernel(int64_t n, T *x, float v) { GRID_LOOP(i, n) store(x, i, v); }
@@ -230,7 +207,7 @@ int launch_filter_convert(stream_t s, int src_dtype, int dst_dtype, int64_t k, i
             using D = std::remove_pointer_t<decltype(dtag)>;
             filter_convert_kernel<<<grid(k * c * rs), 256, 0, s>>>(
                 k, c, rs, static_cast<const S *>(src), static_cast<D *>(dst), move);
-            return last();
+            return last_launch_error();
         });
     });
 }
@@ -239,12 +216,12 @@ int launch_fill(stream_t s, int dtype, int64_t n, void *x, float value)
 {
     if (dtype == kDtypeI32) {
         fill_int_kernel<<<grid(n), 256, 0, s>>>(n, static_cast<int32_t *>(x), int32_t(value));
-        return last();
+        return last_launch_error();
     }
     return by_dtype(dtype, [&](auto tag) {
         using T = std::remove_pointer_t<decltype(tag)>;
         fill_kernel<<<grid(n), 256, 0, s>>>(n, static_cast<T *>(x), value);
-        return last();
+        return last_launch_error();
     });
 }
 
@@ -255,7 +232,7 @@ int launch_cast(stream_t s, int src_dtype, int dst_dtype, int64_t n, const void 
         return by_dtype(dst_dtype, [&](auto dtag) {
             using D = std::remove_pointer_t<decltype(dtag)>;
             cast_kernel<<<grid(n), 256, 0, s>>>(n, static_cast<const S *>(src), static_cast<D *>(dst));
-            return last();
+            return last_launch_error();
         });
     });
 }
@@ -266,13 +243,13 @@ int launch_add(stream_t s, int dtype, int64_t n, const void *a, const void *b, v
         binary4_kernel<<<grid(n / 4 + 1), 256, 0, s>>>(n, static_cast<const float *>(a),
                                                        static_cast<const float *>(b),
                                                        static_cast<float *>(c), AddOp{});
-        return last();
+        return last_launch_error();
     }
     return by_dtype(dtype, [&](auto tag) {
         using T = std::remove_pointer_t<decltype(tag)>;
         add_kernel<<<grid(n), 256, 0, s>>>(n, static_cast<const T *>(a), static_cast<const T *>(b),
                                            static_cast<T *>(c));
-        return last();
+        return last_launch_error();
     });
 }
 
@@ -282,7 +259,7 @@ int launch_axpby(stream_t s, int dtype, int64_t n, float alpha, const void *x, f
         using T = std::remove_pointer_t<decltype(tag)>;
         axpby_kernel<<<grid(n), 256, 0, s>>>(n, alpha, static_cast<const T *>(x), beta,
                                              static_cast<T *>(y));
-        return last();
+        return last_launch_error();
     });
 }
 
@@ -293,7 +270,7 @@ int launch_bias_add(stream_t s, int dtype, int64_t rows, int64_t ch, int64_t spa
     return by_dtype(dtype, [&](auto tag) {
         using T = std::remove_pointer_t<decltype(tag)>;
         bias_kernel<<<grid(n), 256, 0, s>>>(n, ch, spatial, static_cast<T *>(y), bias);
-        return last();
+        return last_launch_error();
     });
 }
 
@@ -302,12 +279,12 @@ int launch_relu(stream_t s, int dtype, int64_t n, const void *x, void *y)
     if (dtype == kDtypeF32 && aligned16(x) && aligned16(y)) {
         unary4_kernel<<<grid(n / 4 + 1), 256, 0, s>>>(n, static_cast<const float *>(x),
                                                       static_cast<float *>(y), ReluOp{});
-        return last();
+        return last_launch_error();
     }
     return by_dtype(dtype, [&](auto tag) {
         using T = std::remove_pointer_t<decltype(tag)>;
         relu_kernel<<<grid(n), 256, 0, s>>>(n, static_cast<const T *>(x), static_cast<T *>(y));
-        return last();
+        return last_launch_error();
     });
 }
 
@@ -317,13 +294,13 @@ int launch_relu_backward(stream_t s, int dtype, int64_t n, const void *x, const 
         binary4_kernel<<<grid(n / 4 + 1), 256, 0, s>>>(n, static_cast<const float *>(x),
                                                        static_cast<const float *>(dy),
                                                        static_cast<float *>(dx), ReluGradOp{});
-        return last();
+        return last_launch_error();
     }
     return by_dtype(dtype, [&](auto tag) {
         using T = std::remove_pointer_t<decltype(tag)>;
         relu_bwd_kernel<<<grid(n), 256, 0, s>>>(n, static_cast<const T *>(x),
                                                 static_cast<const T *>(dy), static_cast<T *>(dx));
-        return last();
+        return last_launch_error();
     });
 }
 
@@ -333,28 +310,28 @@ int launch_softmax_xent(stream_t s, int64_t rows, int64_t k, const float *logits
 {
     xent_kernel<<<grid(rows), 256, 0, s>>>(rows, k, logits, labels, probs, row_loss, row_hit,
                                            bad_label);
-    return last();
+    return last_launch_error();
 }
 
 int launch_softmax_xent_backward(stream_t s, int64_t rows, int64_t k, const float *probs,
                                  const int32_t *labels, float scale, float *dlogits)
 {
     xent_bwd_kernel<<<grid(rows * k), 256, 0, s>>>(rows, k, probs, labels, scale, dlogits);
-    return last();
+    return last_launch_error();
 }
 
 int launch_sgd(stream_t s, int64_t n, float lr, float momentum, float wd, int nesterov, float *w,
                const float *g, float *buf)
 {
     sgd_kernel<<<grid(n), 256, 0, s>>>(n, lr, momentum, wd, nesterov, w, g, buf);
-    return last();
+    return last_launch_error();
 }
 
 int launch_adam(stream_t s, int64_t n, float lr, float b1, float b2, float eps, float wd,
                 int decoupled, float c1, float root_c2, float *w, const float *g, float *m, float *v)
 {
     adam_kernel<<<grid(n), 256, 0, s>>>(n, lr, b1, b2, eps, wd, decoupled, c1, root_c2, w, g, m, v);
-    return last();
+    return last_launch_error();
 }
 
 } // namespace dtp::cudnn

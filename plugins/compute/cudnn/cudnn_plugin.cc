@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <memory>
+#include <stdexcept>
 #include <vector>
 
 namespace dtp::cudnn {
@@ -187,6 +188,17 @@ bool tf32_setting()
                   "float32)");
 }
 
+// DISTTRAIN_CUDNN_BATCHNORM (cudnn_bn_choice.h); a value it does not know is an error
+// naming the variable and the accepted values.
+BatchnormKernels batchnorm_setting()
+{
+    try {
+        return batchnorm_kernels_setting(std::getenv("DISTTRAIN_CUDNN_BATCHNORM"));
+    } catch (const std::invalid_argument &e) {
+        throw Failure(DTP_ERR_INVALID_CONFIG, e.what());
+    }
+}
+
 constexpr size_t kBlasWorkspaceBytes = size_t(32) << 20;
 
 // A memory pool of the device's own that keeps what is freed (no release threshold), so
@@ -238,6 +250,8 @@ int32_t init(const dt_compute_init_args_t *args, void **c)
         in->bf16_native = prop.major >= 8;
         in->bf16_compute = args->compute_dtype == DTP_BFLOAT16 && in->bf16_native;
         in->tf32_convolutions = tf32_setting() && prop.major >= 8;
+        in->batchnorm = batchnorm_setting();
+        in->sm_count = prop.multiProcessorCount > 0 ? prop.multiProcessorCount : 1;
         if (profile_requested())
             in->profile = std::make_unique<Profile>();
         check_cuda(cudaStreamCreateWithFlags(&in->stream, cudaStreamNonBlocking),

@@ -17,13 +17,15 @@ struct Sums {
 
 // sum(x - pivot), sum((x - pivot)^2)
 Sums plane_moments(const float *x, int64_t n, float pivot);
-// y = a x + b
-void plane_affine(const float *x, float *y, int64_t n, float a, float b);
-// sum(dy), sum(dy (x - mean))
-Sums plane_grad_sums(const float *x, const float *dy, int64_t n, float mean);
-// dx = a dy + k x + b
-void plane_grad_apply(const float *x, const float *dy, float *dx, int64_t n, float a, float k,
-                      float b);
+// y = a x + b; with relu, max(a x + b, 0) (ReLU fused: the value ReLU would give)
+void plane_affine(const float *x, float *y, int64_t n, float a, float b, bool relu);
+// sum(g), sum(g (x - mean)) with g = dy, or with a mask (the output of a batch norm fused
+// with ReLU; NULL for none) g = dy where mask > 0, else 0: what ReLU's backward gives
+Sums plane_grad_sums(const float *x, const float *dy, const float *mask, int64_t n,
+                     float mean);
+// dx = a g + k x + b, g as above
+void plane_grad_apply(const float *x, const float *dy, const float *mask, float *dx,
+                      int64_t n, float a, float k, float b);
 
 // Batch normalisation of float32 (rows, C) tensors: channels-last activations seen as
 // (N * H * W, C). A channel is then a column with stride C, so the per-channel plane
@@ -39,23 +41,36 @@ struct Columns {
 // col; pivot, s1 and s2 hold width values).
 void rows_moments(const Columns &g, const float *x, const float *pivot, double *s1,
                   double *s2);
-// y = a[c] x + b[c]
-void rows_affine(const Columns &g, const float *x, float *y, const float *a, const float *b);
-// s1[c] = sum(dy), s2[c] = sum(dy (x - mean[c]))
-void rows_grad_sums(const Columns &g, const float *x, const float *dy, const float *mean,
-                    double *s1, double *s2);
-// dx = a[c] dy + k[c] x + b[c]
-void rows_grad_apply(const Columns &g, const float *x, const float *dy, float *dx,
-                     const float *a, const float *k, const float *b);
+// y = a[c] x + b[c]; with relu, max(a[c] x + b[c], 0)
+void rows_affine(const Columns &g, const float *x, float *y, const float *a, const float *b,
+                 bool relu);
+// s1[c] = sum(g), s2[c] = sum(g (x - mean[c])), g = dy masked as in plane_grad_sums
+void rows_grad_sums(const Columns &g, const float *x, const float *dy, const float *mask,
+                    const float *mean, double *s1, double *s2);
+// dx = a[c] g + k[c] x + b[c]
+void rows_grad_apply(const Columns &g, const float *x, const float *dy, const float *mask,
+                     float *dx, const float *a, const float *k, const float *b);
 // The same over bfloat16 activations (channels-last bfloat16 networks), computing in
 // float32 with the per-channel vectors and sums in float32 / double as above.
 void rows_moments(const Columns &g, const bf16_t *x, const float *pivot, double *s1,
                   double *s2);
-void rows_affine(const Columns &g, const bf16_t *x, bf16_t *y, const float *a, const float *b);
-void rows_grad_sums(const Columns &g, const bf16_t *x, const bf16_t *dy, const float *mean,
-                    double *s1, double *s2);
-void rows_grad_apply(const Columns &g, const bf16_t *x, const bf16_t *dy, bf16_t *dx,
-                     const float *a, const float *k, const float *b);
+void rows_affine(const Columns &g, const bf16_t *x, bf16_t *y, const float *a, const float *b,
+                 bool relu);
+void rows_grad_sums(const Columns &g, const bf16_t *x, const bf16_t *dy, const bf16_t *mask,
+                    const float *mean, double *s1, double *s2);
+void rows_grad_apply(const Columns &g, const bf16_t *x, const bf16_t *dy, const bf16_t *mask,
+                     bf16_t *dx, const float *a, const float *k, const float *b);
+
+// ReLU as its own op computes it: v where v > 0, else +0 (NaN gives 0). Applied to the
+// float before rounding to T, it gives the bits that rounding first then ReLU give:
+// rounding keeps the sign, and a positive float never rounds to a bfloat16 NaN.
+inline float relu_value(float v) { return v > 0.0f ? v : 0.0f; }
+// The gradient ReLU's backward passes on: dy where the output is > 0, else 0.
+template <typename T>
+inline float masked(const T *mask, const T *dy, int64_t i)
+{
+    return mask == nullptr || to_float(mask[i]) > 0.0f ? to_float(dy[i]) : 0.0f;
+}
 
 template <typename T>
 Sums plane_moments(const T *x, int64_t n, float pivot)
@@ -70,18 +85,20 @@ Sums plane_moments(const T *x, int64_t n, float pivot)
 }
 
 template <typename T>
-void plane_affine(const T *x, T *y, int64_t n, float a, float b)
+void plane_affine(const T *x, T *y, int64_t n, float a, float b, bool relu)
 {
-    for (int64_t i = 0; i < n; ++i)
-        y[i] = from_float<T>(a * to_float(x[i]) + b);
+    for (int64_t i = 0; i < n; ++i) {
+        const float v = a * to_float(x[i]) + b;
+        y[i] = from_float<T>(relu ? relu_value(v) : v);
+    }
 }
 
 template <typename T>
-Sums plane_grad_sums(const T *x, const T *dy, int64_t n, float mean)
+Sums plane_grad_sums(const T *x, const T *dy, const T *mask, int64_t n, float mean)
 {
     double s1 = 0, s2 = 0;
     for (int64_t i = 0; i < n; ++i) {
-        const double g = to_float(dy[i]);
+        const double g = masked(mask, dy, i);
         s1 += g;
         s2 += g * (double(to_float(x[i])) - mean);
     }
@@ -89,10 +106,11 @@ Sums plane_grad_sums(const T *x, const T *dy, int64_t n, float mean)
 }
 
 template <typename T>
-void plane_grad_apply(const T *x, const T *dy, T *dx, int64_t n, float a, float k, float b)
+void plane_grad_apply(const T *x, const T *dy, const T *mask, T *dx, int64_t n, float a,
+                      float k, float b)
 {
     for (int64_t i = 0; i < n; ++i)
-        dx[i] = from_float<T>(a * to_float(dy[i]) + k * to_float(x[i]) + b);
+        dx[i] = from_float<T>(a * masked(mask, dy, i) + k * to_float(x[i]) + b);
 }
 
 } // namespace dtp::onednn

@@ -61,7 +61,8 @@ inline Sums plane_grad_sums_impl(const float *x, const float *dy, const float *m
         float a = 0, b = 0;
 #pragma omp simd reduction(+ : a, b)
         for (int64_t i = start; i < end; ++i) {
-            const float g = Masked ? (mask[i] > 0.0f ? dy[i] : 0.0f) : dy[i];
+            const float d = dy[i]; // loaded whatever the mask (see masked())
+            const float g = Masked ? (mask[i] > 0.0f ? d : 0.0f) : d;
             a += g;
             b += g * (x[i] - mean);
         }
@@ -77,7 +78,8 @@ inline void plane_grad_apply_impl(const float *x, const float *dy, const float *
 {
 #pragma omp simd
     for (int64_t i = 0; i < n; ++i) {
-        const float g = Masked ? (mask[i] > 0.0f ? dy[i] : 0.0f) : dy[i];
+        const float d = dy[i]; // loaded whatever the mask (see masked())
+        const float g = Masked ? (mask[i] > 0.0f ? d : 0.0f) : d;
         dx[i] = a * g + k * x[i] + b;
     }
 }
@@ -158,10 +160,11 @@ inline void affine_impl(const Columns &g, const T *x, T *y, const float *a, cons
 template <bool Masked, typename T>
 inline float row_grad(const T *gr, const T *mr, int64_t c)
 {
+    const float g = to_float(gr[c]); // loaded whatever the mask (see masked())
     if constexpr (Masked)
-        return to_float(mr[c]) > 0.0f ? to_float(gr[c]) : 0.0f;
+        return to_float(mr[c]) > 0.0f ? g : 0.0f;
     else
-        return to_float(gr[c]);
+        return g;
 }
 
 template <bool Masked, typename T>

@@ -460,7 +460,8 @@ DT_API dt_status_t dt_compute_batchnorm_backward(
 /*
  * Each function below gives bit for bit what its unfused sequence gives (the batch-norm
  * or add call above, then dt_compute_relu_forward; dt_compute_relu_backward, then
- * dt_compute_batchnorm_backward), in one pass over memory where the plugin fuses them.
+ * dt_compute_batchnorm_backward), in fewer passes over memory where the plugin fuses
+ * them (the forwards and the add in one).
  * A plugin without the fused kernels runs that sequence itself, so every plugin accepts
  * these calls.
  *

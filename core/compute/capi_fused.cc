@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // dt_compute_* fused with ReLU: batch normalisation (training, inference, backward) and
-// addition. A plugin that offers the fused member runs it in one pass; for one that does
+// addition. A plugin that offers the fused member runs it fused; for one that does
 // not (a NULL member, or a table from before they existed) the core runs the unfused
 // members in sequence, on the plugin's memory only (the host may not be able to touch
 // it), which gives the bits the separate public calls would give.
@@ -8,6 +8,9 @@
 #include "compute/handle.h"
 
 #include "runtime/error.h"
+
+#include <initializer_list>
+#include <utility>
 
 using dt::capi::guard;
 using namespace dt::compute;

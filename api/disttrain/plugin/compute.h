@@ -228,7 +228,8 @@ typedef struct dt_compute_v1 {
      * a NULL member, means not fused: the core then runs the unfused members above in
      * sequence (batch norm then relu_forward in place; relu_backward into a scratch
      * buffer from alloc, then batchnorm_backward; add then relu_forward in place), which
-     * gives the same bits. They need no new ops version: both answers are correct. */
+     * gives the same bits; a plugin that fills them must give that sequence's results.
+     * They need no new ops version: a table with or without them is correct. */
     int32_t (*batchnorm_relu_forward_training)(void *c, const dtp_tensor_t *x_desc,
                                                const void *x, const float *scale,
                                                const float *shift, float epsilon,

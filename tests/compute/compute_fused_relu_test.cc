@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <cstring>
 #include <limits>
+#include <ostream>
 #include <string>
 
 namespace dt::test {
@@ -22,6 +23,8 @@ struct Case {
 };
 
 std::string case_name(const ::testing::TestParamInfo<Case> &info) { return info.param.name; }
+// The case's name in gtest's messages, instead of its bytes.
+void PrintTo(const Case &c, std::ostream *os) { *os << c.name; }
 
 const Case kCases[] = {
     {"channels_last_f32", DT_FLOAT32, 2, {120, 32, 0, 0}},

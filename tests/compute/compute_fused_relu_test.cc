@@ -145,7 +145,6 @@ TEST_P(FusedRelu, InferenceForwardMatchesBatchNormThenRelu)
 {
     const auto d = desc();
     const int64_t ch = channels();
-    const size_t nch = size_t(ch);
     const auto x = activations(4);
     const auto scale = per_channel(ch, 5, 0.5f, 1.5f), shift = per_channel(ch, 6, -0.5f, 0.5f);
     const auto rm = per_channel(ch, 7, 0.0f, 1.0f), rv = per_channel(ch, 8, 0.5f, 2.0f);

@@ -454,6 +454,48 @@ DT_API dt_status_t dt_compute_batchnorm_backward(
     void *dx, float *dscale, float *dshift);
 
 /* ------------------------------------------------------------------------------------ */
+/* Fused ReLU: batch normalisation then ReLU, addition then ReLU                          */
+/* ------------------------------------------------------------------------------------ */
+
+/*
+ * Each function below gives bit for bit what its unfused sequence gives (the batch-norm
+ * or add call above, then dt_compute_relu_forward; dt_compute_relu_backward, then
+ * dt_compute_batchnorm_backward), in fewer passes over memory where the plugin fuses
+ * them (the forwards and the add in one).
+ * A plugin without the fused kernels runs that sequence itself, so every plugin accepts
+ * these calls.
+ *
+ * They are _relu variants rather than an activation argument on the unfused functions:
+ * the backward of a fused activation needs what that activation's gradient is computed
+ * from, and only ReLU's can be read off the forward's output y (y > 0), so the argument
+ * list is the activation's own; a later activation gets its own variants.
+ */
+
+/** dt_compute_batchnorm_forward_training, then y = max(y, 0). */
+DT_API dt_status_t dt_compute_batchnorm_relu_forward_training(
+    dt_compute_h compute, const dt_tensor_desc_t *x_desc, const void *x, const float *scale,
+    const float *shift, float epsilon, float momentum, void *y, float *save_mean,
+    float *save_invstd, float *running_mean, float *running_var);
+
+/** dt_compute_batchnorm_forward_inference, then y = max(y, 0). */
+DT_API dt_status_t dt_compute_batchnorm_relu_forward_inference(
+    dt_compute_h compute, const dt_tensor_desc_t *x_desc, const void *x, const float *scale,
+    const float *shift, const float *running_mean, const float *running_var,
+    float epsilon, void *y);
+
+/** Backward of dt_compute_batchnorm_relu_forward_training: dy is masked by y > 0 (y is
+ *  that forward's output, x its input), then dx, dscale and dshift are those of
+ *  dt_compute_batchnorm_backward on the masked gradient. dx must not be x, y or dy. */
+DT_API dt_status_t dt_compute_batchnorm_relu_backward(
+    dt_compute_h compute, const dt_tensor_desc_t *x_desc, const void *x, const void *y,
+    const void *dy, const float *scale, const float *save_mean, const float *save_invstd,
+    float epsilon, void *dx, float *dscale, float *dshift);
+
+/** c = max(a + b, 0) element-wise; all three share desc. c may be a or b. */
+DT_API dt_status_t dt_compute_add_relu(dt_compute_h compute, const dt_tensor_desc_t *desc,
+                                       const void *a, const void *b, void *c);
+
+/* ------------------------------------------------------------------------------------ */
 /* Loss                                                                                   */
 /* ------------------------------------------------------------------------------------ */
 

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // dt_compute_* for batch normalisation, softmax cross-entropy and the fused optimizer
 // updates.
+#include "compute/batchnorm_check.h"
 #include "compute/handle.h"
 
 #include "runtime/error.h"
@@ -11,19 +12,6 @@ using dt::capi::guard;
 using namespace dt::compute;
 
 namespace {
-
-dtp_tensor_t bn_input(const char *fn, const dt_tensor_desc_t *x_desc)
-{
-    dtp_tensor_t t = tensor(fn, "x_desc", x_desc);
-    require_ndims(fn, "x_desc", t, 2, 4);
-    return t;
-}
-
-void require_epsilon(const char *fn, float epsilon)
-{
-    if (!(epsilon > 0.0f) || !std::isfinite(epsilon))
-        dt::throw_error(DT_ERR_INVALID_ARGUMENT, fn, ": epsilon = ", epsilon, " must be > 0");
-}
 
 dtp_tensor_t logits_tensor(const char *fn, const char *what, const dt_tensor_desc_t *desc)
 {
@@ -54,12 +42,7 @@ DT_API dt_status_t dt_compute_batchnorm_forward_training(
         ComputeContext &c = context(compute, fn);
         dtp_tensor_t t = bn_input(fn, x_desc);
         require_epsilon(fn, epsilon);
-        if (!(momentum >= 0.0f && momentum <= 1.0f))
-            dt::throw_error(DT_ERR_INVALID_ARGUMENT, fn, ": momentum = ", momentum,
-                            " must be in [0, 1]");
-        if ((running_mean == nullptr) != (running_var == nullptr))
-            dt::throw_error(DT_ERR_INVALID_ARGUMENT, fn, ": pass both running_mean and "
-                            "running_var, or neither");
+        require_running(fn, momentum, running_mean, running_var);
         for (auto [what, p] : {std::pair<const char *, const void *>{"x", x}, {"scale", scale},
                                {"shift", shift}, {"y", y}, {"save_mean", save_mean},
                                {"save_invstd", save_invstd}})

@@ -73,6 +73,10 @@ ComputeContext::~ComputeContext()
 {
     if (instance_ != nullptr) {
         error_.clear();
+        if (scratch_ != nullptr && ops_.free(instance_, scratch_) != DTP_OK)
+            DT_LOG(warn, "compute", name(), " could not free its scratch buffer: ",
+                   error_.empty() ? "(no reason given)" : error_.c_str());
+        error_.clear();
         int32_t rc = ops_.finalize(instance_);
         if (rc != DTP_OK)
             DT_LOG(warn, "compute", name(), " finalize failed: ",
@@ -140,6 +144,29 @@ void ComputeContext::check(const char *function, int32_t rc)
     std::string why = error_.empty() ? dt_status_string(static_cast<dt_status_t>(rc)) : error_;
     error_.clear();
     throw_error(static_cast<dt_status_t>(rc), function, ": ", name(), " plugin: ", why);
+}
+
+void *ComputeContext::scratch(const char *function, size_t bytes)
+{
+    if (bytes <= scratch_bytes_)
+        return scratch_;
+    if (scratch_ != nullptr) {
+        // Work queued on a device may still read the old buffer.
+        if (ops_.synchronize != nullptr) {
+            error_.clear();
+            check(function, ops_.synchronize(instance_));
+        }
+        error_.clear();
+        check(function, ops_.free(instance_, scratch_));
+        scratch_ = nullptr;
+        scratch_bytes_ = 0;
+    }
+    error_.clear();
+    void *p = nullptr;
+    check(function, ops_.alloc(instance_, bytes, &p));
+    scratch_ = p;
+    scratch_bytes_ = bytes;
+    return p;
 }
 
 void ComputeContext::unsupported(const char *function) const

@@ -44,6 +44,9 @@ public:
         check(function, fn(instance_, args...));
     }
 
+    // Throws DT_ERR_UNSUPPORTED naming the plugin and the operation.
+    [[noreturn]] void unsupported(const char *function) const;
+
     // A plugin that answered compute ops version 1 reads neither the geometry's layout
     // nor bfloat16 activations beside float32 weights: it would take NHWC memory for NCHW
     // and float32 weights for bfloat16. These throw DT_ERR_UNSUPPORTED, naming the fix,
@@ -52,17 +55,24 @@ public:
     void require_dtypes(const char *function, const dtp_tensor_t &activations,
                         const dtp_tensor_t &weights) const;
 
+    // A buffer of at least `bytes` in the plugin's memory (its alloc), kept for the next
+    // call: the fused ops run as their unfused sequence on a plugin without them, and
+    // the ReLU-masked gradient needs a place to live. It grows and never shrinks (a
+    // network asks for the same sizes every step); it is freed with the instance.
+    void *scratch(const char *function, size_t bytes);
+
     // The plugin's error message for the call in progress (services.set_error).
     std::string error_;
 
 private:
     ComputeContext(std::unique_ptr<plugin::LoadedPlugin> plugin, const dt_compute_v1_t &ops);
-    [[noreturn]] void unsupported(const char *function) const;
 
     std::unique_ptr<plugin::LoadedPlugin> plugin_;
     dt_compute_v1_t ops_{};
     void *instance_ = nullptr;
     dt_compute_info_t info_{};
+    void *scratch_ = nullptr;
+    size_t scratch_bytes_ = 0;
 };
 
 } // namespace dt::compute

@@ -20,8 +20,9 @@ dt_tensor_desc_t stats_desc(const Tensor &x)
 
 } // namespace
 
-BatchNorm::BatchNorm(const Compute &c, std::string name, int64_t channels, float init_scale)
-    : Layer(c, std::move(name)), channels_(channels)
+BatchNorm::BatchNorm(const Compute &c, std::string name, int64_t channels, float init_scale,
+                     bool relu)
+    : Layer(c, std::move(name)), channels_(channels), relu_(relu)
 {
     const auto d = desc_f32({channels});
     scale_ = {name_ + ".weight", Tensor(c, d), Tensor(c, d)};
@@ -45,17 +46,20 @@ Tensor BatchNorm::forward(const Tensor &x, bool training)
     ensure(y_, c_, x.desc(), x.layout());
     const dt_tensor_desc_t d = stats_desc(x);
     if (training) {
-        check(dt_compute_batchnorm_forward_training(
-                  c_.get(), &d, x.data(), scale_.value.f32(), shift_.value.f32(),
-                  kEpsilon, kMomentum, y_.data(), save_mean_.f32(), save_invstd_.f32(),
-                  running_mean_.value.f32(), running_var_.value.f32()),
-              "batchnorm forward");
+        auto forward = relu_ ? dt_compute_batchnorm_relu_forward_training
+                             : dt_compute_batchnorm_forward_training;
+        check(forward(c_.get(), &d, x.data(), scale_.value.f32(), shift_.value.f32(),
+                      kEpsilon, kMomentum, y_.data(), save_mean_.f32(), save_invstd_.f32(),
+                      running_mean_.value.f32(), running_var_.value.f32()),
+              relu_ ? "batchnorm+relu forward" : "batchnorm forward");
         x_ = x;
     } else {
-        check(dt_compute_batchnorm_forward_inference(
-                  c_.get(), &d, x.data(), scale_.value.f32(), shift_.value.f32(),
-                  running_mean_.value.f32(), running_var_.value.f32(), kEpsilon, y_.data()),
-              "batchnorm inference");
+        auto inference = relu_ ? dt_compute_batchnorm_relu_forward_inference
+                               : dt_compute_batchnorm_forward_inference;
+        check(inference(c_.get(), &d, x.data(), scale_.value.f32(), shift_.value.f32(),
+                        running_mean_.value.f32(), running_var_.value.f32(), kEpsilon,
+                        y_.data()),
+              relu_ ? "batchnorm+relu inference" : "batchnorm inference");
     }
     return y_;
 }
@@ -64,11 +68,19 @@ Tensor BatchNorm::backward(const Tensor &dy, const GradReady &ready)
 {
     ensure(dx_, c_, x_.desc(), x_.layout());
     const dt_tensor_desc_t d = stats_desc(x_);
-    check(dt_compute_batchnorm_backward(c_.get(), &d, x_.data(), dy.data(),
-                                        scale_.value.f32(), save_mean_.f32(),
-                                        save_invstd_.f32(), kEpsilon, dx_.data(),
-                                        scale_.grad.f32(), shift_.grad.f32()),
-          "batchnorm backward");
+    if (relu_)
+        // y_ is still this step's output: the next layer reads it and does not write it.
+        check(dt_compute_batchnorm_relu_backward(c_.get(), &d, x_.data(), y_.data(), dy.data(),
+                                                 scale_.value.f32(), save_mean_.f32(),
+                                                 save_invstd_.f32(), kEpsilon, dx_.data(),
+                                                 scale_.grad.f32(), shift_.grad.f32()),
+              "batchnorm+relu backward");
+    else
+        check(dt_compute_batchnorm_backward(c_.get(), &d, x_.data(), dy.data(),
+                                            scale_.value.f32(), save_mean_.f32(),
+                                            save_invstd_.f32(), kEpsilon, dx_.data(),
+                                            scale_.grad.f32(), shift_.grad.f32()),
+              "batchnorm backward");
     ready(scale_);
     ready(shift_);
     return input_grad_ ? dx_ : Tensor{};

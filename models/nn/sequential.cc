@@ -83,10 +83,8 @@ Tensor Residual::forward(const Tensor &x, bool training)
     const Tensor b = shortcut_.empty() ? x : shortcut_.forward(x, training);
     ProfileScope scope(add_name_, false);
     ensure(sum_, c_, a.desc(), a.layout());
-    check(dt_compute_add(c_.get(), &a.desc(), a.data(), b.data(), sum_.data()),
-          "residual add");
-    check(dt_compute_relu_forward(c_.get(), &sum_.desc(), sum_.data(), sum_.data()),
-          "residual relu");
+    check(dt_compute_add_relu(c_.get(), &a.desc(), a.data(), b.data(), sum_.data()),
+          "residual add+relu");
     return sum_;
 }
 

@@ -24,9 +24,8 @@ void conv_bn(Sequential &seq, const std::string &name, int64_t in, int64_t out, 
 {
     seq.add<Conv2d>(name + ".conv", ConvSpec{in, out, kernel, stride, kernel / 2, false}, rng,
                     ConvInit::he_fan_out);
-    seq.add<BatchNorm>(name + ".bn", out, bn_scale);
-    if (relu)
-        seq.add<Relu>(name + ".relu");
+    // ReLU fused into the batch norm: one pass over the activations instead of two.
+    seq.add<BatchNorm>(name + ".bn", out, bn_scale, relu);
 }
 
 void shortcut(Residual &block, const std::string &name, int64_t in, int64_t out, int stride,

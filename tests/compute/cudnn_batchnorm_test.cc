@@ -169,6 +169,63 @@ TEST_P(CudnnBatchnorm, AgreesWithOnednn)
     }
 }
 
+// Batch norm fused with ReLU on the GPU against the unfused sequence on the GPU (batch
+// norm then ReLU; ReLU's backward then the batch-norm backward): the own kernels fuse,
+// the cuDNN path composes; either way the same values (the same sums in the same order,
+// the same ReLU of the same value).
+TEST_P(CudnnBatchnorm, FusedReluMatchesTheUnfusedSequence)
+{
+    const Shape &s = GetParam().shape;
+    const size_t n = s.count(), c = size_t(s.c);
+    const float eps = 1e-5f, momentum = 0.1f;
+    auto x = random_vector(n, 71, s.offset - 1.0f, s.offset + 1.0f), dy = random_vector(n, 72);
+    const auto scale = random_vector(c, 73, 0.5f, 1.5f), shift = random_vector(c, 74);
+    const auto rm0 = random_vector(c, 75), rv0 = random_vector(c, 76, 0.5f, 2.0f);
+    void *gx = activation(x), *gdy = activation(dy);
+    const dt_tensor_desc_t gd = s.desc(GetParam().dtype);
+    float *gs = vec(scale), *gsh = vec(shift);
+    float *rm_f = vec(rm0), *rv_f = vec(rv0), *rm_u = vec(rm0), *rv_u = vec(rv0);
+    float *m_f = vec(std::vector<float>(c)), *i_f = vec(std::vector<float>(c));
+    float *m_u = vec(std::vector<float>(c)), *i_u = vec(std::vector<float>(c));
+    float *ds_f = vec(std::vector<float>(c)), *db_f = vec(std::vector<float>(c));
+    float *ds_u = vec(std::vector<float>(c)), *db_u = vec(std::vector<float>(c));
+    void *y_f = output(n), *y_u = output(n), *dx_f = output(n), *dx_u = output(n);
+    void *masked = output(n), *yi_f = output(n), *yi_u = output(n);
+
+    ASSERT_EQ(dt_compute_batchnorm_relu_forward_training(gpu, &gd, gx, gs, gsh, eps, momentum,
+                                                         y_f, m_f, i_f, rm_f, rv_f),
+              DT_OK) << dt_last_error();
+    ASSERT_EQ(dt_compute_batchnorm_forward_training(gpu, &gd, gx, gs, gsh, eps, momentum, y_u,
+                                                    m_u, i_u, rm_u, rv_u), DT_OK)
+        << dt_last_error();
+    ASSERT_EQ(dt_compute_relu_forward(gpu, &gd, y_u, y_u), DT_OK) << dt_last_error();
+    ASSERT_EQ(dt_compute_batchnorm_relu_backward(gpu, &gd, gx, y_f, gdy, gs, m_f, i_f, eps,
+                                                 dx_f, ds_f, db_f), DT_OK) << dt_last_error();
+    ASSERT_EQ(dt_compute_relu_backward(gpu, &gd, y_u, gdy, masked), DT_OK) << dt_last_error();
+    ASSERT_EQ(dt_compute_batchnorm_backward(gpu, &gd, gx, masked, gs, m_u, i_u, eps, dx_u,
+                                            ds_u, db_u), DT_OK) << dt_last_error();
+    ASSERT_EQ(dt_compute_batchnorm_relu_forward_inference(gpu, &gd, gx, gs, gsh, rm_f, rv_f,
+                                                          eps, yi_f), DT_OK) << dt_last_error();
+    ASSERT_EQ(dt_compute_batchnorm_forward_inference(gpu, &gd, gx, gs, gsh, rm_u, rv_u, eps,
+                                                     yi_u), DT_OK) << dt_last_error();
+    ASSERT_EQ(dt_compute_relu_forward(gpu, &gd, yi_u, yi_u), DT_OK) << dt_last_error();
+
+    const auto y = fetch(y_f, n);
+    EXPECT_TRUE(y == fetch(y_u, n)) << "y";
+    EXPECT_TRUE(down(m_f, c) == down(m_u, c)) << "save_mean";
+    EXPECT_TRUE(down(i_f, c) == down(i_u, c)) << "save_invstd";
+    EXPECT_TRUE(down(rm_f, c) == down(rm_u, c)) << "running_mean";
+    EXPECT_TRUE(down(rv_f, c) == down(rv_u, c)) << "running_var";
+    EXPECT_TRUE(fetch(dx_f, n) == fetch(dx_u, n)) << "dx";
+    EXPECT_TRUE(down(ds_f, c) == down(ds_u, c)) << "dscale";
+    EXPECT_TRUE(down(db_f, c) == down(db_u, c)) << "dshift";
+    EXPECT_TRUE(fetch(yi_f, n) == fetch(yi_u, n)) << "inference y";
+    // ReLU had work to do: about half the outputs are 0.
+    const auto zeros = size_t(std::count(y.begin(), y.end(), 0.0f));
+    EXPECT_GT(zeros, 0u);
+    EXPECT_LT(zeros, n);
+}
+
 INSTANTIATE_TEST_SUITE_P(Shapes, CudnnBatchnorm, ::testing::ValuesIn(cases()), case_name);
 
 TEST(CudnnBatchnormSetting, UnknownValueIsRefused)

@@ -7,6 +7,8 @@
 // here is skipped.
 #include "cudnn_test_fixture.h"
 
+#include <algorithm>
+
 #include <cstring>
 #include <string>
 
@@ -255,6 +257,34 @@ TEST_F(Cudnn, ElementwiseAlignedAndNot)
             ASSERT_EQ(sum[i], x + g) << "add at offset " << offset << ", " << i;
         }
     }
+}
+
+// The fused add + ReLU kernel against add then ReLU on the GPU: float32 on aligned
+// pointers (four per access) and off by one element (one by one), bfloat16.
+TEST_F(CudnnBf16, AddReluMatchesAddThenRelu)
+{
+    const int n = 1003;
+    auto a = random_vector(n + 1, 41), b = random_vector(n + 1, 42);
+    for (int offset = 0; offset < 2; ++offset) {
+        const dt_tensor_desc_t d = dt_tensor_desc_1d(DT_FLOAT32, n);
+        auto at = [&](const std::vector<float> &v) { return static_cast<float *>(up(v)) + offset; };
+        float *ga = at(a), *gb = at(b), *fused = at(a), *plain = at(a);
+        ASSERT_EQ(dt_compute_add_relu(gpu, &d, ga, gb, fused), DT_OK) << dt_last_error();
+        ASSERT_EQ(dt_compute_add(gpu, &d, ga, gb, plain), DT_OK) << dt_last_error();
+        ASSERT_EQ(dt_compute_relu_forward(gpu, &d, plain, plain), DT_OK) << dt_last_error();
+        std::vector<float> f(n), p(n);
+        ASSERT_EQ(dt_compute_memcpy(gpu, f.data(), fused, n * 4, DT_COPY_DEVICE_TO_HOST), DT_OK);
+        ASSERT_EQ(dt_compute_memcpy(gpu, p.data(), plain, n * 4, DT_COPY_DEVICE_TO_HOST), DT_OK);
+        EXPECT_TRUE(f == p) << "float32 at offset " << offset;
+        EXPECT_GT(std::count(f.begin(), f.end(), 0.0f), 0);
+    }
+    std::vector<float> a16 = random_vector(n, 43), b16 = random_vector(n, 44);
+    void *ha = bf16(a16), *hb = bf16(b16), *fused = zeros16(n), *plain = zeros16(n);
+    const dt_tensor_desc_t d = dt_tensor_desc_1d(DT_BFLOAT16, n);
+    ASSERT_EQ(dt_compute_add_relu(gpu, &d, ha, hb, fused), DT_OK) << dt_last_error();
+    ASSERT_EQ(dt_compute_add(gpu, &d, ha, hb, plain), DT_OK) << dt_last_error();
+    ASSERT_EQ(dt_compute_relu_forward(gpu, &d, plain, plain), DT_OK) << dt_last_error();
+    EXPECT_TRUE(down16(fused, n) == down16(plain, n)) << "bfloat16";
 }
 
 // bfloat16 activations with float32 weights and per-channel vectors (compute.h's mixed

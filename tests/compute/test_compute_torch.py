@@ -279,6 +279,58 @@ def test_batchnorm_training_inference_backward(compute, shape):
     close(yi, bn(torch.from_numpy(x)), atol=1e-4)
 
 
+@pytest.mark.parametrize("shape", [(4, 3, 5, 6), (64, 16)])
+def test_batchnorm_relu_and_add_relu(compute, shape):
+    """relu(batch_norm(x)) and its backward (dy masked by y > 0), inference, and
+    relu(a + b), against PyTorch; (64, 16) takes the oneDNN plugin's row loops."""
+    ch = shape[1]
+    x = rand(*shape, seed=40) * 2 + 0.5
+    scale, shift = rand(ch, seed=41) + 1.5, rand(ch, seed=42)
+    rmean0, rvar0 = rand(ch, seed=43), np.abs(rand(ch, seed=44)) + 0.5
+    eps, momentum = 1e-5, 0.1
+    bn = (torch.nn.BatchNorm2d if len(shape) == 4 else torch.nn.BatchNorm1d)(
+        ch, eps=eps, momentum=momentum)
+    with torch.no_grad():
+        bn.weight.copy_(torch.from_numpy(scale))
+        bn.bias.copy_(torch.from_numpy(shift))
+        bn.running_mean.copy_(torch.from_numpy(rmean0))
+        bn.running_var.copy_(torch.from_numpy(rvar0))
+    tx = torch.from_numpy(x).requires_grad_()
+    ty = F.relu(bn(tx))
+    dy = rand(*shape, seed=45)
+    ty.backward(torch.from_numpy(dy))
+
+    y = np.empty_like(x)
+    smean, sinv = np.empty(ch, np.float32), np.empty(ch, np.float32)
+    rmean, rvar = rmean0.copy(), rvar0.copy()
+    compute.fn("batchnorm_relu_forward_training", dc.desc(shape), dc.ptr(x), dc.fptr(scale),
+               dc.fptr(shift), ctypes.c_float(eps), ctypes.c_float(momentum), dc.ptr(y),
+               dc.fptr(smean), dc.fptr(sinv), dc.fptr(rmean), dc.fptr(rvar))
+    close(y, ty, atol=1e-4)
+    assert (y == 0).any() and (y > 0).any()
+    close(rmean, bn.running_mean, atol=1e-5)
+    close(rvar, bn.running_var, rtol=1e-4)
+
+    dx, dscale, dshift = np.empty_like(x), np.empty(ch, np.float32), np.empty(ch, np.float32)
+    compute.fn("batchnorm_relu_backward", dc.desc(shape), dc.ptr(x), dc.ptr(y), dc.ptr(dy),
+               dc.fptr(scale), dc.fptr(smean), dc.fptr(sinv), ctypes.c_float(eps), dc.ptr(dx),
+               dc.fptr(dscale), dc.fptr(dshift))
+    close(dx, tx.grad, rtol=1e-3, atol=1e-4)
+    close(dscale, bn.weight.grad, rtol=1e-4, atol=1e-4)
+    close(dshift, bn.bias.grad, rtol=1e-4, atol=1e-4)
+
+    bn.eval()
+    yi = np.empty_like(x)
+    compute.fn("batchnorm_relu_forward_inference", dc.desc(shape), dc.ptr(x), dc.fptr(scale),
+               dc.fptr(shift), dc.fptr(rmean), dc.fptr(rvar), ctypes.c_float(eps), dc.ptr(yi))
+    close(yi, F.relu(bn(torch.from_numpy(x))), atol=1e-4)
+
+    b = rand(*shape, seed=46)
+    out = np.empty_like(x)
+    compute.fn("add_relu", dc.desc(shape), dc.ptr(dy), dc.ptr(b), dc.ptr(out))
+    close(out, F.relu(torch.from_numpy(dy) + torch.from_numpy(b)), rtol=0, atol=0)
+
+
 def test_relu_bias_add_axpby_scale(compute):
     x = rand(3, 4, 2, 5, seed=16)
     dy = rand(3, 4, 2, 5, seed=17)

@@ -19,6 +19,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <map>
 
 namespace dt::models {
@@ -129,6 +130,76 @@ TEST(Layers, ChannelsLastGradients)
     net.add<Linear>("fc", 20, 5, f.rng);
     net.set_input_grad(false);
     check_gradients(f, net);
+}
+
+// BatchNorm with relu (one fused pass) against BatchNorm then a Relu layer, both from one
+// seed on the same images: the same bits in the loss, every gradient and the running
+// statistics, in NCHW and channels-last, float32 and with bfloat16 activations.
+void expect_fused_bn_relu_is_bn_then_relu(bool channels_last, dt_dtype_t act)
+{
+    struct Run {
+        double loss;
+        std::vector<std::vector<float>> grads, buffers;
+    };
+    auto run = [&](bool fused) {
+        Fixture f;
+        f.make_batch(4, 3, 6, 5);
+        if (channels_last)
+            f.to_channels_last();
+        Sequential net(f.c, "net");
+        if (act != DT_FLOAT32)
+            net.add<Cast>("input.cast", act);
+        net.add<Conv2d>("conv", ConvSpec{3, 16, 3, 1, 1, false}, f.rng);
+        net.add<BatchNorm>("bn", 16, 1.0f, fused);
+        if (!fused)
+            net.add<Relu>("relu");
+        auto &block = net.add<Residual>("block");
+        block.body().add<Conv2d>("block.conv", ConvSpec{16, 16, 3, 1, 1, false}, f.rng);
+        block.body().add<BatchNorm>("block.bn", 16, 1.0f, fused);
+        if (!fused)
+            block.body().add<Relu>("block.relu");
+        net.add<Pool>("pool", PoolSpec{DT_POOL_AVG_INCLUDE_PADDING, 0, 0, 0, true});
+        if (act != DT_FLOAT32)
+            net.add<Cast>("features.cast", DT_FLOAT32);
+        net.add<Flatten>("flatten");
+        net.add<Linear>("fc", 16, 5, f.rng);
+        net.set_input_grad(false);
+        Run r;
+        r.loss = f.loss_of(net);
+        net.backward(f.loss.backward(), [](Parameter &) {});
+        std::vector<Parameter *> params;
+        net.parameters(params);
+        for (Parameter *p : params)
+            r.grads.push_back(p->grad.to_vector(f.c));
+        std::vector<Buffer *> buffers;
+        net.buffers(buffers);
+        for (Buffer *b : buffers)
+            r.buffers.push_back(b->value.to_vector(f.c));
+        return r;
+    };
+    const Run fused = run(true), unfused = run(false);
+    EXPECT_EQ(std::memcmp(&fused.loss, &unfused.loss, sizeof(double)), 0)
+        << fused.loss << " vs " << unfused.loss;
+    ASSERT_EQ(fused.grads.size(), unfused.grads.size());
+    for (size_t i = 0; i < fused.grads.size(); ++i)
+        EXPECT_TRUE(fused.grads[i] == unfused.grads[i] &&
+                    std::memcmp(fused.grads[i].data(), unfused.grads[i].data(),
+                                fused.grads[i].size() * sizeof(float)) == 0)
+            << "gradient " << i;
+    ASSERT_EQ(fused.buffers.size(), unfused.buffers.size());
+    for (size_t i = 0; i < fused.buffers.size(); ++i)
+        EXPECT_EQ(std::memcmp(fused.buffers[i].data(), unfused.buffers[i].data(),
+                              fused.buffers[i].size() * sizeof(float)),
+                  0)
+            << "buffer " << i;
+}
+
+TEST(Layers, FusedBatchNormReluIsBatchNormThenRelu)
+{
+    expect_fused_bn_relu_is_bn_then_relu(false, DT_FLOAT32);
+    expect_fused_bn_relu_is_bn_then_relu(true, DT_FLOAT32);
+    expect_fused_bn_relu_is_bn_then_relu(false, DT_BFLOAT16);
+    expect_fused_bn_relu_is_bn_then_relu(true, DT_BFLOAT16);
 }
 
 // A model built twice from one seed, fed the same images in NCHW and in NHWC: the

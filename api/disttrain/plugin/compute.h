@@ -222,6 +222,33 @@ typedef struct dt_compute_v1 {
                           const float *grad, float *momentum_buf);
     int32_t (*adam_update)(void *c, const dtp_adam_t *p, size_t count, float *w,
                            const float *grad, float *m, float *v);
+
+    /* Appended: the fused ReLU ops of compute.h (batchnorm_relu_*, add_relu). A table
+     * whose struct_size ends before them (any plugin built against an older header), or
+     * a NULL member, means not fused: the core then runs the unfused members above in
+     * sequence (batch norm then relu_forward in place; relu_backward into a scratch
+     * buffer from alloc, then batchnorm_backward; add then relu_forward in place), which
+     * gives the same bits; a plugin that fills them must give that sequence's results.
+     * They need no new ops version: a table with or without them is correct. */
+    int32_t (*batchnorm_relu_forward_training)(void *c, const dtp_tensor_t *x_desc,
+                                               const void *x, const float *scale,
+                                               const float *shift, float epsilon,
+                                               float momentum, void *y, float *save_mean,
+                                               float *save_invstd, float *running_mean,
+                                               float *running_var);
+    int32_t (*batchnorm_relu_forward_inference)(void *c, const dtp_tensor_t *x_desc,
+                                                const void *x, const float *scale,
+                                                const float *shift,
+                                                const float *running_mean,
+                                                const float *running_var, float epsilon,
+                                                void *y);
+    int32_t (*batchnorm_relu_backward)(void *c, const dtp_tensor_t *x_desc, const void *x,
+                                       const void *y, const void *dy, const float *scale,
+                                       const float *save_mean, const float *save_invstd,
+                                       float epsilon, void *dx, float *dscale,
+                                       float *dshift);
+    int32_t (*add_relu)(void *c, const dtp_tensor_t *desc, const void *a, const void *b,
+                        void *out);
 } dt_compute_v1_t;
 
 #ifdef __cplusplus

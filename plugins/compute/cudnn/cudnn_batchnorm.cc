@@ -10,10 +10,17 @@
 // cuDNN for bfloat16 batch norm either), the instance remembers, and bfloat16 tensors go
 // through float32 copies in the scratch, cast in and out by this plugin's kernels: a pass
 // more over each tensor, the same result.
+//
+// Fused with ReLU: the own kernels apply it in their element-wise pass (forward) and mask
+// dy by the forward's output as they read it (backward). On cuDNN the plugin composes:
+// the batch norm then its ReLU kernel in place; its ReLU backward kernel into a buffer
+// from the stream-ordered pool, then cuDNN's backward on that buffer.
 #include "cudnn_bn_kernels.h"
 #include "cudnn_context.h"
 #include "cudnn_kernels.h"
 #include "cudnn_ops.h"
+
+#include <memory>
 
 namespace dtp::cudnn {
 
@@ -125,12 +132,30 @@ private:
 
 void launched(int rc, const char *what) { check_cuda(static_cast<cudaError_t>(rc), what); }
 
-} // namespace
+// A tensor-sized buffer from the instance's stream-ordered pool, given back in stream
+// order: the ReLU-masked gradient on the cuDNN path (the growable scratch is run()'s).
+class PooledTensor {
+public:
+    PooledTensor(Instance &in, const dtp_tensor_t &t) : in_(in)
+    {
+        const size_t bytes = size_t(count_of(t)) * (t.dtype == DTP_FLOAT32 ? 4 : 2);
+        check_cuda(cudaMallocFromPoolAsync(&data_, bytes, in.pool, in.stream),
+                   "cudaMallocFromPoolAsync (ReLU-masked gradient)");
+    }
+    ~PooledTensor() { cudaFreeAsync(data_, in_.stream); }
+    PooledTensor(const PooledTensor &) = delete;
+    PooledTensor &operator=(const PooledTensor &) = delete;
+    void *get() const { return data_; }
 
-int32_t batchnorm_forward_training(void *c, const dtp_tensor_t *x_desc, const void *x,
-                                   const float *scale, const float *shift, float epsilon,
-                                   float momentum, void *y, float *save_mean, float *save_invstd,
-                                   float *running_mean, float *running_var)
+private:
+    Instance &in_;
+    void *data_ = nullptr;
+};
+
+int32_t forward_training(void *c, const dtp_tensor_t *x_desc, const void *x, const float *scale,
+                         const float *shift, float epsilon, float momentum, void *y,
+                         float *save_mean, float *save_invstd, float *running_mean,
+                         float *running_var, bool relu)
 {
     return guarded(c, [&] {
         auto &in = self(c);
@@ -139,7 +164,7 @@ int32_t batchnorm_forward_training(void *c, const dtp_tensor_t *x_desc, const vo
             const Partials partials(in, shape);
             launched(launch_bn_forward_training(partials.launch(), shape, x, scale, shift,
                                                 epsilon, momentum, y, save_mean, save_invstd,
-                                                running_mean, running_var),
+                                                running_mean, running_var, relu),
                      "batch norm forward kernels");
             return;
         }
@@ -150,13 +175,15 @@ int32_t batchnorm_forward_training(void *c, const dtp_tensor_t *x_desc, const vo
                     scale, shift, momentum, running_mean, running_var, epsilon, save_mean,
                     save_invstd);
             });
+        if (relu)
+            launched(launch_relu(in.stream, x_desc->dtype, count_of(*x_desc), y, y),
+                     "relu kernel (after cuDNN's batch norm)");
     });
 }
 
-int32_t batchnorm_forward_inference(void *c, const dtp_tensor_t *x_desc, const void *x,
-                                    const float *scale, const float *shift,
-                                    const float *running_mean, const float *running_var,
-                                    float epsilon, void *y)
+int32_t forward_inference(void *c, const dtp_tensor_t *x_desc, const void *x,
+                          const float *scale, const float *shift, const float *running_mean,
+                          const float *running_var, float epsilon, void *y, bool relu)
 {
     return guarded(c, [&] {
         auto &in = self(c);
@@ -164,7 +191,7 @@ int32_t batchnorm_forward_inference(void *c, const dtp_tensor_t *x_desc, const v
             const BnShape shape = shape_of(*x_desc);
             const Partials partials(in, shape);
             launched(launch_bn_forward_inference(partials.launch(), shape, x, scale, shift,
-                                                 running_mean, running_var, epsilon, y),
+                                                 running_mean, running_var, epsilon, y, relu),
                      "batch norm inference kernels");
             return;
         }
@@ -174,22 +201,35 @@ int32_t batchnorm_forward_inference(void *c, const dtp_tensor_t *x_desc, const v
                     in.dnn, CUDNN_BATCHNORM_SPATIAL, &kOne, &kZero, d.x.d, i[0], d.x.d, o[0],
                     d.param.d, scale, shift, running_mean, running_var, epsilon);
             });
+        if (relu)
+            launched(launch_relu(in.stream, x_desc->dtype, count_of(*x_desc), y, y),
+                     "relu kernel (after cuDNN's batch norm)");
     });
 }
 
-int32_t batchnorm_backward(void *c, const dtp_tensor_t *x_desc, const void *x, const void *dy,
-                           const float *scale, const float *save_mean, const float *save_invstd,
-                           float epsilon, void *dx, float *dscale, float *dshift)
+// relu_y: the fused forward's output, whose sign masks dy; NULL for the plain backward.
+int32_t backward(void *c, const dtp_tensor_t *x_desc, const void *x, const void *relu_y,
+                 const void *dy, const float *scale, const float *save_mean,
+                 const float *save_invstd, float epsilon, void *dx, float *dscale,
+                 float *dshift)
 {
     return guarded(c, [&] {
         auto &in = self(c);
         if (native(in, *x_desc)) {
             const BnShape shape = shape_of(*x_desc);
             const Partials partials(in, shape);
-            launched(launch_bn_backward(partials.launch(), shape, x, dy, scale, save_mean,
-                                        save_invstd, dx, dscale, dshift),
+            launched(launch_bn_backward(partials.launch(), shape, x, dy, relu_y, scale,
+                                        save_mean, save_invstd, dx, dscale, dshift),
                      "batch norm backward kernels");
             return;
+        }
+        std::unique_ptr<PooledTensor> masked;
+        if (relu_y != nullptr) {
+            masked = std::make_unique<PooledTensor>(in, *x_desc);
+            launched(launch_relu_backward(in.stream, x_desc->dtype, count_of(*x_desc), relu_y,
+                                          dy, masked->get()),
+                     "relu backward kernel (before cuDNN's batch norm backward)");
+            dy = masked->get();
         }
         run(in, *x_desc, {x, dy}, {dx}, "cudnnBatchNormalizationBackward",
             [&](const NormDescs &d, const void *const *i, void *const *o) {
@@ -199,6 +239,62 @@ int32_t batchnorm_backward(void *c, const dtp_tensor_t *x_desc, const void *x, c
                     save_invstd);
             });
     });
+}
+
+} // namespace
+
+int32_t batchnorm_forward_training(void *c, const dtp_tensor_t *x_desc, const void *x,
+                                   const float *scale, const float *shift, float epsilon,
+                                   float momentum, void *y, float *save_mean, float *save_invstd,
+                                   float *running_mean, float *running_var)
+{
+    return forward_training(c, x_desc, x, scale, shift, epsilon, momentum, y, save_mean,
+                            save_invstd, running_mean, running_var, false);
+}
+
+int32_t batchnorm_relu_forward_training(void *c, const dtp_tensor_t *x_desc, const void *x,
+                                        const float *scale, const float *shift,
+                                        float epsilon, float momentum, void *y,
+                                        float *save_mean, float *save_invstd,
+                                        float *running_mean, float *running_var)
+{
+    return forward_training(c, x_desc, x, scale, shift, epsilon, momentum, y, save_mean,
+                            save_invstd, running_mean, running_var, true);
+}
+
+int32_t batchnorm_forward_inference(void *c, const dtp_tensor_t *x_desc, const void *x,
+                                    const float *scale, const float *shift,
+                                    const float *running_mean, const float *running_var,
+                                    float epsilon, void *y)
+{
+    return forward_inference(c, x_desc, x, scale, shift, running_mean, running_var, epsilon,
+                             y, false);
+}
+
+int32_t batchnorm_relu_forward_inference(void *c, const dtp_tensor_t *x_desc, const void *x,
+                                         const float *scale, const float *shift,
+                                         const float *running_mean, const float *running_var,
+                                         float epsilon, void *y)
+{
+    return forward_inference(c, x_desc, x, scale, shift, running_mean, running_var, epsilon,
+                             y, true);
+}
+
+int32_t batchnorm_backward(void *c, const dtp_tensor_t *x_desc, const void *x, const void *dy,
+                           const float *scale, const float *save_mean, const float *save_invstd,
+                           float epsilon, void *dx, float *dscale, float *dshift)
+{
+    return backward(c, x_desc, x, nullptr, dy, scale, save_mean, save_invstd, epsilon, dx,
+                    dscale, dshift);
+}
+
+int32_t batchnorm_relu_backward(void *c, const dtp_tensor_t *x_desc, const void *x,
+                                const void *y, const void *dy, const float *scale,
+                                const float *save_mean, const float *save_invstd,
+                                float epsilon, void *dx, float *dscale, float *dshift)
+{
+    return backward(c, x_desc, x, y, dy, scale, save_mean, save_invstd, epsilon, dx, dscale,
+                    dshift);
 }
 
 } // namespace dtp::cudnn

@@ -26,6 +26,11 @@
 // adds at most 256 terms in float before it moves them to its double accumulators;
 // blocks, parts and the statistics add in double. The backward's sums, of dy and of
 // dy (x - mean) with the saved mean, go through the same kernels.
+//
+// ReLU fused (the Relu template flag): the forward's element-wise pass stores
+// fmaxf(y, 0), as the ReLU kernel would from y; the backward reads the forward's output
+// beside dy and takes dy where it is > 0, else 0, in the sums and in the element-wise
+// pass, which is what the ReLU backward kernel would have written for them.
 #include "cudnn_bn_kernels.h"
 
 #include "cudnn_elem.cuh"
@@ -124,34 +129,49 @@ __device__ inline void accumulate(Sums &s, float x, float dy, float centre)
 
 // A thread's batch: the kUnroll packs of x (and dy, for Grad) at element offsets at[u],
 // all loads issued before any value is used; at[u] < 0 (past the end) reads as x = fill,
-// dy = 0, whose terms are zero.
-template <int V, bool Grad, typename T>
-__device__ inline void load_batch(const T *x, const T *dy, const int64_t (&at)[kUnroll],
-                                  const float (&fill)[V], float (&xv)[kUnroll][V],
-                                  float (&gv)[kUnroll][V])
+// dy = 0, whose terms are zero. Grad with Relu: dy is kept where mask (the fused
+// forward's output) is > 0 and read as 0 elsewhere.
+template <int V, bool Grad, bool Relu, typename T>
+__device__ inline void load_batch(const T *x, const T *dy, const T *mask,
+                                  const int64_t (&at)[kUnroll], const float (&fill)[V],
+                                  float (&xv)[kUnroll][V], float (&gv)[kUnroll][V])
 {
+    float mv[kUnroll][V];
 #pragma unroll
     for (int u = 0; u < kUnroll; ++u) {
 #pragma unroll
         for (int k = 0; k < V; ++k) {
             xv[u][k] = fill[k];
             gv[u][k] = 0.0f;
+            mv[u][k] = 0.0f;
         }
         if (at[u] >= 0) {
             load_pack<V>(x, at[u], xv[u]);
             if constexpr (Grad)
                 load_pack<V>(dy, at[u], gv[u]);
+            if constexpr (Grad && Relu)
+                load_pack<V>(mask, at[u], mv[u]);
         }
+    }
+    if constexpr (Grad && Relu) {
+#pragma unroll
+        for (int u = 0; u < kUnroll; ++u)
+#pragma unroll
+            for (int k = 0; k < V; ++k)
+                gv[u][k] = mv[u][k] > 0.0f ? gv[u][k] : 0.0f;
     }
 }
 
 // The element-wise pass with a channel's coefficients k (one 16-byte load):
-// forward y = k.x (x - k.y) + k.z; backward dx = k.x dy + k.z (x - k.y) + k.w.
-template <bool Grad>
+// forward y = k.x (x - k.y) + k.z (then ReLU's fmaxf(y, 0) with Relu); backward
+// dx = k.x dy + k.z (x - k.y) + k.w (dy already masked by load_batch with Relu).
+template <bool Grad, bool Relu>
 __device__ inline float apply(const float4 &k, float x, float dy)
 {
     if constexpr (Grad)
         return k.x * dy + k.z * (x - k.y) + k.w;
+    else if constexpr (Relu)
+        return fmaxf(k.x * (x - k.y) + k.z, 0.0f);
     else
         return k.x * (x - k.y) + k.z;
 }
@@ -159,9 +179,10 @@ __device__ inline float apply(const float4 &k, float x, float dy)
 // Planes: block (along a plane, across planes), blockIdx.x the channel, blockIdx.y the
 // part. parts[part * C + c] = the block's sums; centre: the saved mean (Grad) or x's
 // first element of the channel.
-template <typename T, int V, bool Grad>
+template <typename T, int V, bool Grad, bool Relu>
 __global__ void __launch_bounds__(kThreads)
-planes_sums_kernel(BnShape g, const T *x, const T *dy, const float *mean, double2 *parts)
+planes_sums_kernel(BnShape g, const T *x, const T *dy, const T *mask, const float *mean,
+                   double2 *parts)
 {
     const int64_t c = blockIdx.x, packs = g.spatial / V;
     const int64_t step = int64_t(gridDim.y) * blockDim.y; // between a thread's planes
@@ -181,7 +202,7 @@ planes_sums_kernel(BnShape g, const T *x, const T *dy, const float *mean, double
                 at[u] = n < g.n ? (n * g.channels + c) * g.spatial + i * V : -1;
             }
             float xv[kUnroll][V], gv[kUnroll][V];
-            load_batch<V, Grad>(x, dy, at, centre, xv, gv);
+            load_batch<V, Grad, Relu>(x, dy, mask, at, centre, xv, gv);
 #pragma unroll
             for (int u = 0; u < kUnroll; ++u)
 #pragma unroll
@@ -205,9 +226,10 @@ planes_sums_kernel(BnShape g, const T *x, const T *dy, const float *mean, double
 
 // Rows: block (along a row in packs of V channels, down the rows), blockIdx.x the tile of
 // channels, blockIdx.y the part. parts[part * C + c] for the block's channels.
-template <typename T, int V, bool Grad>
+template <typename T, int V, bool Grad, bool Relu>
 __global__ void __launch_bounds__(kThreads)
-rows_sums_kernel(BnShape g, const T *x, const T *dy, const float *mean, double2 *parts)
+rows_sums_kernel(BnShape g, const T *x, const T *dy, const T *mask, const float *mean,
+                 double2 *parts)
 {
     const int64_t c0 = (blockIdx.x * int64_t(blockDim.x) + threadIdx.x) * V;
     const bool mine = c0 < g.channels;
@@ -228,7 +250,7 @@ rows_sums_kernel(BnShape g, const T *x, const T *dy, const float *mean, double2 
                 at[u] = r < g.n ? r * g.channels + c0 : -1;
             }
             float xv[kUnroll][V], gv[kUnroll][V];
-            load_batch<V, Grad>(x, dy, at, centre, xv, gv);
+            load_batch<V, Grad, Relu>(x, dy, mask, at, centre, xv, gv);
 #pragma unroll
             for (int u = 0; u < kUnroll; ++u)
 #pragma unroll
@@ -342,9 +364,10 @@ __global__ void inference_coefficients_kernel(int64_t channels, const float *sca
 
 // out = the element-wise pass (apply) over every element, planes then rows; dy is read
 // by the backward only.
-template <typename T, int V, bool Grad>
+template <typename T, int V, bool Grad, bool Relu>
 __global__ void __launch_bounds__(kThreads)
-planes_apply_kernel(BnShape g, const float4 *coef, const T *x, const T *dy, T *out)
+planes_apply_kernel(BnShape g, const float4 *coef, const T *x, const T *dy, const T *mask,
+                    T *out)
 {
     const int64_t c = blockIdx.x, packs = g.spatial / V;
     const int64_t step = int64_t(gridDim.y) * blockDim.y;
@@ -360,7 +383,7 @@ planes_apply_kernel(BnShape g, const float4 *coef, const T *x, const T *dy, T *o
                 at[u] = n < g.n ? (n * g.channels + c) * g.spatial + i * V : -1;
             }
             float xv[kUnroll][V], gv[kUnroll][V];
-            load_batch<V, Grad>(x, dy, at, fill, xv, gv);
+            load_batch<V, Grad, Relu>(x, dy, mask, at, fill, xv, gv);
 #pragma unroll
             for (int u = 0; u < kUnroll; ++u) {
                 if (at[u] < 0)
@@ -368,16 +391,17 @@ planes_apply_kernel(BnShape g, const float4 *coef, const T *x, const T *dy, T *o
                 float ov[V];
 #pragma unroll
                 for (int j = 0; j < V; ++j)
-                    ov[j] = apply<Grad>(k, xv[u][j], gv[u][j]);
+                    ov[j] = apply<Grad, Relu>(k, xv[u][j], gv[u][j]);
                 store_pack<V>(out, at[u], ov);
             }
         }
     }
 }
 
-template <typename T, int V, bool Grad>
+template <typename T, int V, bool Grad, bool Relu>
 __global__ void __launch_bounds__(kThreads)
-rows_apply_kernel(BnShape g, const float4 *coef, const T *x, const T *dy, T *out)
+rows_apply_kernel(BnShape g, const float4 *coef, const T *x, const T *dy, const T *mask,
+                  T *out)
 {
     const int64_t c0 = (blockIdx.x * int64_t(blockDim.x) + threadIdx.x) * V;
     if (c0 >= g.channels)
@@ -397,7 +421,7 @@ rows_apply_kernel(BnShape g, const float4 *coef, const T *x, const T *dy, T *out
             at[u] = r < g.n ? r * g.channels + c0 : -1;
         }
         float xv[kUnroll][V], gv[kUnroll][V];
-        load_batch<V, Grad>(x, dy, at, fill, xv, gv);
+        load_batch<V, Grad, Relu>(x, dy, mask, at, fill, xv, gv);
 #pragma unroll
         for (int u = 0; u < kUnroll; ++u) {
             if (at[u] < 0)
@@ -405,7 +429,7 @@ rows_apply_kernel(BnShape g, const float4 *coef, const T *x, const T *dy, T *out
             float ov[V];
 #pragma unroll
             for (int j = 0; j < V; ++j)
-                ov[j] = apply<Grad>(k[j], xv[u][j], gv[u][j]);
+                ov[j] = apply<Grad, Relu>(k[j], xv[u][j], gv[u][j]);
             store_pack<V>(out, at[u], ov);
         }
     }
@@ -486,26 +510,37 @@ int with_vec(int vec, F &&f)
     return vec == 4 ? f(std::integral_constant<int, 4>{}) : f(std::integral_constant<int, 1>{});
 }
 
-template <typename T, int V, bool Grad>
+template <typename T, int V, bool Grad, bool Relu>
 int launch_sums(const Plan &p, stream_t s, const BnShape &g, const T *x, const T *dy,
-                const float *mean, double2 *parts)
+                const T *mask, const float *mean, double2 *parts)
 {
     if (p.rows)
-        rows_sums_kernel<T, V, Grad><<<p.sums_grid, p.block, 0, s>>>(g, x, dy, mean, parts);
+        rows_sums_kernel<T, V, Grad, Relu>
+            <<<p.sums_grid, p.block, 0, s>>>(g, x, dy, mask, mean, parts);
     else
-        planes_sums_kernel<T, V, Grad><<<p.sums_grid, p.block, 0, s>>>(g, x, dy, mean, parts);
+        planes_sums_kernel<T, V, Grad, Relu>
+            <<<p.sums_grid, p.block, 0, s>>>(g, x, dy, mask, mean, parts);
     return last_launch_error();
 }
 
-template <typename T, int V, bool Grad>
+template <typename T, int V, bool Grad, bool Relu>
 int launch_apply(const Plan &p, stream_t s, const BnShape &g, const float4 *coef, const T *x,
-                 const T *dy, T *out)
+                 const T *dy, const T *mask, T *out)
 {
     if (p.rows)
-        rows_apply_kernel<T, V, Grad><<<p.apply_grid, p.block, 0, s>>>(g, coef, x, dy, out);
+        rows_apply_kernel<T, V, Grad, Relu>
+            <<<p.apply_grid, p.block, 0, s>>>(g, coef, x, dy, mask, out);
     else
-        planes_apply_kernel<T, V, Grad><<<p.apply_grid, p.block, 0, s>>>(g, coef, x, dy, out);
+        planes_apply_kernel<T, V, Grad, Relu>
+            <<<p.apply_grid, p.block, 0, s>>>(g, coef, x, dy, mask, out);
     return last_launch_error();
+}
+
+// Calls f(std::bool_constant<relu>{}): the fused kernels are other instances.
+template <typename F>
+int with_relu(bool relu, F &&f)
+{
+    return relu ? f(std::true_type{}) : f(std::false_type{});
 }
 
 dim3 finish_grid(const BnShape &g) { return dim3(unsigned(ceil_div(g.channels, kFinishX))); }
@@ -523,7 +558,7 @@ size_t bn_scratch_bytes(const BnShape &g, int sms)
 int launch_bn_forward_training(const BnLaunch &l, const BnShape &g, const void *x,
                                const float *scale, const float *shift, float epsilon,
                                float momentum, void *y, float *save_mean, float *save_invstd,
-                               float *running_mean, float *running_var)
+                               float *running_mean, float *running_var, bool relu)
 {
     const Plan p = plan_of(g, l.sms, aligned4(g.dtype, {x, y}));
     const Scratch s = carve(l.scratch, g);
@@ -532,7 +567,8 @@ int launch_bn_forward_training(const BnLaunch &l, const BnShape &g, const void *
         const auto *xt = static_cast<const T *>(x);
         return with_vec(p.vec, [&](auto vec) {
             constexpr int V = decltype(vec)::value;
-            int rc = launch_sums<T, V, false>(p, l.stream, g, xt, nullptr, nullptr, s.parts);
+            int rc = launch_sums<T, V, false, false>(p, l.stream, g, xt, nullptr, nullptr,
+                                                     nullptr, s.parts);
             if (rc != 0)
                 return rc;
             finish_forward_kernel<T><<<finish_grid(g), kFinishBlock, 0, l.stream>>>(
@@ -540,8 +576,10 @@ int launch_bn_forward_training(const BnLaunch &l, const BnShape &g, const void *
                 save_invstd, running_mean, running_var, s.coef);
             if (int rc = last_launch_error())
                 return rc;
-            return launch_apply<T, V, false>(p, l.stream, g, s.coef, xt, nullptr,
-                                             static_cast<T *>(y));
+            return with_relu(relu, [&](auto fused) {
+                return launch_apply<T, V, false, decltype(fused)::value>(
+                    p, l.stream, g, s.coef, xt, nullptr, nullptr, static_cast<T *>(y));
+            });
         });
     });
 }
@@ -549,7 +587,7 @@ int launch_bn_forward_training(const BnLaunch &l, const BnShape &g, const void *
 int launch_bn_forward_inference(const BnLaunch &l, const BnShape &g, const void *x,
                                 const float *scale, const float *shift,
                                 const float *running_mean, const float *running_var,
-                                float epsilon, void *y)
+                                float epsilon, void *y, bool relu)
 {
     const Plan p = plan_of(g, l.sms, aligned4(g.dtype, {x, y}));
     const Scratch s = carve(l.scratch, g);
@@ -563,32 +601,42 @@ int launch_bn_forward_inference(const BnLaunch &l, const BnShape &g, const void 
                                                            s.coef);
             if (int rc = last_launch_error())
                 return rc;
-            return launch_apply<T, V, false>(p, l.stream, g, s.coef, static_cast<const T *>(x),
-                                             nullptr, static_cast<T *>(y));
+            return with_relu(relu, [&](auto fused) {
+                return launch_apply<T, V, false, decltype(fused)::value>(
+                    p, l.stream, g, s.coef, static_cast<const T *>(x), nullptr, nullptr,
+                    static_cast<T *>(y));
+            });
         });
     });
 }
 
 int launch_bn_backward(const BnLaunch &l, const BnShape &g, const void *x, const void *dy,
-                       const float *scale, const float *save_mean, const float *save_invstd,
-                       void *dx, float *dscale, float *dshift)
+                       const void *relu_y, const float *scale, const float *save_mean,
+                       const float *save_invstd, void *dx, float *dscale, float *dshift)
 {
-    const Plan p = plan_of(g, l.sms, aligned4(g.dtype, {x, dy, dx}));
+    const Plan p = relu_y != nullptr ? plan_of(g, l.sms, aligned4(g.dtype, {x, dy, relu_y, dx}))
+                                     : plan_of(g, l.sms, aligned4(g.dtype, {x, dy, dx}));
     const Scratch s = carve(l.scratch, g);
     return by_dtype(g.dtype, [&](auto tag) {
         using T = std::remove_pointer_t<decltype(tag)>;
         const auto *xt = static_cast<const T *>(x);
         const auto *dyt = static_cast<const T *>(dy);
+        const auto *mt = static_cast<const T *>(relu_y);
         return with_vec(p.vec, [&](auto vec) {
             constexpr int V = decltype(vec)::value;
-            if (int rc = launch_sums<T, V, true>(p, l.stream, g, xt, dyt, save_mean, s.parts))
-                return rc;
-            finish_backward_kernel<<<finish_grid(g), kFinishBlock, 0, l.stream>>>(
-                g, p.parts(), s.parts, scale, save_mean, save_invstd, dscale, dshift, s.coef);
-            if (int rc = last_launch_error())
-                return rc;
-            return launch_apply<T, V, true>(p, l.stream, g, s.coef, xt, dyt,
-                                            static_cast<T *>(dx));
+            return with_relu(relu_y != nullptr, [&](auto fused) {
+                constexpr bool R = decltype(fused)::value;
+                if (int rc = launch_sums<T, V, true, R>(p, l.stream, g, xt, dyt, mt, save_mean,
+                                                         s.parts))
+                    return rc;
+                finish_backward_kernel<<<finish_grid(g), kFinishBlock, 0, l.stream>>>(
+                    g, p.parts(), s.parts, scale, save_mean, save_invstd, dscale, dshift,
+                    s.coef);
+                if (int rc = last_launch_error())
+                    return rc;
+                return launch_apply<T, V, true, R>(p, l.stream, g, s.coef, xt, dyt, mt,
+                                                   static_cast<T *>(dx));
+            });
         });
     });
 }

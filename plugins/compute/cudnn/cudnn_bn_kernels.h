@@ -41,16 +41,19 @@ struct BnLaunch {
 
 size_t bn_scratch_bytes(const BnShape &shape, int sms);
 
+// relu: ReLU fused, y = max(0, batch norm of x), as the ReLU kernel gives it from y.
 int launch_bn_forward_training(const BnLaunch &l, const BnShape &shape, const void *x,
                                const float *scale, const float *shift, float epsilon,
                                float momentum, void *y, float *save_mean, float *save_invstd,
-                               float *running_mean, float *running_var);
+                               float *running_mean, float *running_var, bool relu);
 int launch_bn_forward_inference(const BnLaunch &l, const BnShape &shape, const void *x,
                                 const float *scale, const float *shift,
                                 const float *running_mean, const float *running_var,
-                                float epsilon, void *y);
+                                float epsilon, void *y, bool relu);
+// relu_y: the output of the forward with ReLU fused, whose sign masks dy (dy where
+// relu_y > 0, else 0, as the ReLU backward kernel gives it); NULL: dy as it is.
 int launch_bn_backward(const BnLaunch &l, const BnShape &shape, const void *x, const void *dy,
-                       const float *scale, const float *save_mean, const float *save_invstd,
-                       void *dx, float *dscale, float *dshift);
+                       const void *relu_y, const float *scale, const float *save_mean,
+                       const float *save_invstd, void *dx, float *dscale, float *dshift);
 
 } // namespace dtp::cudnn

@@ -36,6 +36,13 @@ __global__ void add_kernel(int64_t n, const T *a, const T *b, T *c)
     GRID_LOOP(i, n) store(c, i, load(a, i) + load(b, i));
 }
 
+// The sum rounded to T, then ReLU on that value, as the add and ReLU kernels would give.
+template <typename T>
+__global__ void add_relu_kernel(int64_t n, const T *a, const T *b, T *c)
+{
+    GRID_LOOP(i, n) store(c, i, fmaxf(to_float(from_float<T>(load(a, i) + load(b, i))), 0.0f));
+}
+
 template <typename T>
 __global__ void axpby_kernel(int64_t n, float alpha, const T *x, float beta, T *y)
 {
@@ -83,6 +90,9 @@ struct ReluGradOp {
 };
 struct AddOp {
     __device__ float operator()(float a, float b) const { return a + b; }
+};
+struct AddReluOp {
+    __device__ float operator()(float a, float b) const { return fmaxf(a + b, 0.0f); }
 };
 
 template <typename F>
@@ -249,6 +259,22 @@ int launch_add(stream_t s, int dtype, int64_t n, const void *a, const void *b, v
         using T = std::remove_pointer_t<decltype(tag)>;
         add_kernel<<<grid(n), 256, 0, s>>>(n, static_cast<const T *>(a), static_cast<const T *>(b),
                                            static_cast<T *>(c));
+        return last_launch_error();
+    });
+}
+
+int launch_add_relu(stream_t s, int dtype, int64_t n, const void *a, const void *b, void *c)
+{
+    if (dtype == kDtypeF32 && aligned16(a) && aligned16(b) && aligned16(c)) {
+        binary4_kernel<<<grid(n / 4 + 1), 256, 0, s>>>(n, static_cast<const float *>(a),
+                                                       static_cast<const float *>(b),
+                                                       static_cast<float *>(c), AddReluOp{});
+        return last_launch_error();
+    }
+    return by_dtype(dtype, [&](auto tag) {
+        using T = std::remove_pointer_t<decltype(tag)>;
+        add_relu_kernel<<<grid(n), 256, 0, s>>>(n, static_cast<const T *>(a),
+                                                static_cast<const T *>(b), static_cast<T *>(c));
         return last_launch_error();
     });
 }

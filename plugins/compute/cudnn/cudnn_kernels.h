@@ -17,6 +17,8 @@ using stream_t = CUstream_st *;
 int launch_fill(stream_t s, int dtype, int64_t n, void *x, float value);
 int launch_cast(stream_t s, int src_dtype, int dst_dtype, int64_t n, const void *src, void *dst);
 int launch_add(stream_t s, int dtype, int64_t n, const void *a, const void *b, void *c);
+// c = max(a + b, 0) in one pass: the add kernel's sum, then the ReLU kernel's fmaxf.
+int launch_add_relu(stream_t s, int dtype, int64_t n, const void *a, const void *b, void *c);
 int launch_axpby(stream_t s, int dtype, int64_t n, float alpha, const void *x, float beta,
                  void *y);
 int launch_bias_add(stream_t s, int dtype, int64_t rows, int64_t ch, int64_t spatial, void *y,

@@ -373,6 +373,14 @@ int32_t add(void *c, const dtp_tensor_t *d, const void *a, const void *b, void *
     });
 }
 
+int32_t add_relu(void *c, const dtp_tensor_t *d, const void *a, const void *b, void *out)
+{
+    return guarded(c, [&] {
+        launched(launch_add_relu(self(c).stream, d->dtype, count_of(*d), a, b, out),
+                 "add+relu kernel");
+    });
+}
+
 int32_t axpby(void *c, const dtp_tensor_t *d, float alpha, const void *x, float beta, void *y)
 {
     return guarded(c, [&] {
@@ -532,6 +540,10 @@ const dt_compute_v1_t kOps = {
     Timed<softmax_xent_backward, kOpSoftmaxXentBackward>::call,
     Timed<sgd_update, kOpSgdUpdate>::call,
     Timed<adam_update, kOpAdamUpdate>::call,
+    Timed<batchnorm_relu_forward_training, kOpBatchnormReluForwardTraining>::call,
+    Timed<batchnorm_relu_forward_inference, kOpBatchnormReluForwardInference>::call,
+    Timed<batchnorm_relu_backward, kOpBatchnormReluBackward>::call,
+    Timed<add_relu, kOpAddRelu>::call,
 };
 
 } // namespace

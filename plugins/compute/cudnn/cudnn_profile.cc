@@ -17,7 +17,8 @@ const char *const kOpNames[kOpCount] = {
     "conv_backward_data", "conv_backward_weights", "pool_workspace_size", "pool_forward",
     "pool_backward", "batchnorm_forward_training", "batchnorm_forward_inference",
     "batchnorm_backward", "softmax_xent_forward", "softmax_xent_backward", "sgd_update",
-    "adam_update",
+    "adam_update", "batchnorm_relu_forward_training", "batchnorm_relu_forward_inference",
+    "batchnorm_relu_backward", "add_relu",
 };
 
 // Pairs kept before their times are read: bounded so that a long run holds few events.

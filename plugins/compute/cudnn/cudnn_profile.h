@@ -24,7 +24,8 @@ enum ProfiledOp : int {
     kOpConvForward, kOpConvBackwardData, kOpConvBackwardWeights, kOpPoolWorkspaceSize,
     kOpPoolForward, kOpPoolBackward, kOpBatchnormForwardTraining,
     kOpBatchnormForwardInference, kOpBatchnormBackward, kOpSoftmaxXentForward,
-    kOpSoftmaxXentBackward, kOpSgdUpdate, kOpAdamUpdate, kOpCount
+    kOpSoftmaxXentBackward, kOpSgdUpdate, kOpAdamUpdate, kOpBatchnormReluForwardTraining,
+    kOpBatchnormReluForwardInference, kOpBatchnormReluBackward, kOpAddRelu, kOpCount
 };
 
 class Profile {

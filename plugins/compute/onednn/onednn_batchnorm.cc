@@ -49,12 +49,12 @@ void channel_moments(const Planes &g, const T *x, int64_t c, double &mean, doubl
     var = std::max(0.0, s2 / double(g.count()) - m * m);
 }
 
-// y = a x + b over channel c.
+// y = a x + b over channel c (max(a x + b, 0) with relu).
 template <typename T>
-void channel_affine(const Planes &g, const T *x, T *y, int64_t c, float a, float b)
+void channel_affine(const Planes &g, const T *x, T *y, int64_t c, float a, float b, bool relu)
 {
     for (int64_t i = 0; i < g.n; ++i)
-        plane_affine(x + g.offset(i, c), y + g.offset(i, c), g.plane, a, b);
+        plane_affine(x + g.offset(i, c), y + g.offset(i, c), g.plane, a, b, relu);
 }
 
 // Whether x is a float32 or bfloat16 (rows, C) tensor with enough channels for the row
@@ -89,7 +89,7 @@ template <typename T>
 void rows_forward_training(const dtp_tensor_t &xd, const T *x, const float *scale,
                            const float *shift, float epsilon, float momentum, T *y,
                            float *save_mean, float *save_invstd, float *running_mean,
-                           float *running_var)
+                           float *running_var, bool relu)
 {
     const int64_t rows = xd.dims[0];
     const double count = double(rows);
@@ -118,12 +118,13 @@ void rows_forward_training(const dtp_tensor_t &xd, const T *x, const float *scal
                     (1.0f - momentum) * running_var[k] + momentum * float(var) * unbias;
             }
         }
-        rows_affine(g, x, y, a.data(), b.data());
+        rows_affine(g, x, y, a.data(), b.data(), relu);
     });
 }
 
 template <typename T>
-void rows_backward(const dtp_tensor_t &xd, const T *x, const T *dy, const float *scale,
+void rows_backward(const dtp_tensor_t &xd, const T *x, const T *dy, const T *mask,
+                   const float *scale,
                    const float *save_mean, const float *save_invstd, T *dx, float *dscale,
                    float *dshift)
 {
@@ -132,7 +133,7 @@ void rows_backward(const dtp_tensor_t &xd, const T *x, const T *dy, const float 
         const size_t w = size_t(g.width);
         std::vector<double> sdy(w), sdyx(w);
         std::vector<float> a(w), kx(w), b0(w);
-        rows_grad_sums(g, x, dy, save_mean + g.col, sdy.data(), sdyx.data());
+        rows_grad_sums(g, x, dy, mask, save_mean + g.col, sdy.data(), sdyx.data());
         for (size_t i = 0; i < w; ++i) {
             const int64_t k = g.col + int64_t(i);
             const double invstd = save_invstd[k];
@@ -144,16 +145,15 @@ void rows_backward(const dtp_tensor_t &xd, const T *x, const T *dy, const float 
             kx[i] = float(ki);
             b0[i] = float(-ai * sdy[i] / count - ki * save_mean[k]);
         }
-        rows_grad_apply(g, x, dy, dx, a.data(), kx.data(), b0.data());
+        rows_grad_apply(g, x, dy, mask, dx, a.data(), kx.data(), b0.data());
     });
 }
 
-} // namespace
-
-int32_t batchnorm_forward_training(void *c, const dtp_tensor_t *x_desc, const void *x,
-                                   const float *scale, const float *shift, float epsilon,
-                                   float momentum, void *y, float *save_mean,
-                                   float *save_invstd, float *running_mean, float *running_var)
+// The batch norm ops with ReLU fused (relu) or not; the exported ops below pick.
+int32_t forward_training(void *c, const dtp_tensor_t *x_desc, const void *x,
+                         const float *scale, const float *shift, float epsilon,
+                         float momentum, void *y, float *save_mean, float *save_invstd,
+                         float *running_mean, float *running_var, bool relu)
 {
     return guarded(c, [&] {
         if (by_rows(*x_desc))
@@ -161,7 +161,7 @@ int32_t batchnorm_forward_training(void *c, const dtp_tensor_t *x_desc, const vo
                 using T = decltype(tag);
                 rows_forward_training(*x_desc, static_cast<const T *>(x), scale, shift,
                                       epsilon, momentum, static_cast<T *>(y), save_mean,
-                                      save_invstd, running_mean, running_var);
+                                      save_invstd, running_mean, running_var, relu);
             });
         const Planes g = planes_of(*x_desc);
         const float unbias =
@@ -176,7 +176,7 @@ int32_t batchnorm_forward_training(void *c, const dtp_tensor_t *x_desc, const vo
                 channel_moments(g, px, k, mean, var);
                 const float invstd = float(1.0 / std::sqrt(var + double(epsilon)));
                 const float a = scale[k] * invstd;
-                channel_affine(g, px, py, k, a, shift[k] - float(mean) * a);
+                channel_affine(g, px, py, k, a, shift[k] - float(mean) * a, relu);
                 save_mean[k] = float(mean);
                 save_invstd[k] = invstd;
                 if (running_mean != nullptr) {
@@ -190,10 +190,9 @@ int32_t batchnorm_forward_training(void *c, const dtp_tensor_t *x_desc, const vo
     });
 }
 
-int32_t batchnorm_forward_inference(void *c, const dtp_tensor_t *x_desc, const void *x,
-                                    const float *scale, const float *shift,
-                                    const float *running_mean, const float *running_var,
-                                    float epsilon, void *y)
+int32_t forward_inference(void *c, const dtp_tensor_t *x_desc, const void *x,
+                          const float *scale, const float *shift, const float *running_mean,
+                          const float *running_var, float epsilon, void *y, bool relu)
 {
     return guarded(c, [&] {
         if (by_rows(*x_desc))
@@ -207,7 +206,7 @@ int32_t batchnorm_forward_inference(void *c, const dtp_tensor_t *x_desc, const v
                         b[size_t(i)] = shift[k] - running_mean[k] * a[size_t(i)];
                     }
                     rows_affine(g, static_cast<const T *>(x), static_cast<T *>(y), a.data(),
-                                b.data());
+                                b.data(), relu);
                 });
             });
         const Planes g = planes_of(*x_desc);
@@ -218,23 +217,23 @@ int32_t batchnorm_forward_inference(void *c, const dtp_tensor_t *x_desc, const v
 #pragma omp parallel for schedule(static)
             for (int64_t k = 0; k < g.channels; ++k) {
                 const float a = scale[k] / std::sqrt(running_var[k] + epsilon);
-                channel_affine(g, px, py, k, a, shift[k] - running_mean[k] * a);
+                channel_affine(g, px, py, k, a, shift[k] - running_mean[k] * a, relu);
             }
         });
     });
 }
 
-int32_t batchnorm_backward(void *c, const dtp_tensor_t *x_desc, const void *x, const void *dy,
-                           const float *scale, const float *save_mean,
-                           const float *save_invstd, float, void *dx, float *dscale,
-                           float *dshift)
+// mask: the fused forward's output y (dy counts where y > 0), or NULL.
+int32_t backward(void *c, const dtp_tensor_t *x_desc, const void *x, const void *mask,
+                 const void *dy, const float *scale, const float *save_mean,
+                 const float *save_invstd, void *dx, float *dscale, float *dshift)
 {
     return guarded(c, [&] {
         if (by_rows(*x_desc))
             return by_row_dtype(*x_desc, [&](auto tag) {
                 using T = decltype(tag);
                 rows_backward(*x_desc, static_cast<const T *>(x), static_cast<const T *>(dy),
-                              scale, save_mean, save_invstd, static_cast<T *>(dx), dscale,
+                              static_cast<const T *>(mask), scale, save_mean, save_invstd, static_cast<T *>(dx), dscale,
                               dshift);
             });
         const Planes g = planes_of(*x_desc);
@@ -243,7 +242,12 @@ int32_t batchnorm_backward(void *c, const dtp_tensor_t *x_desc, const void *x, c
             using T = decltype(tag);
             const auto *px = static_cast<const T *>(x);
             const auto *pdy = static_cast<const T *>(dy);
+            const auto *pm = static_cast<const T *>(mask);
             auto *pdx = static_cast<T *>(dx);
+            // The mask's planes where there is one.
+            auto at = [&](int64_t i, int64_t k) {
+                return pm != nullptr ? pm + g.offset(i, k) : nullptr;
+            };
 #pragma omp parallel for schedule(static)
             for (int64_t k = 0; k < g.channels; ++k) {
                 const float mean = save_mean[k], invstd = save_invstd[k];
@@ -251,7 +255,7 @@ int32_t batchnorm_backward(void *c, const dtp_tensor_t *x_desc, const void *x, c
                 double sdy = 0, sdyx = 0;
                 for (int64_t i = 0; i < g.n; ++i) {
                     const Sums s = plane_grad_sums(px + g.offset(i, k), pdy + g.offset(i, k),
-                                                   g.plane, mean);
+                                                   at(i, k), g.plane, mean);
                     sdy += s.a;
                     sdyx += s.b;
                 }
@@ -263,12 +267,68 @@ int32_t batchnorm_backward(void *c, const dtp_tensor_t *x_desc, const void *x, c
                 const double kx = -a * double(invstd) * invstd * sdyx / count;
                 const double b0 = -a * sdy / count - kx * mean;
                 for (int64_t i = 0; i < g.n; ++i)
-                    plane_grad_apply(px + g.offset(i, k), pdy + g.offset(i, k),
+                    plane_grad_apply(px + g.offset(i, k), pdy + g.offset(i, k), at(i, k),
                                      pdx + g.offset(i, k), g.plane, float(a), float(kx),
                                      float(b0));
             }
         });
     });
+}
+
+} // namespace
+
+int32_t batchnorm_forward_training(void *c, const dtp_tensor_t *x_desc, const void *x,
+                                   const float *scale, const float *shift, float epsilon,
+                                   float momentum, void *y, float *save_mean,
+                                   float *save_invstd, float *running_mean, float *running_var)
+{
+    return forward_training(c, x_desc, x, scale, shift, epsilon, momentum, y, save_mean,
+                            save_invstd, running_mean, running_var, false);
+}
+
+int32_t batchnorm_relu_forward_training(void *c, const dtp_tensor_t *x_desc, const void *x,
+                                        const float *scale, const float *shift,
+                                        float epsilon, float momentum, void *y,
+                                        float *save_mean, float *save_invstd,
+                                        float *running_mean, float *running_var)
+{
+    return forward_training(c, x_desc, x, scale, shift, epsilon, momentum, y, save_mean,
+                            save_invstd, running_mean, running_var, true);
+}
+
+int32_t batchnorm_forward_inference(void *c, const dtp_tensor_t *x_desc, const void *x,
+                                    const float *scale, const float *shift,
+                                    const float *running_mean, const float *running_var,
+                                    float epsilon, void *y)
+{
+    return forward_inference(c, x_desc, x, scale, shift, running_mean, running_var, epsilon,
+                             y, false);
+}
+
+int32_t batchnorm_relu_forward_inference(void *c, const dtp_tensor_t *x_desc, const void *x,
+                                         const float *scale, const float *shift,
+                                         const float *running_mean, const float *running_var,
+                                         float epsilon, void *y)
+{
+    return forward_inference(c, x_desc, x, scale, shift, running_mean, running_var, epsilon,
+                             y, true);
+}
+
+int32_t batchnorm_backward(void *c, const dtp_tensor_t *x_desc, const void *x, const void *dy,
+                           const float *scale, const float *save_mean,
+                           const float *save_invstd, float, void *dx, float *dscale,
+                           float *dshift)
+{
+    return backward(c, x_desc, x, nullptr, dy, scale, save_mean, save_invstd, dx, dscale,
+                    dshift);
+}
+
+int32_t batchnorm_relu_backward(void *c, const dtp_tensor_t *x_desc, const void *x,
+                                const void *y, const void *dy, const float *scale,
+                                const float *save_mean, const float *save_invstd, float,
+                                void *dx, float *dscale, float *dshift)
+{
+    return backward(c, x_desc, x, y, dy, scale, save_mean, save_invstd, dx, dscale, dshift);
 }
 
 } // namespace dtp::onednn

@@ -53,6 +53,17 @@ void add_f32(int64_t n, const float *a, const float *b, float *out)
         out[i] = a[i] + b[i];
 }
 
+// a + b, then ReLU as relu_f32 computes it (same bits as the two passes).
+DTP_VECTOR_CLONES
+void add_relu_f32(int64_t n, const float *a, const float *b, float *out)
+{
+#pragma omp simd
+    for (int64_t i = 0; i < n; ++i) {
+        const float v = a[i] + b[i];
+        out[i] = v > 0.0f ? v : 0.0f;
+    }
+}
+
 DTP_VECTOR_CLONES
 void relu_f32(int64_t n, const float *x, float *y)
 {
@@ -80,6 +91,18 @@ void add_bf16(int64_t n, const uint16_t *a, const uint16_t *b, uint16_t *out)
 #pragma omp simd
     for (int64_t i = 0; i < n; ++i)
         out[i] = bf16_bits(bf16_value(a[i]) + bf16_value(b[i]));
+}
+
+// The sum rounded to bfloat16, then relu_bf16's test on its bits.
+DTP_VECTOR_CLONES
+void add_relu_bf16(int64_t n, const uint16_t *a, const uint16_t *b, uint16_t *out)
+{
+#pragma omp simd
+    for (int64_t i = 0; i < n; ++i) {
+        const uint16_t s = bf16_bits(bf16_value(a[i]) + bf16_value(b[i]));
+        const auto v = static_cast<int16_t>(s);
+        out[i] = v > 0 && v <= 0x7f80 ? s : uint16_t{0};
+    }
 }
 
 DTP_VECTOR_CLONES
@@ -229,6 +252,30 @@ int32_t bias_backward(void *c, const dtp_tensor_t *dy_desc, const void *dy, floa
             }
         });
     });
+}
+
+int32_t add_relu(void *c, const dtp_tensor_t *desc, const void *a, const void *b, void *out)
+{
+    if (desc->dtype == DTP_FLOAT32 || desc->dtype == DTP_BFLOAT16)
+        return guarded(c, [&] {
+            const int64_t n = count_of(*desc);
+            if (desc->dtype == DTP_FLOAT32) {
+                const auto *pa = static_cast<const float *>(a);
+                const auto *pb = static_cast<const float *>(b);
+                auto *po = static_cast<float *>(out);
+                for_chunks(n, [&](int64_t s, int64_t m) {
+                    add_relu_f32(m, pa + s, pb + s, po + s);
+                });
+                return;
+            }
+            const auto *pa = static_cast<const uint16_t *>(a);
+            const auto *pb = static_cast<const uint16_t *>(b);
+            auto *po = static_cast<uint16_t *>(out);
+            for_chunks(n, [&](int64_t s, int64_t m) { add_relu_bf16(m, pa + s, pb + s, po + s); });
+        });
+    // float16: the two passes (rare; not worth a kernel).
+    const int32_t rc = add(c, desc, a, b, out);
+    return rc != DTP_OK ? rc : relu_forward(c, desc, out, out);
 }
 
 int32_t relu_forward(void *c, const dtp_tensor_t *desc, const void *x, void *y)

@@ -21,6 +21,7 @@ int32_t matmul(void *c, int32_t dtype, int32_t c_dtype, int32_t trans_a, int32_t
 
 // onednn_elementwise.cc
 int32_t add(void *c, const dtp_tensor_t *desc, const void *a, const void *b, void *out);
+int32_t add_relu(void *c, const dtp_tensor_t *desc, const void *a, const void *b, void *out);
 int32_t axpby(void *c, const dtp_tensor_t *desc, float alpha, const void *x, float beta,
               void *y);
 int32_t scale(void *c, const dtp_tensor_t *desc, float alpha, void *x);
@@ -64,6 +65,19 @@ int32_t batchnorm_backward(void *c, const dtp_tensor_t *x_desc, const void *x, c
                            const float *scale, const float *save_mean,
                            const float *save_invstd, float epsilon, void *dx, float *dscale,
                            float *dshift);
+int32_t batchnorm_relu_forward_training(void *c, const dtp_tensor_t *x_desc, const void *x,
+                                        const float *scale, const float *shift,
+                                        float epsilon, float momentum, void *y,
+                                        float *save_mean, float *save_invstd,
+                                        float *running_mean, float *running_var);
+int32_t batchnorm_relu_forward_inference(void *c, const dtp_tensor_t *x_desc, const void *x,
+                                         const float *scale, const float *shift,
+                                         const float *running_mean, const float *running_var,
+                                         float epsilon, void *y);
+int32_t batchnorm_relu_backward(void *c, const dtp_tensor_t *x_desc, const void *x,
+                                const void *y, const void *dy, const float *scale,
+                                const float *save_mean, const float *save_invstd,
+                                float epsilon, void *dx, float *dscale, float *dshift);
 
 // onednn_loss.cc
 int32_t softmax_xent_forward(void *c, const dtp_tensor_t *logits_desc, const void *logits,

@@ -101,6 +101,8 @@ const dt_compute_v1_t kOps = {
     batchnorm_forward_training, batchnorm_forward_inference, batchnorm_backward,
     softmax_xent_forward, softmax_xent_backward,
     sgd_update, adam_update,
+    batchnorm_relu_forward_training, batchnorm_relu_forward_inference, batchnorm_relu_backward,
+    add_relu,
 };
 
 } // namespace

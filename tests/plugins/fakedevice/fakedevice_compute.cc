@@ -13,6 +13,8 @@
 #include <dlfcn.h>
 
 #include <algorithm>
+#include <cstddef>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <exception>
@@ -458,7 +460,53 @@ const dt_compute_v1_t kOps = {
     batchnorm_forward_training, batchnorm_forward_inference, batchnorm_backward,
     softmax_xent_forward, softmax_xent_backward,
     sgd_update, adam_update,
+    // No fused ReLU ops: the core composes them from the members above, on memory the
+    // CPU cannot touch, which is what the tests of the fused API here check.
+    nullptr, nullptr, nullptr, nullptr,
 };
+
+// The table of a plugin built before the fused ReLU ops existed: its struct_size ends
+// before them. What lies beyond (here members that abort) must never be called: the core
+// copies struct_size bytes and composes the fused ops itself.
+[[noreturn]] void read_past_the_table(const char *member)
+{
+    std::fprintf(stderr, "fakedevice: the core called %s, beyond the table's struct_size\n",
+                 member);
+    std::abort();
+}
+int32_t bn_relu_training_past_end(void *, const dtp_tensor_t *, const void *, const float *,
+                                  const float *, float, float, void *, float *, float *,
+                                  float *, float *)
+{
+    read_past_the_table("batchnorm_relu_forward_training");
+}
+int32_t bn_relu_inference_past_end(void *, const dtp_tensor_t *, const void *, const float *,
+                                   const float *, const float *, const float *, float, void *)
+{
+    read_past_the_table("batchnorm_relu_forward_inference");
+}
+int32_t bn_relu_backward_past_end(void *, const dtp_tensor_t *, const void *, const void *,
+                                  const void *, const float *, const float *, const float *,
+                                  float, void *, float *, float *)
+{
+    read_past_the_table("batchnorm_relu_backward");
+}
+int32_t add_relu_past_end(void *, const dtp_tensor_t *, const void *, const void *, void *)
+{
+    read_past_the_table("add_relu");
+}
+
+dt_compute_v1_t short_table()
+{
+    dt_compute_v1_t t = kOps;
+    t.struct_size = offsetof(dt_compute_v1_t, batchnorm_relu_forward_training);
+    t.batchnorm_relu_forward_training = bn_relu_training_past_end;
+    t.batchnorm_relu_forward_inference = bn_relu_inference_past_end;
+    t.batchnorm_relu_backward = bn_relu_backward_past_end;
+    t.add_relu = add_relu_past_end;
+    return t;
+}
+const dt_compute_v1_t kShortOps = short_table();
 
 } // namespace
 } // namespace fakedevice
@@ -480,6 +528,9 @@ extern "C" DT_PLUGIN_EXPORT int32_t DT_PLUGIN_ENTRY(const dt_plugin_offer_t *off
         return DTP_ERR_UNSUPPORTED;
     }
     answer->ops_version = std::min<uint32_t>(mine, offer->max_ops_version);
-    answer->ops = &fakedevice::kOps;
+    // DISTTRAIN_FAKE_DEVICE_TABLE=short: the table of a plugin built before the fused ops.
+    const char *table = std::getenv("DISTTRAIN_FAKE_DEVICE_TABLE");
+    answer->ops = table != nullptr && std::string(table) == "short" ? &fakedevice::kShortOps
+                                                                     : &fakedevice::kOps;
     return DTP_OK;
 }

@@ -7,6 +7,7 @@
 
 #include <disttrain/compute.h>
 
+#include <algorithm>
 #include <csignal>
 #include <cstdint>
 #include <cstring>
@@ -172,6 +173,109 @@ TEST(FakeCompute, OpsGiveTheOnednnResultsBitForBit)
     EXPECT_EQ(std::memcmp(&x.loss, &y.loss, sizeof(float)), 0) << x.loss << " " << y.loss;
     EXPECT_EQ(x.correct, y.correct);
     EXPECT_GT(x.correct, 0); // ReLU of random logits: some rows hit, so the check is real
+}
+
+// Batch norm + ReLU (training, inference, backward) and add + ReLU of one tensor shape,
+// downloaded to the host.
+struct FusedResults {
+    std::vector<float> y, mean, invstd, running_mean, running_var, y_eval, dx, dscale, dshift,
+        sum;
+};
+
+FusedResults fused_ops(Compute &c, const dt_tensor_desc_t &d, int64_t channels, uint32_t seed)
+{
+    size_t n = 1;
+    for (int i = 0; i < d.ndims; ++i)
+        n *= size_t(d.dims[i]);
+    const size_t ch = size_t(channels);
+    const float *x = c.upload(random_floats(n, seed));
+    const float *dy = c.upload(random_floats(n, seed + 1));
+    const float *scale = c.upload(std::vector<float>(ch, 1.25f));
+    const float *shift = c.upload(random_floats(ch, seed + 2));
+    float *rm = c.upload(std::vector<float>(ch, 0.0f));
+    float *rv = c.upload(std::vector<float>(ch, 1.0f));
+    auto *y = static_cast<float *>(c.alloc(n * sizeof(float)));
+    auto *y_eval = static_cast<float *>(c.alloc(n * sizeof(float)));
+    auto *dx = static_cast<float *>(c.alloc(n * sizeof(float)));
+    auto *sum = static_cast<float *>(c.alloc(n * sizeof(float)));
+    auto *mean = static_cast<float *>(c.alloc(ch * sizeof(float)));
+    auto *invstd = static_cast<float *>(c.alloc(ch * sizeof(float)));
+    auto *dscale = static_cast<float *>(c.alloc(ch * sizeof(float)));
+    auto *dshift = static_cast<float *>(c.alloc(ch * sizeof(float)));
+
+    EXPECT_EQ(dt_compute_batchnorm_relu_forward_training(c.get(), &d, x, scale, shift, 1e-5f,
+                                                         0.1f, y, mean, invstd, rm, rv),
+              DT_OK) << dt_last_error();
+    EXPECT_EQ(dt_compute_batchnorm_relu_forward_inference(c.get(), &d, x, scale, shift, rm, rv,
+                                                          1e-5f, y_eval),
+              DT_OK) << dt_last_error();
+    EXPECT_EQ(dt_compute_batchnorm_relu_backward(c.get(), &d, x, y, dy, scale, mean, invstd,
+                                                 1e-5f, dx, dscale, dshift),
+              DT_OK) << dt_last_error();
+    EXPECT_EQ(dt_compute_add_relu(c.get(), &d, x, dy, sum), DT_OK) << dt_last_error();
+    EXPECT_EQ(dt_compute_synchronize(c.get()), DT_OK) << dt_last_error();
+
+    FusedResults r;
+    r.y = c.download<float>(y, n);
+    r.mean = c.download<float>(mean, ch);
+    r.invstd = c.download<float>(invstd, ch);
+    r.running_mean = c.download<float>(rm, ch);
+    r.running_var = c.download<float>(rv, ch);
+    r.y_eval = c.download<float>(y_eval, n);
+    r.dx = c.download<float>(dx, n);
+    r.dscale = c.download<float>(dscale, ch);
+    r.dshift = c.download<float>(dshift, ch);
+    r.sum = c.download<float>(sum, n);
+    return r;
+}
+
+// The fake device offers no fused ops, so the core runs the unfused sequence on its
+// memory (a host access would crash) with a scratch buffer it allocates there; the
+// oneDNN plugin fuses. Both must give the same bits. The second, larger shape makes the
+// scratch buffer grow.
+TEST(FakeCompute, FusedReluOpsComposedOnTheDeviceMatchTheOnednnFusion)
+{
+    Compute fake(nullptr), onednn("onednn");
+    const dt_tensor_desc_t shapes[] = {dt_tensor_desc_2d(DT_FLOAT32, 40, 32),
+                                       dt_tensor_desc_4d(DT_FLOAT32, 2, 6, 7, 5)};
+    uint32_t seed = 20;
+    for (const auto &d : shapes) {
+        SCOPED_TRACE(d.ndims == 2 ? "channels-last rows" : "NCHW");
+        const FusedResults a = fused_ops(fake, d, d.dims[1], seed);
+        const FusedResults b = fused_ops(onednn, d, d.dims[1], seed);
+        seed += 10;
+        EXPECT_TRUE(same_bits(a.y, b.y));
+        EXPECT_TRUE(same_bits(a.mean, b.mean));
+        EXPECT_TRUE(same_bits(a.invstd, b.invstd));
+        EXPECT_TRUE(same_bits(a.running_mean, b.running_mean));
+        EXPECT_TRUE(same_bits(a.running_var, b.running_var));
+        EXPECT_TRUE(same_bits(a.y_eval, b.y_eval));
+        EXPECT_TRUE(same_bits(a.dx, b.dx));
+        EXPECT_TRUE(same_bits(a.dscale, b.dscale));
+        EXPECT_TRUE(same_bits(a.dshift, b.dshift));
+        EXPECT_TRUE(same_bits(a.sum, b.sum));
+        // ReLU did something: some outputs are 0, some are not.
+        const auto zeros = std::count(a.y.begin(), a.y.end(), 0.0f);
+        EXPECT_GT(zeros, 0);
+        EXPECT_LT(size_t(zeros), a.y.size());
+    }
+}
+
+// A plugin built before the fused ops answers a shorter table; beyond its end the fake
+// plugin placed members that abort, so the core must compose from what the table holds.
+TEST(FakeCompute, AShorterTableGetsTheFusedOpsComposed)
+{
+    setenv("DISTTRAIN_FAKE_DEVICE_TABLE", "short", 1);
+    Compute fake(nullptr);
+    unsetenv("DISTTRAIN_FAKE_DEVICE_TABLE");
+    Compute onednn("onednn");
+    const dt_tensor_desc_t d = dt_tensor_desc_2d(DT_FLOAT32, 24, 16);
+    const FusedResults a = fused_ops(fake, d, 16, 50), b = fused_ops(onednn, d, 16, 50);
+    EXPECT_TRUE(same_bits(a.y, b.y));
+    EXPECT_TRUE(same_bits(a.y_eval, b.y_eval));
+    EXPECT_TRUE(same_bits(a.dx, b.dx));
+    EXPECT_TRUE(same_bits(a.dscale, b.dscale));
+    EXPECT_TRUE(same_bits(a.sum, b.sum));
 }
 
 TEST(FakeComputeDeathTest, ACpuReadOfItsMemoryCrashes)

@@ -80,3 +80,21 @@ def test_two_ranks_on_the_fake_device_agree_with_each_other_and_with_onednn(dist
                   "DISTTRAIN_FAKE_DEVICE_DELAY_US": "50"})
     assert device.returncode == 0, device.stderr
     assert checksums(device, 2) == expected
+
+
+# resnet20 (synthetic images, disttrain-bench) in both layouts: its batch norms with ReLU
+# fused and its residual add + ReLU are composed by the core on the fake device (the fake
+# plugin offers no fused ops), on memory the CPU cannot touch, and must end with the
+# parameters of the oneDNN plugin, which fuses them.
+@pytest.mark.parametrize("layout", ["nchw", "nhwc"])
+def test_resnet20_on_the_fake_device_ends_with_the_onednn_parameters(layout):
+    bench = build_path("models", "programs", "disttrain-bench")
+    args = [bench, "--model", "resnet20", "--batch-size", "4", "--threads", "1",
+            "--num-warmup", "1", "--num-iters", "2", "--print-checksum"]
+    env = {**ENV, "DISTTRAIN_LAYOUT": layout}
+    host = run(args, env={**env, **HOST}, timeout=180)
+    assert host.returncode == 0, host.stderr
+    device = run(args, env={**env, **DEVICE}, timeout=180)
+    assert device.returncode == 0, device.stderr
+    assert "fake device (oneDNN on cpu" in device.stdout + device.stderr
+    assert checksums(device, 1) == checksums(host, 1)

@@ -468,7 +468,7 @@ DT_API dt_status_t dt_compute_batchnorm_backward(
  * They are _relu variants rather than an activation argument on the unfused functions:
  * the backward of a fused activation needs what that activation's gradient is computed
  * from, and only ReLU's can be read off the forward's output y (y > 0), so the argument
- * list is the activation's own; a later activation gets its own variants.
+ * list is the activation's own; a later activation gets its own variants. Since 1.2.
  */
 
 /** dt_compute_batchnorm_forward_training, then y = max(y, 0). */

@@ -523,8 +523,12 @@ def test_job_timeout_stops_all_ranks(disttrainrun, tmp_path):
 def test_signal_to_launcher_stops_all_ranks(disttrainrun, tmp_path, sig):
     pidfile = tmp_path / "pids"
     # The rank's shell and its child sleep both write their pids: the whole tree must go.
-    script = (f'echo $$ >> {pidfile}; sleep 60 & echo $! >> {pidfile}; '
-              f'trap "kill $!; exit 0" INT; wait')
+    # The trap comes first (single-quoted, so $! is read when it runs): set after the
+    # pids, a signal sent as soon as they are all written could beat it on a loaded host,
+    # and the shell would die of it leaving its sleep, and the output pipes, to the
+    # grace period's SIGKILL.
+    script = (f"trap 'kill $!; exit 0' INT; echo $$ >> {pidfile}; "
+              f"sleep 60 & echo $! >> {pidfile}; wait")
     proc = subprocess.Popen([str(disttrainrun), "-np", "3", "sh", "-c", script],
                             env=clean_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             text=True)

@@ -44,13 +44,8 @@ DT_API dt_status_t dt_compute_batchnorm_relu_forward_training(
     return guard([&] {
         const char *fn = "dt_compute_batchnorm_relu_forward_training";
         ComputeContext &c = context(compute, fn);
-        dtp_tensor_t t = bn_input(fn, x_desc);
-        require_epsilon(fn, epsilon);
-        require_running(fn, momentum, running_mean, running_var);
-        for (auto [what, p] : {std::pair<const char *, const void *>{"x", x}, {"scale", scale},
-                               {"shift", shift}, {"y", y}, {"save_mean", save_mean},
-                               {"save_invstd", save_invstd}})
-            require_ptr(fn, what, p);
+        dtp_tensor_t t = check_bn_training(fn, x_desc, x, scale, shift, epsilon, momentum, y,
+                                           save_mean, save_invstd, running_mean, running_var);
         const auto *pt = static_cast<const dtp_tensor_t *>(&t);
         if (c.ops().batchnorm_relu_forward_training != nullptr) {
             c.call(fn, c.ops().batchnorm_relu_forward_training, pt, x, scale, shift, epsilon,
@@ -72,12 +67,8 @@ DT_API dt_status_t dt_compute_batchnorm_relu_forward_inference(
     return guard([&] {
         const char *fn = "dt_compute_batchnorm_relu_forward_inference";
         ComputeContext &c = context(compute, fn);
-        dtp_tensor_t t = bn_input(fn, x_desc);
-        require_epsilon(fn, epsilon);
-        for (auto [what, p] : {std::pair<const char *, const void *>{"x", x}, {"scale", scale},
-                               {"shift", shift}, {"running_mean", running_mean},
-                               {"running_var", running_var}, {"y", y}})
-            require_ptr(fn, what, p);
+        dtp_tensor_t t = check_bn_inference(fn, x_desc, x, scale, shift, running_mean,
+                                            running_var, epsilon, y);
         const auto *pt = static_cast<const dtp_tensor_t *>(&t);
         if (c.ops().batchnorm_relu_forward_inference != nullptr) {
             c.call(fn, c.ops().batchnorm_relu_forward_inference, pt, x, scale, shift,
@@ -99,13 +90,9 @@ DT_API dt_status_t dt_compute_batchnorm_relu_backward(
     return guard([&] {
         const char *fn = "dt_compute_batchnorm_relu_backward";
         ComputeContext &c = context(compute, fn);
-        dtp_tensor_t t = bn_input(fn, x_desc);
-        require_epsilon(fn, epsilon);
-        for (auto [what, p] : {std::pair<const char *, const void *>{"x", x}, {"y", y},
-                               {"dy", dy}, {"scale", scale}, {"save_mean", save_mean},
-                               {"save_invstd", save_invstd}, {"dx", dx}, {"dscale", dscale},
-                               {"dshift", dshift}})
-            require_ptr(fn, what, p);
+        dtp_tensor_t t = check_bn_backward(fn, x_desc, x, dy, scale, save_mean, save_invstd,
+                                           epsilon, dx, dscale, dshift);
+        require_ptr(fn, "y", y);
         require_distinct(fn, dx, {{"x", x}, {"y", y}, {"dy", dy}});
         const auto *pt = static_cast<const dtp_tensor_t *>(&t);
         if (c.ops().batchnorm_relu_backward != nullptr) {

@@ -40,13 +40,8 @@ DT_API dt_status_t dt_compute_batchnorm_forward_training(
     return guard([&] {
         const char *fn = "dt_compute_batchnorm_forward_training";
         ComputeContext &c = context(compute, fn);
-        dtp_tensor_t t = bn_input(fn, x_desc);
-        require_epsilon(fn, epsilon);
-        require_running(fn, momentum, running_mean, running_var);
-        for (auto [what, p] : {std::pair<const char *, const void *>{"x", x}, {"scale", scale},
-                               {"shift", shift}, {"y", y}, {"save_mean", save_mean},
-                               {"save_invstd", save_invstd}})
-            require_ptr(fn, what, p);
+        dtp_tensor_t t = check_bn_training(fn, x_desc, x, scale, shift, epsilon, momentum, y,
+                                           save_mean, save_invstd, running_mean, running_var);
         c.call(fn, c.ops().batchnorm_forward_training, static_cast<const dtp_tensor_t *>(&t),
                x, scale, shift, epsilon, momentum, y, save_mean, save_invstd, running_mean,
                running_var);
@@ -62,12 +57,8 @@ DT_API dt_status_t dt_compute_batchnorm_forward_inference(
     return guard([&] {
         const char *fn = "dt_compute_batchnorm_forward_inference";
         ComputeContext &c = context(compute, fn);
-        dtp_tensor_t t = bn_input(fn, x_desc);
-        require_epsilon(fn, epsilon);
-        for (auto [what, p] : {std::pair<const char *, const void *>{"x", x}, {"scale", scale},
-                               {"shift", shift}, {"running_mean", running_mean},
-                               {"running_var", running_var}, {"y", y}})
-            require_ptr(fn, what, p);
+        dtp_tensor_t t = check_bn_inference(fn, x_desc, x, scale, shift, running_mean,
+                                            running_var, epsilon, y);
         c.call(fn, c.ops().batchnorm_forward_inference, static_cast<const dtp_tensor_t *>(&t),
                x, scale, shift, running_mean, running_var, epsilon, y);
         return DT_OK;
@@ -82,13 +73,8 @@ DT_API dt_status_t dt_compute_batchnorm_backward(
     return guard([&] {
         const char *fn = "dt_compute_batchnorm_backward";
         ComputeContext &c = context(compute, fn);
-        dtp_tensor_t t = bn_input(fn, x_desc);
-        require_epsilon(fn, epsilon);
-        for (auto [what, p] : {std::pair<const char *, const void *>{"x", x}, {"dy", dy},
-                               {"scale", scale}, {"save_mean", save_mean},
-                               {"save_invstd", save_invstd}, {"dx", dx}, {"dscale", dscale},
-                               {"dshift", dshift}})
-            require_ptr(fn, what, p);
+        dtp_tensor_t t = check_bn_backward(fn, x_desc, x, dy, scale, save_mean, save_invstd,
+                                           epsilon, dx, dscale, dshift);
         c.call(fn, c.ops().batchnorm_backward, static_cast<const dtp_tensor_t *>(&t), x, dy,
                scale, save_mean, save_invstd, epsilon, dx, dscale, dshift);
         return DT_OK;

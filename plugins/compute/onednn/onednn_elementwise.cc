@@ -125,6 +125,16 @@ void relu_backward_bf16(int64_t n, const uint16_t *x, const uint16_t *dy, uint16
     }
 }
 
+// out = kernel(a, b) over n elements of type T, in chunks across the threads.
+template <typename T, typename Kernel>
+void chunked(int64_t n, const void *a, const void *b, void *out, Kernel kernel)
+{
+    const auto *pa = static_cast<const T *>(a);
+    const auto *pb = static_cast<const T *>(b);
+    auto *po = static_cast<T *>(out);
+    for_chunks(n, [&](int64_t s, int64_t m) { kernel(m, pa + s, pb + s, po + s); });
+}
+
 } // namespace
 
 int32_t add(void *c, const dtp_tensor_t *desc, const void *a, const void *b, void *out)
@@ -132,17 +142,11 @@ int32_t add(void *c, const dtp_tensor_t *desc, const void *a, const void *b, voi
     return guarded(c, [&] {
         const int64_t n = count_of(*desc);
         if (desc->dtype == DTP_FLOAT32) {
-            const auto *pa = static_cast<const float *>(a);
-            const auto *pb = static_cast<const float *>(b);
-            auto *po = static_cast<float *>(out);
-            for_chunks(n, [&](int64_t s, int64_t m) { add_f32(m, pa + s, pb + s, po + s); });
+            chunked<float>(n, a, b, out, add_f32);
             return;
         }
         if (desc->dtype == DTP_BFLOAT16) {
-            const auto *pa = static_cast<const uint16_t *>(a);
-            const auto *pb = static_cast<const uint16_t *>(b);
-            auto *po = static_cast<uint16_t *>(out);
-            for_chunks(n, [&](int64_t s, int64_t m) { add_bf16(m, pa + s, pb + s, po + s); });
+            chunked<uint16_t>(n, a, b, out, add_bf16);
             return;
         }
         by_dtype(desc->dtype, [&](auto tag) {
@@ -259,19 +263,10 @@ int32_t add_relu(void *c, const dtp_tensor_t *desc, const void *a, const void *b
     if (desc->dtype == DTP_FLOAT32 || desc->dtype == DTP_BFLOAT16)
         return guarded(c, [&] {
             const int64_t n = count_of(*desc);
-            if (desc->dtype == DTP_FLOAT32) {
-                const auto *pa = static_cast<const float *>(a);
-                const auto *pb = static_cast<const float *>(b);
-                auto *po = static_cast<float *>(out);
-                for_chunks(n, [&](int64_t s, int64_t m) {
-                    add_relu_f32(m, pa + s, pb + s, po + s);
-                });
-                return;
-            }
-            const auto *pa = static_cast<const uint16_t *>(a);
-            const auto *pb = static_cast<const uint16_t *>(b);
-            auto *po = static_cast<uint16_t *>(out);
-            for_chunks(n, [&](int64_t s, int64_t m) { add_relu_bf16(m, pa + s, pb + s, po + s); });
+            if (desc->dtype == DTP_FLOAT32)
+                chunked<float>(n, a, b, out, add_relu_f32);
+            else
+                chunked<uint16_t>(n, a, b, out, add_relu_bf16);
         });
     // float16: the two passes (rare; not worth a kernel).
     const int32_t rc = add(c, desc, a, b, out);
@@ -313,21 +308,11 @@ int32_t relu_backward(void *c, const dtp_tensor_t *desc, const void *x, const vo
     return guarded(c, [&] {
         const int64_t n = count_of(*desc);
         if (desc->dtype == DTP_FLOAT32) {
-            const auto *px = static_cast<const float *>(x);
-            const auto *pdy = static_cast<const float *>(dy);
-            auto *pdx = static_cast<float *>(dx);
-            for_chunks(n, [&](int64_t b, int64_t m) {
-                relu_backward_f32(m, px + b, pdy + b, pdx + b);
-            });
+            chunked<float>(n, x, dy, dx, relu_backward_f32);
             return;
         }
         if (desc->dtype == DTP_BFLOAT16) {
-            const auto *px = static_cast<const uint16_t *>(x);
-            const auto *pdy = static_cast<const uint16_t *>(dy);
-            auto *pdx = static_cast<uint16_t *>(dx);
-            for_chunks(n, [&](int64_t b, int64_t m) {
-                relu_backward_bf16(m, px + b, pdy + b, pdx + b);
-            });
+            chunked<uint16_t>(n, x, dy, dx, relu_backward_bf16);
             return;
         }
         by_dtype(desc->dtype, [&](auto tag) {

@@ -85,13 +85,18 @@ std::vector<char *> c_strings(const std::vector<std::string> &v)
         _exit(127);
     }
     // The launcher blocks the signals it reads through signalfd and ignores SIGPIPE;
-    // the rank must start with neither.
+    // the rank must start with neither. Nor with the signals the launcher forwards
+    // ignored: a launcher started from a script's background job inherits SIGINT (and
+    // SIGQUIT) ignored, an ignored signal stays ignored across exec, and the SIGINT it
+    // forwards so that a rank may save its state would then do nothing until the grace
+    // period's SIGKILL. Open MPI's launcher resets them in its children too.
     sigset_t none;
     sigemptyset(&none);
     sigprocmask(SIG_SETMASK, &none, nullptr);
     struct sigaction dfl {};
     dfl.sa_handler = SIG_DFL;
-    sigaction(SIGPIPE, &dfl, nullptr);
+    for (int s : {SIGPIPE, SIGINT, SIGTERM, SIGHUP, SIGQUIT})
+        sigaction(s, &dfl, nullptr);
     execve(spec.path.c_str(), argv, envp);
     int e = errno;
     (void)!write(report_fd, &e, sizeof e);

@@ -519,19 +519,23 @@ def test_job_timeout_stops_all_ranks(disttrainrun, tmp_path):
     assert_all_gone(pids_in(pidfile))
 
 
+# inherited: SIGINT's disposition the launcher starts with. A launcher started from a
+# script's background job inherits it ignored, and its ranks must still act on the SIGINT
+# it forwards (it resets the disposition for them).
+@pytest.mark.parametrize("inherited", ["default", "ignored"])
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
-def test_signal_to_launcher_stops_all_ranks(disttrainrun, tmp_path, sig):
+def test_signal_to_launcher_stops_all_ranks(disttrainrun, tmp_path, sig, inherited):
     pidfile = tmp_path / "pids"
     # The rank's shell and its child sleep both write their pids: the whole tree must go.
-    # The trap comes first (single-quoted, so $! is read when it runs): set after the
-    # pids, a signal sent as soon as they are all written could beat it on a loaded host,
-    # and the shell would die of it leaving its sleep, and the output pipes, to the
-    # grace period's SIGKILL.
+    # The trap comes first (single-quoted, so $! is read when it runs), so a signal sent
+    # as soon as the pids are written cannot beat it.
     script = (f"trap 'kill $!; exit 0' INT; echo $$ >> {pidfile}; "
               f"sleep 60 & echo $! >> {pidfile}; wait")
+    disposition = signal.SIG_IGN if inherited == "ignored" else signal.SIG_DFL
     proc = subprocess.Popen([str(disttrainrun), "-np", "3", "sh", "-c", script],
                             env=clean_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True)
+                            text=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, disposition))
     try:
         wait_for_lines(pidfile, 6, proc)
         proc.send_signal(sig)

@@ -89,7 +89,8 @@ std::vector<char *> c_strings(const std::vector<std::string> &v)
     // ignored: a launcher started from a script's background job inherits SIGINT (and
     // SIGQUIT) ignored, an ignored signal stays ignored across exec, and the SIGINT it
     // forwards so that a rank may save its state would then do nothing until the grace
-    // period's SIGKILL. Open MPI's launcher resets them in its children too.
+    // period's SIGKILL. Open MPI's launcher resets them in its children too (SIGCHLD the
+    // launcher resets for itself, so the ranks inherit the default: launch_signals.cc).
     sigset_t none;
     sigemptyset(&none);
     sigprocmask(SIG_SETMASK, &none, nullptr);

@@ -14,6 +14,12 @@ namespace dt::launch {
 
 SignalReader::SignalReader()
 {
+    // With SIGCHLD ignored (inherited from whoever started us) the kernel reaps the ranks
+    // itself: no SIGCHLD to read, no exit status, and the launcher would wait forever;
+    // and the ranks would inherit it, losing their own children's statuses.
+    struct sigaction dfl {};
+    dfl.sa_handler = SIG_DFL;
+    sigaction(SIGCHLD, &dfl, nullptr);
     sigset_t set;
     sigemptyset(&set);
     for (int s : {SIGCHLD, SIGINT, SIGTERM, SIGHUP})

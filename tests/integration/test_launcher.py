@@ -554,6 +554,20 @@ def test_signal_to_launcher_stops_all_ranks(disttrainrun, tmp_path, sig, inherit
     assert_all_gone(pids_in(pidfile))
 
 
+def test_launcher_started_with_sigchld_ignored(disttrainrun):
+    # An ignored SIGCHLD has the kernel reap children unseen. The launcher must still see
+    # its ranks end (it used to wait forever), and a rank its own child: Python's
+    # subprocess reads a reaped child's status as 0, so exit 3 comes through only if the
+    # rank started with SIGCHLD at its default.
+    rank = ("import subprocess, sys; "
+            "sys.exit(subprocess.call(['sh', '-c', 'sleep 0.2; exit 3']))")
+    r = subprocess.run([str(disttrainrun), "-np", "2", sys.executable, "-c", rank],
+                       env=clean_env(), capture_output=True, text=True, timeout=30,
+                       preexec_fn=lambda: signal.signal(signal.SIGCHLD, signal.SIG_IGN))
+    assert r.returncode == 3, r.stderr
+    assert "exited with code 3" in r.stderr, r.stderr
+
+
 def test_command_not_found(disttrainrun, tmp_path):
     marker = tmp_path / "started"
     r = run([disttrainrun, "-np", "2", "no-such-program-dt"], timeout=30)

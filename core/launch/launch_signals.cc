@@ -22,8 +22,13 @@ SignalReader::SignalReader()
     sigaction(SIGCHLD, &dfl, nullptr);
     sigset_t set;
     sigemptyset(&set);
-    for (int s : {SIGCHLD, SIGINT, SIGTERM, SIGHUP})
+    for (int s : {SIGCHLD, SIGINT, SIGTERM})
         sigaddset(&set, s);
+    // Under nohup (SIGHUP ignored) a hangup must not stop the job: a blocked signal is
+    // queued even when ignored, so reading it would undo what nohup asked for.
+    struct sigaction hup {};
+    if (sigaction(SIGHUP, nullptr, &hup) != 0 || hup.sa_handler != SIG_IGN)
+        sigaddset(&set, SIGHUP);
     if (pthread_sigmask(SIG_BLOCK, &set, &old_mask_) != 0)
         throw_error(DT_ERR_INTERNAL, "disttrainrun: cannot block signals");
     fd_.reset(signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC));

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-// The signals disttrainrun acts on (SIGCHLD, SIGINT, SIGTERM, SIGHUP) are blocked and
-// read from a signalfd in the event loop. Create this before any thread starts (the
+// The signals disttrainrun acts on (SIGCHLD, SIGINT, SIGTERM, and SIGHUP unless it was
+// started under nohup) are blocked and read from a signalfd in the event loop. Create this before any thread starts (the
 // store's thread inherits the mask, so a SIGTERM cannot land there and kill us).
 #pragma once
 

@@ -568,6 +568,26 @@ def test_launcher_started_with_sigchld_ignored(disttrainrun):
     assert "exited with code 3" in r.stderr, r.stderr
 
 
+def test_hangup_under_nohup_leaves_the_job_running(disttrainrun, tmp_path):
+    # nohup starts the launcher with SIGHUP ignored: a hangup then stops nothing (without
+    # nohup it stops every rank, as SIGTERM does).
+    pidfile = tmp_path / "pids"
+    proc = subprocess.Popen([str(disttrainrun), "-np", "2", "sh", "-c",
+                             f"echo $$ >> {pidfile}; sleep 1; exit 0"],
+                            env=clean_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGHUP, signal.SIG_IGN))
+    try:
+        wait_for_lines(pidfile, 2, proc)
+        proc.send_signal(signal.SIGHUP)
+        out, err = proc.communicate(timeout=15)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    assert proc.returncode == 0, err
+
+
 def test_command_not_found(disttrainrun, tmp_path):
     marker = tmp_path / "started"
     r = run([disttrainrun, "-np", "2", "no-such-program-dt"], timeout=30)

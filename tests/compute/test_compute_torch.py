@@ -229,6 +229,18 @@ def test_pool_forward_and_backward(compute, kind, kernel, stride, padding):
     close(dx, tx.grad)
 
 
+def torch_batchnorm(shape, scale, shift, running_mean, running_var, eps, momentum):
+    """PyTorch's batch norm for shape's channels (dimension 1), with these parameters."""
+    bn = (torch.nn.BatchNorm2d if len(shape) == 4 else torch.nn.BatchNorm1d)(
+        shape[1], eps=eps, momentum=momentum)
+    with torch.no_grad():
+        bn.weight.copy_(torch.from_numpy(scale))
+        bn.bias.copy_(torch.from_numpy(shift))
+        bn.running_mean.copy_(torch.from_numpy(running_mean))
+        bn.running_var.copy_(torch.from_numpy(running_var))
+    return bn
+
+
 @pytest.mark.parametrize("shape", [(4, 3, 5, 6), (16, 5)])
 def test_batchnorm_training_inference_backward(compute, shape):
     ch = shape[1]
@@ -237,13 +249,7 @@ def test_batchnorm_training_inference_backward(compute, shape):
     rmean0, rvar0 = rand(ch, seed=13), np.abs(rand(ch, seed=14)) + 0.5
     eps, momentum = 1e-5, 0.1
 
-    bn = (torch.nn.BatchNorm2d if len(shape) == 4 else torch.nn.BatchNorm1d)(
-        ch, eps=eps, momentum=momentum)
-    with torch.no_grad():
-        bn.weight.copy_(torch.from_numpy(scale))
-        bn.bias.copy_(torch.from_numpy(shift))
-        bn.running_mean.copy_(torch.from_numpy(rmean0))
-        bn.running_var.copy_(torch.from_numpy(rvar0))
+    bn = torch_batchnorm(shape, scale, shift, rmean0, rvar0, eps, momentum)
     tx = torch.from_numpy(x).requires_grad_()
     ty = bn(tx)
     dy = rand(*shape, seed=15)
@@ -288,13 +294,7 @@ def test_batchnorm_relu_and_add_relu(compute, shape):
     scale, shift = rand(ch, seed=41) + 1.5, rand(ch, seed=42)
     rmean0, rvar0 = rand(ch, seed=43), np.abs(rand(ch, seed=44)) + 0.5
     eps, momentum = 1e-5, 0.1
-    bn = (torch.nn.BatchNorm2d if len(shape) == 4 else torch.nn.BatchNorm1d)(
-        ch, eps=eps, momentum=momentum)
-    with torch.no_grad():
-        bn.weight.copy_(torch.from_numpy(scale))
-        bn.bias.copy_(torch.from_numpy(shift))
-        bn.running_mean.copy_(torch.from_numpy(rmean0))
-        bn.running_var.copy_(torch.from_numpy(rvar0))
+    bn = torch_batchnorm(shape, scale, shift, rmean0, rvar0, eps, momentum)
     tx = torch.from_numpy(x).requires_grad_()
     ty = F.relu(bn(tx))
     dy = rand(*shape, seed=45)

@@ -1,10 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
-// The CPU runner of CUDA kernels (cuda_emu.h): a block's threads are ucontext fibers of
-// the launching thread, switched at __syncthreads(); blocks run one after another.
+// The CPU runner of CUDA kernels (cuda_emu.h): a block's threads are fibers of the
+// launching thread, switched at __syncthreads(); blocks run one after another.
 #include "cuda_emu.h"
 
+#include "fiber_switch.h"
+
 #include <sys/mman.h>
-#include <ucontext.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -24,7 +25,7 @@ constexpr size_t kStackBytes = 128 * 1024;
 enum class State { ready, at_barrier, done };
 
 struct Fiber {
-    ucontext_t context;
+    FiberContext context;
     uint3 index;
     State state;
     int barrier_line;
@@ -37,7 +38,7 @@ struct Launch {
     const std::function<void()> *body = nullptr;
     std::vector<Fiber> fibers;
     Fiber *current = nullptr;
-    ucontext_t scheduler;
+    FiberContext scheduler;
     std::string failure;
 };
 
@@ -75,11 +76,13 @@ char *stack_of(unsigned fiber)
     return stacks() + fiber * (kStackBytes + page) + page;
 }
 
-void fiber_main()
+[[noreturn]] void fiber_main()
 {
     (*g_launch.body)();
-    g_launch.current->state = State::done;
-    // uc_link returns to the scheduler.
+    Fiber *f = g_launch.current;
+    f->state = State::done;
+    fiber_switch(f->context, g_launch.scheduler); // never resumed
+    std::abort();
 }
 
 // Indices 0 .. n-1 in the order of g_order; seed varies the shuffle.
@@ -114,11 +117,7 @@ bool run_block(uint64_t seed)
                         i / (g_launch.block.x * g_launch.block.y)};
         f.state = State::ready;
         f.barrier_line = 0;
-        getcontext(&f.context);
-        f.context.uc_stack.ss_sp = stack_of(i);
-        f.context.uc_stack.ss_size = kStackBytes;
-        f.context.uc_link = &g_launch.scheduler;
-        makecontext(&f.context, fiber_main, 0);
+        fiber_start(f.context, stack_of(i), kStackBytes, fiber_main);
     }
     for (uint64_t phase = 0;; ++phase) {
         for (unsigned i : order_of(n, seed * 7919 + phase)) {
@@ -126,7 +125,7 @@ bool run_block(uint64_t seed)
             if (f.state != State::ready)
                 continue;
             g_launch.current = &f;
-            swapcontext(&g_launch.scheduler, &f.context);
+            fiber_switch(g_launch.scheduler, f.context);
             g_launch.current = nullptr;
         }
         // Every thread is now done or at a barrier: all at the same one, or all done.
@@ -189,7 +188,7 @@ void syncthreads(int line)
     }
     f->state = State::at_barrier;
     f->barrier_line = line;
-    swapcontext(&f->context, &g_launch.scheduler);
+    fiber_switch(f->context, g_launch.scheduler);
 }
 
 const std::string &last_message() { return g_message; }

@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <mutex>
 #include <numeric>
 #include <random>
 #include <vector>
@@ -45,8 +46,8 @@ struct Launch {
 Launch g_launch;
 Order g_order = Order::forward;
 uint64_t g_launches = 0;
-std::string g_message;
-cudaError_t g_last_error = cudaSuccess;
+thread_local std::string g_message; // per thread, as CUDA's last error
+thread_local cudaError_t g_last_error = cudaSuccess;
 uint3 g_host_index{0, 0, 0}; // threadIdx outside a launch: a bug of the caller
 
 // Stacks for kMaxThreads fibers, each with a guard page below it (an overflow faults
@@ -202,6 +203,10 @@ cudaError_t take_last_error()
 
 bool run(dim3 grid, dim3 block, size_t shared_bytes, const std::function<void()> &body)
 {
+    // One launch at a time in the process: the launch state and the kernels' shared
+    // memory (statics) are the process's.
+    static std::mutex one_at_a_time;
+    const std::lock_guard<std::mutex> hold(one_at_a_time);
     const uint64_t threads = uint64_t(block.x) * block.y * block.z;
     if (threads == 0 || threads > kMaxThreads || block.z > 64)
         return fail(cudaErrorInvalidConfiguration,

@@ -1,13 +1,19 @@
 // SPDX-License-Identifier: Apache-2.0
-// The CUDA runtime of the cuDNN plugin built for the CPU: one "GPU" whose memory is host
+// The CUDA runtime of the cuDNN plugin built for the CPU, as libcudart.so.13 with the
+// real one's version node, so that the cuda memory provider (which links that soname)
+// shares it when its folder comes first in LD_LIBRARY_PATH: one "GPU" whose memory is host
 // memory and whose streams run every call at once, in the order of the calls, as
-// cuda_emu runs kernels. Only what the plugin calls is here (cudaGetLastError is
-// cuda_emu's). Events hold the time they were recorded at, so the plugin's profile works.
+// cuda_emu (linked in, with its cudaGetLastError) runs kernels. Only what the two plugins
+// call is here. Blocks from cudaMalloc are device memory and those from cudaMallocHost
+// pinned host memory to cudaPointerGetAttributes; events hold the time they were recorded
+// at, so the plugin's profile works, and are complete at once.
 #include <cuda_runtime_api.h>
 
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <map>
+#include <mutex>
 
 namespace {
 
@@ -21,10 +27,36 @@ struct Event {
 
 constexpr size_t kAlignment = 256; // as cudaMalloc's
 
-void *allocate(size_t bytes)
+// Every live block: its start, size and kind, for cudaPointerGetAttributes.
+struct Block {
+    size_t bytes;
+    cudaMemoryType type;
+};
+std::mutex g_blocks_lock;
+std::map<const char *, Block> g_blocks;
+
+void *allocate(size_t bytes, cudaMemoryType type)
 {
-    return std::aligned_alloc(kAlignment, (bytes + kAlignment - 1) / kAlignment * kAlignment +
-                                              kAlignment);
+    void *p = std::aligned_alloc(kAlignment, (bytes + kAlignment - 1) / kAlignment * kAlignment +
+                                                 kAlignment);
+    if (p != nullptr) {
+        const std::lock_guard<std::mutex> hold(g_blocks_lock);
+        g_blocks[static_cast<const char *>(p)] = Block{bytes, type};
+    }
+    return p;
+}
+
+cudaError_t release(void *p)
+{
+    if (p == nullptr)
+        return cudaSuccess;
+    {
+        const std::lock_guard<std::mutex> hold(g_blocks_lock);
+        if (g_blocks.erase(static_cast<const char *>(p)) == 0)
+            return cudaErrorInvalidValue;
+    }
+    std::free(p);
+    return cudaSuccess;
 }
 
 } // namespace
@@ -38,6 +70,17 @@ cudaError_t cudaGetDeviceCount(int *count)
 }
 
 cudaError_t cudaSetDevice(int device) { return device == 0 ? cudaSuccess : cudaErrorInvalidDevice; }
+
+cudaError_t cudaInitDevice(int device, unsigned int, unsigned int)
+{
+    return cudaSetDevice(device);
+}
+
+cudaError_t cudaGetDevice(int *device)
+{
+    *device = 0;
+    return cudaSuccess;
+}
 
 // A Hopper-class device of 4 multiprocessors: bfloat16 and TF32 paths are taken, and the
 // kernels' grids stay small enough to run here.
@@ -68,15 +111,51 @@ const char *cudaGetErrorString(cudaError_t error)
     }
 }
 
+const char *cudaGetErrorName(cudaError_t error)
+{
+    switch (error) {
+    case cudaSuccess: return "cudaSuccess";
+    case cudaErrorInvalidValue: return "cudaErrorInvalidValue";
+    case cudaErrorMemoryAllocation: return "cudaErrorMemoryAllocation";
+    default: return "cudaError (CPU runtime)";
+    }
+}
+
 cudaError_t cudaMalloc(void **p, size_t bytes)
 {
-    *p = allocate(bytes);
+    *p = allocate(bytes, cudaMemoryTypeDevice);
     return *p != nullptr ? cudaSuccess : cudaErrorMemoryAllocation;
 }
 
-cudaError_t cudaFree(void *p)
+cudaError_t cudaFree(void *p) { return release(p); }
+
+cudaError_t cudaMallocHost(void **p, size_t bytes)
 {
-    std::free(p);
+    *p = allocate(bytes, cudaMemoryTypeHost);
+    return *p != nullptr ? cudaSuccess : cudaErrorMemoryAllocation;
+}
+
+cudaError_t cudaFreeHost(void *p) { return release(p); }
+
+// Inside a block: its kind; anywhere else: memory this runtime never saw (CUDA 11 and
+// later answer cudaMemoryTypeUnregistered with success).
+cudaError_t cudaPointerGetAttributes(cudaPointerAttributes *attrs, const void *ptr)
+{
+    *attrs = cudaPointerAttributes{};
+    attrs->type = cudaMemoryTypeUnregistered;
+    attrs->device = -1;
+    const char *p = static_cast<const char *>(ptr);
+    const std::lock_guard<std::mutex> hold(g_blocks_lock);
+    auto it = g_blocks.upper_bound(p);
+    if (it == g_blocks.begin())
+        return cudaSuccess;
+    --it;
+    if (p < it->first + it->second.bytes) {
+        attrs->type = it->second.type;
+        attrs->device = 0;
+        attrs->devicePointer = const_cast<char *>(p);
+        attrs->hostPointer = it->second.type == cudaMemoryTypeHost ? const_cast<char *>(p) : nullptr;
+    }
     return cudaSuccess;
 }
 
@@ -131,6 +210,12 @@ cudaError_t cudaStreamDestroy(cudaStream_t stream)
 
 cudaError_t cudaStreamSynchronize(cudaStream_t) { return cudaSuccess; }
 
+cudaError_t cudaEventCreateWithFlags(cudaEvent_t *event, unsigned int)
+{
+    *event = reinterpret_cast<cudaEvent_t>(new Event());
+    return cudaSuccess;
+}
+
 cudaError_t cudaEventCreate(cudaEvent_t *event)
 {
     *event = reinterpret_cast<cudaEvent_t>(new Event());
@@ -152,6 +237,8 @@ cudaError_t cudaEventRecord(cudaEvent_t event, cudaStream_t)
 }
 
 cudaError_t cudaEventSynchronize(cudaEvent_t) { return cudaSuccess; }
+cudaError_t cudaEventQuery(cudaEvent_t) { return cudaSuccess; }
+cudaError_t cudaStreamWaitEvent(cudaStream_t, cudaEvent_t, unsigned int) { return cudaSuccess; }
 
 cudaError_t cudaEventElapsedTime(float *ms, cudaEvent_t start, cudaEvent_t end)
 {

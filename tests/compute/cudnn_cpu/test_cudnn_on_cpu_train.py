@@ -1,0 +1,75 @@
+# SPDX-License-Identifier: Apache-2.0
+"""The models on the cuDNN plugin built for the CPU (tests/compute/cudnn_cpu): the whole
+GPU path of a data-parallel job, the trainer's tensors in "device memory" that the real
+cuda memory provider classifies and the core routes, the plugin's host code, its kernels
+under cuda_emu, cuDNN and cuBLAS as plain loops. Two ranks must end with the same
+parameters, and every step's loss must follow the oneDNN plugin's on the same synthetic
+data (not its bits: the mock sums in double).
+"""
+import re
+
+import pytest
+
+from conftest import BUILD, build_path, run
+
+CPU_PLUGIN = BUILD / "tests" / "compute" / "cudnn_cpu"
+ONEDNN = BUILD / "plugins" / "compute" / "onednn"
+TCP = BUILD / "plugins" / "transport" / "tcp"
+CUDA_MEMORY = BUILD / "plugins" / "memory" / "cuda"
+
+pytestmark = [
+    pytest.mark.skipif(not (CPU_PLUGIN / "libdt-compute-cudnn.so").exists(),
+                       reason="the cuDNN plugin for the CPU was not built (it needs CUDA's "
+                              "headers under /usr/local/cuda/include)"),
+    pytest.mark.skipif(not (CUDA_MEMORY / "libdt-memory-cuda.so").exists(),
+                       reason="the cuda memory provider was not built (no CUDA runtime "
+                              "under /usr/local/cuda)"),
+    pytest.mark.skipif(not (ONEDNN / "libdt-compute-onednn.so").exists(),
+                       reason="the oneDNN plugin was not built"),
+]
+
+# The CPU's libcudart.so.13 first, so the memory provider shares the plugin's runtime.
+ENV = {"DISTTRAIN_PLUGIN_PATH": f"{TCP}:{CPU_PLUGIN}:{CUDA_MEMORY}:{ONEDNN}",
+       "LD_LIBRARY_PATH": str(CPU_PLUGIN), "DISTTRAIN_TIMEOUT": "60",
+       "DISTTRAIN_LOG_LEVEL": "warn"}
+LOSS = re.compile(r"iter (\d+): .*\(loss ([0-9.]+)\)")
+CHECKSUM = re.compile(r"rank (\d+) model checksum ([0-9a-f]{16})")
+
+
+def bench_job(disttrainrun, compute, model, extra_args=(), env=None):
+    bench = build_path("models", "programs", "disttrain-bench")
+    args = [bench, "--model", model, "--batch-size", "2", "--threads", "1", "--num-warmup",
+            "0", "--num-iters", "3", "--print-checksum", *extra_args]
+    result = run([disttrainrun, "-np", 2, "--", *args],
+                 env={**ENV, "DISTTRAIN_COMPUTE": compute, **(env or {})}, timeout=240)
+    assert result.returncode == 0, result.stdout + result.stderr
+    return result
+
+
+def losses(result):
+    found = [float(v) for _, v in LOSS.findall(result.stdout)]
+    assert len(found) == 3, result.stdout
+    return found
+
+
+def same_parameters_on_both_ranks(result):
+    found = {int(r): h for r, h in CHECKSUM.findall(result.stdout)}
+    assert sorted(found) == [0, 1], result.stdout
+    assert found[0] == found[1], result.stdout
+
+
+@pytest.mark.parametrize("model,args,env", [
+    ("mlp", [], {}),
+    ("mlp", [], {"DISTTRAIN_ORDERED": "0"}),
+    ("mlp", ["--bf16"], {}),
+], ids=["mlp", "mlp-negotiated", "mlp-bf16"])
+def test_two_ranks_on_the_cpu_cudnn_plugin_follow_onednn(disttrainrun, model, args, env):
+    gpu = bench_job(disttrainrun, "cudnn", model, args, {**env, "DISTTRAIN_LOG_LEVEL": "debug"})
+    assert "cudnn on cuda_emu (CPU)" in gpu.stdout, gpu.stdout
+    # The provider called the tensors device memory, and the core staged them.
+    assert "device memory): staging" in gpu.stdout + gpu.stderr, gpu.stdout + gpu.stderr
+    same_parameters_on_both_ranks(gpu)
+    cpu = bench_job(disttrainrun, "onednn", model, args, env)
+    # bfloat16 matmuls round differently in oneDNN and in the mock: a few parts in 1000.
+    tol = 0.02 if "--bf16" in args else 0.002
+    assert losses(gpu) == pytest.approx(losses(cpu), rel=tol, abs=tol), (gpu.stdout, cpu.stdout)

@@ -32,7 +32,8 @@ struct Fiber {
     int barrier_line;
 };
 
-// The launch in progress (one at a time: launches run on the calling thread).
+// The launch in progress: one at a time in the process (run() holds a lock), on the
+// calling thread.
 struct Launch {
     dim3 grid, block;
     uint3 block_index;

@@ -1,10 +1,13 @@
 # SPDX-License-Identifier: Apache-2.0
 """The models on the cuDNN plugin built for the CPU (tests/compute/cudnn_cpu): the whole
-GPU path of a data-parallel job, the trainer's tensors in "device memory" that the real
-cuda memory provider classifies and the core routes, the plugin's host code, its kernels
-under cuda_emu, cuDNN and cuBLAS as plain loops. Two ranks must end with the same
-parameters, and every step's loss must follow the oneDNN plugin's on the same synthetic
-data (not its bits: the mock sums in double).
+GPU path of a data-parallel job (mlp and resnet20, float32 and bfloat16, both layouts),
+the trainer's tensors in "device memory" that the real cuda memory provider classifies
+and the core stages, the plugin's host code, its kernels under cuda_emu, cuDNN and cuBLAS
+as plain loops. Two ranks must end with the same parameters, and every step's loss must
+follow the oneDNN plugin's on the same synthetic data. That shows the wiring; it is blind
+to a wrong operation whose effect on a few steps' loss is small (a filter in the wrong
+layout changed it in the fourth digit), which compute_cudnn_on_cpu's comparisons of each
+operation with oneDNN catch.
 """
 import re
 
@@ -62,7 +65,14 @@ def same_parameters_on_both_ranks(result):
     ("mlp", [], {}),
     ("mlp", [], {"DISTTRAIN_ORDERED": "0"}),
     ("mlp", ["--bf16"], {}),
-], ids=["mlp", "mlp-negotiated", "mlp-bf16"])
+    # Convolutions, pooling, batch norm + ReLU and add + ReLU: in NCHW, in NHWC (filters
+    # converted to (K, R, S, C) and back), and with bfloat16 activations (float32 weights
+    # converted per call, cuDNN's batch norm replaced by the plugin's own kernels).
+    ("resnet20", [], {}),
+    ("resnet20", [], {"DISTTRAIN_LAYOUT": "nhwc"}),
+    ("resnet20", ["--bf16"], {"DISTTRAIN_ACTIVATIONS": "bfloat16"}),
+], ids=["mlp", "mlp-negotiated", "mlp-bf16", "resnet20", "resnet20-nhwc",
+        "resnet20-bf16-activations"])
 def test_two_ranks_on_the_cpu_cudnn_plugin_follow_onednn(disttrainrun, model, args, env):
     gpu = bench_job(disttrainrun, "cudnn", model, args, {**env, "DISTTRAIN_LOG_LEVEL": "debug"})
     assert "cudnn on cuda_emu (CPU)" in gpu.stdout, gpu.stdout

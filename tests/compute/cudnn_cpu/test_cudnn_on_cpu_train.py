@@ -3,8 +3,10 @@
 GPU path of a data-parallel job (mlp and resnet20, float32 and bfloat16, both layouts),
 the trainer's tensors in "device memory" that the real cuda memory provider classifies
 and the core stages, the plugin's host code, its kernels under cuda_emu, cuDNN and cuBLAS
-as plain loops. Two ranks must end with the same parameters, and every step's loss must
-follow the oneDNN plugin's on the same synthetic data. That shows the wiring; it is blind
+as plain loops; and device memory over the NCCL transport (on the mock NCCL) instead of
+staging. Two ranks must end with the same parameters, every step's loss must follow the
+oneDNN plugin's on the same synthetic data, and NCCL must end with the staging path's
+parameters, bit for bit. That shows the wiring; it is blind
 to a wrong operation whose effect on a few steps' loss is small (a filter in the wrong
 layout changed it in the fourth digit), which compute_cudnn_on_cpu's comparisons of each
 operation with oneDNN catch.
@@ -83,3 +85,39 @@ def test_two_ranks_on_the_cpu_cudnn_plugin_follow_onednn(disttrainrun, model, ar
     # bfloat16 matmuls round differently in oneDNN and in the mock: a few parts in 1000.
     tol = 0.02 if "--bf16" in args else 0.002
     assert losses(gpu) == pytest.approx(losses(cpu), rel=tol, abs=tol), (gpu.stdout, cpu.stdout)
+
+
+NCCL_PLUGIN = BUILD / "plugins" / "transport" / "nccl"
+NCCL_MOCK = BUILD / "tests" / "plugins" / "nccl" / "libnccl-mock.so"
+# Device memory over the NCCL transport: the mock NCCL (its ranks are processes of this
+# host) and the CPU's CUDA runtime, which the transport opens by path; streams are that
+# runtime's, so the transport's device-side wait for the producer (cudaStreamWaitEvent)
+# is taken and the core's count of such waits shows it.
+NCCL_ENV = {"DISTTRAIN_DEVICE_TRANSPORT": "nccl", "DISTTRAIN_NCCL_LIBRARY": str(NCCL_MOCK),
+            "DISTTRAIN_CUDA_RUNTIME_LIBRARY": str(CPU_PLUGIN / "libcudart.so.13"),
+            "DISTTRAIN_PLUGIN_PATH": f"{ENV['DISTTRAIN_PLUGIN_PATH']}:{NCCL_PLUGIN}"}
+DEVICE_WAITS = re.compile(r"device transport 'nccl': (\d+) calls waited for their producer "
+                          r"on the device, (\d+) on the host")
+
+
+@pytest.mark.skipif(not (NCCL_PLUGIN / "libdt-transport-nccl.so").exists() or
+                    not NCCL_MOCK.exists(),
+                    reason="the nccl transport or its mock NCCL was not built (NCCL's header "
+                           "is not under /usr/local/cuda)")
+@pytest.mark.parametrize("model,env", [
+    ("resnet20", {}),
+    ("mlp", {"DISTTRAIN_ORDERED": "0"}),
+], ids=["resnet20", "mlp-negotiated"])
+def test_nccl_device_transport_ends_with_the_staging_paths_parameters(disttrainrun, model,
+                                                                      env):
+    staged = bench_job(disttrainrun, "cudnn", model, env=env)
+    nccl = bench_job(disttrainrun, "cudnn", model,
+                     env={**env, **NCCL_ENV, "DISTTRAIN_LOG_LEVEL": "debug"})
+    output = nccl.stdout + nccl.stderr
+    assert "device memory): device_native" in output, output
+    waits = DEVICE_WAITS.findall(output)
+    assert len(waits) == 2, output  # one line per rank
+    assert all(int(device) > 0 and int(host) == 0 for device, host in waits), waits
+    # Two ranks' sums are the same bits in either order: the paths must agree exactly.
+    same_parameters_on_both_ranks(nccl)
+    assert CHECKSUM.findall(nccl.stdout)[0][1] == CHECKSUM.findall(staged.stdout)[0][1]

@@ -5,13 +5,22 @@
     cu_to_cc.py IN.cu OUT.cc
 
 Includes cuda_emu.h first and rewrites every launch `kernel<...><<<cfg>>>(args)` into
-`::cuda_emu::launch([](auto &&...a) { kernel<...>(a...); }, cfg)(args)`. Line numbers are kept (a #line directive
-names the .cu), so compiler messages and __syncthreads() lines point into the original.
+`::cuda_emu::launch([](auto &&...a) { kernel<...>(a...); }, cfg)(args)`; a kernel declared
+with __launch_bounds__(N, ...) is launched through `::cuda_emu::launch_bounded(N, ...)`
+instead, which refuses a block of more than N threads as the GPU does. Line numbers are
+kept (a #line directive names the .cu), so compiler messages and __syncthreads() lines
+point into the original.
 """
 import re
 import sys
 
 IDENT = re.compile(r"[A-Za-z0-9_:]")
+BOUNDS = re.compile(r"__global__\s+void\s+__launch_bounds__\(([^,)]+)[^)]*\)\s*(\w+)\s*\(")
+
+
+def launch_bounds(text):
+    """Each kernel's __launch_bounds__ maximum of threads per block, by name."""
+    return {name: bound.strip() for bound, name in BOUNDS.findall(text)}
 
 
 def kernel_start(text, end):
@@ -38,6 +47,7 @@ def kernel_start(text, end):
 
 
 def rewrite(text):
+    bounds = launch_bounds(text)
     out, pos = [], 0
     while True:
         open_at = text.find("<<<", pos)
@@ -54,8 +64,13 @@ def rewrite(text):
         config = text[open_at + 3:close_at]
         # A generic lambda rather than the kernel itself: a kernel template whose
         # arguments the call deduces has no value of its own.
-        replaced = "::cuda_emu::launch([](auto &&...a) { %s(a...); }, %s)" % (
-            " ".join(kernel.split()), " ".join(config.split()))
+        call = "[](auto &&...a) { %s(a...); }, %s" % (" ".join(kernel.split()),
+                                                      " ".join(config.split()))
+        name = kernel.split("<")[0].strip().split("::")[-1]
+        if name in bounds:
+            replaced = "::cuda_emu::launch_bounded((%s), %s)" % (bounds[name], call)
+        else:
+            replaced = "::cuda_emu::launch(%s)" % call
         out.append(text[pos:start])
         out.append(replaced)
         out.append("\n" * text[start:close_at + 3].count("\n"))

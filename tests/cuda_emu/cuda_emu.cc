@@ -195,6 +195,17 @@ void syncthreads(int line)
 
 const std::string &last_message() { return g_message; }
 
+bool within_bounds(unsigned max_threads, dim3 block)
+{
+    const uint64_t threads = uint64_t(block.x) * block.y * block.z;
+    if (threads <= max_threads)
+        return true;
+    return fail(cudaErrorLaunchOutOfResources,
+                "a block of " + std::to_string(threads) +
+                    " threads for a kernel whose __launch_bounds__ allow " +
+                    std::to_string(max_threads));
+}
+
 cudaError_t take_last_error()
 {
     const cudaError_t e = g_last_error;

@@ -7,10 +7,11 @@
 // A launch runs at once, block after block, each block's threads as fibers of the calling
 // thread: a thread runs until it finishes or reaches __syncthreads(), and a barrier is
 // passed once every thread of the block has reached it. What the GPU would leave
-// undefined is an error here rather than a result: a barrier that some threads of a block
-// skip or reach at another line, a configuration the GPU refuses (more than 1024 threads
-// a block, a grid dimension out of range). Such a launch stops, and cudaGetLastError()
-// returns cudaErrorLaunchFailure or cudaErrorInvalidConfiguration, with the reason in
+// undefined is an error here rather than a result: a barrier that some threads of a
+// block skip or reach at another line. So is a configuration the GPU refuses: more than
+// 1024 threads a block or than the kernel's __launch_bounds__, a grid dimension out of
+// range. Such a launch stops, and cudaGetLastError() returns cudaErrorLaunchFailure,
+// cudaErrorInvalidConfiguration or cudaErrorLaunchOutOfResources, with the reason in
 // cuda_emu::last_message().
 //
 // The order in which blocks run, and threads between two barriers, is set_order's: a
@@ -75,6 +76,22 @@ auto launch(Kernel kernel, dim3 grid, dim3 block, size_t shared_bytes = 0,
 {
     (void)stream; // a launch runs at once, in the order of the calls
     return [=](auto &&...args) { run(grid, block, shared_bytes, [&] { kernel(args...); }); };
+}
+
+// False (and the last error set) when a block of `block` exceeds the kernel's
+// __launch_bounds__ maximum, which the GPU refuses.
+bool within_bounds(unsigned max_threads, dim3 block);
+
+// A launch of a kernel declared with __launch_bounds__(max_threads).
+template <typename Kernel>
+auto launch_bounded(unsigned max_threads, Kernel kernel, dim3 grid, dim3 block,
+                    size_t shared_bytes = 0, cudaStream_t stream = nullptr)
+{
+    (void)stream;
+    return [=](auto &&...args) {
+        if (within_bounds(max_threads, block))
+            run(grid, block, shared_bytes, [&] { kernel(args...); });
+    };
 }
 
 } // namespace cuda_emu

@@ -59,6 +59,8 @@ __global__ void indices_kernel(int32_t *out)
 
 __global__ void empty_kernel() {}
 
+__global__ void __launch_bounds__(128, 2) bounded_kernel() {}
+
 template <typename T>
 __global__ void fill_kernel(int64_t n, T *out, T v)
 {
@@ -104,6 +106,12 @@ int indices(unsigned gx, unsigned gy, unsigned bx, unsigned by, int32_t *out)
 int empty_launch(unsigned gx, unsigned gy, unsigned bx, unsigned by)
 {
     empty_kernel<<<dim3(gx, gy), dim3(bx, by), 0, nullptr>>>();
+    return last();
+}
+
+int bounded_launch(unsigned threads)
+{
+    bounded_kernel<<<2, threads>>>();
     return last();
 }
 

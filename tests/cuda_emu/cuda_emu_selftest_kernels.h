@@ -21,6 +21,8 @@ int barriers_at_two_lines(int threads);
 int indices(unsigned gx, unsigned gy, unsigned bx, unsigned by, int32_t *out);
 // A launch of the given shape (nothing to do): what the configuration check says.
 int empty_launch(unsigned gx, unsigned gy, unsigned bx, unsigned by);
+// A kernel of __launch_bounds__(128) launched with `threads` threads a block.
+int bounded_launch(unsigned threads);
 // A kernel template whose argument the call deduces: out[i] = v for i < n.
 int fill_deduced(int64_t n, double *out, double v);
 

@@ -98,6 +98,14 @@ TEST(CudaEmuConfig, RefusesWhatCudaRefuses)
     EXPECT_NE(cuda_emu::last_message().find("65536"), std::string::npos);
 }
 
+TEST(CudaEmuConfig, RefusesBlocksBeyondTheKernelsLaunchBounds)
+{
+    EXPECT_EQ(emu_test::bounded_launch(128), 0) << cuda_emu::last_message();
+    EXPECT_EQ(emu_test::bounded_launch(129), int(cudaErrorLaunchOutOfResources));
+    EXPECT_NE(cuda_emu::last_message().find("__launch_bounds__ allow 128"), std::string::npos)
+        << cuda_emu::last_message();
+}
+
 TEST(CudaEmuConfig, LastErrorIsClearedByReading)
 {
     EXPECT_EQ(emu_test::empty_launch(1, 1, 2048, 1), int(cudaErrorInvalidConfiguration));

@@ -149,10 +149,24 @@ print(f"| model | precision | disttrain | pytorch | ratio |\n|---|---|---|---|--
 for model, prec, a, b in rows:
     ratio = f"{a / b:.2f}" if a and b else "?"
     print(f"| {model} | {prec} | {a or '?'} | {b or '?'} | {ratio} |")
-# Whether DISTTRAIN_CUDNN_BATCHNORM=auto should take the own kernels for NCHW float32 too.
-if ours[0] and ours[7]:
-    print(f"NCHW float32 batch norm: own kernels {ours[7]} images/sec, cuDNN's {ours[0]}: "
-          f"{ours[7] / ours[0]:.3f}x")
+# The defaults these figures decide, each a ratio of two of our runs (one run each: a
+# ratio within 3% of 1 is noise until the profiles below agree):
+# DISTTRAIN_CUDNN_BATCHNORM=auto on NCHW float32 (native_batchnorm() in
+# plugins/compute/cudnn/cudnn_bn_choice.cc), the layout the models take on a GPU, and
+# DISTTRAIN_ACTIVATIONS=auto under --bf16 on a GPU (models/README.md).
+for what, a, b, flip in [
+        ("NCHW float32 batch norm, own kernels against cuDNN's", ours[7], ours[0],
+         "auto takes the own kernels for NCHW float32"),
+        ("NHWC against NCHW, TF32", ours[4], ours[0], "NHWC becomes the GPU default"),
+        ("bfloat16 against float32 activations under --bf16", ours[6], ours[2],
+         "DISTTRAIN_ACTIVATIONS=auto takes bfloat16 on a GPU")]:
+    if a and b:
+        r = a / b
+        verdict = (" -> " + flip if r > 1.03 else " -> keep" if r < 0.97
+                   else " -> within the noise of one run")
+        print(f"decide: {what}: {a} against {b} images/sec, {r:.3f}x{verdict}")
+    else:
+        print(f"decide: {what}: not measured")
 PYEOF
 DISTTRAIN_CUDNN_PROFILE=1 DISTTRAIN_COMPUTE=cudnn step r50-profile 60 \
     "$BUNDLE/bin/disttrain-bench" --model resnet50 --batch-size 64 --num-warmup 3 --num-iters 10

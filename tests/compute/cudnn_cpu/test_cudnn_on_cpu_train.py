@@ -121,3 +121,25 @@ def test_nccl_device_transport_ends_with_the_staging_paths_parameters(disttrainr
     # Two ranks' sums are the same bits in either order: the paths must agree exactly.
     same_parameters_on_both_ranks(nccl)
     assert CHECKSUM.findall(nccl.stdout)[0][1] == CHECKSUM.findall(staged.stdout)[0][1]
+
+
+NCCL_OVERHEAD = BUILD / "tests" / "bench" / "nccl_overhead"
+ROW = re.compile(r"^(?:\[0\] )?\s*(\d+)\s+(in place|out of place)\s+[0-9.]+\s+[0-9.]+\s+-?[0-9.]+\s+-?[0-9.]+%$",
+                 re.M)
+
+
+# tests/gpu/run.sh measures the NCCL transport's cost with this bench; here it runs on the
+# mock NCCL and the CPU's runtime, so that the GPU run does not find a broken bench (the
+# core's host wait, its other setting, has tests of its own). Its times mean nothing
+# here and are not looked at.
+@pytest.mark.skipif(not NCCL_OVERHEAD.exists() or not NCCL_MOCK.exists(),
+                    reason="the nccl transport, its bench or its mock NCCL was not built")
+def test_nccl_overhead_bench_runs(disttrainrun):
+    result = run([disttrainrun, "-np", 1, "--", NCCL_OVERHEAD, 1],
+                 env={**ENV, **NCCL_ENV, "DISTTRAIN_MEMORY": "cuda"}, timeout=120)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "waited for on the GPU (wait_event)" in result.stdout, result.stdout
+    rows = ROW.findall(result.stdout)
+    assert sorted(rows) == sorted([("4", "in place"), ("4", "out of place"),
+                                   ("67108864", "in place"), ("67108864", "out of place")]), \
+        result.stdout

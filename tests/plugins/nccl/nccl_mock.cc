@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // A test-only stand-in for NCCL (libnccl-mock.so), loaded by the nccl transport through
-// DISTTRAIN_NCCL_LIBRARY. It exports just the functions the plugin resolves. Its ranks
+// DISTTRAIN_NCCL_LIBRARY. It exports just the functions the plugin resolves, and the
+// blocking ncclCommInitRank of the raw-NCCL side of tests/bench/nccl_overhead.c. Its ranks
 // are processes of one host: a communicator is a shared-memory object named by the
 // unique id (mock_wire.h) and its collectives really compute, on host memory (the mock
 // CUDA runtime's "device memory") or the fake device's memory (through its shadow). As a
@@ -133,6 +134,7 @@ struct ncclComm {
     long calls = 0;
     int splits = 0;
     bool first = false; // made by ncclCommInitRankConfig, not a split (..._EXIT_AT)
+    bool blocking = false; // made by ncclCommInitRank: every call returns once done
     std::string name;
     std::string last_error;
     ncclResult_t failed = ncclSuccess;
@@ -327,7 +329,7 @@ void enqueue(ncclComm_t comm, Op op) {
 }
 
 ncclResult_t issued(ncclComm_t comm) {
-    if (sync_mode()) return drive_until_done(comm);
+    if (comm->blocking || sync_mode()) return drive_until_done(comm);
     drive(comm);
     comm->poll_once_more = true;
     return ncclInProgress;
@@ -412,6 +414,28 @@ ncclResult_t ncclCommInitRankConfig(ncclComm_t *comm, int nranks, ncclUniqueId i
     std::string name(id.internal, strnlen(id.internal, sizeof(id.internal)));
     if (name.rfind("/dtmock-", 0) != 0) return ncclInvalidArgument;
     return attach(comm, nranks, name, rank, config, true);
+}
+
+// A blocking communicator, as the raw-NCCL side of tests/bench/nccl_overhead.c makes:
+// the non-blocking set-up, polled here until every rank attached (or 60 s passed).
+ncclResult_t ncclCommInitRank(ncclComm_t *comm, int nranks, ncclUniqueId id, int rank) {
+    ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
+    config.blocking = 0;
+    ncclResult_t rc = ncclCommInitRankConfig(comm, nranks, id, rank, &config);
+    if (rc != ncclInProgress) return rc;
+    auto until = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+    ncclResult_t state = ncclInProgress;
+    while (state == ncclInProgress && std::chrono::steady_clock::now() < until) {
+        ncclCommGetAsyncError(*comm, &state);
+        if (state == ncclInProgress) std::this_thread::sleep_for(std::chrono::microseconds(50));
+    }
+    if (state != ncclSuccess) {
+        delete *comm;
+        *comm = nullptr;
+        return state == ncclInProgress ? ncclSystemError : state;
+    }
+    (*comm)->blocking = true;
+    return ncclSuccess;
 }
 
 ncclResult_t ncclCommGetAsyncError(ncclComm_t comm, ncclResult_t *state) {

@@ -40,6 +40,7 @@ struct Launch {
     const std::function<void()> *body = nullptr;
     std::vector<Fiber> fibers;
     Fiber *current = nullptr;
+    bool direct = false; // the current thread runs as a plain call, not a fiber
     FiberContext scheduler;
     std::string failure;
 };
@@ -107,8 +108,45 @@ std::string where(const uint3 &b, const uint3 &t)
     return s;
 }
 
+// What syncthreads() throws in a thread that runs as a plain call (run_directly).
+struct BarrierInDirectRun {
+    int line;
+};
+
+// The block's threads after the first, which ended without a barrier: none of them may
+// reach one (a barrier is reached by every thread of a block or by none), so each runs as
+// a plain call on this stack, no fiber switch at all; one that reaches a barrier makes the
+// block fail.
+bool run_directly(const std::vector<unsigned> &order)
+{
+    const Fiber &first = g_launch.fibers[order[0]];
+    g_launch.direct = true;
+    for (size_t k = 1; k < order.size(); ++k) {
+        Fiber &f = g_launch.fibers[order[k]];
+        g_launch.current = &f;
+        try {
+            (*g_launch.body)();
+        } catch (const BarrierInDirectRun &b) {
+            g_launch.current = nullptr;
+            g_launch.direct = false;
+            g_launch.failure = "__syncthreads() at line " + std::to_string(b.line) +
+                               " reached by " + where(g_launch.block_index, f.index) +
+                               " but never by " + where(g_launch.block_index, first.index) +
+                               ", which returned";
+            return false;
+        }
+        f.state = State::done;
+    }
+    g_launch.current = nullptr;
+    g_launch.direct = false;
+    return true;
+}
+
 // Runs one block to its end; false with g_launch.failure set when a thread broke the
-// rules of __syncthreads().
+// rules of __syncthreads(). The first thread in the launch's order runs as a fiber: if it
+// ends without a barrier, the others run as plain calls (run_directly), which is most
+// kernels (element-wise ones have no barrier) and far faster; else every thread is a
+// fiber, and the block goes from barrier to barrier.
 bool run_block(uint64_t seed)
 {
     const unsigned n = g_launch.block.x * g_launch.block.y * g_launch.block.z;
@@ -119,10 +157,20 @@ bool run_block(uint64_t seed)
                         i / (g_launch.block.x * g_launch.block.y)};
         f.state = State::ready;
         f.barrier_line = 0;
-        fiber_start(f.context, stack_of(i), kStackBytes, fiber_main);
     }
+    const std::vector<unsigned> order = order_of(n, seed * 7919);
+    Fiber &first = g_launch.fibers[order[0]];
+    fiber_start(first.context, stack_of(order[0]), kStackBytes, fiber_main);
+    g_launch.current = &first;
+    fiber_switch(g_launch.scheduler, first.context);
+    g_launch.current = nullptr;
+    if (first.state == State::done)
+        return run_directly(order);
+    for (unsigned i = 0; i < n; ++i)
+        if (i != order[0])
+            fiber_start(g_launch.fibers[i].context, stack_of(i), kStackBytes, fiber_main);
     for (uint64_t phase = 0;; ++phase) {
-        for (unsigned i : order_of(n, seed * 7919 + phase)) {
+        for (unsigned i : phase == 0 ? order : order_of(n, seed * 7919 + phase)) {
             Fiber &f = g_launch.fibers[i];
             if (f.state != State::ready)
                 continue;
@@ -188,6 +236,8 @@ void syncthreads(int line)
         std::fprintf(stderr, "cuda_emu: __syncthreads() outside a kernel\n");
         std::abort();
     }
+    if (g_launch.direct)
+        throw BarrierInDirectRun{line};
     f->state = State::at_barrier;
     f->barrier_line = line;
     fiber_switch(f->context, g_launch.scheduler);

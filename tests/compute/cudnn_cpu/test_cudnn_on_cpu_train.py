@@ -135,7 +135,7 @@ ROW = re.compile(r"^(?:\[0\] )?\s*(\d+)\s+(in place|out of place)\s+[0-9.]+\s+[0
 @pytest.mark.skipif(not NCCL_OVERHEAD.exists() or not NCCL_MOCK.exists(),
                     reason="the nccl transport, its bench or its mock NCCL was not built")
 def test_nccl_overhead_bench_runs(disttrainrun):
-    result = run([disttrainrun, "-np", 1, "--", NCCL_OVERHEAD, 1],
+    result = run([disttrainrun, "-np", 1, "--", NCCL_OVERHEAD, 1, 1],
                  env={**ENV, **NCCL_ENV, "DISTTRAIN_MEMORY": "cuda"}, timeout=120)
     assert result.returncode == 0, result.stdout + result.stderr
     assert "waited for on the GPU (wait_event)" in result.stdout, result.stdout

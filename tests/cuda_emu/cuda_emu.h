@@ -6,7 +6,8 @@
 //
 // A launch runs at once, block after block, each block's threads as fibers of the calling
 // thread: a thread runs until it finishes or reaches __syncthreads(), and a barrier is
-// passed once every thread of the block has reached it. What the GPU would leave
+// passed once every thread of the block has reached it. (Where the block's first thread
+// ends without a barrier, the others run as plain calls, which is faster.) What the GPU would leave
 // undefined is an error here rather than a result: a barrier that some threads of a
 // block skip or reach at another line. So is a configuration the GPU refuses: more than
 // 1024 threads a block or than the kernel's __launch_bounds__, a grid dimension out of

@@ -112,8 +112,9 @@ TEST_P(Bf16Conv, ForwardAndBothGradientsMatchFloat32)
         << dt_last_error();
     EXPECT_LT(relative_error(to_f32(y16), y), kTol);
     EXPECT_LT(relative_error(to_f32(dx16), dx), kTol);
-    // The weight gradient is accumulated in float32 from exact bfloat16 inputs.
-    EXPECT_LT(relative_error(dw_mixed, dw), 1e-3);
+    // The weight gradient is accumulated in float32 from exact bfloat16 inputs; cuDNN's
+    // comes back rounded to bfloat16 once before it is widened (compute.h), about 1.6e-3.
+    EXPECT_LT(relative_error(dw_mixed, dw), test_plugin() == "cudnn" ? 4e-3 : 1e-3);
     EXPECT_LT(relative_error(db_mixed, db), 1e-3);
 }
 

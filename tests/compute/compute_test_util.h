@@ -12,18 +12,28 @@
 #include <cstdlib>
 #include <functional>
 #include <random>
+#include <string>
 #include <vector>
 
 namespace dt::test {
 
-// A compute context on the onednn plugin with 1 thread, destroyed at scope exit.
+// The plugin these suites run on: onednn, or the one DT_TEST_COMPUTE_PLUGIN names (the
+// cuDNN plugin built for the CPU, whose "device memory" is host memory, runs them too).
+inline std::string test_plugin()
+{
+    const char *plugin = std::getenv("DT_TEST_COMPUTE_PLUGIN");
+    return plugin != nullptr && *plugin != '\0' ? plugin : "onednn";
+}
+
+// A compute context on test_plugin() with 1 thread, destroyed at scope exit.
 class ComputeFixture : public ::testing::Test {
 protected:
     void SetUp() override
     {
         dt_compute_params_t p{};
         p.field_mask = DT_COMPUTE_PARAM_FIELD_PLUGIN | DT_COMPUTE_PARAM_FIELD_THREADS;
-        p.plugin = "onednn";
+        const std::string plugin = test_plugin();
+        p.plugin = plugin.c_str();
         p.threads = 1;
         ASSERT_EQ(dt_compute_create(&p, &c), DT_OK) << dt_last_error();
     }

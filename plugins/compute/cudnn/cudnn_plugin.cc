@@ -421,6 +421,22 @@ int32_t relu_backward(void *c, const dtp_tensor_t *d, const void *x, const void 
     });
 }
 
+// The kernel only flags a bad label; on that error path the labels come to the host so
+// that the message names the first one, as the CPU plugin's does.
+std::string bad_label_message(Instance &in, const int32_t *labels, int64_t rows, int64_t k)
+{
+    std::vector<int32_t> host(static_cast<size_t>(rows));
+    check_cuda(cudaMemcpyAsync(host.data(), labels, host.size() * sizeof(int32_t),
+                               cudaMemcpyDeviceToHost, in.stream),
+               "cudaMemcpyAsync (labels)");
+    check_cuda(cudaStreamSynchronize(in.stream), "cudaStreamSynchronize");
+    for (int64_t r = 0; r < rows; ++r)
+        if (host[size_t(r)] < 0 || host[size_t(r)] >= k)
+            return "labels[" + std::to_string(r) + "] = " + std::to_string(host[size_t(r)]) +
+                   " is not a class in [0, " + std::to_string(k) + ")";
+    return "a label is not a class in [0, " + std::to_string(k) + ")";
+}
+
 int32_t softmax_xent_forward(void *c, const dtp_tensor_t *d, const void *logits,
                              const int32_t *labels, void *probs, float *loss, int64_t *correct)
 {
@@ -444,8 +460,7 @@ int32_t softmax_xent_forward(void *c, const dtp_tensor_t *d, const void *logits,
         int32_t bad_label;
         std::memcpy(&bad_label, host.data() + rows * 8, 4);
         if (bad_label)
-            throw Failure(DTP_ERR_INVALID_ARGUMENT, "a label is not a class in [0, " +
-                                                        std::to_string(k) + ")");
+            throw Failure(DTP_ERR_INVALID_ARGUMENT, bad_label_message(in, labels, rows, k));
         double total = 0;
         int64_t hits = 0;
         for (int64_t r = 0; r < rows; ++r) {

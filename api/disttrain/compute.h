@@ -22,10 +22,11 @@
  * or are float32 with bfloat16 activations: a bfloat16 network keeps float32 master
  * weights and receives float32 weight gradients, and the plugin converts the weights
  * for the product (a GPU plugin may compute the weight gradient in bfloat16 and widen it,
- * as cuDNN's bfloat16 convolutions and PyTorch's autocast give it). Any other combination fails with DT_ERR_INVALID_ARGUMENT naming both
- * descriptors; a plugin that cannot run a combination the API allows fails with
- * DT_ERR_UNSUPPORTED, and one built before these rules (compute ops version 1) is given
- * none of the mixed ones: the call fails with DT_ERR_UNSUPPORTED naming the fix.
+ * as cuDNN's bfloat16 convolutions and PyTorch's autocast give it). Any other combination
+ * fails with DT_ERR_INVALID_ARGUMENT naming both descriptors; a plugin that cannot run a
+ * combination the API allows fails with DT_ERR_UNSUPPORTED, and one built before these
+ * rules (compute ops version 1) is given none of the mixed ones: the call fails with
+ * DT_ERR_UNSUPPORTED naming the fix.
  *
  * Execution: with a CPU plugin every call blocks until its result is written. With a GPU
  * plugin operations are queued in call order on the context's stream and return at once;

@@ -297,7 +297,8 @@ class BnKernelsOnCpu : public ::testing::TestWithParam<Case> {
                         (1 - kMomentum) * rv0[c] + kMomentum * st.var * unbias, 2e-5, 1);
             const double a = double(r.scale[c]) * st.invstd;
             for_channel(s, c, [&](size_t i) {
-                const double want = a * (to_float(r.cs.dtype, r.x.data(), i) - st.mean) + r.shift[c];
+                const double want =
+                    a * (to_float(r.cs.dtype, r.x.data(), i) - st.mean) + r.shift[c];
                 expect_near("y", c, i, to_float(r.cs.dtype, r.y.data(), i), want, tol, 1);
                 expect_near("y (relu)", c, i, to_float(r.cs.dtype, r.y_relu.data(), i),
                             std::max(want, 0.0), tol, 1);
@@ -359,8 +360,8 @@ class BnKernelsOnCpu : public ::testing::TestWithParam<Case> {
         for (int64_t c = 0; c < s.c; ++c) {
             const double a = double(r.scale[c]) / std::sqrt(double(r.running_var[c]) + kEpsilon);
             for_channel(s, c, [&](size_t i) {
-                const double want = std::max(
-                    a * (to_float(r.cs.dtype, r.x.data(), i) - r.running_mean[c]) + r.shift[c], 0.0);
+                const double x = to_float(r.cs.dtype, r.x.data(), i);
+                const double want = std::max(a * (x - r.running_mean[c]) + r.shift[c], 0.0);
                 expect_near("inference y (relu)", c, i,
                             to_float(r.cs.dtype, r.y_inference.data(), i), want,
                             precision(r.cs.dtype), 1);

@@ -76,7 +76,10 @@ cublasStatus_t cublasSetStream_v2(cublasHandle_t handle, cudaStream_t stream)
     return CUBLAS_STATUS_SUCCESS;
 }
 
-cublasStatus_t cublasSetWorkspace_v2(cublasHandle_t, void *, size_t) { return CUBLAS_STATUS_SUCCESS; }
+cublasStatus_t cublasSetWorkspace_v2(cublasHandle_t, void *, size_t)
+{
+    return CUBLAS_STATUS_SUCCESS;
+}
 
 cublasStatus_t cublasGemmEx(cublasHandle_t, cublasOperation_t transa, cublasOperation_t transb,
                             int m, int n, int k, const void *alpha, const void *a,
@@ -100,8 +103,10 @@ cublasStatus_t cublasGemmEx(cublasHandle_t, cublasOperation_t transa, cublasOper
         for (int i = 0; i < m; ++i) {
             double sum = 0;
             for (int l = 0; l < k; ++l) {
-                const int64_t ai = transa == CUBLAS_OP_N ? i + int64_t(l) * lda : l + int64_t(i) * lda;
-                const int64_t bi = transb == CUBLAS_OP_N ? l + int64_t(j) * ldb : j + int64_t(l) * ldb;
+                const int64_t ai =
+                    transa == CUBLAS_OP_N ? i + int64_t(l) * lda : l + int64_t(i) * lda;
+                const int64_t bi =
+                    transb == CUBLAS_OP_N ? l + int64_t(j) * ldb : j + int64_t(l) * ldb;
                 sum += operand(load(a_type, a, ai)) * operand(load(b_type, b, bi));
             }
             const int64_t ci = i + int64_t(j) * ldc;

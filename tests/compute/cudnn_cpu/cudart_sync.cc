@@ -154,7 +154,8 @@ cudaError_t cudaPointerGetAttributes(cudaPointerAttributes *attrs, const void *p
         attrs->type = it->second.type;
         attrs->device = 0;
         attrs->devicePointer = const_cast<char *>(p);
-        attrs->hostPointer = it->second.type == cudaMemoryTypeHost ? const_cast<char *>(p) : nullptr;
+        attrs->hostPointer =
+            it->second.type == cudaMemoryTypeHost ? const_cast<char *>(p) : nullptr;
     }
     return cudaSuccess;
 }

@@ -124,8 +124,8 @@ def test_nccl_device_transport_ends_with_the_staging_paths_parameters(disttrainr
 
 
 NCCL_OVERHEAD = BUILD / "tests" / "bench" / "nccl_overhead"
-ROW = re.compile(r"^(?:\[0\] )?\s*(\d+)\s+(in place|out of place)\s+[0-9.]+\s+[0-9.]+\s+-?[0-9.]+\s+-?[0-9.]+%$",
-                 re.M)
+ROW = re.compile(r"^(?:\[0\] )?\s*(\d+)\s+(in place|out of place)"
+                 r"\s+[0-9.]+\s+[0-9.]+\s+-?[0-9.]+\s+-?[0-9.]+%$", re.M)
 
 
 # tests/gpu/run.sh measures the NCCL transport's cost with this bench; here it runs on the

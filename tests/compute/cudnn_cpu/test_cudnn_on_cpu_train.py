@@ -24,8 +24,8 @@ CUDA_MEMORY = BUILD / "plugins" / "memory" / "cuda"
 
 pytestmark = [
     pytest.mark.skipif(not (CPU_PLUGIN / "libdt-compute-cudnn.so").exists(),
-                       reason="the cuDNN plugin for the CPU was not built (it needs the CUDA, cuDNN and "
-                              "cuBLAS headers under /usr/local/cuda/include)"),
+                       reason="the cuDNN plugin for the CPU was not built (it needs the "
+                              "CUDA, cuDNN and cuBLAS headers under /usr/local/cuda/include)"),
     pytest.mark.skipif(not (CUDA_MEMORY / "libdt-memory-cuda.so").exists(),
                        reason="the cuda memory provider was not built (no CUDA runtime "
                               "under /usr/local/cuda)"),

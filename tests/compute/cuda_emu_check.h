@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-// What the tests of CUDA kernels on the CPU (cuda_emu) share: host arrays standing for
-// device memory, with guards and a chosen alignment; reference float16 and bfloat16
+// What the tests of CUDA kernels on the CPU (cuda_emu) share: host memory standing for
+// device memory, with guards, a guard page and a chosen alignment; reference float16 and bfloat16
 // conversions of their own; test values with the edge cases; and a runner that launches
 // in each order of blocks and threads and requires the same bits from every one.
 #pragma once
@@ -11,6 +11,9 @@
 
 #include <disttrain/plugin/common.h>
 
+#include <sys/mman.h>
+#include <unistd.h>
+
 #include <bit>
 #include <cfloat>
 #include <cmath>
@@ -20,6 +23,7 @@
 #include <cstring>
 #include <initializer_list>
 #include <limits>
+#include <new>
 #include <random>
 #include <string>
 #include <tuple>
@@ -80,21 +84,59 @@ inline std::string show(float v)
     return s;
 }
 
-// Host memory standing for device memory: n elements that start on a 16-byte boundary, or
-// one element past it (misaligned), between guard bytes that no kernel may touch. The
-// elements start as the guard pattern too, so one a kernel skips shows.
+// Host memory standing for device memory: `bytes` that start on a 16-byte boundary or
+// `misalign` bytes past one, between guard bytes that no kernel may touch (at least
+// kGuardBytes before; after, up to the next 16-byte boundary), and then a page the
+// process may not touch at all: a write outside the bytes shows in guards_intact(), and
+// an access past the guards (a whole 16-byte pack past the end, say) faults at once. The
+// bytes start as the guard pattern too, so one a kernel skips shows.
 constexpr size_t kGuardBytes = 64;
 constexpr unsigned char kGuardByte = 0xa5;
 
+class DeviceBytes {
+  public:
+    DeviceBytes(size_t bytes, size_t misalign) : bytes_(bytes)
+    {
+        const size_t page = size_t(sysconf(_SC_PAGESIZE));
+        const size_t tail = (misalign + bytes + 15) / 16 * 16; // 16-aligned start to the page
+        mapped_ = (kGuardBytes + tail + page - 1) / page * page + page;
+        void *p = mmap(nullptr, mapped_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+                       -1, 0);
+        if (p == MAP_FAILED)
+            throw std::bad_alloc();
+        base_ = static_cast<unsigned char *>(p);
+        guarded_ = mapped_ - page;
+        mprotect(base_ + guarded_, page, PROT_NONE);
+        std::memset(base_, kGuardByte, guarded_);
+        start_ = base_ + guarded_ - tail + misalign;
+    }
+    ~DeviceBytes() { munmap(base_, mapped_); }
+    DeviceBytes(const DeviceBytes &) = delete;
+    DeviceBytes &operator=(const DeviceBytes &) = delete;
+
+    unsigned char *data() const { return start_; }
+    size_t size() const { return bytes_; }
+    // Nothing outside the bytes was written.
+    bool guards_intact() const
+    {
+        for (const unsigned char *q = base_; q < base_ + guarded_; ++q)
+            if ((q < start_ || q >= start_ + bytes_) && *q != kGuardByte)
+                return false;
+        return true;
+    }
+
+  private:
+    size_t bytes_, mapped_, guarded_;
+    unsigned char *base_, *start_;
+};
+
+// n elements of T in DeviceBytes, misaligned by one element where asked.
 template <typename T>
 class DeviceArray {
   public:
     DeviceArray(size_t n, bool misaligned)
-        : n_(n), offset_(kGuardBytes + (misaligned ? sizeof(T) : 0)),
-          total_((offset_ + n * sizeof(T) + kGuardBytes + 15) / 16 * 16),
-          base_(static_cast<unsigned char *>(std::aligned_alloc(16, total_)))
+        : n_(n), bytes_(n * sizeof(T), misaligned ? sizeof(T) : 0)
     {
-        std::memset(base_, kGuardByte, total_);
     }
     explicit DeviceArray(const std::vector<T> &v, bool misaligned = false)
         : DeviceArray(v.size(), misaligned)
@@ -102,30 +144,20 @@ class DeviceArray {
         if (!v.empty())
             std::memcpy(data(), v.data(), v.size() * sizeof(T));
     }
-    ~DeviceArray() { std::free(base_); }
-    DeviceArray(const DeviceArray &) = delete;
-    DeviceArray &operator=(const DeviceArray &) = delete;
 
-    T *data() { return reinterpret_cast<T *>(base_ + offset_); }
+    T *data() { return reinterpret_cast<T *>(bytes_.data()); }
     std::vector<T> values() const
     {
         std::vector<T> v(n_);
         if (n_ != 0)
-            std::memcpy(v.data(), base_ + offset_, n_ * sizeof(T));
+            std::memcpy(v.data(), bytes_.data(), n_ * sizeof(T));
         return v;
     }
-    // Nothing outside the n elements was written.
-    bool guards_intact() const
-    {
-        for (size_t i = 0; i < total_; ++i)
-            if ((i < offset_ || i >= offset_ + n_ * sizeof(T)) && base_[i] != kGuardByte)
-                return false;
-        return true;
-    }
+    bool guards_intact() const { return bytes_.guards_intact(); }
 
   private:
-    size_t n_, offset_, total_;
-    unsigned char *base_;
+    size_t n_;
+    DeviceBytes bytes_;
 };
 
 template <typename T>

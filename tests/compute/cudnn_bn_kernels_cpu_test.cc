@@ -7,17 +7,15 @@
 // a part or many, a single row), in float32, float16 and bfloat16. Each case runs in the
 // three orders of cuda_emu (blocks and threads forward, reversed, shuffled) and must give
 // the same bits in each: the kernels promise determinism, and a race would show there.
-// Tensors sit against a guard page (a read past the end faults), outputs and scratch
-// start as NaN (an element never written shows).
-#include "cuda_emu.h"
+// Tensors and scratch are emu_check::DeviceBytes (guard bytes, then a guard page: a write
+// outside shows, a read past the end faults), outputs and scratch start as NaN (an
+// element never written shows).
+#include "cuda_emu_check.h"
 
 #include "cudnn_bn_kernels.h"
 #include "cudnn_elem.cuh"
 
 #include <gtest/gtest.h>
-
-#include <sys/mman.h>
-#include <unistd.h>
 
 #include <cmath>
 #include <cstring>
@@ -29,35 +27,7 @@ namespace {
 
 using dtp::cudnn::BnLaunch;
 using dtp::cudnn::BnShape;
-
-// Device memory as the test gives it: host memory whose last byte is followed by a page
-// the process may not read; `misaligned` moves the start one element (of `elem` bytes)
-// off the 16-byte alignment, which the kernels must notice and go one element an access.
-class GuardedBuffer {
-  public:
-    GuardedBuffer(size_t bytes, size_t elem, bool misaligned)
-    {
-        const size_t page = size_t(sysconf(_SC_PAGESIZE));
-        const size_t used = ((bytes + (misaligned ? elem : 0)) + 15) / 16 * 16;
-        pages_ = (used + page - 1) / page * page + page;
-        void *p = mmap(nullptr, pages_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
-                       -1, 0);
-        if (p == MAP_FAILED)
-            throw std::bad_alloc();
-        base_ = static_cast<char *>(p);
-        mprotect(base_ + pages_ - page, page, PROT_NONE);
-        data_ = base_ + pages_ - page - used + (misaligned ? elem : 0);
-    }
-    ~GuardedBuffer() { munmap(base_, pages_); }
-    GuardedBuffer(const GuardedBuffer &) = delete;
-    GuardedBuffer &operator=(const GuardedBuffer &) = delete;
-    void *data() const { return data_; }
-
-  private:
-    char *base_;
-    char *data_;
-    size_t pages_;
-};
+using emu_check::DeviceBytes;
 
 struct Shape {
     const char *name;
@@ -129,22 +99,23 @@ constexpr float kEpsilon = 1e-5f, kMomentum = 0.1f;
 struct BnRun {
     Case cs;
     size_t count, channels;
-    GuardedBuffer x, dy, y, y_relu, dx, y_inference, scratch;
+    DeviceBytes x, dy, y, y_relu, dx, y_inference, scratch;
     std::vector<float> scale, shift, mean, invstd, running_mean, running_var, dscale, dshift,
         mean2, invstd2, dscale_relu, dshift_relu;
-    GuardedBuffer dx_relu;
+    DeviceBytes dx_relu;
 
     explicit BnRun(const Case &c)
         : cs(c), count(size_t(c.shape.n * c.shape.c * c.shape.spatial)),
-          channels(size_t(c.shape.c)), x(bytes(), elem(), c.shape.misaligned),
-          dy(bytes(), elem(), c.shape.misaligned), y(bytes(), elem(), c.shape.misaligned),
-          y_relu(bytes(), elem(), c.shape.misaligned), dx(bytes(), elem(), c.shape.misaligned),
-          y_inference(bytes(), elem(), c.shape.misaligned),
-          scratch(dtp::cudnn::bn_scratch_bytes(shape(), c.shape.sms), 16, false),
-          dx_relu(bytes(), elem(), c.shape.misaligned)
+          channels(size_t(c.shape.c)), x(bytes(), misalign()), dy(bytes(), misalign()),
+          y(bytes(), misalign()), y_relu(bytes(), misalign()), dx(bytes(), misalign()),
+          y_inference(bytes(), misalign()),
+          scratch(dtp::cudnn::bn_scratch_bytes(shape(), c.shape.sms), 0),
+          dx_relu(bytes(), misalign())
     {
     }
     size_t elem() const { return elem_bytes(cs.dtype); }
+    // Tensors one element off the 16-byte alignment where the shape asks.
+    size_t misalign() const { return cs.shape.misaligned ? elem() : 0; }
     size_t bytes() const { return count * elem(); }
     BnShape shape() const { return BnShape{cs.dtype, cs.shape.n, cs.shape.c, cs.shape.spatial}; }
     BnLaunch launch() const { return BnLaunch{nullptr, cs.shape.sms, scratch.data()}; }
@@ -159,7 +130,7 @@ struct BnRun {
             store(cs.dtype, dy.data(), i, u(rng));
         }
         const float nan = std::nanf("");
-        for (GuardedBuffer *b : {&y, &y_relu, &dx, &dx_relu, &y_inference})
+        for (DeviceBytes *b : {&y, &y_relu, &dx, &dx_relu, &y_inference})
             for (size_t i = 0; i < count; ++i)
                 store(cs.dtype, b->data(), i, nan);
         std::memset(scratch.data(), 0xff,
@@ -213,12 +184,21 @@ struct BnRun {
             << cuda_emu::last_message();
     }
 
+    // No kernel wrote outside a tensor or the scratch.
+    bool guards_intact() const
+    {
+        for (const DeviceBytes *b : {&x, &dy, &y, &y_relu, &dx, &dx_relu, &y_inference, &scratch})
+            if (!b->guards_intact())
+                return false;
+        return true;
+    }
+
     // Every output's bytes, to compare runs in other orders.
     std::vector<char> outputs() const
     {
         std::vector<char> out;
-        for (const GuardedBuffer *b : {&y, &y_relu, &dx, &dx_relu, &y_inference}) {
-            const char *p = static_cast<const char *>(b->data());
+        for (const DeviceBytes *b : {&y, &y_relu, &dx, &dx_relu, &y_inference}) {
+            const char *p = reinterpret_cast<const char *>(b->data());
             out.insert(out.end(), p, p + bytes());
         }
         for (const std::vector<float> *v : {&mean, &invstd, &running_mean, &running_var,
@@ -310,7 +290,7 @@ class BnKernelsOnCpu : public ::testing::TestWithParam<Case> {
     // positive): dshift = sum dy, dscale = sum dy xhat, dx = a (dy - dshift / M - xhat
     // dscale / M).
     static void check_backward(const BnRun &r, const std::vector<ChannelReference> &ref,
-                               const GuardedBuffer *mask, const GuardedBuffer &dx,
+                               const DeviceBytes *mask, const DeviceBytes &dx,
                                const std::vector<float> &dscale, const std::vector<float> &dshift)
     {
         const Shape &s = r.cs.shape;
@@ -379,6 +359,7 @@ TEST_P(BnKernelsOnCpu, MatchesTheReferenceInEveryOrder)
     run.launch_all();
     if (HasFatalFailure())
         return;
+    EXPECT_TRUE(run.guards_intact()) << "a kernel wrote outside its tensors";
     std::vector<ChannelReference> ref;
     for (int64_t c = 0; c < run.cs.shape.c; ++c)
         ref.push_back(statistics(run, c));

@@ -217,11 +217,7 @@ cudaError_t cudaEventCreateWithFlags(cudaEvent_t *event, unsigned int)
     return cudaSuccess;
 }
 
-cudaError_t cudaEventCreate(cudaEvent_t *event)
-{
-    *event = reinterpret_cast<cudaEvent_t>(new Event());
-    return cudaSuccess;
-}
+cudaError_t cudaEventCreate(cudaEvent_t *event) { return cudaEventCreateWithFlags(event, 0); }
 
 cudaError_t cudaEventDestroy(cudaEvent_t event)
 {

@@ -204,23 +204,22 @@ ElasticMembership elastic_rendezvous(bootstrap::StoreClient &store, const Elasti
             bool everyone;
             if (vouched) {
                 retire_dead_joiners(store, r.root, r.deaths->refresh());
-                // Every old rank accounted for: arrived, reported lost or known dead. Read
-                // in this order, a rank arriving or reported meanwhile is counted at most
-                // once (at worst not yet): see the arrival above.
+                // Every old rank accounted for: arrived, or known dead. A report of a
+                // rank lost is not enough here: that rank may only have left to re-form
+                // (its connections closed before it arrived), so it is waited for, up to
+                // the settle time, unless the launcher says it died. Read in this order
+                // (the count, then the marks, which are set before the count), a rank is
+                // counted at most once, at worst not yet.
                 int64_t old_in = store.add(p + "old_arrived", 0);
-                int64_t lost = store.add(p + "lost_total", 0);
-                // The dead not counted otherwise: never arrived and never reported, or
-                // arrived and died before counting itself in.
-                int64_t dead_unseen = 0;
+                // The dead not counted in: never arrived, or arrived and died before
+                // counting itself in.
+                int64_t dead_out = 0;
                 std::string mark;
-                for (int i = 0; i < r.old_size; ++i) {
-                    if (!r.deaths->dead().count(r.old_ids[static_cast<size_t>(i)]))
-                        continue;
-                    int64_t state = store.add(cat(p, "state/", i), 0);
-                    if (state == 0 || (state >= kArrived && !exists(store, cat(p, "in/", i), &mark)))
-                        ++dead_unseen;
-                }
-                everyone = old_in + lost + dead_unseen >= r.old_size &&
+                for (int i = 0; i < r.old_size; ++i)
+                    if (r.deaths->dead().count(r.old_ids[static_cast<size_t>(i)]) &&
+                        !exists(store, cat(p, "in/", i), &mark))
+                        ++dead_out;
+                everyone = old_in + dead_out >= r.old_size &&
                            arrived - old_in >= waiting_joiners(store, r.root);
             } else {
                 int64_t alive = r.old_size - store.add(p + "lost_total", 0);

@@ -4,9 +4,9 @@
 // host it runs, and reports the peers it saw lost. New processes (a launcher's
 // replacements) register as joiners and wait in the next epoch's rendezvous; the job lets
 // them in when its ranks re-form, at a step boundary (dt_context_poll_joiners) or after a
-// loss. Membership closes as soon as every rank the survivors still believe alive and
-// every registered joiner has arrived, or, when nobody can say who is missing, once
-// arrivals have settled; the first member of the old job to see that closes it for all
+// loss. Membership closes as soon as every rank not known dead (the launcher's death
+// notices, else the survivors' reports) and every registered joiner has arrived, or,
+// when nobody can say who is missing, once arrivals have settled; the first member of the old job to see that closes it for all
 // (a joiner never does). The new ranks follow the old ranks' order (so rank 0 stays rank
 // 0 when it lives), then the joiners, in arrival order.
 #pragma once
@@ -46,8 +46,10 @@ struct ElasticRendezvous {
     std::chrono::milliseconds settle{1000};
     std::chrono::steady_clock::time_point deadline;
     // Where a launcher publishes deaths (deaths->vouched()): membership then closes as
-    // soon as every old rank has arrived, was reported lost or is known dead, and dead
-    // joiners no longer count as waiting. Null or not vouched: arrivals settle instead.
+    // soon as every old rank has arrived or is known dead, and dead joiners no longer
+    // count as waiting; a rank only reported lost is waited for, up to the settle time
+    // (it may have left to re-form). Null or not vouched: the survivors' reports of lost
+    // ranks count, and arrivals settle where nobody reported one.
     DeathNotices *deaths = nullptr;
     std::vector<int64_t> old_ids; // launch id of each old rank (with deaths)
 };

@@ -216,6 +216,47 @@ TEST_F(Reform, ClosesWithoutSettlingWhenTheLauncherSaysWhoDied)
     }
 }
 
+TEST_F(Reform, WithDeathNoticesARankOnlyReportedLostIsWaitedFor)
+{
+    // Rank 3 died. Rank 2 left to re-form first, and its connections closed before it
+    // arrived, so rank 0 and rank 1 report it lost too. The launcher never said it died:
+    // the meeting waits for it rather than closing with ranks 0 and 1.
+    bootstrap::StoreClient launcher(server.address(), auth, 10000ms);
+    DeathPublisher deaths(launcher);
+    deaths.publish(3);
+    launcher_vouches = true;
+    auto early = std::async(std::launch::async, [&] {
+        return run({survivor(0, {2, 3}, 4, 30s), survivor(1, {2, 3}, 4, 30s)});
+    });
+    std::this_thread::sleep_for(200ms);
+    auto late = run({survivor(2, {3}, 4, 30s)});
+    auto out = early.get();
+    out.push_back(late[0]);
+    for (int i = 0; i < 3; ++i) {
+        ASSERT_EQ(out[i].first, DT_OK) << i;
+        EXPECT_EQ(out[i].second.size, 3) << i;
+        EXPECT_EQ(out[i].second.rank, i) << i;
+    }
+}
+
+TEST_F(Reform, WithDeathNoticesARankReportedLostThatNeverComesIsLeftAfterTheSettleTime)
+{
+    // Rank 1 is reported lost and never arrives, but the launcher saw no death (a hung
+    // process, a broken network): the others go on without it once arrivals settle.
+    bootstrap::StoreClient launcher(server.address(), auth, 10000ms);
+    DeathPublisher deaths(launcher); // publishes none
+    launcher_vouches = true;
+    auto start = Clock::now();
+    auto out = run({survivor(0, {1}, 3, 300ms), survivor(2, {1}, 3, 300ms)});
+    auto took = Clock::now() - start;
+    EXPECT_GE(took, 300ms);
+    EXPECT_LT(took, 5s);
+    for (auto &[status, m] : out) {
+        ASSERT_EQ(status, DT_OK);
+        EXPECT_EQ(m.size, 2);
+    }
+}
+
 TEST_F(Reform, WithoutDeathNoticesTheSettleTimeStillPasses)
 {
     // The same rendezvous in a store nobody publishes deaths in (served elsewhere).

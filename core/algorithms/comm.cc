@@ -169,6 +169,7 @@ void Comm::progress_once(int32_t timeout_ms)
     int32_t rc = transport_.ops().progress(transport_.instance(), timeout_ms);
     if (rc >= 0)
         return;
+    verify_arrived_checks(); // a disagreement explains the failure better, if it is one
     std::string detail = *last_error() != '\0' ? std::string(last_error()) : status_text(rc);
     abort_and_throw(as_error(rc), cat(collective_, ": transport '", transport_.name(),
                                       "' failed: ", detail));
@@ -311,6 +312,10 @@ void Comm::fail(const PendingTransfer &t)
 {
     if (t.peer < 0)
         fail_native(t);
+    // A peer that disagrees on the count sends more than a receive holds, which the
+    // transport refuses, at once where the message was already there (tcp fails the
+    // irecv call itself): its check, which arrived before, names the disagreement.
+    verify_arrived_checks();
     const char *what = t.is_recv ? "receive from" : "send to";
     int32_t status = t.raw.status;
     dt_status_t code;

@@ -9,7 +9,9 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <numeric>
+#include <thread>
 
 namespace dt::test {
 namespace {
@@ -141,6 +143,37 @@ TEST(CallCheck, ACountThatDiffersIsAMismatchNamingBothValues)
         }
         EXPECT_TRUE(named) << mine << " vs " << theirs;
     }
+}
+
+TEST(CallCheck, AMessageTooLargeForTheReceiveIsAMismatchWhenItsCheckArrivedFirst)
+{
+    // Rank 0 sends a call of 100000 elements (the check as a message of its own, then the
+    // data) before rank 1, whose call has 50000, posts its receive. Its transport, like
+    // tcp, refuses the oversized message in the irecv call: the check already there must
+    // name the disagreement rather than the refusal.
+    MemFabric fabric(2);
+    fabric.complete_receives_at_post(1);
+    std::atomic<bool> sent{false};
+    auto outcomes = run_ranks(
+        2,
+        [&](algo::Comm &comm) {
+            const size_t count = comm.rank() == 0 ? 100000 : 50000;
+            const CallCheck check = check_for(OpKind::allreduce, count);
+            comm.set_check(&check, "grad");
+            std::vector<float> b(count, 1.0f);
+            if (comm.rank() == 0) {
+                comm.send(1, b.data(), count * sizeof(float));
+                sent = true;
+                return;
+            }
+            while (!sent)
+                std::this_thread::sleep_for(1ms);
+            comm.recv(0, b.data(), count * sizeof(float));
+        },
+        {.timeout = 10s, .fabric = &fabric, .collective = "allreduce"});
+    EXPECT_EQ(outcomes[1].status, DT_ERR_MISMATCH) << outcomes[1].message;
+    EXPECT_TRUE(contains(outcomes[1].message, "element count")) << outcomes[1].message;
+    EXPECT_TRUE(contains(outcomes[1].message, "rank 0 100000")) << outcomes[1].message;
 }
 
 TEST(CallCheck, ANameThatDiffersIsAMismatch)

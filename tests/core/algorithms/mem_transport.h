@@ -46,6 +46,11 @@ public:
     // The next progress call of rank fails as a whole, with message.
     void fail_next_progress(int rank, int32_t status, std::string message);
 
+    // From now on, a receive of rank that finds its message already here completes in
+    // the irecv call itself, and one whose message does not fit fails there (the call
+    // returns DTP_ERR_PROTOCOL, with a message), as the tcp plugin's do.
+    void complete_receives_at_post(int rank);
+
     static const dt_transport_v3_t &ops();
 
 private:
@@ -80,6 +85,7 @@ private:
         std::string post_fault_message;
         int32_t progress_fault = 0;
         std::string progress_fault_message;
+        bool complete_at_post = false;
         bool gone = false;
         std::condition_variable cv;
     };
@@ -99,6 +105,7 @@ private:
 
     int32_t check_post(int rank, int peer);
     void deliver(RankState &to, PostedRecv recv, int src, const void *data, size_t len);
+    static int32_t deliver_now(PostedRecv recv, int src, const std::vector<std::byte> &data);
     void leave(int rank);
 
     std::mutex mutex_;

@@ -90,6 +90,32 @@ struct Reform : ::testing::Test {
             out.push_back(f.get());
         return out;
     }
+
+    // The ranks meet after waiting out their settle time (300 ms), and all of them are in.
+    void expect_settled(const std::vector<ElasticRendezvous> &ranks)
+    {
+        auto start = Clock::now();
+        auto out = run(ranks);
+        auto took = Clock::now() - start;
+        EXPECT_GE(took, 300ms);
+        EXPECT_LT(took, 5s);
+        for (auto &[status, m] : out) {
+            ASSERT_EQ(status, DT_OK);
+            EXPECT_EQ(m.size, static_cast<int>(ranks.size()));
+        }
+    }
+
+    // The `early` ranks meet; `late` arrives 200 ms after them. Their outcomes, late last.
+    std::vector<std::pair<dt_status_t, ElasticMembership>> run_with_latecomer(
+        const std::vector<ElasticRendezvous> &early, const ElasticRendezvous &late)
+    {
+        auto first = std::async(std::launch::async, [&] { return run(early); });
+        std::this_thread::sleep_for(200ms);
+        auto last = run({late});
+        auto out = first.get();
+        out.push_back(last[0]);
+        return out;
+    }
 };
 
 TEST_F(Reform, ClosesAtOnceWhenTheLostRanksAreKnown)
@@ -107,15 +133,7 @@ TEST_F(Reform, ClosesAtOnceWhenTheLostRanksAreKnown)
 
 TEST_F(Reform, ClosesAfterTheSettleTimeWhenNoDeathWasSeen)
 {
-    auto start = Clock::now();
-    auto out = run({survivor(0, {}, 3, 300ms), survivor(1, {}, 3, 300ms)});
-    auto took = Clock::now() - start;
-    EXPECT_GE(took, 300ms);
-    EXPECT_LT(took, 5s);
-    for (auto &[status, m] : out) {
-        ASSERT_EQ(status, DT_OK);
-        EXPECT_EQ(m.size, 2);
-    }
+    expect_settled({survivor(0, {}, 3, 300ms), survivor(1, {}, 3, 300ms)});
 }
 
 TEST_F(Reform, ARankArrivingAfterItClosedIsToldSo)
@@ -170,13 +188,8 @@ TEST_F(Reform, ARankReportedLostThatArrivesIsCountedIn)
     // Rank 2 died; rank 0 also saw rank 1's connection close (rank 1 left to re-form
     // first) and reports both. Rank 1's arrival cancels that report, so the meeting still
     // waits for rank 3, which arrives last, instead of closing with ranks 0 and 1.
-    auto early = std::async(std::launch::async, [&] {
-        return run({survivor(0, {1, 2}, 4, 30s), survivor(1, {2}, 4, 30s)});
-    });
-    std::this_thread::sleep_for(200ms);
-    auto late = run({survivor(3, {2}, 4, 30s)});
-    auto out = early.get();
-    out.push_back(late[0]);
+    auto out = run_with_latecomer({survivor(0, {1, 2}, 4, 30s), survivor(1, {2}, 4, 30s)},
+                                  survivor(3, {2}, 4, 30s));
     for (int i = 0; i < 3; ++i) {
         ASSERT_EQ(out[i].first, DT_OK) << i;
         EXPECT_EQ(out[i].second.size, 3) << i;
@@ -225,13 +238,8 @@ TEST_F(Reform, WithDeathNoticesARankOnlyReportedLostIsWaitedFor)
     DeathPublisher deaths(launcher);
     deaths.publish(3);
     launcher_vouches = true;
-    auto early = std::async(std::launch::async, [&] {
-        return run({survivor(0, {2, 3}, 4, 30s), survivor(1, {2, 3}, 4, 30s)});
-    });
-    std::this_thread::sleep_for(200ms);
-    auto late = run({survivor(2, {3}, 4, 30s)});
-    auto out = early.get();
-    out.push_back(late[0]);
+    auto out = run_with_latecomer({survivor(0, {2, 3}, 4, 30s), survivor(1, {2, 3}, 4, 30s)},
+                                  survivor(2, {3}, 4, 30s));
     for (int i = 0; i < 3; ++i) {
         ASSERT_EQ(out[i].first, DT_OK) << i;
         EXPECT_EQ(out[i].second.size, 3) << i;
@@ -246,28 +254,14 @@ TEST_F(Reform, WithDeathNoticesARankReportedLostThatNeverComesIsLeftAfterTheSett
     bootstrap::StoreClient launcher(server.address(), auth, 10000ms);
     DeathPublisher deaths(launcher); // publishes none
     launcher_vouches = true;
-    auto start = Clock::now();
-    auto out = run({survivor(0, {1}, 3, 300ms), survivor(2, {1}, 3, 300ms)});
-    auto took = Clock::now() - start;
-    EXPECT_GE(took, 300ms);
-    EXPECT_LT(took, 5s);
-    for (auto &[status, m] : out) {
-        ASSERT_EQ(status, DT_OK);
-        EXPECT_EQ(m.size, 2);
-    }
+    expect_settled({survivor(0, {1}, 3, 300ms), survivor(2, {1}, 3, 300ms)});
 }
 
 TEST_F(Reform, WithoutDeathNoticesTheSettleTimeStillPasses)
 {
     // The same rendezvous in a store nobody publishes deaths in (served elsewhere).
     launcher_vouches = true;
-    auto start = Clock::now();
-    auto out = run({survivor(0, {}, 3, 300ms), survivor(1, {}, 3, 300ms)});
-    EXPECT_GE(Clock::now() - start, 300ms);
-    for (auto &[status, m] : out) {
-        ASSERT_EQ(status, DT_OK);
-        EXPECT_EQ(m.size, 2);
-    }
+    expect_settled({survivor(0, {}, 3, 300ms), survivor(1, {}, 3, 300ms)});
 }
 
 TEST_F(Reform, AJoinerKilledWhileWaitingIsNoLongerCounted)

@@ -6,9 +6,10 @@
 // them in when its ranks re-form, at a step boundary (dt_context_poll_joiners) or after a
 // loss. Membership closes as soon as every rank not known dead (the launcher's death
 // notices, else the survivors' reports) and every registered joiner has arrived, or,
-// when nobody can say who is missing, once arrivals have settled; the first member of the old job to see that closes it for all
-// (a joiner never does). The new ranks follow the old ranks' order (so rank 0 stays rank
-// 0 when it lives), then the joiners, in arrival order.
+// when nobody can say who is missing, once arrivals have settled; the first member of
+// the old job to see that closes it for all (a joiner never does). The new ranks follow
+// the old ranks' order (so rank 0 stays rank 0 when it lives), then the joiners, in
+// arrival order.
 #pragma once
 
 #include "bootstrap/store.h"

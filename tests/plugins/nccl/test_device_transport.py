@@ -140,8 +140,15 @@ def test_a_rank_dying_mid_collective_fails_the_survivor_promptly():
     assert elapsed < 20, f"the survivor took {elapsed:.1f} s: {out0[1][-3000:]}"
 
 
-def test_a_rank_without_a_gpu_makes_every_rank_decline_alike():
-    r = run(launch(2, per_rank(1, {"DISTTRAIN_MOCK_CUDA_DEVICES": "0"}, [WORKER, "info"])),
+def test_a_rank_without_a_gpu_makes_every_rank_decline_alike(tmp_path):
+    # Rank 1 leaves only once rank 0 has: the launcher stops every rank as soon as one
+    # fails, which on a loaded host could cut rank 0 off before it says why it declined.
+    done = tmp_path / "rank0-done"
+    after_rank0 = (f'"$@"; s=$?; if [ "$DISTTRAIN_RANK" = 0 ]; then touch {done}; else '
+                   f'n=0; while [ ! -e {done} ] && [ $n -lt 300 ]; do sleep 0.1; '
+                   f'n=$((n + 1)); done; fi; exit $s')
+    program = ["sh", "-c", after_rank0, "sh", WORKER, "info"]
+    r = run(launch(2, per_rank(1, {"DISTTRAIN_MOCK_CUDA_DEVICES": "0"}, program)),
             env=env(), timeout=90)
     out = r.stdout + r.stderr
     assert r.returncode != 0, out[-4000:]

@@ -181,9 +181,12 @@ ElasticMembership elastic_rendezvous(bootstrap::StoreClient &store, const Elasti
     }
     const bool vouched = !newcomer && r.deaths != nullptr && r.deaths->vouched() &&
                          static_cast<int>(r.old_ids.size()) == r.old_size;
-    for (int lost : r.lost)
-        if (store.add(cat(p, "state/", lost), 1) == 1)
-            store.add(p + "lost_total", 1);
+    // Where the launcher vouches for deaths, its notices say who is gone and reports
+    // count for nothing (the closing rule below): only the others file them.
+    if (!vouched)
+        for (int lost : r.lost)
+            if (store.add(cat(p, "state/", lost), 1) == 1)
+                store.add(p + "lost_total", 1);
 
     std::string closed;
     int64_t seen = -1;

@@ -3,6 +3,7 @@
 
 #include "conf_values.h"
 
+#include <cstring>
 #include <utility>
 
 namespace dt::conformance {
@@ -20,6 +21,18 @@ const char *kind_name(Kind kind)
     case Kind::alltoallv: return "alltoallv";
     }
     return "?";
+}
+
+const std::vector<unsigned char> *Images::find(const std::string &key) const
+{
+    const auto it = images_.find(key);
+    return it == images_.end() ? nullptr : &it->second;
+}
+
+const std::vector<unsigned char> &Images::add(const std::string &key,
+                                              std::vector<unsigned char> bytes)
+{
+    return images_[key] = std::move(bytes);
 }
 
 namespace {
@@ -61,7 +74,8 @@ Case::Case(Case &&o) noexcept
       what_(std::move(o.what_)), in_(std::move(o.in_)), out_(std::move(o.out_)),
       sendcounts_(std::move(o.sendcounts_)), recvcounts_(std::move(o.recvcounts_)),
       req_(std::exchange(o.req_, nullptr)), device_(o.device_),
-      dev_in_(std::exchange(o.dev_in_, nullptr)), dev_out_(std::exchange(o.dev_out_, nullptr))
+      dev_in_(std::exchange(o.dev_in_, nullptr)), dev_out_(std::exchange(o.dev_out_, nullptr)),
+      spoil_(o.spoil_)
 {
 }
 
@@ -139,10 +153,45 @@ const void *Case::call_in()
     return dev_out_;
 }
 
-void Case::prepare()
+std::string Case::shape_key(bool with_placement) const
+{
+    std::string key = std::string(kind_name(kind_)) + " " + dt_dtype_name(dtype_) + " op " +
+                      std::to_string(op_) + " count " + std::to_string(count_) + " root " +
+                      std::to_string(root_);
+    if (with_placement)
+        key += inplace_ ? " in-place" : " out-of-place";
+    return key;
+}
+
+void Case::prepare(Images &images)
+{
+    const std::string key = shape_key(true);
+    const std::vector<unsigned char> *in_image = images.find("in " + key);
+    const std::vector<unsigned char> *out_image = images.find("out " + key);
+    if (in_image != nullptr && out_image != nullptr) {
+        in_ = *in_image;
+        out_ = *out_image;
+    } else {
+        fill();
+        images.add("in " + key, in_);
+        images.add("out " + key, out_);
+    }
+    if (device_ != nullptr) {
+        const size_t out_bytes = out_.size();
+        dev_out_ = device_->alloc(out_bytes);
+        device_->to_device(dev_out_, out_.data(), out_bytes);
+        if (!inplace_) {
+            dev_in_ = device_->alloc(in_.size());
+            device_->to_device(dev_in_, in_.data(), in_.size());
+        }
+    }
+}
+
+void Case::fill()
 {
     const auto seed = static_cast<uint64_t>(rank_);
-    for (size_t i = 0; i < out_count() + kGuard; ++i)
+    const size_t total = out_count() + kGuard;
+    for (size_t i = 0; i < total; ++i)
         put(dtype_, out(), i, kPoison);
     void *in = const_cast<void *>(in_ptr()); // our buffer; const only for the call
     const auto n = static_cast<uint64_t>(ranks_);
@@ -178,15 +227,6 @@ void Case::prepare()
         break;
     case Kind::barrier:
         break;
-    }
-    if (device_ != nullptr) {
-        const size_t out_bytes = out_.size();
-        dev_out_ = device_->alloc(out_bytes);
-        device_->to_device(dev_out_, out_.data(), out_bytes);
-        if (!inplace_) {
-            dev_in_ = device_->alloc(in_.size());
-            device_->to_device(dev_in_, in_.data(), in_.size());
-        }
     }
 }
 
@@ -261,23 +301,48 @@ double Case::expected(size_t i) const
     return kPoison;
 }
 
-uint64_t Case::verify(std::vector<Mismatch> &out_list, size_t limit)
+std::vector<unsigned char> Case::expected_image() const
+{
+    std::vector<unsigned char> image(out_.size());
+    const size_t total = out_count() + kGuard;
+    for (size_t i = 0; i < total; ++i)
+        put(dtype_, image.data(), i, expected(i));
+    return image;
+}
+
+uint64_t Case::verify(std::vector<Mismatch> &out_list, size_t limit, Images &images)
 {
     dt_request_free(std::exchange(req_, nullptr));
     if (device_ != nullptr)
         device_->to_host(out_.data(), dev_out_, out_.size()); // guards included
+    if (spoil_) { // the most significant byte (little-endian): sign and exponent of floats
+        const size_t element = out_count() > 0 ? out_count() - 1 : out_count();
+        out_[element * elt_ + elt_ - 1] ^= 0x40;
+    }
+    const std::string key = "result " + shape_key(false);
+    const std::vector<unsigned char> *image = images.find(key);
+    if (image == nullptr)
+        image = &images.add(key, expected_image());
+    // An element with the bytes of the encoded reference is right: the reference is exact
+    // in the dtype, except floating averages, which it rounds once, as matches() allows.
+    // Only the other elements are judged, against the reference value itself.
+    if (std::memcmp(out_.data(), image->data(), out_.size()) == 0)
+        return 0;
     uint64_t wrong = 0;
-    const size_t total = out_count() + kGuard;
+    const size_t outputs = out_count();
+    const size_t total = outputs + kGuard;
     for (size_t i = 0; i < total; ++i) {
+        if (std::memcmp(out_.data() + i * elt_, image->data() + i * elt_, elt_) == 0)
+            continue;
         const double want = expected(i);
         const double got = get(dtype_, out(), i);
         // Guards must stay bit-for-bit poison; outputs match the reference.
-        const bool ok = i >= out_count() ? got == want : matches(dtype_, op_, got, want);
+        const bool ok = i >= outputs ? got == want : matches(dtype_, op_, got, want);
         if (ok)
             continue;
         if (out_list.size() < limit)
-            out_list.push_back({what_ + (i >= out_count() ? " (guard past the end)" : ""),
-                                rank_, i, got, want});
+            out_list.push_back({what_ + (i >= outputs ? " (guard past the end)" : ""), rank_,
+                                i, got, want});
         ++wrong;
     }
     return wrong;

@@ -10,6 +10,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 namespace dt::conformance {
@@ -33,6 +34,21 @@ struct Mismatch {
     double expected;
 };
 
+// Byte images that cases of the same shape share: the prepared buffers of a call that
+// runs again (blocking, then asynchronously) and the reference result of every variant
+// (in place or not, blocking or not). Computing the reference element by element costs
+// more than the calls themselves; a hit is a copy. Keys come from the cases.
+class Images {
+public:
+    const std::vector<unsigned char> *find(const std::string &key) const;
+    const std::vector<unsigned char> &add(const std::string &key,
+                                          std::vector<unsigned char> bytes);
+    void clear() { images_.clear(); }
+
+private:
+    std::unordered_map<std::string, std::vector<unsigned char>> images_;
+};
+
 class Case {
 public:
     // device: null for host buffers; else the call runs on device buffers that mirror
@@ -41,16 +57,20 @@ public:
          int root, bool async, int rank, int ranks,
          const testing::DeviceMemory *device = nullptr);
 
-    // Fills inputs and poisons outputs; call before launch.
-    void prepare();
+    // Fills inputs and poisons outputs (or copies both from images); call before launch.
+    void prepare(Images &images);
     // Starts the call (async) or runs it (blocking); returns its status.
     dt_status_t launch(dt_context_h ctx);
     dt_request_h request() const { return req_; }
-    // Frees the request (if any) and compares the output with the reference; appends up
-    // to `limit` mismatches to out and returns how many elements were wrong.
-    uint64_t verify(std::vector<Mismatch> &out, size_t limit);
+    // Frees the request (if any) and compares the output with the reference (taken from
+    // images when a case of the same shape made it); appends up to `limit` mismatches to
+    // out and returns how many elements were wrong.
+    uint64_t verify(std::vector<Mismatch> &out, size_t limit, Images &images);
 
     const std::string &description() const { return what_; }
+    // Makes verify() flip one element after the call, as a wrong library would: the last
+    // output element, or the first guard where the output is empty. Tests the checker.
+    void spoil_result() { spoil_ = true; }
 
     Case(const Case &) = delete;
     Case &operator=(const Case &) = delete;
@@ -65,7 +85,13 @@ private:
     void *call_out() { return device_ != nullptr ? dev_out_ : out(); }
     const void *call_in();
     const void *in_ptr();
+    void fill(); // computes the prepared buffers element by element
     double expected(size_t index) const;
+    // The output a correct call leaves, guards included, encoded in the dtype.
+    std::vector<unsigned char> expected_image() const;
+    // What the buffers and the result depend on: the shape without the mode (blocking or
+    // async), and for the prepared buffers whether the call runs in place.
+    std::string shape_key(bool with_placement) const;
     // Uneven kinds: elements rank `from` sends rank `to` (allgatherv: to every rank).
     size_t block(int from, int to) const;
     // Elements before the block of `peer` in this rank's input (send) or output (!send).
@@ -86,6 +112,7 @@ private:
     dt_request_h req_ = nullptr;
     const testing::DeviceMemory *device_ = nullptr;
     void *dev_in_ = nullptr, *dev_out_ = nullptr;
+    bool spoil_ = false;
 };
 
 } // namespace dt::conformance

@@ -4,9 +4,11 @@
 // (all variants of a group in flight at once), and compares every output element (plus
 // guard elements behind it) with a locally computed reference.
 //
-//   disttrainrun -np 4 dt_conformance [--no-large] [--verbose] [--device]
+//   disttrainrun -np 4 dt_conformance [--no-large] [--verbose] [--device] [--spoil]
 // --device runs every call on device buffers of the memory provider DISTTRAIN_MEMORY
 // names (the fake device in CI, cuda on a GPU), checked through copies back to the host.
+// --spoil checks the checker: the last rank flips one element of every result before
+// comparing it, so each of its checks must fail.
 // Exit status: 0 when every rank matched, 1 on a mismatch or a failed call, 2 on bad flags.
 #include "conf_cases.h"
 
@@ -36,6 +38,7 @@ struct Settings {
     bool large = true;
     bool verbose = false;
     bool device = false;
+    bool spoil = false; // the last rank spoils every result it checks (tests the checker)
 };
 
 class Suite {
@@ -46,8 +49,18 @@ public:
     {
     }
 
-    // Builds the variants of one (collective, dtype, count) and runs them blocking, then
-    // all at once asynchronously. Returns false after a call failed (the job cannot go on).
+    // Runs the variants of one (collective, dtype, count) blocking, one after another,
+    // then all at once asynchronously; the second run reuses the first's buffers and
+    // references. Returns false after a call failed (the job cannot go on).
+    bool shape(Kind kind, dt_dtype_t dtype, size_t count, bool only_sum_out_of_place = false)
+    {
+        images_.clear();
+        return group(kind, dtype, count, false, only_sum_out_of_place) &&
+               group(kind, dtype, count, true, only_sum_out_of_place);
+    }
+
+    // Builds the variants of one (collective, dtype, count) and runs them blocking or all
+    // at once asynchronously. Returns false after a call failed.
     bool group(Kind kind, dt_dtype_t dtype, size_t count, bool async,
                bool only_sum_out_of_place = false)
     {
@@ -102,7 +115,7 @@ private:
     bool run_blocking(std::vector<Case> &cases)
     {
         for (Case &c : cases) {
-            c.prepare();
+            c.prepare(images_);
             if (!ok(c, c.launch(ctx_), "returned"))
                 return false;
             check(c);
@@ -113,7 +126,7 @@ private:
     bool run_async(std::vector<Case> &cases)
     {
         for (Case &c : cases) {
-            c.prepare();
+            c.prepare(images_);
             if (!ok(c, c.launch(ctx_), "returned"))
                 return false;
         }
@@ -137,7 +150,9 @@ private:
     void check(Case &c)
     {
         ++cases_;
-        const uint64_t wrong = c.verify(mismatches_, kReportLimit);
+        if (settings_.spoil && rank_ == ranks_ - 1)
+            c.spoil_result();
+        const uint64_t wrong = c.verify(mismatches_, kReportLimit, images_);
         failed_cases_ += wrong ? 1 : 0;
         if (settings_.verbose && rank_ == 0)
             std::printf("  %-60s %s\n", c.description().c_str(), wrong ? "WRONG" : "ok");
@@ -149,6 +164,7 @@ private:
     const testing::DeviceMemory *device_;
     uint64_t cases_ = 0, failed_cases_ = 0;
     std::vector<Mismatch> mismatches_;
+    Images images_; // of the shape running now
 };
 
 bool run_plan(Suite &suite, const Settings &settings)
@@ -156,20 +172,17 @@ bool run_plan(Suite &suite, const Settings &settings)
     constexpr Kind kKinds[] = {Kind::allreduce, Kind::reduce_scatter, Kind::broadcast,
                                Kind::allgather, Kind::alltoall, Kind::allgatherv,
                                Kind::alltoallv};
-    for (bool async : {false, true}) {
+    for (bool async : {false, true})
         if (!suite.group(Kind::barrier, DT_FLOAT32, 0, async))
             return false;
-        for (Kind kind : kKinds)
-            for (dt_dtype_t dtype : kDtypes)
-                for (size_t count : kCounts)
-                    if (!suite.group(kind, dtype, count, async))
-                        return false;
-        if (settings.large &&
-            (!suite.group(Kind::allreduce, DT_FLOAT32, kLargeAllreduce, async, true) ||
-             !suite.group(Kind::allgather, DT_FLOAT32, kLargeAllgather, async, true)))
-            return false;
-    }
-    return true;
+    for (Kind kind : kKinds)
+        for (dt_dtype_t dtype : kDtypes)
+            for (size_t count : kCounts)
+                if (!suite.shape(kind, dtype, count))
+                    return false;
+    return !settings.large ||
+           (suite.shape(Kind::allreduce, DT_FLOAT32, kLargeAllreduce, true) &&
+            suite.shape(Kind::allgather, DT_FLOAT32, kLargeAllgather, true));
 }
 
 int run(const Settings &settings)
@@ -249,10 +262,14 @@ int main(int argc, char **argv)
             settings.verbose = true;
         } else if (std::strcmp(argv[i], "--device") == 0) {
             settings.device = true;
+        } else if (std::strcmp(argv[i], "--spoil") == 0) {
+            settings.spoil = true;
         } else {
             std::fprintf(stderr, "dt_conformance: unknown argument '%s'; accepted: "
                                  "--no-large (skip the 64 MiB cases), --verbose, --device "
-                                 "(device buffers of DISTTRAIN_MEMORY's provider)\n", argv[i]);
+                                 "(device buffers of DISTTRAIN_MEMORY's provider), --spoil "
+                                 "(the last rank spoils every result: every check of it "
+                                 "must fail)\n", argv[i]);
             return 2;
         }
     }

@@ -5,6 +5,8 @@ Runs dt_conformance (every collective x dtype x op x size, blocking and async, c
 against a local reference on every rank) with 1, 2, 3 and 4 ranks. Transports that were
 not built are skipped with the reason. Every job has a hard timeout.
 """
+import re
+
 import pytest
 
 from conftest import BUILD, build_path, run
@@ -114,3 +116,34 @@ def test_conformance_on_device_memory(transport, ranks, mode):
     assert f"PASS ranks={ranks} transport={transport} memory=fakedevice" in summary[-1], \
         summary[-1]
     assert "failed=0" in summary[-1], summary[-1]
+
+
+@pytest.mark.parametrize("device", [False, True], ids=["host", "device"])
+def test_the_suite_fails_every_check_of_a_rank_whose_results_are_wrong(device):
+    """The checker itself: with --spoil the last rank flips one element of every result
+    (an output element, or a guard where the output is empty) before comparing it, as a
+    wrong library would. Every one of its checks must fail and be counted, the others
+    pass, and the job must fail naming the elements."""
+    if not plugin_built("tcp"):
+        pytest.skip("the tcp transport was not built")
+    env = {"DISTTRAIN_TRANSPORT": "tcp", "DISTTRAIN_PLUGIN_PATH": str(plugin_dir("tcp")),
+           "DISTTRAIN_TIMEOUT": "60"}
+    flags = ["--no-large", "--spoil"]
+    if device:
+        if not (FAKE_DEVICE_DIR / "libdt-memory-fakedevice.so").exists():
+            pytest.skip("the fake device was not built")
+        env.update({"DISTTRAIN_PLUGIN_PATH": f"{plugin_dir('tcp')}:{FAKE_DEVICE_DIR}",
+                    "DISTTRAIN_MEMORY": "fakedevice"})
+        flags.append("--device")
+    ranks = 2
+    result = run(launch_command("tcp", ranks) + flags, env=env, timeout=TIMEOUT_S)
+    output = result.stdout + result.stderr
+    assert result.returncode == 1, f"exit {result.returncode}:\n{output[-4000:]}"
+    summary = re.search(r"dt_conformance: FAIL ranks=2 .* checks=(\d+) failed=(\d+)",
+                        result.stdout)
+    assert summary, f"no FAIL summary line:\n{output[-4000:]}"
+    checks, failed = int(summary.group(1)), int(summary.group(2))
+    assert checks > 1000 and failed == checks // ranks, summary.group(0)
+    mismatches = [line for line in output.splitlines() if "MISMATCH" in line]
+    assert mismatches and all(f"rank {ranks - 1} " in line for line in mismatches), \
+        "\n".join(mismatches[:20])

@@ -8,6 +8,7 @@ Small subsets of Fashion-MNIST and few steps keep the whole file within a minute
 """
 import json
 import pathlib
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
@@ -199,10 +200,15 @@ def test_bf16_activations_train_like_f32(disttrainrun, train, tmp_path, model):
               "--optimizer", "momentum", "--decay", "cosine", "--seed", "5",
               "--train-limit", "800", "--test-limit", "400", "--threads", "1",
               "--no-progress"]
+    # The two runs of one thread each run side by side.
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        started = {name: pool.submit(job, disttrainrun, train, 1,
+                                     [*common, *extra, "--metrics-file",
+                                      tmp_path / f"{name}.jsonl"])
+                   for name, extra in (("f32", []), ("bf16", ["--bf16"]))}
     runs = {}
-    for name, extra in (("f32", []), ("bf16", ["--bf16"])):
-        r = job(disttrainrun, train, 1, [*common, *extra, "--metrics-file",
-                                         tmp_path / f"{name}.jsonl"])
+    for name, future in started.items():
+        r = future.result()
         assert r.returncode == 0, r.stderr
         runs[name] = metrics(tmp_path / f"{name}.jsonl")
     f32, bf16 = runs["f32"], runs["bf16"]

@@ -18,11 +18,13 @@ rm -rf "$reports" && mkdir -p "$reports"
 
 # The Debian package build (a second compile, in a copy of the tree) runs beside the
 # suites below at nice 19: they leave the CPUs idle much of the time (jobs that wait out
-# timeouts), and at that priority it takes little more than the idle time. Its own process
-# group, so that an interrupted run does not leave it compiling.
+# timeouts), and at that priority it takes little more than the idle time. It runs in a
+# session of its own, so that an interrupted run can stop it whole; with
+# kernel.sched_autogroup_enabled the scheduler shares CPUs between sessions first, so that
+# session's autogroup gets nice 19 too (else the build would take half the CPUs).
 packaging_out=$build/packaging-build.out
-setsid nice -n 19 "$repo/scripts/packaging-tests.sh" --build "$reports" \
-  >"$packaging_out" 2>&1 </dev/null &
+setsid bash -c 'echo 19 >/proc/self/autogroup 2>/dev/null; exec nice -n 19 "$@"' build \
+  "$repo/scripts/packaging-tests.sh" --build "$reports" >"$packaging_out" 2>&1 </dev/null &
 packaging_build=$!
 trap 'kill -- -$packaging_build 2>/dev/null' EXIT
 

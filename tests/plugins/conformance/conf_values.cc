@@ -2,6 +2,7 @@
 #include "conf_values.h"
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <cstring>
 
@@ -11,20 +12,9 @@ namespace {
 
 // IEEE binary16 through the compiler's own conversions (round to nearest even, as the
 // library's kernels must), not through the library's.
-uint16_t to_half(float f)
-{
-    const auto h = static_cast<_Float16>(f);
-    uint16_t bits;
-    std::memcpy(&bits, &h, sizeof bits);
-    return bits;
-}
+uint16_t to_half(float f) { return std::bit_cast<uint16_t>(static_cast<_Float16>(f)); }
 
-double from_half(uint16_t bits)
-{
-    _Float16 h;
-    std::memcpy(&h, &bits, sizeof h);
-    return static_cast<double>(static_cast<float>(h));
-}
+double from_half(uint16_t bits) { return static_cast<float>(std::bit_cast<_Float16>(bits)); }
 
 uint16_t to_bf16(float f)
 {

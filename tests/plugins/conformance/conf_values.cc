@@ -32,7 +32,10 @@ double from_bf16(uint16_t b)
 }
 
 template <typename T>
-void put_as(void *buf, size_t i, T v) { std::memcpy(static_cast<char *>(buf) + i * sizeof(T), &v, sizeof(T)); }
+void put_as(void *buf, size_t i, T v)
+{
+    std::memcpy(static_cast<char *>(buf) + i * sizeof(T), &v, sizeof(T));
+}
 
 template <typename T>
 T get_as(const void *buf, size_t i)

@@ -12,10 +12,9 @@ And when the launcher returns, no process of the job may be left (each job's pro
 carry a unique variable, looked for in /proc; any found are killed after the check).
 Every job has a hard limit (fault_cases.HARD_LIMIT_S).
 
-Two trials per case keep the whole matrix under 4 minutes on 2 cores (about 3.5 while
-the ucx and mpi cases still run into DISTTRAIN_TIMEOUT or --timeout): a kill costs about
-the start of 4 ranks, a stop DISTTRAIN_TIMEOUT more, anything under mpirun its teardown's
-2 s. The victim and the iteration differ from trial to trial and from case to case.
+Two trials per case keep the whole matrix at about 2 minutes on 2 cores: a kill costs
+about the start of 4 ranks, a stop DISTTRAIN_TIMEOUT more, anything under mpirun its
+teardown's 2 s. The victim and the iteration differ from trial to trial and from case to case.
 tests/bench/fault_matrix.py runs more trials and prints the times.
 """
 import itertools

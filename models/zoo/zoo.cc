@@ -52,7 +52,7 @@ bool channels_last_capable(const std::string &name)
 
 } // namespace
 
-dt_tensor_layout_t default_layout(const Compute &c, const std::string &name)
+dt_tensor_layout_t default_layout(const std::string &name)
 {
     if (const char *env = std::getenv("DISTTRAIN_LAYOUT"); env != nullptr && *env != 0) {
         const std::string v = env;
@@ -62,14 +62,13 @@ dt_tensor_layout_t default_layout(const Compute &c, const std::string &name)
             throw_input_error("DISTTRAIN_LAYOUT=", v, " is unknown; use nchw or nhwc");
         return channels_last_capable(name) ? DT_LAYOUT_NHWC : DT_LAYOUT_NCHW;
     }
-    const bool cpu = c.tensor_memory() == DT_MEMORY_HOST;
-    return cpu && channels_last_capable(name) ? DT_LAYOUT_NHWC : DT_LAYOUT_NCHW;
+    return channels_last_capable(name) ? DT_LAYOUT_NHWC : DT_LAYOUT_NCHW;
 }
 
 Model build_model(const Compute &c, const std::string &name, const InputShape &input,
                   uint64_t seed)
 {
-    return build_model(c, name, input, seed, default_layout(c, name));
+    return build_model(c, name, input, seed, default_layout(name));
 }
 
 Model build_model(const Compute &c, const std::string &name, const InputShape &input,

@@ -14,19 +14,19 @@
 #     --reference bundle);
 #  2. speed on one GPU, one process: ResNet-50 batch 64 in TF32 (the default), strict
 #     float32 and bf16 (with float32 activations, and bf16 ones: DISTTRAIN_ACTIVATIONS),
-#     also channels-last (DISTTRAIN_LAYOUT=nhwc), NCHW TF32 with the plugin's own batch
-#     norm instead of cuDNN's (DISTTRAIN_CUDNN_BATCHNORM=native: whether it should be
-#     the default there), and the mlp at batch 1000, beside PyTorch in the same run, as a
-#     table with ratios; then profiled runs of ResNet-50 (TF32 with each batch norm, NHWC
-#     and bf16 activations, both on the own kernels) and the mlp
-#     (DISTTRAIN_CUDNN_PROFILE: where the GPU time goes in the timed steps, op by op),
+#     all channels-last with the plugin's own batch norm (the GPU defaults), then NCHW
+#     with the own batch norm and with cuDNN's (what the defaults were chosen over), and
+#     the mlp at batch 1000, beside PyTorch in the same run, as a table with ratios and
+#     "decide:" lines that say whether each default still holds; then profiled runs
+#     (DISTTRAIN_CUDNN_PROFILE: where the GPU time goes in the timed steps, op by op) of
+#     ResNet-50 (the default, NCHW with cuDNN's batch norm, bf16 activations) and the mlp,
 #     and PyTorch's profile of its steps;
 #  3. the nccl device transport: 1 rank with every collective and dtype on the
 #     device_native path, each waiting for its producer on the GPU, its cost per call
 #     over raw NCCL (the producer waited for on the GPU, then on the host as before
-#     with DISTTRAIN_NCCL_HOST_WAIT=1), ordering behind a slow
-#     producer kernel, dt_context_abort in the middle of an allreduce, 2 ranks on the one
-#     GPU or NCCL's refusal;
+#     with DISTTRAIN_NCCL_HOST_WAIT=1), ordering behind a slow producer kernel,
+#     dt_context_abort while an allreduce is queued behind its producer, 2 ranks on the
+#     one GPU or NCCL's refusal;
 #  4. device memory staged through the host: the conformance suite on 2 ranks sharing the
 #     GPU, mlp and resnet20 training on 2 ranks with the cuDNN plugin (the loss falls,
 #     the ranks end with bit-identical models), disttrain.torch on CUDA tensors;
@@ -98,23 +98,19 @@ fi
 
 # 2. Speed on one GPU against PyTorch in the same run.
 rate_of() { grep -so "images/sec total on 1 workers: [0-9.]*" "/tmp/step-$1.log" | grep -o "[0-9.]*$"; }
-DISTTRAIN_COMPUTE=cudnn step r50-default 90 "$BUNDLE/bin/disttrain-bench" \
-    --model resnet50 --batch-size 64 --num-warmup 5 --num-iters 30
-# The default's batch norm on NCHW float32 is cuDNN's; the same with the plugin's own.
-DISTTRAIN_CUDNN_BATCHNORM=native DISTTRAIN_COMPUTE=cudnn step r50-bn-native 90 \
-    "$BUNDLE/bin/disttrain-bench" --model resnet50 --batch-size 64 --num-warmup 5 --num-iters 30
+R50=(--model resnet50 --batch-size 64 --num-warmup 5 --num-iters 30)
+# The defaults: channels-last (NHWC) and the plugin's own batch norm kernels.
+DISTTRAIN_COMPUTE=cudnn step r50-default 90 "$BUNDLE/bin/disttrain-bench" "${R50[@]}"
 DISTTRAIN_TF32=0 DISTTRAIN_COMPUTE=cudnn step r50-fp32 90 "$BUNDLE/bin/disttrain-bench" \
-    --model resnet50 --batch-size 64 --num-warmup 5 --num-iters 30
-DISTTRAIN_COMPUTE=cudnn step r50-bf16 90 "$BUNDLE/bin/disttrain-bench" \
-    --model resnet50 --batch-size 64 --num-warmup 5 --num-iters 30 --bf16
+    "${R50[@]}"
+DISTTRAIN_COMPUTE=cudnn step r50-bf16 90 "$BUNDLE/bin/disttrain-bench" "${R50[@]}" --bf16
 DISTTRAIN_ACTIVATIONS=bfloat16 DISTTRAIN_COMPUTE=cudnn step r50-bf16-act 90 \
-    "$BUNDLE/bin/disttrain-bench" --model resnet50 --batch-size 64 --num-warmup 5 \
-    --num-iters 30 --bf16
-DISTTRAIN_LAYOUT=nhwc DISTTRAIN_COMPUTE=cudnn step r50-nhwc 90 "$BUNDLE/bin/disttrain-bench" \
-    --model resnet50 --batch-size 64 --num-warmup 5 --num-iters 30
-DISTTRAIN_LAYOUT=nhwc DISTTRAIN_COMPUTE=cudnn step r50-nhwc-bf16 90 \
-    "$BUNDLE/bin/disttrain-bench" --model resnet50 --batch-size 64 --num-warmup 5 \
-    --num-iters 30 --bf16
+    "$BUNDLE/bin/disttrain-bench" "${R50[@]}" --bf16
+# What the defaults were chosen over: NCHW, with the own batch norm and with cuDNN's.
+DISTTRAIN_LAYOUT=nchw DISTTRAIN_COMPUTE=cudnn step r50-nchw 90 \
+    "$BUNDLE/bin/disttrain-bench" "${R50[@]}"
+DISTTRAIN_LAYOUT=nchw DISTTRAIN_CUDNN_BATCHNORM=cudnn DISTTRAIN_COMPUTE=cudnn \
+    step r50-nchw-cudnn-bn 90 "$BUNDLE/bin/disttrain-bench" "${R50[@]}"
 DISTTRAIN_COMPUTE=cudnn step mlp-default 60 "$BUNDLE/bin/disttrain-bench" \
     --model mlp --batch-size 1000 --num-warmup 20 --num-iters 300
 step torch-r50 150 "$PY" "$REPO/tests/gpu/torch_bench.py" --model resnet50 --batch-size 64 \
@@ -123,13 +119,13 @@ step torch-mlp 60 "$PY" "$REPO/tests/gpu/torch_bench.py" --model mlp --batch-siz
     --precision default --warmup 20 --iters 300
 echo "=== speed on one GPU, images/sec, one process (disttrain: mean of the timed steps; pytorch: over all of them)"
 "$PY" - "$(rate_of r50-default)" "$(rate_of r50-fp32)" "$(rate_of r50-bf16)" \
-    "$(rate_of mlp-default)" "$(rate_of r50-nhwc)" "$(rate_of r50-nhwc-bf16)" \
-    "$(rate_of r50-bf16-act)" "$(rate_of r50-bn-native)" /tmp/step-torch-r50.log \
-    /tmp/step-torch-mlp.log <<'PYEOF'
+    "$(rate_of mlp-default)" "$(rate_of r50-bf16-act)" "$(rate_of r50-nchw)" \
+    "$(rate_of r50-nchw-cudnn-bn)" /tmp/step-torch-r50.log /tmp/step-torch-mlp.log <<'PYEOF'
 import re, sys
-ours = [float(a) if a else None for a in sys.argv[1:9]]
+default, fp32, bf16, mlp, bf16_act, nchw, nchw_cudnn_bn = [
+    float(a) if a else None for a in sys.argv[1:8]]
 torch = {}
-for path in sys.argv[9:]:
+for path in sys.argv[8:]:
     try:
         text = open(path).read()
     except FileNotFoundError:  # not run (GPU_STEPS)
@@ -137,49 +133,47 @@ for path in sys.argv[9:]:
     for m in re.finditer(r"torch (\w+) (\w+) ranks=1 batch=\d+ images/sec total: ([0-9.]+)",
                          text):
         torch[(m[1], m[2])] = float(m[3])
-rows = [("resnet50 b64", "TF32 (default)", ours[0], torch.get(("resnet50", "default"))),
-        ("resnet50 b64", "TF32, own batch norm", ours[7], torch.get(("resnet50", "default"))),
-        ("resnet50 b64", "strict fp32", ours[1], torch.get(("resnet50", "fp32"))),
-        ("resnet50 b64", "bf16", ours[2], torch.get(("resnet50", "bf16"))),
-        ("resnet50 b64", "bf16, bf16 activations", ours[6], torch.get(("resnet50", "bf16"))),
-        ("resnet50 b64 NHWC", "TF32 (default)", ours[4], torch.get(("resnet50", "default"))),
-        ("resnet50 b64 NHWC", "bf16", ours[5], torch.get(("resnet50", "bf16"))),
-        ("mlp b1000", "default", ours[3], torch.get(("mlp", "default")))]
+rows = [("resnet50 b64", "TF32 (default)", default, torch.get(("resnet50", "default"))),
+        ("resnet50 b64", "strict fp32", fp32, torch.get(("resnet50", "fp32"))),
+        ("resnet50 b64", "bf16", bf16, torch.get(("resnet50", "bf16"))),
+        ("resnet50 b64", "bf16, bf16 activations", bf16_act, torch.get(("resnet50", "bf16"))),
+        ("resnet50 b64 NCHW", "TF32", nchw, torch.get(("resnet50", "default"))),
+        ("resnet50 b64 NCHW", "TF32, cuDNN's batch norm", nchw_cudnn_bn,
+         torch.get(("resnet50", "default"))),
+        ("mlp b1000", "default", mlp, torch.get(("mlp", "default")))]
 print(f"| model | precision | disttrain | pytorch | ratio |\n|---|---|---|---|---|")
 for model, prec, a, b in rows:
     ratio = f"{a / b:.2f}" if a and b else "?"
     print(f"| {model} | {prec} | {a or '?'} | {b or '?'} | {ratio} |")
-# The defaults these figures decide, each a ratio of two of our runs (one run each: a
-# ratio within 3% of 1 is noise until the profiles below agree):
-# DISTTRAIN_CUDNN_BATCHNORM=auto on NCHW float32 (native_batchnorm() in
-# plugins/compute/cudnn/cudnn_bn_choice.cc), the layout the models take on a GPU, and
+# Whether the defaults still hold, each a ratio of two of our runs (one run each: a ratio
+# within 3% of 1 is noise until the profiles below agree): the layout the models take on a
+# GPU (default_layout() in models/zoo/zoo.cc), DISTTRAIN_CUDNN_BATCHNORM=auto on NCHW
+# float32 (native_batchnorm() in plugins/compute/cudnn/cudnn_bn_choice.cc) and
 # DISTTRAIN_ACTIVATIONS=auto under --bf16 on a GPU (models/README.md).
 for what, a, b, flip in [
-        ("NCHW float32 batch norm, own kernels against cuDNN's", ours[7], ours[0],
-         "auto takes the own kernels for NCHW float32"),
-        ("NHWC against NCHW, TF32", ours[4], ours[0], "NHWC becomes the GPU default"),
-        ("bfloat16 against float32 activations under --bf16", ours[6], ours[2],
+        ("NCHW against NHWC (the default), TF32", nchw, default, "NCHW becomes the GPU default"),
+        ("NCHW float32 batch norm, cuDNN's against the own kernels (the default)",
+         nchw_cudnn_bn, nchw, "auto takes cuDNN's for NCHW float32"),
+        ("bfloat16 against float32 activations under --bf16", bf16_act, bf16,
          "DISTTRAIN_ACTIVATIONS=auto takes bfloat16 on a GPU")]:
     if a and b:
         r = a / b
         verdict = (" -> " + flip if r > 1.03 else " -> keep" if r < 0.97
-                   else " -> within the noise of one run")
+                   else " -> within the noise of one run: keep")
         print(f"decide: {what}: {a} against {b} images/sec, {r:.3f}x{verdict}")
     else:
         print(f"decide: {what}: not measured")
 PYEOF
 DISTTRAIN_CUDNN_PROFILE=1 DISTTRAIN_COMPUTE=cudnn step r50-profile 60 \
     "$BUNDLE/bin/disttrain-bench" --model resnet50 --batch-size 64 --num-warmup 3 --num-iters 10
-DISTTRAIN_CUDNN_BATCHNORM=native DISTTRAIN_CUDNN_PROFILE=1 DISTTRAIN_COMPUTE=cudnn \
-    step r50-bn-native-profile 60 "$BUNDLE/bin/disttrain-bench" --model resnet50 \
-    --batch-size 64 --num-warmup 3 --num-iters 10
+DISTTRAIN_LAYOUT=nchw DISTTRAIN_CUDNN_BATCHNORM=cudnn DISTTRAIN_CUDNN_PROFILE=1 \
+    DISTTRAIN_COMPUTE=cudnn step r50-nchw-cudnn-bn-profile 60 "$BUNDLE/bin/disttrain-bench" \
+    --model resnet50 --batch-size 64 --num-warmup 3 --num-iters 10
 echo "=== batch norm, ReLU and add (batchnorm_relu_*, add_relu: fused) in the profiled" \
     "ResNet-50 steps (gpu ms over 10 steps, us per call)"
-for s in r50-profile r50-bn-native-profile; do
+for s in r50-profile r50-nchw-cudnn-bn-profile; do
     grep -s -E "^(batchnorm|relu|add)" "/tmp/step-$s.log" | sed "s/^/$s: /"
 done
-DISTTRAIN_LAYOUT=nhwc DISTTRAIN_CUDNN_PROFILE=1 DISTTRAIN_COMPUTE=cudnn step r50-nhwc-profile 60 \
-    "$BUNDLE/bin/disttrain-bench" --model resnet50 --batch-size 64 --num-warmup 3 --num-iters 10
 DISTTRAIN_ACTIVATIONS=bfloat16 DISTTRAIN_CUDNN_PROFILE=1 DISTTRAIN_COMPUTE=cudnn \
     step r50-bf16-profile 60 "$BUNDLE/bin/disttrain-bench" --model resnet50 --batch-size 64 \
     --num-warmup 3 --num-iters 10 --bf16

@@ -19,9 +19,8 @@ BatchnormKernels batchnorm_kernels_setting(const char *value)
         return BatchnormKernels::cudnn;
     throw std::invalid_argument(
         std::string("DISTTRAIN_CUDNN_BATCHNORM='") + value +
-        "' must be auto (the plugin's own kernels for (rows, C) and bfloat16 activations, "
-        "cuDNN for the rest; the default), native (the plugin's own kernels always) or "
-        "cudnn (cuDNN always)");
+        "' must be auto (the plugin's own kernels, cuDNN's for 4-D float16; the "
+        "default), native (the plugin's own kernels always) or cudnn (cuDNN always)");
 }
 
 bool native_batchnorm(BatchnormKernels k, int32_t dtype, int32_t ndims)
@@ -31,7 +30,7 @@ bool native_batchnorm(BatchnormKernels k, int32_t dtype, int32_t ndims)
     case BatchnormKernels::cudnn: return false;
     case BatchnormKernels::automatic: break;
     }
-    return ndims == 2 || dtype == DTP_BFLOAT16;
+    return ndims == 2 || dtype != DTP_FLOAT16;
 }
 
 } // namespace dtp::cudnn

@@ -44,9 +44,14 @@ int32_t Context::wait_event(const char *runtime, void *event) {
         host_.set_error(broken_why_);
         return broken_;
     }
+    OnDevice on(*this);
+    // A producer already done needs no dependency: the query costs less than a stream
+    // wait, and small collectives right after a finished producer are the common case.
+    cudaError_t done = lib_.cuda.EventQuery(static_cast<cudaEvent_t>(event));
+    if (done == cudaSuccess) return DTP_OK;
+    if (done != cudaErrorNotReady) lib_.cuda.GetLastError(); // the stream wait says why
     // Captures the event's newest record now: the core may record it again or destroy
     // it once this returns.
-    OnDevice on(*this);
     cudaError_t rc = lib_.cuda.StreamWaitEvent(stream_, static_cast<cudaEvent_t>(event), 0);
     if (rc != cudaSuccess) {
         lib_.cuda.GetLastError();

@@ -2,8 +2,8 @@
 // The nccl transport's wait_event on the mocks, one rank: an event of the cuda provider's
 // runtime (here the mock CUDA runtime, opened by this test at the path the plugin opens,
 // so both share it) makes the plugin's stream wait on the "GPU", and the collective
-// launched after it reads its send buffer only once the producer's slow copy has run;
-// other runtimes' events and DISTTRAIN_NCCL_HOST_WAIT=1 are refused, leaving the wait to
+// launched after it reads its send buffer only once the producer's slow copy has run; a
+// producer already done queues no wait; other runtimes' events and DISTTRAIN_NCCL_HOST_WAIT=1 are refused, leaving the wait to
 // the core.
 #include "nccl_test_util.h"
 
@@ -37,10 +37,11 @@ struct MockRuntime {
         event_destroy = reinterpret_cast<decltype(event_destroy)>(dlsym(h, "cudaEventDestroy"));
         event_record = reinterpret_cast<decltype(event_record)>(dlsym(h, "cudaEventRecord"));
         copy = reinterpret_cast<decltype(copy)>(dlsym(h, "cudaMemcpyAsync"));
+        reached = reinterpret_cast<decltype(reached)>(dlsym(h, "cudaMockEventReached"));
     }
     bool ok() const {
         return stream_create && stream_destroy && event_create && event_destroy &&
-               event_record && copy;
+               event_record && copy && reached;
     }
     decltype(&::cudaStreamCreateWithFlags) stream_create = nullptr;
     decltype(&::cudaStreamDestroy) stream_destroy = nullptr;
@@ -48,6 +49,7 @@ struct MockRuntime {
     decltype(&::cudaEventDestroy) event_destroy = nullptr;
     decltype(&::cudaEventRecord) event_record = nullptr;
     cudaError_t (*copy)(void *, const void *, size_t, cudaMemcpyKind, cudaStream_t) = nullptr;
+    int (*reached)(cudaEvent_t) = nullptr; // the mock's: its stream got to the record
 };
 
 int lines_in(const std::string &path, const std::string &line) {
@@ -114,6 +116,33 @@ TEST(NcclWait, WithoutTheWaitTheCollectiveReadsStaleData) {
     std::remove(log.c_str());
     EXPECT_EQ(allreduce_after_slow_producer(false, log), -1.f);
     EXPECT_EQ(lines_in(log, "cudaStreamWaitEvent"), 0);
+    std::remove(log.c_str());
+}
+
+// A producer already done adds nothing to the plugin's stream: no cudaStreamWaitEvent.
+TEST(NcclWait, AFinishedProducerQueuesNoWait) {
+    UseMocks mocks;
+    ScopedEnv polls("DISTTRAIN_MOCK_CUDA_EVENT_POLLS", "0");
+    const std::string log = ::testing::TempDir() + "nccl_wait_done.log";
+    std::remove(log.c_str());
+    ScopedEnv logged("DISTTRAIN_MOCK_CUDA_LOG", log.c_str());
+    MockRuntime rt;
+    ASSERT_TRUE(rt.ok());
+    Instance inst(std::make_shared<MemStore>(), "job-token");
+    ASSERT_EQ(inst.init(0, 1, 10000), DTP_OK) << inst.host.last_error();
+    cudaStream_t producer = nullptr;
+    cudaEvent_t ready = nullptr;
+    rt.stream_create(&producer, 0);
+    rt.event_create(&ready, 0);
+    rt.event_record(ready, producer);
+    const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (rt.reached(ready) == 0 && std::chrono::steady_clock::now() < until) {}
+    ASSERT_EQ(rt.reached(ready), 1);
+    EXPECT_EQ(ops().wait_event(inst.transport, "cuda", ready), DTP_OK) << inst.host.last_error();
+    EXPECT_EQ(lines_in(log, "cudaStreamWaitEvent"), 0);
+    rt.event_destroy(ready);
+    rt.stream_destroy(producer);
+    EXPECT_EQ(inst.finalize(), DTP_OK);
     std::remove(log.c_str());
 }
 

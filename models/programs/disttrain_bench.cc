@@ -66,11 +66,11 @@ int bench(const BenchOptions &o)
     }
     if (dist.rank() == 0) {
         std::printf("model %s (%zu parameters), batch %llu per worker, %d worker(s) over %s, "
-                    "%s, %s activations\n",
+                    "%s, %s activations, %s layout\n",
                     o.model.c_str(), model.parameter_count(),
                     static_cast<unsigned long long>(o.batch_size), dist.size(),
                     dist.transport().c_str(), compute.describe().c_str(),
-                    dt_dtype_name(model.activations));
+                    dt_dtype_name(model.activations), layout_name(model.layout));
         std::fflush(stdout);
     }
     std::vector<double> rates, cpu_rates;

@@ -93,10 +93,11 @@ void Trainer::run()
     if (dist_.rank() == 0)
         std::fprintf(stderr,
                      "disttrain-train: %s (%zu parameters), %d rank(s) over %s, %s, %s "
-                     "activations; global batch %zu, %zu steps per epoch, peak lr %g\n",
+                     "activations, %s layout; global batch %zu, %zu steps per epoch, "
+                     "peak lr %g\n",
                      o_.model.c_str(), model_.parameter_count(), dist_.size(),
                      dist_.transport().c_str(), c_.describe().c_str(),
-                     dt_dtype_name(model_.activations),
+                     dt_dtype_name(model_.activations), layout_name(model_.layout),
                      sampler_.global_batch(), sampler_.steps_per_epoch(), schedule_.peak());
     if (o_.elastic)
         run_elastic();

@@ -35,13 +35,17 @@ const std::vector<std::string> &model_names();
 // The input a model is made for: 1x28x28 and 10 classes (Fashion-MNIST) for all but
 // resnet50 (3x224x224, 1000 classes).
 InputShape default_input(const std::string &name);
-// The layout a model runs fastest in: channels-last (NHWC) for the ResNets, on a CPU
+// The layout a model runs fastest in on c: channels-last (NHWC) for the ResNets, on a CPU
 // (oneDNN convolves NHWC directly instead of reordering NCHW activations to a blocked
-// layout and back around every convolution) and on a GPU (cuDNN's tensor-core
-// convolutions; ResNet-50 TF32 1.19x NCHW on an H100, tests/gpu/run.sh); NCHW otherwise
-// (convnet flattens 7x7 feature maps, whose order NHWC would change). DISTTRAIN_LAYOUT=nchw
-// or nhwc overrides it (nhwc only for the ResNets); anything else throws InputError.
-dt_tensor_layout_t default_layout(const std::string &name);
+// layout and back around every convolution) and on a GPU whose convolutions run on tensor
+// cores, TF32 (the default) or bfloat16 (ResNet-50 TF32 1.07x NCHW on an H100,
+// tests/gpu/run.sh); NCHW for strict float32 on a GPU (DISTTRAIN_TF32=0: NHWC 0.73x) and
+// for convnet (it flattens 7x7 feature maps, whose order NHWC would change).
+// DISTTRAIN_LAYOUT=nchw or nhwc overrides it (nhwc only for the ResNets); anything else
+// throws InputError.
+dt_tensor_layout_t default_layout(const Compute &c, const std::string &name);
+// "nchw" or "nhwc": the DISTTRAIN_LAYOUT value that asks for layout.
+const char *layout_name(dt_tensor_layout_t layout);
 // Builds a model with weights drawn from seed (in default_layout unless given); throws
 // InputError for an unknown name. The weights are the same in either layout.
 Model build_model(const Compute &c, const std::string &name, const InputShape &input,

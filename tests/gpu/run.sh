@@ -13,11 +13,12 @@
 #     its own batch norm kernels and cuDNN's against oneDNN (cudnn-batchnorm; a
 #     --reference bundle);
 #  2. speed on one GPU, one process: ResNet-50 batch 64 in TF32 (the default), strict
-#     float32 and bf16 (with float32 activations, and bf16 ones: DISTTRAIN_ACTIVATIONS),
-#     all channels-last with the plugin's own batch norm (the GPU defaults), then NCHW
-#     with the own batch norm and with cuDNN's (what the defaults were chosen over), and
-#     the mlp at batch 1000, beside PyTorch in the same run, as a table with ratios and
-#     "decide:" lines that say whether each default still holds; then profiled runs
+#     float32 and bf16 (with float32 activations, and bf16 ones: DISTTRAIN_ACTIVATIONS)
+#     on the GPU defaults (the plugin's own batch norm; channels-last, but NCHW for
+#     strict float32), then what those defaults were chosen over (TF32 in NCHW with the
+#     own batch norm and with cuDNN's, strict float32 in NHWC), and the mlp at batch
+#     1000, beside PyTorch in the same run, as a table with ratios and "decide:" lines
+#     that say whether each default still holds; then profiled runs
 #     (DISTTRAIN_CUDNN_PROFILE: where the GPU time goes in the timed steps, op by op) of
 #     ResNet-50 (the default, NCHW with cuDNN's batch norm, bf16 activations) and the mlp,
 #     and PyTorch's profile of its steps;
@@ -111,6 +112,9 @@ DISTTRAIN_LAYOUT=nchw DISTTRAIN_COMPUTE=cudnn step r50-nchw 90 \
     "$BUNDLE/bin/disttrain-bench" "${R50[@]}"
 DISTTRAIN_LAYOUT=nchw DISTTRAIN_CUDNN_BATCHNORM=cudnn DISTTRAIN_COMPUTE=cudnn \
     step r50-nchw-cudnn-bn 90 "$BUNDLE/bin/disttrain-bench" "${R50[@]}"
+# Strict float32 takes NCHW (no tensor cores): against NHWC.
+DISTTRAIN_LAYOUT=nhwc DISTTRAIN_TF32=0 DISTTRAIN_COMPUTE=cudnn step r50-fp32-nhwc 90 \
+    "$BUNDLE/bin/disttrain-bench" "${R50[@]}"
 DISTTRAIN_COMPUTE=cudnn step mlp-default 60 "$BUNDLE/bin/disttrain-bench" \
     --model mlp --batch-size 1000 --num-warmup 20 --num-iters 300
 step torch-r50 150 "$PY" "$REPO/tests/gpu/torch_bench.py" --model resnet50 --batch-size 64 \
@@ -120,12 +124,13 @@ step torch-mlp 60 "$PY" "$REPO/tests/gpu/torch_bench.py" --model mlp --batch-siz
 echo "=== speed on one GPU, images/sec, one process (disttrain: mean of the timed steps; pytorch: over all of them)"
 "$PY" - "$(rate_of r50-default)" "$(rate_of r50-fp32)" "$(rate_of r50-bf16)" \
     "$(rate_of mlp-default)" "$(rate_of r50-bf16-act)" "$(rate_of r50-nchw)" \
-    "$(rate_of r50-nchw-cudnn-bn)" /tmp/step-torch-r50.log /tmp/step-torch-mlp.log <<'PYEOF'
+    "$(rate_of r50-nchw-cudnn-bn)" "$(rate_of r50-fp32-nhwc)" /tmp/step-torch-r50.log \
+    /tmp/step-torch-mlp.log <<'PYEOF'
 import re, sys
-default, fp32, bf16, mlp, bf16_act, nchw, nchw_cudnn_bn = [
-    float(a) if a else None for a in sys.argv[1:8]]
+default, fp32, bf16, mlp, bf16_act, nchw, nchw_cudnn_bn, fp32_nhwc = [
+    float(a) if a else None for a in sys.argv[1:9]]
 torch = {}
-for path in sys.argv[8:]:
+for path in sys.argv[9:]:
     try:
         text = open(path).read()
     except FileNotFoundError:  # not run (GPU_STEPS)
@@ -134,24 +139,27 @@ for path in sys.argv[8:]:
                          text):
         torch[(m[1], m[2])] = float(m[3])
 rows = [("resnet50 b64", "TF32 (default)", default, torch.get(("resnet50", "default"))),
-        ("resnet50 b64", "strict fp32", fp32, torch.get(("resnet50", "fp32"))),
+        ("resnet50 b64", "strict fp32 (NCHW)", fp32, torch.get(("resnet50", "fp32"))),
         ("resnet50 b64", "bf16", bf16, torch.get(("resnet50", "bf16"))),
         ("resnet50 b64", "bf16, bf16 activations", bf16_act, torch.get(("resnet50", "bf16"))),
         ("resnet50 b64 NCHW", "TF32", nchw, torch.get(("resnet50", "default"))),
         ("resnet50 b64 NCHW", "TF32, cuDNN's batch norm", nchw_cudnn_bn,
          torch.get(("resnet50", "default"))),
+        ("resnet50 b64 NHWC", "strict fp32", fp32_nhwc, torch.get(("resnet50", "fp32"))),
         ("mlp b1000", "default", mlp, torch.get(("mlp", "default")))]
 print(f"| model | precision | disttrain | pytorch | ratio |\n|---|---|---|---|---|")
 for model, prec, a, b in rows:
     ratio = f"{a / b:.2f}" if a and b else "?"
     print(f"| {model} | {prec} | {a or '?'} | {b or '?'} | {ratio} |")
 # Whether the defaults still hold, each a ratio of two of our runs (one run each: a ratio
-# within 3% of 1 is noise until the profiles below agree): the layout the models take on a
-# GPU (default_layout() in models/zoo/zoo.cc), DISTTRAIN_CUDNN_BATCHNORM=auto on NCHW
+# within 3% of 1 is noise until the profiles below agree): the layouts the models take on
+# a GPU (default_layout() in models/zoo/zoo.cc), DISTTRAIN_CUDNN_BATCHNORM=auto on NCHW
 # float32 (native_batchnorm() in plugins/compute/cudnn/cudnn_bn_choice.cc) and
 # DISTTRAIN_ACTIVATIONS=auto under --bf16 on a GPU (models/README.md).
 for what, a, b, flip in [
         ("NCHW against NHWC (the default), TF32", nchw, default, "NCHW becomes the GPU default"),
+        ("NHWC against NCHW (the default), strict fp32", fp32_nhwc, fp32,
+         "NHWC becomes the default for strict fp32 too"),
         ("NCHW float32 batch norm, cuDNN's against the own kernels (the default)",
          nchw_cudnn_bn, nchw, "auto takes cuDNN's for NCHW float32"),
         ("bfloat16 against float32 activations under --bf16", bf16_act, bf16,

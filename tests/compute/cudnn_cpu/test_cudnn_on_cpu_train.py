@@ -67,17 +67,24 @@ def same_parameters_on_both_ranks(result):
     ("mlp", [], {}),
     ("mlp", [], {"DISTTRAIN_ORDERED": "0"}),
     ("mlp", ["--bf16"], {}),
-    # Convolutions, pooling, batch norm + ReLU and add + ReLU: in NCHW, in NHWC (filters
-    # converted to (K, R, S, C) and back), and with bfloat16 activations (float32 weights
-    # converted per call, cuDNN's batch norm replaced by the plugin's own kernels).
+    # Convolutions, pooling, batch norm + ReLU and add + ReLU: in NHWC (the default on a
+    # GPU: filters converted to (K, R, S, C) and back), in NCHW (asked for, and the default
+    # for strict float32, DISTTRAIN_TF32=0), with cuDNN's batch norm, and with bfloat16
+    # activations (float32 weights converted per call).
     ("resnet20", [], {}),
-    ("resnet20", [], {"DISTTRAIN_LAYOUT": "nhwc"}),
+    ("resnet20", [], {"DISTTRAIN_LAYOUT": "nchw", "DISTTRAIN_CUDNN_BATCHNORM": "cudnn"}),
+    ("resnet20", [], {"DISTTRAIN_TF32": "0"}),
     ("resnet20", ["--bf16"], {"DISTTRAIN_ACTIVATIONS": "bfloat16"}),
-], ids=["mlp", "mlp-negotiated", "mlp-bf16", "resnet20", "resnet20-nhwc",
-        "resnet20-bf16-activations"])
+], ids=["mlp", "mlp-negotiated", "mlp-bf16", "resnet20", "resnet20-nchw-cudnn-bn",
+        "resnet20-strict-fp32", "resnet20-bf16-activations"])
 def test_two_ranks_on_the_cpu_cudnn_plugin_follow_onednn(disttrainrun, model, args, env):
     gpu = bench_job(disttrainrun, "cudnn", model, args, {**env, "DISTTRAIN_LOG_LEVEL": "debug"})
     assert "cudnn on cuda_emu (CPU)" in gpu.stdout, gpu.stdout
+    # The layout the model took: channels-last for the ResNets, unless asked otherwise or
+    # computing in strict float32 (no tensor cores).
+    nchw = model == "mlp" or env.get("DISTTRAIN_LAYOUT") == "nchw" or \
+        env.get("DISTTRAIN_TF32") == "0"
+    assert f"{'nchw' if nchw else 'nhwc'} layout" in gpu.stdout, gpu.stdout
     # The provider called the tensors device memory, and the core staged them.
     assert "device memory): staging" in gpu.stdout + gpu.stderr, gpu.stdout + gpu.stderr
     same_parameters_on_both_ranks(gpu)

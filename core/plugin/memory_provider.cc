@@ -38,6 +38,8 @@ MemoryProvider::MemoryProvider(std::shared_ptr<LoadedPlugin> plugin,
 
 MemoryProvider::~MemoryProvider()
 {
+    for (void *event : spare_events_)
+        ops_.event_destroy(instance_, event);
     int32_t rc = ops_.finalize(instance_);
     if (rc != DTP_OK)
         DT_LOG(warn, "plugin", "memory provider '", plugin_->name(), "' failed to finalize: ",
@@ -69,25 +71,54 @@ PointerMemory MemoryProvider::classify(const void *ptr) const
                 "plugin is broken");
 }
 
+// More collectives than this in flight at once are rare; their extra events are destroyed.
+constexpr size_t kSpareEvents = 64;
+
+void *MemoryProvider::take_event(int32_t &rc) const
+{
+    {
+        std::lock_guard lock(events_mutex_);
+        if (!spare_events_.empty()) {
+            void *event = spare_events_.back();
+            spare_events_.pop_back();
+            rc = DTP_OK;
+            return event;
+        }
+    }
+    void *event = nullptr;
+    rc = ops_.event_create(instance_, &event);
+    return rc == DTP_OK ? event : nullptr;
+}
+
+void MemoryProvider::give_back_event(void *event) const
+{
+    {
+        std::lock_guard lock(events_mutex_);
+        if (spare_events_.size() < kSpareEvents) {
+            spare_events_.push_back(event);
+            return;
+        }
+    }
+    ops_.event_destroy(instance_, event);
+}
+
 std::shared_ptr<void> MemoryProvider::ready_event(void *stream) const
 {
     if (ops_.event_create == nullptr || ops_.event_record == nullptr ||
         ops_.event_destroy == nullptr || ops_.stream_wait_event == nullptr)
         return nullptr;
     set_last_error("");
-    void *event = nullptr;
-    int32_t rc = ops_.event_create(instance_, &event);
+    int32_t rc = DTP_OK;
+    void *event = take_event(rc);
     if (rc == DTP_OK) {
-        // The plugin stays loaded while the provider lives, and every operation holding
-        // the event ends before the context lets the provider go.
-        std::shared_ptr<void> owned(event, [ops = &ops_, m = instance_](void *e) {
-            ops->event_destroy(m, e);
-        });
         rc = ops_.event_record(instance_, event, stream);
+        // Every operation holding the event ends before the context lets the provider go.
         if (rc == DTP_OK)
-            return owned;
+            return {event, [this](void *e) { give_back_event(e); }};
     }
     std::string detail = last_error();
+    if (event != nullptr)
+        ops_.event_destroy(instance_, event); // one that failed to record is not reused
     throw_error(rc < 0 ? static_cast<dt_status_t>(rc) : DT_ERR_INTERNAL, "memory provider '",
                 plugin_->name(), "' could not record the producer stream's progress for a "
                 "collective: ", detail.empty() ? dt_status_string(static_cast<dt_status_t>(rc))

@@ -21,12 +21,17 @@ const char *op_kind_name(OpKind kind) noexcept
 
 void Operation::complete(dt_status_t status, std::string message, int64_t result)
 {
+    std::shared_ptr<void> ready;
     {
         std::lock_guard lock(mutex_);
         status_ = status;
         result_ = result;
         message_ = std::move(message);
         done_ = true;
+        // The producer's event has served once the operation ended: back to the
+        // provider's spares now, not when the caller frees its request (which may be
+        // after the context and its provider are gone).
+        ready = std::move(desc_.ready);
     }
     cv_.notify_all();
 }

@@ -51,7 +51,8 @@ struct OpDesc {
     int device = -1;          // device ordinal of device memory; -1: the provider's choice
     void *stream = nullptr;   // the producer's stream (opaque), for device memory
     // Device memory: an event recorded on stream when the call was made (null: none),
-    // after which staging's copies may start (plugin/memory_provider.h).
+    // after which staging's copies may start (plugin/memory_provider.h). Released when
+    // the operation completes.
     std::shared_ptr<void> ready;
     bool blocking = false; // the caller waits for it at once (nothing else will follow)
     // Set on dt_group_create's agreement check (an allgather over the parent): the group

@@ -29,9 +29,31 @@ int32_t Context::irecv(int32_t, uint64_t, void *, size_t, dt_transport_request_t
     return DTP_ERR_UNSUPPORTED;
 }
 
+// More collectives than this in flight at once are rare; their extra events are destroyed.
+constexpr size_t kSpareEvents = 64;
+
+cudaError_t Context::take_event(cudaEvent_t *event) {
+    if (!spare_events_.empty()) {
+        *event = spare_events_.back();
+        spare_events_.pop_back();
+        return cudaSuccess;
+    }
+    return lib_.cuda.EventCreateWithFlags(event, cudaEventDisableTiming);
+}
+
+void Context::give_back_event(cudaEvent_t event, bool reached) {
+    // One still pending (a failed or aborted collective) is destroyed, which CUDA defers
+    // until the GPU reaches it: a later record must not be confused with it.
+    if (reached && spare_events_.size() < kSpareEvents) {
+        spare_events_.push_back(event);
+    } else {
+        lib_.cuda.EventDestroy(event);
+    }
+}
+
 void Context::complete(Op &op, int32_t status, const std::string &why) {
     if (op.event != nullptr) {
-        lib_.cuda.EventDestroy(op.event);
+        give_back_event(op.event, status == DTP_OK);
         op.event = nullptr;
     }
     if (status != DTP_OK) {
@@ -72,7 +94,7 @@ bool Context::comm_failed() {
 }
 
 bool Context::record(Op &op) {
-    cudaError_t rc = lib_.cuda.EventCreateWithFlags(&op.event, cudaEventDisableTiming);
+    cudaError_t rc = take_event(&op.event);
     if (rc == cudaSuccess) rc = lib_.cuda.EventRecord(op.event, stream_);
     if (rc == cudaSuccess) {
         op.state = State::running;
@@ -319,6 +341,7 @@ Context::~Context() {
     fail_all(DTP_ERR_ABORTED, "nccl: finalized with the request still pending");
     release_comm(true);
     OnDevice on(*this);
+    for (cudaEvent_t event : spare_events_) lib_.cuda.EventDestroy(event);
     if (scratch_ != nullptr) lib_.cuda.Free(scratch_);
     if (stream_ != nullptr) lib_.cuda.StreamDestroy(stream_);
 }

@@ -228,7 +228,9 @@ DT_API dt_status_t dt_context_destroy(dt_context_h ctx);
 /**
  * Tears the context down on purpose: every pending and later operation on it fails with
  * DT_ERR_ABORTED, and peers see this rank leave. The context must still be destroyed.
- * Thread safe; never blocks for long.
+ * Thread safe; never blocks for long. A pending operation on device memory that a device
+ * transport (NCCL) has already queued on the GPU fails once the GPU is past it, work
+ * queued ahead of it included, so that nothing writes to its buffers after it failed.
  */
 DT_API dt_status_t dt_context_abort(dt_context_h ctx);
 

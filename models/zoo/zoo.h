@@ -38,7 +38,7 @@ InputShape default_input(const std::string &name);
 // The layout a model runs fastest in on c: channels-last (NHWC) for the ResNets, on a CPU
 // (oneDNN convolves NHWC directly instead of reordering NCHW activations to a blocked
 // layout and back around every convolution) and on a GPU whose convolutions run on tensor
-// cores, TF32 (the default) or bfloat16 (ResNet-50 TF32 1.07x NCHW on an H100,
+// cores, TF32 (the default) or bfloat16 (ResNet-50 TF32 1.06x NCHW on an H100,
 // tests/gpu/run.sh); NCHW for strict float32 on a GPU (DISTTRAIN_TF32=0: NHWC 0.73x) and
 // for convnet (it flattens 7x7 feature maps, whose order NHWC would change).
 // DISTTRAIN_LAYOUT=nchw or nhwc overrides it (nhwc only for the ResNets); anything else

@@ -3,8 +3,8 @@
 // runtime (here the mock CUDA runtime, opened by this test at the path the plugin opens,
 // so both share it) makes the plugin's stream wait on the "GPU", and the collective
 // launched after it reads its send buffer only once the producer's slow copy has run; a
-// producer already done queues no wait; other runtimes' events and DISTTRAIN_NCCL_HOST_WAIT=1 are refused, leaving the wait to
-// the core.
+// producer already done queues no wait; other runtimes' events and
+// DISTTRAIN_NCCL_HOST_WAIT=1 are refused, leaving the wait to the core.
 #include "nccl_test_util.h"
 
 #include <gtest/gtest.h>

@@ -29,8 +29,7 @@ void Operation::complete(dt_status_t status, std::string message, int64_t result
         message_ = std::move(message);
         done_ = true;
         // The producer's event has served once the operation ended: back to the
-        // provider's spares now, not when the caller frees its request (which may be
-        // after the context and its provider are gone).
+        // provider's spares now, not when the caller frees its request.
         ready = std::move(desc_.ready);
     }
     cv_.notify_all();

@@ -7,6 +7,7 @@ one configuration, two jobs at a time, and the assertion lists every case that w
 wrong."""
 import os
 import re
+import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
 
@@ -43,13 +44,18 @@ def job(disttrainrun, worker, transport, np, shm, ordered, case):
            "DISTTRAIN_ORDERED": ordered, "DISTTRAIN_TIMEOUT": str(TIMEOUT_S),
            "DISTTRAIN_PLUGIN_PATH": str(build_path("plugins", "transport", transport))}
     launcher = []
-    if transport == "mpi":
-        launcher = ["--launcher", "mpi"]
-        env.update({"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1"})
-    start = time.monotonic()
-    r = run([disttrainrun, *launcher, "-np", str(np), worker, case], env=env,
-            timeout=TIMEOUT_S + 60)
-    return r, time.monotonic() - start
+    with tempfile.TemporaryDirectory(prefix="dt-mismatch-") as tmp:
+        if transport == "mpi":
+            launcher = ["--launcher", "mpi"]
+            # Two mpiruns starting at once race to create the same session directory
+            # under TMPDIR ("mkdir ... /tmp/ompi.<host>.<uid>: File exists", orte_init
+            # fails): each job gets a folder of its own.
+            env.update({"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1",
+                        "TMPDIR": tmp})
+        start = time.monotonic()
+        r = run([disttrainrun, *launcher, "-np", str(np), worker, case], env=env,
+                timeout=TIMEOUT_S + 60)
+        return r, time.monotonic() - start
 
 
 def verdict(r, elapsed, np, ordered, case):

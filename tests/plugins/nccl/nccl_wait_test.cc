@@ -14,6 +14,7 @@
 
 #include <chrono>
 #include <fstream>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -52,6 +53,22 @@ struct MockRuntime {
     int (*reached)(cudaEvent_t) = nullptr; // the mock's: its stream got to the record
 };
 
+// A producer's stream on the mock runtime with an event for its progress; both go when it
+// does (the stream last, which runs what is still queued on it).
+struct Producer {
+    explicit Producer(const MockRuntime &runtime) : rt(runtime) {
+        rt.stream_create(&stream, 0);
+        rt.event_create(&ready, 0);
+    }
+    ~Producer() {
+        if (ready != nullptr) rt.event_destroy(ready);
+        rt.stream_destroy(stream);
+    }
+    const MockRuntime &rt;
+    cudaStream_t stream = nullptr;
+    cudaEvent_t ready = nullptr;
+};
+
 int lines_in(const std::string &path, const std::string &line) {
     std::ifstream in(path);
     int n = 0;
@@ -70,20 +87,18 @@ float allreduce_after_slow_producer(bool wait, const std::string &cuda_log) {
     if (!rt.ok()) return 0;
     Instance inst(std::make_shared<MemStore>(), "job-token");
     EXPECT_EQ(inst.init(0, 1, 10000), DTP_OK) << inst.host.last_error();
-    cudaStream_t producer = nullptr;
-    cudaEvent_t ready = nullptr;
-    rt.stream_create(&producer, 0);
-    rt.event_create(&ready, 0);
+    auto producer = std::make_unique<Producer>(rt);
     std::vector<float> stale(256, -1.f), fresh(256, 5.f), out(256, 0.f);
     rt.copy(stale.data(), fresh.data(), stale.size() * sizeof(float), cudaMemcpyHostToDevice,
-            producer);
-    rt.event_record(ready, producer);
+            producer->stream);
+    rt.event_record(producer->ready, producer->stream);
     if (wait) {
-        EXPECT_EQ(ops().wait_event(inst.transport, "cuda", ready), DTP_OK)
+        EXPECT_EQ(ops().wait_event(inst.transport, "cuda", producer->ready), DTP_OK)
             << inst.host.last_error();
     }
     // The core may destroy the event at once: the wait holds the record it captured.
-    rt.event_destroy(ready);
+    rt.event_destroy(producer->ready);
+    producer->ready = nullptr;
     dt_transport_request_t req{};
     const auto start = std::chrono::steady_clock::now();
     EXPECT_EQ(ops().allreduce(inst.transport, stale.data(), out.data(), out.size(), DTP_FLOAT32,
@@ -93,7 +108,7 @@ float allreduce_after_slow_producer(bool wait, const std::string &cuda_log) {
     if (wait) {
         EXPECT_GE(waited, std::chrono::milliseconds(100)); // behind the copy
     }
-    rt.stream_destroy(producer); // runs the copy, if it is still queued
+    producer.reset(); // its stream runs the copy, if it is still queued
     EXPECT_EQ(inst.finalize(), DTP_OK);
     return out[0];
 }
@@ -130,18 +145,16 @@ TEST(NcclWait, AFinishedProducerQueuesNoWait) {
     ASSERT_TRUE(rt.ok());
     Instance inst(std::make_shared<MemStore>(), "job-token");
     ASSERT_EQ(inst.init(0, 1, 10000), DTP_OK) << inst.host.last_error();
-    cudaStream_t producer = nullptr;
-    cudaEvent_t ready = nullptr;
-    rt.stream_create(&producer, 0);
-    rt.event_create(&ready, 0);
-    rt.event_record(ready, producer);
-    const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-    while (rt.reached(ready) == 0 && std::chrono::steady_clock::now() < until) {}
-    ASSERT_EQ(rt.reached(ready), 1);
-    EXPECT_EQ(ops().wait_event(inst.transport, "cuda", ready), DTP_OK) << inst.host.last_error();
-    EXPECT_EQ(lines_in(log, "cudaStreamWaitEvent"), 0);
-    rt.event_destroy(ready);
-    rt.stream_destroy(producer);
+    {
+        Producer producer(rt);
+        rt.event_record(producer.ready, producer.stream);
+        const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+        while (rt.reached(producer.ready) == 0 && std::chrono::steady_clock::now() < until) {}
+        ASSERT_EQ(rt.reached(producer.ready), 1);
+        EXPECT_EQ(ops().wait_event(inst.transport, "cuda", producer.ready), DTP_OK)
+            << inst.host.last_error();
+        EXPECT_EQ(lines_in(log, "cudaStreamWaitEvent"), 0);
+    }
     EXPECT_EQ(inst.finalize(), DTP_OK);
     std::remove(log.c_str());
 }

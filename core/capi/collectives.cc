@@ -83,7 +83,10 @@ dt_status_t submit(dt_context_h ctx, const char *fn, OpDesc desc, dt_request_h *
 {
     // Where the producer's stream stands now, on the caller's thread: the engine may
     // run the call much later, and its copies must not wait for work queued meanwhile.
-    if (desc.memory == DT_MEMORY_DEVICE)
+    // A blocking call records none: its caller queues nothing on the stream until the
+    // call returns, so the paths may use the stream itself (the device transport then
+    // runs the collective on it: routing/device_wait.h).
+    if (desc.memory == DT_MEMORY_DEVICE && tls_blocking_op == nullptr)
         if (const auto *provider = ctx->impl->world().memory_provider())
             desc.ready = provider->ready_event(desc.stream);
     if (tls_blocking_op != nullptr) {

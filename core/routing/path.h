@@ -47,7 +47,9 @@ struct Args {
     const char *name = "";      // the operation's, for messages
     int avg_divisor = 0;        // > 0 only for a path with divides_average, on DT_AVG
     void *stream = nullptr;     // device memory: the producer's stream (null: default)
-    void *ready = nullptr;      // ... and the event recorded on it at the call (OpDesc)
+    void *ready = nullptr;      // ... and the event recorded on it at the call (OpDesc;
+                                // null for a blocking call, which records none)
+    bool blocking = false;      // the caller waits for the call (OpDesc)
     bool whole_job = true;      // the call spans every rank of the job (group 0)
     // The device transport of the call's members: the context's for the whole job, the
     // group's own communicator (Router::split_device) for a group; null: none.

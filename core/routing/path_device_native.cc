@@ -1,15 +1,17 @@
 // SPDX-License-Identifier: Apache-2.0
 // The device transport's native collectives (DISTTRAIN_DEVICE_TRANSPORT=nccl) as a router
 // path: device memory over the whole job, ahead of staging. The plugin runs on its own
-// stream, so before it starts a call's collective the path hands it the event the C API
-// recorded on the producer's stream when the call was made (wait_event): the plugin's
-// stream waits for it on the device and the host goes straight on. A plugin without that
-// member, or one that cannot read the memory provider's events, gets the old order: the
-// host waits for the event first (device_wait.h). The path carries no control traffic,
-// so ordered mode's call check goes over the host paths. A group runs on its own
-// communicator (Router::split_device). A ready batch of device allreduces runs here too
-// (Router::run_device_batch): every call's event handed over (or waited for) first, then
-// the calls issued between the plugin's batch_begin and batch_end and waited for together.
+// stream, so before it starts a call's collective the path hands it the producer's
+// stream for a blocking call (launch_on_stream: the collective runs there), else the event
+// the C API recorded on the producer's stream when the call was made (wait_event): the
+// plugin's stream waits for it on the device and the host goes straight on. A plugin
+// without those members, or one that cannot use the memory provider's streams and events,
+// gets the old order: the host waits for the event first (device_wait.h). The path
+// carries no control traffic, so ordered mode's call check goes over the host paths. A
+// group runs on its own communicator (Router::split_device). A ready batch of device
+// allreduces runs here too (Router::run_device_batch): every call's event handed over (or
+// waited for) first, then the calls issued between the plugin's batch_begin and batch_end
+// and waited for together.
 #include "routing/device_wait.h"
 #include "routing/native_call.h"
 #include "routing/paths.h"
@@ -68,12 +70,14 @@ bool run(const Services &s, algo::Comm &comm, const Args &a)
         check_over_host(s, comm, a);
     Transport &device = *a.device;
     // Nothing of this rank's is in flight on the device transport here (each call is
-    // waited for before the next), as wait_event asks. Should the plugin then decline the
-    // call (DTP_ERR_UNSUPPORTED), the wait it queued only holds its later work behind an
-    // event that completes anyway, and staging waits for the event itself.
-    if (a.ready != nullptr && s.device_wait != nullptr) {
+    // waited for before the next), as launch_on_stream and wait_event ask. Should the
+    // plugin then decline the call (DTP_ERR_UNSUPPORTED), the wait it queued only holds
+    // its later work behind an event that completes anyway, and staging waits for the
+    // event itself (or, for a blocking call, copies on the producer's stream).
+    if (s.device_wait != nullptr) {
         try {
-            s.device_wait->before(device, a.ready, comm, a.name);
+            if (!a.blocking || !s.device_wait->on_producer_stream(device, a.stream, a.name))
+                s.device_wait->before(device, a.stream, a.ready, comm, a.name);
         } catch (const Error &e) {
             comm.fail_collective(e.status(), e.what()); // the peers must not wait for us
         }
@@ -113,15 +117,14 @@ const char *Router::run_device_batch(algo::Comm &comm, const std::vector<const O
     // Every buffer's producer first, before batch_begin (no other member may be called
     // inside a batch): the plugin's stream waits for each event, or the host does.
     if (services_.device_wait != nullptr)
-        for (const OpDesc *op : ops)
-            if (op->ready) {
-                try {
-                    services_.device_wait->before(*device, op->ready.get(), comm,
-                                                  op->name.c_str());
-                } catch (const Error &e) {
-                    comm.fail_collective(e.status(), e.what()); // the peers must not wait
-                }
+        for (const OpDesc *op : ops) {
+            try {
+                services_.device_wait->before(*device, op->stream, op->ready.get(), comm,
+                                              op->name.c_str());
+            } catch (const Error &e) {
+                comm.fail_collective(e.status(), e.what()); // the peers must not wait
             }
+        }
     algo::Comm dc(*device, comm.rank(), comm.size(), comm.tag(), comm.deadline(), "allreduce");
     dc.set_cancel(comm.cancel_flag());
     const dt_transport_v3_t &table = device->ops();

@@ -60,7 +60,7 @@ Router::Router(const Policy &policy, const Transport &transport, Transport *devi
         staging_ = std::make_unique<Staging>(*memory);
         const char *runtime = memory->ops().name;
         device_wait_ = std::make_unique<DeviceWait>(
-            runtime != nullptr ? runtime : memory->provider(), *staging_);
+            runtime != nullptr ? runtime : memory->provider(), *memory, *staging_);
     }
     services_.policy = &policy_;
     services_.domain = domain;
@@ -80,8 +80,9 @@ Router::~Router()
 {
     if (device_wait_ != nullptr && services_.device_transport != nullptr)
         DT_LOG(debug, "routing", "device transport '", services_.device_transport->name(),
-               "': ", device_wait_->on_device(), " calls waited for their producer on the "
-               "device, ", device_wait_->on_host(), " on the host");
+               "': ", device_wait_->on_stream(), " calls ran on their producer's stream, ",
+               device_wait_->on_device(), " waited for their producer on the device, ",
+               device_wait_->on_host(), " on the host");
 }
 
 Topology Router::topology(const algo::Comm &comm, bool whole_job)
@@ -124,6 +125,7 @@ const char *Router::run(algo::Comm &comm, const OpDesc &op, int avg_divisor)
     args.name = op.name.c_str();
     args.stream = op.stream;
     args.ready = op.ready.get();
+    args.blocking = op.blocking;
     args.whole_job = op.group == 0;
     args.device = device;
     if (const char *path = dispatch(comm, call, topo, args, average, avg_divisor)) {

@@ -9,7 +9,9 @@
 // Why a stream of its own: the engine runs a call well after the caller queued more work
 // (the rest of backward); copies queued on the producer's stream then wait for all of
 // it. Measured on an H200 with 2 ranks of ResNet-50 sharing the GPU, that held every
-// gradient's allreduce until backward had ended.
+// gradient's allreduce until backward had ended. A blocking call is the exception: it
+// records no event, and its copies go on the producer's stream, which its caller leaves
+// alone until the call returns.
 //
 // The pinned buffers are kept and grown (never shrunk) for the context's lifetime:
 // allocating pinned memory costs far more than a collective on it. One engine thread uses

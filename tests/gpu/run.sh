@@ -210,18 +210,21 @@ else
         if [ "$native" -eq 0 ] || [ "$staged" -ne 0 ]; then
             echo "STEP nccl-1-native: FAIL"; failed=1
         fi
-        # Every device_native call hands its producer's event to the plugin, whose stream
-        # waits for it on the GPU (wait_event): none is waited for on the host.
-        waits=$(grep -o "[0-9]* calls waited for their producer on the device, [0-9]* on the host" \
-                /tmp/step-nccl-1.log | tail -1)
+        # Every device_native call runs on its producer's stream (a blocking call:
+        # launch_on_stream) or hands its producer's event to the plugin, whose stream waits
+        # for it on the GPU (wait_event): none is waited for on the host.
+        waits=$(grep -o "[0-9]* calls ran on their producer's stream, [0-9]* waited for \
+their producer on the device, [0-9]* on the host" /tmp/step-nccl-1.log | tail -1)
         echo "nccl-1: ${waits:-no summary of the producer waits}"
-        if ! echo "$waits" | grep -q "^[1-9][0-9]* calls .*, 0 on the host\$"; then
+        if ! echo "$waits" | grep -q ", 0 on the host\$" ||
+           echo "$waits" | grep -q "^0 calls ran .*, 0 waited"; then
             echo "STEP nccl-1-device-wait: FAIL"; failed=1
         fi
     fi
     if [ -x "$BUNDLE/bin/nccl_overhead" ]; then
-        # The producer waited for on the GPU (wait_event), then on the host as before
-        # (DISTTRAIN_NCCL_HOST_WAIT=1): the two tables show what the first saves.
+        # Blocking calls run on the producer's stream (launch_on_stream), asynchronous ones
+        # wait for its event on the GPU (wait_event); then both wait on the host as before
+        # (DISTTRAIN_NCCL_HOST_WAIT=1): the tables show what the first two save.
         step nccl-overhead 45 "$RUN" -np 1 -- "$BUNDLE/bin/nccl_overhead" 7
         DISTTRAIN_NCCL_HOST_WAIT=1 step nccl-overhead-hostwait 45 "$RUN" -np 1 -- \
             "$BUNDLE/bin/nccl_overhead" 7

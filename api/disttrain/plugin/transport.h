@@ -213,6 +213,28 @@ typedef struct dt_transport_v2 {
  *             the producer queues later, and the name lets a plugin refuse a provider
  *             whose handles are not its runtime's (a fake device's, say) instead of
  *             misreading them.
+ * launch_on_stream
+ *             runs the next native collective the core calls on `stream`, a stream of
+ *             the memory provider whose ops table is named `runtime` (CUDA: a
+ *             cudaStream_t; NULL is the runtime's default stream), instead of on the
+ *             plugin's own device queue: the collective starts after all the work queued
+ *             on stream before this call, and the plugin records its completion there.
+ *             It applies to that one next collective call only, whether the plugin then
+ *             accepts it or declines it; later collectives run on the plugin's own queue.
+ *             Where the plugin cannot launch on that stream itself (a stream of another
+ *             device than its communicator's, say), it makes its own queue wait for the
+ *             stream's work instead and returns DTP_OK all the same. The core calls it
+ *             only for a blocking call, right before the collective, while none is in
+ *             flight on this instance and outside a batch, and then passes no ready event
+ *             to wait_event for it. DTP_ERR_UNSUPPORTED: this plugin cannot use that
+ *             runtime's streams (the reason in set_error); nothing changed, the answer
+ *             holds for the instance's whole life, and the core orders the call with
+ *             wait_event instead. Any other error fails the collective it was for.
+ *             Why: the caller of a blocking call waits for the collective anyway, so
+ *             running it on the producer's stream holds back no work of the caller's,
+ *             and it saves recording an event on that stream and queueing a wait for it
+ *             on the plugin's (PyTorch's ProcessGroupNCCL does the same for
+ *             async_op=False since PyTorch 2.7).
  */
 typedef struct dt_transport_v3 {
     uint32_t struct_size;
@@ -250,6 +272,7 @@ typedef struct dt_transport_v3 {
     int32_t (*batch_begin)(void *transport);
     int32_t (*batch_end)(void *transport);
     int32_t (*wait_event)(void *transport, const char *runtime, void *event);
+    int32_t (*launch_on_stream)(void *transport, const char *runtime, void *stream);
 } dt_transport_v3_t;
 
 #ifdef __cplusplus

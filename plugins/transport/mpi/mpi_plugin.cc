@@ -88,6 +88,7 @@ const dt_transport_v3_t kOps = {
     nullptr,      // batch_begin, batch_end: each call is issued on its own
     nullptr,
     nullptr,      // wait_event: host memory only, nothing to wait for on a device
+    nullptr,      // launch_on_stream: likewise
 };
 
 } // namespace

@@ -72,24 +72,25 @@ ncclRedOp_t for_size(ncclRedOp_t op, int size) {
 
 int32_t Context::allreduce(const void *sendbuf, void *recvbuf, size_t count, int32_t dtype,
                            int32_t op, dt_transport_request_t *req) {
+    const cudaStream_t stream = take_launch_stream();
     NCCL_TYPE_OR_REFUSE(t, dtype, "allreduce")
     NCCL_OP_OR_REFUSE(r, op, "allreduce")
-    return submit(req, "ncclAllReduce", count * t.size, [=, this] {
-        return lib_.nccl.AllReduce(sendbuf, recvbuf, count, t.type, for_size(r, size_), comm_,
-                                   stream_);
+    return submit(req, "ncclAllReduce", count * t.size, stream, [=, this](cudaStream_t s) {
+        return lib_.nccl.AllReduce(sendbuf, recvbuf, count, t.type, for_size(r, size_), comm_, s);
     });
 }
 
 int32_t Context::broadcast(void *buf, size_t count, int32_t dtype, int32_t root,
                            dt_transport_request_t *req) {
+    const cudaStream_t stream = take_launch_stream();
     NCCL_TYPE_OR_REFUSE(t, dtype, "broadcast")
     if (root < 0 || root >= size_) {
         host_.set_error("nccl: broadcast: root " + std::to_string(root) + " is not a rank of " +
                         std::to_string(size_));
         return DTP_ERR_INVALID_ARGUMENT;
     }
-    int32_t rc = submit(req, "ncclBroadcast", count * t.size, [=, this] {
-        return lib_.nccl.Broadcast(buf, buf, count, t.type, root, comm_, stream_);
+    int32_t rc = submit(req, "ncclBroadcast", count * t.size, stream, [=, this](cudaStream_t s) {
+        return lib_.nccl.Broadcast(buf, buf, count, t.type, root, comm_, s);
     });
     if (req->status == DTP_INPROGRESS) req->peer = root;
     return rc;
@@ -97,40 +98,43 @@ int32_t Context::broadcast(void *buf, size_t count, int32_t dtype, int32_t root,
 
 int32_t Context::allgather(const void *sendbuf, void *recvbuf, size_t sendcount,
                            int32_t dtype, dt_transport_request_t *req) {
+    const cudaStream_t stream = take_launch_stream();
     NCCL_TYPE_OR_REFUSE(t, dtype, "allgather")
-    return submit(req, "ncclAllGather", sendcount * t.size * static_cast<size_t>(size_),
-                  [=, this] {
-                      return lib_.nccl.AllGather(sendbuf, recvbuf, sendcount, t.type, comm_,
-                                                 stream_);
+    return submit(req, "ncclAllGather", sendcount * t.size * static_cast<size_t>(size_), stream,
+                  [=, this](cudaStream_t s) {
+                      return lib_.nccl.AllGather(sendbuf, recvbuf, sendcount, t.type, comm_, s);
                   });
 }
 
 int32_t Context::reduce_scatter(const void *sendbuf, void *recvbuf, size_t recvcount,
                                 int32_t dtype, int32_t op, dt_transport_request_t *req) {
+    const cudaStream_t stream = take_launch_stream();
     NCCL_TYPE_OR_REFUSE(t, dtype, "reduce_scatter")
     NCCL_OP_OR_REFUSE(r, op, "reduce_scatter")
-    return submit(req, "ncclReduceScatter", recvcount * t.size, [=, this] {
+    return submit(req, "ncclReduceScatter", recvcount * t.size, stream,
+                  [=, this](cudaStream_t s) {
         return lib_.nccl.ReduceScatter(sendbuf, recvbuf, recvcount, t.type, for_size(r, size_),
-                                       comm_, stream_);
+                                       comm_, s);
     });
 }
 
 // One ncclSend and one ncclRecv per peer in a group: NCCL runs them together.
 int32_t Context::alltoall(const void *sendbuf, void *recvbuf, size_t count, int32_t dtype,
                           dt_transport_request_t *req) {
+    const cudaStream_t stream = take_launch_stream();
     NCCL_TYPE_OR_REFUSE(t, dtype, "alltoall")
     const size_t block = count * t.size;
     return submit(req, "alltoall (grouped ncclSend/ncclRecv)",
-                  block * static_cast<size_t>(size_), [=, this] {
+                  block * static_cast<size_t>(size_), stream, [=, this](cudaStream_t s) {
         ncclResult_t rc = lib_.nccl.GroupStart();
         if (rc != ncclSuccess) return rc;
         ncclResult_t first = ncclSuccess;
         for (int p = 0; p < size_ && first == ncclSuccess; ++p) {
             const char *src = static_cast<const char *>(sendbuf) + block * static_cast<size_t>(p);
             char *dst = static_cast<char *>(recvbuf) + block * static_cast<size_t>(p);
-            first = lib_.nccl.Send(src, count, t.type, p, comm_, stream_);
+            first = lib_.nccl.Send(src, count, t.type, p, comm_, s);
             if (first == ncclSuccess) {
-                first = lib_.nccl.Recv(dst, count, t.type, p, comm_, stream_);
+                first = lib_.nccl.Recv(dst, count, t.type, p, comm_, s);
             }
         }
         rc = lib_.nccl.GroupEnd(); // always, to close the group
@@ -140,8 +144,9 @@ int32_t Context::alltoall(const void *sendbuf, void *recvbuf, size_t count, int3
 
 // A one-element allreduce on the plugin's device scratch element.
 int32_t Context::barrier(dt_transport_request_t *req) {
-    return submit(req, "ncclAllReduce (barrier)", 0, [this] {
-        return lib_.nccl.AllReduce(scratch_, scratch_, 1, ncclFloat32, ncclSum, comm_, stream_);
+    const cudaStream_t stream = take_launch_stream();
+    return submit(req, "ncclAllReduce (barrier)", 0, stream, [this](cudaStream_t s) {
+        return lib_.nccl.AllReduce(scratch_, scratch_, 1, ncclFloat32, ncclSum, comm_, s);
     });
 }
 

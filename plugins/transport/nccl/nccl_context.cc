@@ -95,7 +95,7 @@ bool Context::comm_failed() {
 
 bool Context::record(Op &op) {
     cudaError_t rc = take_event(&op.event);
-    if (rc == cudaSuccess) rc = lib_.cuda.EventRecord(op.event, stream_);
+    if (rc == cudaSuccess) rc = lib_.cuda.EventRecord(op.event, op.stream);
     if (rc == cudaSuccess) {
         op.state = State::running;
         return true;
@@ -116,6 +116,10 @@ void Context::break_comm(const std::string &why) {
 }
 
 void Context::pump() {
+    // Most polls find every op running: they need neither the device nor NCCL.
+    if (std::all_of(ops_.begin(), ops_.end(),
+                    [](const auto &op) { return op->state == State::running; }))
+        return;
     OnDevice on(*this);
     for (size_t i = 0; i < ops_.size(); ++i) {
         Op &op = *ops_[i];
@@ -137,7 +141,7 @@ void Context::pump() {
             if (!record(op)) return;
             continue;
         }
-        ncclResult_t rc = op.launch();
+        ncclResult_t rc = op.launch(op.stream);
         op.launch = nullptr;
         if (rc == ncclSuccess) {
             if (!record(op)) return;
@@ -163,7 +167,7 @@ bool Context::launch_batch(size_t first) {
     const char *what = "ncclGroupStart";
     for (size_t i = first; rc == ncclSuccess && i < end && failed == ncclSuccess; ++i) {
         Op &op = *ops_[i];
-        failed = op.launch();
+        failed = op.launch(op.stream);
         op.launch = nullptr;
         if (failed == ncclInProgress) failed = ncclSuccess;
         if (failed != ncclSuccess) what = op.what;
@@ -217,8 +221,14 @@ int32_t Context::batch_end() {
     return DTP_OK;
 }
 
+cudaStream_t Context::take_launch_stream() {
+    if (!launch_stream_set_) return stream_;
+    launch_stream_set_ = false;
+    return launch_stream_;
+}
+
 int32_t Context::submit(dt_transport_request_t *req, const char *what, size_t bytes,
-                        std::function<ncclResult_t()> launch) {
+                        cudaStream_t stream, std::function<ncclResult_t(cudaStream_t)> launch) {
     start_request(req, -1);
     if (broken_ != DTP_OK) {
         complete_request(req, broken_, 0);
@@ -229,6 +239,7 @@ int32_t Context::submit(dt_transport_request_t *req, const char *what, size_t by
     op->req = req;
     op->what = what;
     op->bytes = bytes;
+    op->stream = stream;
     op->launch = std::move(launch);
     if (batch_ != 0) {
         op->batch = batch_;
@@ -266,20 +277,19 @@ void pause_between_polls(std::chrono::steady_clock::time_point entered) {
 } // namespace
 
 int32_t Context::progress(int32_t timeout_ms) {
-    const auto entered = std::chrono::steady_clock::now();
-    auto until = entered + std::chrono::milliseconds(timeout_ms);
+    // A single poll (timeout 0, the core's spin) reads no clock.
+    const auto entered = timeout_ms != 0 ? std::chrono::steady_clock::now()
+                                         : std::chrono::steady_clock::time_point{};
+    const auto until = entered + std::chrono::milliseconds(timeout_ms);
     for (;;) {
         if (broken_ != DTP_OK) {
             host_.set_error(broken_why_);
             return broken_;
         }
         if (ops_.empty()) return DTP_OK;
-        if (comm_failed()) {
-            host_.set_error(broken_why_);
-            return broken_;
-        }
         pump();
-        // Completes the finished ones in order: the stream runs them in order.
+        // Completes the finished ones in order: NCCL runs a communicator's collectives in
+        // the order they were launched, whichever stream each went on.
         bool done = false;
         while (!ops_.empty() && ops_.front()->state == State::running) {
             Op &op = *ops_.front();
@@ -294,6 +304,12 @@ int32_t Context::progress(int32_t timeout_ms) {
             }
             ops_.pop_front();
             done = true;
+        }
+        // The communicator's asynchronous error is asked only when nothing completed: the
+        // poll that sees a collective end then returns a call sooner.
+        if (!done && comm_failed()) {
+            host_.set_error(broken_why_);
+            return broken_;
         }
         if (done || timeout_ms == 0 ||
             (timeout_ms > 0 && std::chrono::steady_clock::now() >= until)) {

@@ -83,6 +83,12 @@ public:
     // "cuda" (nccl_wait.cc): every collective launched afterwards waits for it.
     // DTP_ERR_UNSUPPORTED for another runtime's events or with DISTTRAIN_NCCL_HOST_WAIT=1.
     int32_t wait_event(const char *runtime, void *event);
+    // Runs the next collective called on `stream`, a cudaStream_t of the caller's when
+    // runtime is "cuda" (nccl_wait.cc): NCCL launches it there and its completion event
+    // is recorded there. A stream of another GPU than the communicator's cannot take
+    // NCCL's kernels: the plugin's stream then waits for it instead.
+    // DTP_ERR_UNSUPPORTED for another runtime's streams or with DISTTRAIN_NCCL_HOST_WAIT=1.
+    int32_t launch_on_stream(const char *runtime, void *stream);
 
 private:
     enum class State { queued, enqueueing, running };
@@ -90,7 +96,8 @@ private:
         dt_transport_request_t *req;
         const char *what; // the NCCL call, for messages
         size_t bytes;
-        std::function<ncclResult_t()> launch;
+        cudaStream_t stream;  // where it is launched and its completion recorded
+        std::function<ncclResult_t(cudaStream_t)> launch;
         State state = State::queued;
         cudaEvent_t event = nullptr;
         unsigned batch = 0;  // 0: alone; else launched with the others of its batch
@@ -124,9 +131,16 @@ private:
     ncclResult_t await_comm(ncclComm_t c, std::chrono::steady_clock::time_point deadline,
                             bool *timed_out);
 
-    // Starts a collective (nccl_context.cc).
+    // Starts a collective on `stream` (nccl_context.cc).
     int32_t submit(dt_transport_request_t *req, const char *what, size_t bytes,
-                   std::function<ncclResult_t()> launch);
+                   cudaStream_t stream, std::function<ncclResult_t(cudaStream_t)> launch);
+    // The stream of the collective being called: the one launch_on_stream named for it,
+    // else the plugin's own. Every collective calls it first, so that the choice holds for
+    // the next call only, whether that call is then accepted or refused.
+    cudaStream_t take_launch_stream();
+    // Makes the plugin's stream wait for the work queued so far on `stream` of GPU
+    // `device` (not the communicator's), through an event made on that GPU.
+    int32_t wait_for_foreign_stream(cudaStream_t stream, int device);
     // Launches queued ops while the communicator is free; finishes an enqueueing one.
     void pump();
     // Launches the sealed batch starting at ops_[first] in one NCCL group; false when
@@ -158,6 +172,8 @@ private:
     cudaStream_t stream_ = nullptr;
     float *scratch_ = nullptr; // the barrier's one element, in device memory
     bool host_wait_ = false;   // DISTTRAIN_NCCL_HOST_WAIT=1: wait_event refuses
+    bool launch_stream_set_ = false; // launch_on_stream named the next call's stream
+    cudaStream_t launch_stream_ = nullptr;
     std::deque<std::unique_ptr<Op>> ops_;
     std::vector<cudaEvent_t> spare_events_; // reached, ready to record again
     unsigned batch_ = 0;   // the open batch (batch_begin), or 0

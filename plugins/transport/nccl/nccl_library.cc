@@ -91,6 +91,8 @@ std::string Libraries::open() {
     if (!rc.missing().empty()) return "the CUDA runtime " + rc.missing();
     cuda.DeviceGetPCIBusId = reinterpret_cast<decltype(cuda.DeviceGetPCIBusId)>(
         dlsym(c, "cudaDeviceGetPCIBusId"));
+    cuda.StreamGetDevice = reinterpret_cast<decltype(cuda.StreamGetDevice)>(
+        dlsym(c, "cudaStreamGetDevice"));
 
     nccl_path = env_or("DISTTRAIN_NCCL_LIBRARY", "libnccl.so.2");
     void *n = load(nccl_path, "NCCL", "DISTTRAIN_NCCL_LIBRARY", &why);

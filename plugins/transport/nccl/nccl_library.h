@@ -30,6 +30,9 @@ struct CudaApi {
     decltype(&::cudaFree) Free = nullptr;
     // Optional: names the GPU for DISTTRAIN_DEVICE_TRANSPORT=auto's "a GPU of its own".
     decltype(&::cudaDeviceGetPCIBusId) DeviceGetPCIBusId = nullptr;
+    // Optional (CUDA 12.8 and later): the GPU of a caller's stream; without it a stream
+    // named by launch_on_stream is taken to be of the communicator's GPU.
+    decltype(&::cudaStreamGetDevice) StreamGetDevice = nullptr;
 
     // "cudaErrorInsufficientDriver: CUDA driver version is insufficient for ..."
     std::string describe(cudaError_t rc) const;

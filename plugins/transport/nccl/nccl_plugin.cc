@@ -86,6 +86,10 @@ int32_t nccl_wait_event(void *t, const char *runtime, void *event) {
     return call(t, [&](Context &c) { return c.wait_event(runtime, event); });
 }
 
+int32_t nccl_launch_on_stream(void *t, const char *runtime, void *stream) {
+    return call(t, [&](Context &c) { return c.launch_on_stream(runtime, stream); });
+}
+
 // Device memory for the native collectives only. Writes only what fits the core's
 // struct, after the header the core set.
 int32_t nccl_query(void *t, dt_transport_caps_t *caps) {
@@ -124,6 +128,7 @@ const dt_transport_v3_t kOps = {
     nccl_batch_begin,
     nccl_batch_end,
     nccl_wait_event,
+    nccl_launch_on_stream,
 };
 
 } // namespace

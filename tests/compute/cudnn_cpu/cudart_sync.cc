@@ -211,6 +211,14 @@ cudaError_t cudaStreamDestroy(cudaStream_t stream)
 
 cudaError_t cudaStreamSynchronize(cudaStream_t) { return cudaSuccess; }
 
+cudaError_t cudaStreamGetDevice(cudaStream_t, int *device)
+{
+    if (device == nullptr)
+        return cudaErrorInvalidValue;
+    *device = 0; // the one GPU
+    return cudaSuccess;
+}
+
 cudaError_t cudaEventCreateWithFlags(cudaEvent_t *event, unsigned int)
 {
     *event = reinterpret_cast<cudaEvent_t>(new Event());

@@ -216,5 +216,20 @@ TEST(CapsAnswer, ATableEndingAtBatchEndReadsWaitEventAsNull)
     EXPECT_EQ(upgraded.wait_event, nullptr);
 }
 
+// A version 3 table as plugins built before launch_on_stream was appended: wait_event
+// is kept, and launch_on_stream reads as NULL (the core then orders every call with
+// wait_event).
+TEST(CapsAnswer, ATableEndingAtWaitEventReadsLaunchOnStreamAsNull)
+{
+    dt_transport_v3_t table = minimal_v3_table();
+    table.wait_event = [](void *, const char *, void *) -> int32_t { return 0; };
+    table.launch_on_stream = [](void *, const char *, void *) -> int32_t { return 0; };
+    table.struct_size = static_cast<uint32_t>(offsetof(dt_transport_v3_t, launch_on_stream));
+    ASSERT_EQ(plugin::check_transport_ops(DT_TRANSPORT_VERSION_3, &table), "");
+    dt_transport_v3_t upgraded = plugin::upgrade_transport_ops(DT_TRANSPORT_VERSION_3, &table);
+    EXPECT_NE(upgraded.wait_event, nullptr);
+    EXPECT_EQ(upgraded.launch_on_stream, nullptr);
+}
+
 } // namespace
 } // namespace dt::test

@@ -5,6 +5,9 @@
 // once; one without wait_event (a table from before it was appended), or one that
 // refuses the provider's runtime, leaves the wait to the host, which then returns only
 // once the event completed; a refusal is asked once; a failure is an error naming it.
+// A blocking call runs on its producer's stream where the plugin takes it
+// (launch_on_stream), with no event; else an event is recorded on that stream when the
+// wait needs one.
 #include "plugin/loader.h"
 #include "plugin/memory_provider.h"
 #include "plugin/transport.h"
@@ -26,12 +29,17 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
+// The producer's stream of every call here: an opaque handle, never dereferenced.
+void *const kStream = reinterpret_cast<void *>(0x5157);
+
 // The provider: an event completes at the time event_record set (now + delay).
 struct FakeEvent {
     Clock::time_point complete_at{};
 };
 inline std::chrono::milliseconds record_delay{0};
 inline int queries = 0;
+inline int records = 0;
+inline void *recorded_on = nullptr; // the stream of the newest event_record
 
 dt_memory_v1_t provider_ops()
 {
@@ -56,10 +64,13 @@ dt_memory_v1_t provider_ops()
     o.event_destroy = [](void *, void *e) -> int32_t {
         return delete static_cast<FakeEvent *>(e), DTP_OK;
     };
-    o.event_record = [](void *, void *e, void *) -> int32_t {
+    o.event_record = [](void *, void *e, void *stream) -> int32_t {
+        ++records;
+        recorded_on = stream;
         static_cast<FakeEvent *>(e)->complete_at = Clock::now() + record_delay;
         return DTP_OK;
     };
+    o.stream_wait_event = [](void *, void *, void *) -> int32_t { return DTP_OK; };
     o.event_query = [](void *, void *e) -> int32_t {
         ++queries;
         return Clock::now() >= static_cast<FakeEvent *>(e)->complete_at ? DTP_OK
@@ -73,6 +84,10 @@ inline int32_t wait_answer = DTP_OK;
 inline int wait_calls = 0;
 inline std::string wait_runtime;
 inline void *wait_event_arg = nullptr;
+inline int32_t launch_answer = DTP_OK;
+inline int launch_calls = 0;
+inline std::string launch_runtime;
+inline void *launch_stream_arg = nullptr;
 
 dt_transport_v3_t device_ops()
 {
@@ -97,6 +112,12 @@ dt_transport_v3_t device_ops()
         wait_event_arg = event;
         return wait_answer;
     };
+    t.launch_on_stream = [](void *, const char *runtime, void *stream) -> int32_t {
+        ++launch_calls;
+        launch_runtime = runtime != nullptr ? runtime : "(null)";
+        launch_stream_arg = stream;
+        return launch_answer;
+    };
     return t;
 }
 
@@ -110,13 +131,19 @@ protected:
         wait_calls = 0;
         wait_runtime.clear();
         wait_event_arg = nullptr;
+        records = 0;
+        recorded_on = nullptr;
+        launch_answer = DTP_OK;
+        launch_calls = 0;
+        launch_runtime.clear();
+        launch_stream_arg = nullptr;
         memory_ops_ = provider_ops();
         provider_ = std::make_unique<plugin::MemoryProvider>(
             std::make_shared<plugin::LoadedPlugin>(nullptr, "(in memory)", DT_PLUGIN_KIND_MEMORY,
                                                    DT_MEMORY_VERSION_1, "fakert", &memory_ops_),
             &memory_ops_, &instance_);
         staging_ = std::make_unique<routing::Staging>(*provider_);
-        wait_ = std::make_unique<routing::DeviceWait>("fakert", *staging_);
+        wait_ = std::make_unique<routing::DeviceWait>("fakert", *provider_, *staging_);
     }
 
     // A device transport over table as the core upgrades it; struct_size as given.
@@ -145,7 +172,7 @@ protected:
     {
         algo::Comm comm(t, 0, 1, 1, Clock::now() + std::chrono::seconds(10), "allreduce");
         const auto start = Clock::now();
-        *on_device = wait_->before(t, event, comm, "allreduce 'x'");
+        *on_device = wait_->before(t, kStream, event, comm, "allreduce 'x'");
         return std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - start);
     }
 
@@ -218,12 +245,73 @@ TEST_F(DeviceWaitTest, AFailedWaitIsAnErrorNamingTheTransportAndTheCall)
     }
 }
 
-TEST_F(DeviceWaitTest, NoEventMeansNothingToWaitFor)
+TEST_F(DeviceWaitTest, ABlockingCallRunsOnItsProducersStreamWithNoEvent)
 {
     auto t = device(sizeof(dt_transport_v3_t));
-    bool on_device = true;
-    timed(*t, nullptr, &on_device);
-    EXPECT_FALSE(on_device);
+    EXPECT_TRUE(wait_->on_producer_stream(*t, kStream, "allreduce 'x'"));
+    EXPECT_EQ(launch_calls, 1);
+    EXPECT_EQ(launch_runtime, "fakert");
+    EXPECT_EQ(launch_stream_arg, kStream);
+    EXPECT_EQ(records, 0);
+    EXPECT_EQ(wait_calls, 0);
+    EXPECT_EQ(wait_->on_stream(), 1u);
+    EXPECT_EQ(wait_->on_device(), 0u);
+}
+
+// Without the member, or refused, the blocking call waits for an event recorded on its
+// producer's stream when the wait needs it; the refusal is asked once.
+TEST_F(DeviceWaitTest, ABlockingCallThePluginCannotRunOnItsStreamWaitsForAnEventRecordedThen)
+{
+    auto older = device(static_cast<uint32_t>(offsetof(dt_transport_v3_t, launch_on_stream)));
+    EXPECT_FALSE(wait_->on_producer_stream(*older, kStream, "allreduce 'x'"));
+    EXPECT_EQ(launch_calls, 0);
+
+    launch_answer = DTP_ERR_UNSUPPORTED;
+    auto t = device(sizeof(dt_transport_v3_t));
+    for (int i = 0; i < 2; ++i) {
+        EXPECT_FALSE(wait_->on_producer_stream(*t, kStream, "allreduce 'x'"));
+        bool on_device = false;
+        timed(*t, nullptr, &on_device);
+        EXPECT_TRUE(on_device);
+        EXPECT_EQ(records, i + 1); // one event per call, recorded at the wait
+        EXPECT_EQ(recorded_on, kStream);
+        EXPECT_NE(wait_event_arg, nullptr);
+    }
+    EXPECT_EQ(launch_calls, 1); // its answer holds for the runtime
+    EXPECT_EQ(wait_->on_stream(), 0u);
+    EXPECT_EQ(wait_->on_device(), 2u);
+}
+
+TEST_F(DeviceWaitTest, AFailureToTakeTheStreamIsAnErrorNamingTheTransportAndTheCall)
+{
+    launch_answer = DTP_ERR_TRANSPORT;
+    auto t = device(sizeof(dt_transport_v3_t));
+    try {
+        wait_->on_producer_stream(*t, kStream, "allreduce 'x'");
+        FAIL() << "no error";
+    } catch (const Error &e) {
+        EXPECT_EQ(e.status(), DT_ERR_TRANSPORT);
+        const std::string what = e.what();
+        EXPECT_NE(what.find("allreduce 'x': device transport 'fakedev' could not take the "
+                            "producer's stream"), std::string::npos) << what;
+    }
+}
+
+TEST_F(DeviceWaitTest, AProviderWithoutEventsLeavesNothingToWaitFor)
+{
+    dt_memory_v1_t no_events = provider_ops();
+    no_events.event_create = nullptr;
+    no_events.event_record = nullptr;
+    no_events.event_destroy = nullptr;
+    no_events.event_query = nullptr;
+    plugin::MemoryProvider provider(
+        std::make_shared<plugin::LoadedPlugin>(nullptr, "(in memory)", DT_PLUGIN_KIND_MEMORY,
+                                               DT_MEMORY_VERSION_1, "fakert", &no_events),
+        &no_events, &instance_);
+    routing::DeviceWait wait("fakert", provider, *staging_);
+    auto t = device(sizeof(dt_transport_v3_t));
+    algo::Comm comm(*t, 0, 1, 1, Clock::now() + std::chrono::seconds(10), "allreduce");
+    EXPECT_FALSE(wait.before(*t, kStream, nullptr, comm, "allreduce 'x'"));
     EXPECT_EQ(wait_calls, 0);
     EXPECT_EQ(queries, 0);
 }

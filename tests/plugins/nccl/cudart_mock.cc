@@ -45,7 +45,8 @@ struct CUevent_st {
 };
 struct CUstream_st {
     fakedevice::Stream queue;
-    explicit CUstream_st(std::chrono::microseconds delay) : queue(delay) {}
+    int device; // current when it was created, as a real stream's
+    CUstream_st(std::chrono::microseconds delay, int on) : queue(delay), device(on) {}
 };
 
 namespace {
@@ -73,7 +74,7 @@ std::chrono::microseconds copy_delay() {
 // the process exits.
 fakedevice::Stream &queue_of(cudaStream_t s) {
     if (s != nullptr) return s->queue;
-    static CUstream_st *legacy = new CUstream_st(copy_delay());
+    static CUstream_st *legacy = new CUstream_st(copy_delay(), 0);
     return legacy->queue;
 }
 
@@ -152,7 +153,13 @@ cudaError_t cudaGetLastError(void) {
 }
 
 cudaError_t cudaStreamCreateWithFlags(cudaStream_t *stream, unsigned int) {
-    *stream = new CUstream_st(copy_delay());
+    *stream = new CUstream_st(copy_delay(), current_device);
+    return cudaSuccess;
+}
+
+cudaError_t cudaStreamGetDevice(cudaStream_t stream, int *device) {
+    if (device == nullptr) return fail(cudaErrorInvalidValue);
+    *device = stream != nullptr ? stream->device : current_device;
     return cudaSuccess;
 }
 

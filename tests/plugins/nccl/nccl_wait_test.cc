@@ -1,10 +1,12 @@
 // SPDX-License-Identifier: Apache-2.0
-// The nccl transport's wait_event on the mocks, one rank: an event of the cuda provider's
-// runtime (here the mock CUDA runtime, opened by this test at the path the plugin opens,
-// so both share it) makes the plugin's stream wait on the "GPU", and the collective
-// launched after it reads its send buffer only once the producer's slow copy has run; a
-// producer already done queues no wait; other runtimes' events and
-// DISTTRAIN_NCCL_HOST_WAIT=1 are refused, leaving the wait to the core.
+// The nccl transport's wait_event and launch_on_stream on the mocks, one rank: an event of
+// the cuda provider's runtime (here the mock CUDA runtime, opened by this test at the path
+// the plugin opens, so both share it) makes the plugin's stream wait on the "GPU", and the
+// collective launched after it reads its send buffer only once the producer's slow copy
+// has run; a producer already done queues no wait; a collective launched on the
+// producer's stream needs no wait at all, for that one call; a stream of another GPU is
+// waited for instead; other runtimes' events and streams and DISTTRAIN_NCCL_HOST_WAIT=1
+// are refused, leaving the order to the core.
 #include "nccl_test_util.h"
 
 #include <gtest/gtest.h>
@@ -14,6 +16,7 @@
 
 #include <chrono>
 #include <fstream>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -39,10 +42,11 @@ struct MockRuntime {
         event_record = reinterpret_cast<decltype(event_record)>(dlsym(h, "cudaEventRecord"));
         copy = reinterpret_cast<decltype(copy)>(dlsym(h, "cudaMemcpyAsync"));
         reached = reinterpret_cast<decltype(reached)>(dlsym(h, "cudaMockEventReached"));
+        set_device = reinterpret_cast<decltype(set_device)>(dlsym(h, "cudaSetDevice"));
     }
     bool ok() const {
         return stream_create && stream_destroy && event_create && event_destroy &&
-               event_record && copy && reached;
+               event_record && copy && reached && set_device;
     }
     decltype(&::cudaStreamCreateWithFlags) stream_create = nullptr;
     decltype(&::cudaStreamDestroy) stream_destroy = nullptr;
@@ -51,6 +55,7 @@ struct MockRuntime {
     decltype(&::cudaEventRecord) event_record = nullptr;
     cudaError_t (*copy)(void *, const void *, size_t, cudaMemcpyKind, cudaStream_t) = nullptr;
     int (*reached)(cudaEvent_t) = nullptr; // the mock's: its stream got to the record
+    decltype(&::cudaSetDevice) set_device = nullptr;
 };
 
 // A producer's stream on the mock runtime with an event for its progress; both go when it
@@ -76,38 +81,62 @@ int lines_in(const std::string &path, const std::string &line) {
     return n;
 }
 
+// The mock CUDA runtime's log of stream waits, in a fresh file for one test.
+class CudaLog {
+public:
+    CudaLog()
+        : path_(::testing::TempDir() + "nccl_wait_" +
+                ::testing::UnitTest::GetInstance()->current_test_info()->name() + ".log"),
+          env_("DISTTRAIN_MOCK_CUDA_LOG", path_.c_str()) {
+        std::remove(path_.c_str());
+    }
+    ~CudaLog() { std::remove(path_.c_str()); }
+    int count(const std::string &call) const { return lines_in(path_, call); }
+
+private:
+    std::string path_;
+    ScopedEnv env_;
+};
+
+// What orders the allreduce after its producer: given the plugin instance, the producer's
+// stream and the event recorded after its copy, it calls the plugin (or nothing).
+using Order = std::function<void(void *transport, cudaStream_t, cudaEvent_t)>;
+
+void by_event(void *transport, cudaStream_t, cudaEvent_t ready) {
+    EXPECT_EQ(ops().wait_event(transport, "cuda", ready), DTP_OK);
+}
+
+void on_its_stream(void *transport, cudaStream_t stream, cudaEvent_t) {
+    EXPECT_EQ(ops().launch_on_stream(transport, "cuda", stream), DTP_OK);
+}
+
+void unordered(void *, cudaStream_t, cudaEvent_t) {}
+
 // A one-rank allreduce of a buffer whose fresh values a copy still queued on a slow
-// producer stream writes; `wait` hands the event recorded after that copy to the plugin.
-// Returns the first element of the result.
-float allreduce_after_slow_producer(bool wait, const std::string &cuda_log) {
+// producer stream (of GPU producer_gpu) writes, ordered by `order`; the log counts the
+// stream waits queued. Returns the first element of the result.
+float allreduce_after_slow_producer(const Order &order, int producer_gpu = 0) {
     ScopedEnv delay("DISTTRAIN_MOCK_CUDA_COPY_DELAY_US", "200000");
-    ScopedEnv logged("DISTTRAIN_MOCK_CUDA_LOG", cuda_log.c_str());
     MockRuntime rt;
     EXPECT_TRUE(rt.ok());
     if (!rt.ok()) return 0;
     Instance inst(std::make_shared<MemStore>(), "job-token");
     EXPECT_EQ(inst.init(0, 1, 10000), DTP_OK) << inst.host.last_error();
+    rt.set_device(producer_gpu);
     auto producer = std::make_unique<Producer>(rt);
+    rt.set_device(0);
     std::vector<float> stale(256, -1.f), fresh(256, 5.f), out(256, 0.f);
     rt.copy(stale.data(), fresh.data(), stale.size() * sizeof(float), cudaMemcpyHostToDevice,
             producer->stream);
     rt.event_record(producer->ready, producer->stream);
-    if (wait) {
-        EXPECT_EQ(ops().wait_event(inst.transport, "cuda", producer->ready), DTP_OK)
-            << inst.host.last_error();
-    }
+    order(inst.transport, producer->stream, producer->ready);
     // The core may destroy the event at once: the wait holds the record it captured.
     rt.event_destroy(producer->ready);
     producer->ready = nullptr;
     dt_transport_request_t req{};
-    const auto start = std::chrono::steady_clock::now();
     EXPECT_EQ(ops().allreduce(inst.transport, stale.data(), out.data(), out.size(), DTP_FLOAT32,
-                              DTP_SUM, &req), DTP_INPROGRESS);
+                              DTP_SUM, &req), DTP_INPROGRESS) << inst.host.last_error();
     EXPECT_EQ(inst.wait(&req, 10000), DTP_OK) << inst.host.last_error();
-    const auto waited = std::chrono::steady_clock::now() - start;
-    if (wait) {
-        EXPECT_GE(waited, std::chrono::milliseconds(100)); // behind the copy
-    }
     producer.reset(); // its stream runs the copy, if it is still queued
     EXPECT_EQ(inst.finalize(), DTP_OK);
     return out[0];
@@ -115,23 +144,73 @@ float allreduce_after_slow_producer(bool wait, const std::string &cuda_log) {
 
 TEST(NcclWait, TheCollectiveWaitsOnTheDeviceForTheProducersEvent) {
     UseMocks mocks;
-    const std::string log = ::testing::TempDir() + "nccl_wait_cuda.log";
-    std::remove(log.c_str());
-    EXPECT_EQ(allreduce_after_slow_producer(true, log), 5.f)
+    CudaLog log;
+    EXPECT_EQ(allreduce_after_slow_producer(by_event), 5.f)
         << "the allreduce read its buffer before the producer's copy ran";
-    EXPECT_EQ(lines_in(log, "cudaStreamWaitEvent"), 1);
-    std::remove(log.c_str());
+    EXPECT_EQ(log.count("cudaStreamWaitEvent"), 1);
 }
 
 // The mocks model the order: without the wait, the same allreduce reads the stale data
-// (so the test above could not pass by luck).
+// (so the tests above and below could not pass by luck).
 TEST(NcclWait, WithoutTheWaitTheCollectiveReadsStaleData) {
     UseMocks mocks;
-    const std::string log = ::testing::TempDir() + "nccl_wait_none.log";
-    std::remove(log.c_str());
-    EXPECT_EQ(allreduce_after_slow_producer(false, log), -1.f);
-    EXPECT_EQ(lines_in(log, "cudaStreamWaitEvent"), 0);
-    std::remove(log.c_str());
+    CudaLog log;
+    EXPECT_EQ(allreduce_after_slow_producer(unordered), -1.f);
+    EXPECT_EQ(log.count("cudaStreamWaitEvent"), 0);
+}
+
+// A blocking call's order: the collective runs on the producer's stream, no wait queued.
+TEST(NcclWait, TheCollectiveRunsOnTheProducersStreamWithNoWait) {
+    UseMocks mocks;
+    CudaLog log;
+    EXPECT_EQ(allreduce_after_slow_producer(on_its_stream), 5.f)
+        << "the allreduce read its buffer before the producer's copy ran";
+    EXPECT_EQ(log.count("cudaStreamWaitEvent"), 0);
+}
+
+// NCCL's kernels cannot run on another GPU's stream: the plugin's stream waits for it.
+TEST(NcclWait, AStreamOfAnotherGpuIsWaitedForInstead) {
+    UseMocks mocks;
+    ScopedEnv gpus("DISTTRAIN_MOCK_CUDA_DEVICES", "2");
+    CudaLog log;
+    EXPECT_EQ(allreduce_after_slow_producer(on_its_stream, 1), 5.f)
+        << "the allreduce read its buffer before the producer's copy on GPU 1 ran";
+    EXPECT_EQ(log.count("cudaStreamWaitEvent"), 1);
+}
+
+// The stream is for the next collective call only, even one the plugin refuses: the
+// allreduce after that refusal runs on the plugin's own stream, unordered, and reads the
+// stale data.
+TEST(NcclWait, TheProducersStreamHoldsForTheNextCallOnly) {
+    UseMocks mocks;
+    const float first = allreduce_after_slow_producer(
+        [](void *transport, cudaStream_t stream, cudaEvent_t ready) {
+            on_its_stream(transport, stream, ready);
+            dt_transport_request_t refused{};
+            int unused = 0;
+            EXPECT_EQ(ops().allreduce(transport, &unused, &unused, 1, 99, DTP_SUM, &refused),
+                      DTP_ERR_UNSUPPORTED); // dtype 99 has no NCCL type
+        });
+    EXPECT_EQ(first, -1.f);
+}
+
+TEST(NcclWait, OtherRuntimesStreamsAndCallsInsideABatchAreRefused) {
+    UseMocks mocks;
+    Instance inst(std::make_shared<MemStore>(), "job-token");
+    ASSERT_EQ(inst.init(0, 1, 10000), DTP_OK) << inst.host.last_error();
+    ASSERT_NE(ops().launch_on_stream, nullptr);
+    int not_a_cuda_stream = 0;
+    EXPECT_EQ(ops().launch_on_stream(inst.transport, "fakedevice", &not_a_cuda_stream),
+              DTP_ERR_UNSUPPORTED);
+    EXPECT_NE(inst.host.last_error().find("memory provider 'fakedevice' are not CUDA streams"),
+              std::string::npos) << inst.host.last_error();
+    EXPECT_EQ(ops().launch_on_stream(inst.transport, nullptr, nullptr), DTP_ERR_UNSUPPORTED);
+    ASSERT_EQ(ops().batch_begin(inst.transport), DTP_OK);
+    EXPECT_EQ(ops().launch_on_stream(inst.transport, "cuda", nullptr), DTP_ERR_INVALID_ARGUMENT);
+    EXPECT_NE(inst.host.last_error().find("inside a batch"), std::string::npos)
+        << inst.host.last_error();
+    ASSERT_EQ(ops().batch_end(inst.transport), DTP_OK);
+    EXPECT_EQ(inst.finalize(), DTP_OK);
 }
 
 // A producer already done adds nothing to the plugin's stream: no cudaStreamWaitEvent.
@@ -175,13 +254,17 @@ TEST(NcclWait, OtherRuntimesEventsAreRefusedNamingThem) {
     EXPECT_EQ(inst.finalize(), DTP_OK);
 }
 
-TEST(NcclWait, HostWaitVariableRefusesEveryEvent) {
+TEST(NcclWait, HostWaitVariableRefusesEveryEventAndStream) {
     UseMocks mocks;
     ScopedEnv host_wait("DISTTRAIN_NCCL_HOST_WAIT", "1");
     Instance inst(std::make_shared<MemStore>(), "job-token");
     ASSERT_EQ(inst.init(0, 1, 10000), DTP_OK) << inst.host.last_error();
     int event = 0; // never read: refused before
     EXPECT_EQ(ops().wait_event(inst.transport, "cuda", &event), DTP_ERR_UNSUPPORTED);
+    EXPECT_NE(inst.host.last_error().find("DISTTRAIN_NCCL_HOST_WAIT=1"), std::string::npos)
+        << inst.host.last_error();
+    int stream = 0; // likewise
+    EXPECT_EQ(ops().launch_on_stream(inst.transport, "cuda", &stream), DTP_ERR_UNSUPPORTED);
     EXPECT_NE(inst.host.last_error().find("DISTTRAIN_NCCL_HOST_WAIT=1"), std::string::npos)
         << inst.host.last_error();
     EXPECT_EQ(inst.finalize(), DTP_OK);

@@ -294,12 +294,13 @@ def test_dt_context_abort_mid_allreduce_returns_within_a_second(tmp_path):
 # passes only if the collective waited for that write, on the GPU or on the host. With
 # the cuda memory provider (here on the mock CUDA runtime, libcudart.so.13 of
 # MOCKS/cudart13, which the provider links and the plugin opens: one runtime in the
-# process) the core hands the event to the plugin, whose stream waits for it
-# (cudaStreamWaitEvent in the mock's log) and the host waits for nothing.
+# process) the core runs each blocking call on the producer's stream (launch_on_stream)
+# and hands each asynchronous call's event to the plugin, whose stream waits for it
+# (cudaStreamWaitEvent in the mock's log); the host waits for nothing.
 CUDA_PROVIDER = BUILD / "plugins" / "memory" / "cuda"
 CUDART13 = MOCKS / "cudart13"
-SUMMARY = re.compile(r"device transport 'nccl': (\d+) calls waited for their producer on "
-                     r"the device, (\d+) on the host")
+SUMMARY = re.compile(r"device transport 'nccl': (\d+) calls ran on their producer's stream, "
+                     r"(\d+) waited for their producer on the device, (\d+) on the host")
 
 
 def producer_env(tmp_path, extra=None):
@@ -324,31 +325,40 @@ def run_producer(ranks, e):
     assert r.returncode == 0, out[-6000:]
     assert r.stdout.count("PASS producer") == ranks, out[-3000:]
     assert device_paths(r.stderr, "producer.") == {"device_native"}, out[-3000:]
-    waits = [(int(d), int(h)) for d, h in SUMMARY.findall(r.stderr)]
+    waits = [tuple(int(n) for n in counts) for counts in SUMMARY.findall(r.stderr)]
     assert len(waits) == ranks, out[-3000:]
     return r, waits
 
 
+def blocking_calls(ranks):
+    return 1 + (1 if ranks >= 2 else 0)  # one, the group's
+
+
 def calls_per_rank(ranks):
-    return 1 + (1 if ranks >= 2 else 0) + 4  # one, the group's, the batch of 4
+    return blocking_calls(ranks) + 4  # and the batch of 4, asynchronous
 
 
 @pytest.mark.parametrize("ranks,mode", [(1, {}), (2, {}), (2, {"DISTTRAIN_ORDERED": "1"}),
                                         (2, {"DISTTRAIN_MOCK_NCCL_ENQUEUE": "sync"})],
                          ids=["1-negotiated", "2-negotiated", "2-ordered", "2-syncenqueue"])
 def test_device_calls_wait_for_the_producer_on_the_gpu(ranks, mode, tmp_path):
+    # The blocking calls run on the producer's stream, which needs no wait; the
+    # asynchronous ones wait for its event on the GPU.
     r, waits = run_producer(ranks, producer_env(tmp_path, mode))
-    calls = calls_per_rank(ranks)
-    assert waits == [(calls, 0)] * ranks, r.stderr[-3000:]
+    blocking = blocking_calls(ranks)
+    asynchronous = calls_per_rank(ranks) - blocking
+    assert waits == [(blocking, asynchronous, 0)] * ranks, r.stderr[-3000:]
     waited = (tmp_path / "cuda.log").read_text().splitlines()
-    assert waited.count("cudaStreamWaitEvent") == calls * ranks, waited
+    assert waited.count("cudaStreamWaitEvent") == asynchronous * ranks, waited
+    assert "runs blocking calls on their producer's stream (memory provider 'cuda')" \
+        in r.stderr, r.stderr[-3000:]
     assert "waits on the device for the producers' events of memory provider 'cuda'" \
         in r.stderr, r.stderr[-3000:]
 
 
 def test_nccl_host_wait_makes_the_core_wait_on_the_host(tmp_path):
     r, waits = run_producer(2, producer_env(tmp_path, {"DISTTRAIN_NCCL_HOST_WAIT": "1"}))
-    assert waits == [(0, calls_per_rank(2))] * 2, r.stderr[-3000:]
+    assert waits == [(0, 0, calls_per_rank(2))] * 2, r.stderr[-3000:]
     log = tmp_path / "cuda.log"
     assert not log.exists() or "cudaStreamWaitEvent" not in log.read_text()
     assert "DISTTRAIN_NCCL_HOST_WAIT=1 asks the core to wait" in r.stderr, r.stderr[-3000:]
@@ -364,9 +374,11 @@ def test_events_the_plugin_cannot_read_are_waited_for_on_the_host():
     assert r.returncode == 0, out[-6000:]
     assert r.stdout.count("PASS producer") == 2, out[-3000:]
     assert device_paths(r.stderr, "producer.") == {"device_native"}, out[-3000:]
-    waits = [(int(d), int(h)) for d, h in SUMMARY.findall(r.stderr)]
-    assert waits == [(0, calls_per_rank(2))] * 2, out[-3000:]
+    waits = [tuple(int(n) for n in counts) for counts in SUMMARY.findall(r.stderr)]
+    assert waits == [(0, 0, calls_per_rank(2))] * 2, out[-3000:]
     assert r.stderr.count("memory provider 'fakedevice' are not CUDA events") == 2, \
+        out[-3000:]
+    assert r.stderr.count("memory provider 'fakedevice' are not CUDA streams") == 2, \
         out[-3000:]
 
 

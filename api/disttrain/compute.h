@@ -185,7 +185,8 @@ enum dt_compute_attr_field {
     DT_COMPUTE_ATTR_FIELD_COMPUTE_DTYPE = 1u << 4,
     DT_COMPUTE_ATTR_FIELD_BF16_NATIVE = 1u << 5,
     DT_COMPUTE_ATTR_FIELD_STREAM = 1u << 6,
-    DT_COMPUTE_ATTR_FIELD_MEMORY_PROVIDER = 1u << 7
+    DT_COMPUTE_ATTR_FIELD_MEMORY_PROVIDER = 1u << 7,
+    DT_COMPUTE_ATTR_FIELD_TF32_CONVOLUTIONS = 1u << 8
 };
 
 /** What a context runs on. Strings are static or live as long as the context. */
@@ -204,6 +205,12 @@ typedef struct dt_compute_attr {
     /** The memory provider that knows the context's memory ("cuda" for cuDNN), to pass
      *  as dt_context_params_t.memory (or DISTTRAIN_MEMORY); NULL: host memory. */
     const char *memory_provider;
+    /** 1 when float32 convolutions run in TF32 on tensor cores (the cuDNN plugin's default
+     *  on Ampere and later GPUs, as PyTorch's torch.backends.cudnn.allow_tf32); else 0:
+     *  strictly float32 (CPU, DISTTRAIN_TF32=0, older GPUs), or bfloat16 when
+     *  compute_dtype is. A model picks its layout by it: NHWC wins on tensor cores and
+     *  loses without them. */
+    int tf32_convolutions;
 } dt_compute_attr_t;
 
 /** Fills the fields of *attr whose bits attr->field_mask has. Never blocks. */

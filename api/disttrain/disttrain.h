@@ -32,7 +32,7 @@ extern "C" {
 /** API version of this header. A library accepts the same major and a compiled minor
  *  that is not newer than its own. */
 #define DT_API_MAJOR 1
-#define DT_API_MINOR 2
+#define DT_API_MINOR 3
 
 /* ------------------------------------------------------------------------------------ */
 /* Status codes                                                                           */
@@ -107,7 +107,7 @@ typedef struct dt_version {
     int api_major;  /**< DT_API_MAJOR of the library */
     int api_minor;  /**< DT_API_MINOR of the library */
     int patch;      /**< release patch level */
-    const char *string; /**< "1.2.0", static */
+    const char *string; /**< "1.3.0", static */
 } dt_version_t;
 
 /** Writes the version of the loaded library to *out. Thread safe. Errors:

@@ -66,6 +66,8 @@ DT_API dt_status_t dt_compute_query(dt_compute_h compute, dt_compute_attr_t *att
             attr->stream = info.stream;
         if (mask & DT_COMPUTE_ATTR_FIELD_MEMORY_PROVIDER)
             attr->memory_provider = info.memory_provider;
+        if (mask & DT_COMPUTE_ATTR_FIELD_TF32_CONVOLUTIONS)
+            attr->tf32_convolutions = info.tf32_convolutions;
         return DT_OK;
     });
 }

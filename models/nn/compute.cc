@@ -49,7 +49,7 @@ dt_compute_attr_t query(dt_compute_h h)
     // (zero, which for device_kind reads as CPU and made tensor_memory() say host).
     a.field_mask = DT_COMPUTE_ATTR_FIELD_PLUGIN | DT_COMPUTE_ATTR_FIELD_DEVICE_KIND |
                    DT_COMPUTE_ATTR_FIELD_DEVICE_NAME | DT_COMPUTE_ATTR_FIELD_THREADS |
-                   DT_COMPUTE_ATTR_FIELD_COMPUTE_DTYPE;
+                   DT_COMPUTE_ATTR_FIELD_COMPUTE_DTYPE | DT_COMPUTE_ATTR_FIELD_TF32_CONVOLUTIONS;
     check(dt_compute_query(h, &a), "dt_compute_query");
     return a;
 }
@@ -66,6 +66,8 @@ std::string Compute::describe() const
 int Compute::threads() const { return query(get()).threads; }
 
 bool Compute::bf16_active() const { return query(get()).compute_dtype == DT_BFLOAT16; }
+
+bool Compute::tf32_convolutions() const { return query(get()).tf32_convolutions != 0; }
 
 dt_memory_type_t Compute::tensor_memory() const
 {

@@ -29,6 +29,9 @@ public:
     std::string describe() const;
     int threads() const;
     bool bf16_active() const;
+    // Whether float32 convolutions run in TF32 on tensor cores (the cuDNN plugin's default
+    // on Ampere and later GPUs; DISTTRAIN_TF32=0 turns it off).
+    bool tf32_convolutions() const;
     // Where the context's tensors live: device memory on a GPU plugin, else host memory.
     dt_memory_type_t tensor_memory() const;
     // The dtype the convolutional nets keep their activations in. By default bfloat16

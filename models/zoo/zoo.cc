@@ -5,7 +5,6 @@
 #include "common/random.h"
 
 #include <cstdlib>
-#include <cstring>
 
 namespace dt::models {
 
@@ -51,15 +50,12 @@ bool channels_last_capable(const std::string &name)
     return name == "resnet20" || name == "resnet50";
 }
 
-// Strict float32 convolutions on a GPU (DISTTRAIN_TF32=0, which the cuDNN plugin reads and
-// has validated by the time a model is built, outside --bf16): no tensor cores, where
-// cuDNN's NHWC kernels lose to NCHW (ResNet-50 695 against 947 images/sec on an H100).
+// Strict float32 convolutions on a GPU (DISTTRAIN_TF32=0, or a GPU older than Ampere,
+// outside --bf16): no tensor cores, where cuDNN's NHWC kernels lose to NCHW (ResNet-50 695
+// against 947 images/sec on an H100).
 bool strict_float32_on_gpu(const Compute &c)
 {
-    if (c.tensor_memory() == DT_MEMORY_HOST || c.bf16_active())
-        return false;
-    const char *tf32 = std::getenv("DISTTRAIN_TF32");
-    return tf32 != nullptr && std::strcmp(tf32, "0") == 0;
+    return c.tensor_memory() == DT_MEMORY_DEVICE && !c.bf16_active() && !c.tf32_convolutions();
 }
 
 } // namespace

@@ -39,7 +39,8 @@ InputShape default_input(const std::string &name);
 // (oneDNN convolves NHWC directly instead of reordering NCHW activations to a blocked
 // layout and back around every convolution) and on a GPU whose convolutions run on tensor
 // cores, TF32 (the default) or bfloat16 (ResNet-50 TF32 1.06x NCHW on an H100,
-// tests/gpu/run.sh); NCHW for strict float32 on a GPU (DISTTRAIN_TF32=0: NHWC 0.73x) and
+// tests/gpu/run.sh); NCHW for strict float32 on a GPU (the context's tf32_convolutions
+// attribute is 0: DISTTRAIN_TF32=0 or a GPU before Ampere; NHWC 0.73x) and
 // for convnet (it flattens 7x7 feature maps, whose order NHWC would change).
 // DISTTRAIN_LAYOUT=nchw or nhwc overrides it (nhwc only for the ResNets); anything else
 // throws InputError.

@@ -2,7 +2,8 @@
 // The cuDNN plugin against the oneDNN plugin (itself checked against PyTorch) on the same
 // inputs: every operation runs on the GPU from device memory and is compared on the host,
 // in strict float32 (DISTTRAIN_TF32=0); one test checks the default TF32 convolutions
-// to TF32's precision; one runs convolution and pooling on channels-last activations.
+// to TF32's precision, and the contexts' tf32_convolutions attribute says which is on;
+// one runs convolution and pooling on channels-last activations.
 // Without a GPU the plugin declines with "no GPU" and every test
 // here is skipped.
 #include "cudnn_test_fixture.h"
@@ -36,6 +37,27 @@ class CudnnTf32 : public Cudnn {
 protected:
     CudnnTf32() { tf32_ = true; }
 };
+
+int tf32_convolutions(dt_compute_h c)
+{
+    dt_compute_attr_t a{};
+    a.field_mask = DT_COMPUTE_ATTR_FIELD_TF32_CONVOLUTIONS;
+    a.tf32_convolutions = -1;
+    EXPECT_EQ(dt_compute_query(c, &a), DT_OK) << dt_last_error();
+    return a.tf32_convolutions;
+}
+
+// The attribute a model picks its layout by (NHWC on tensor cores, NCHW without them).
+TEST_F(CudnnTf32, TheContextSaysItsConvolutionsRunInTf32)
+{
+    EXPECT_EQ(tf32_convolutions(gpu), 1);
+    EXPECT_EQ(tf32_convolutions(cpu), 0); // oneDNN: float32 is float32
+}
+
+TEST_F(Cudnn, AStrictFloat32ContextSaysSo)
+{
+    EXPECT_EQ(tf32_convolutions(gpu), 0);
+}
 
 TEST_F(CudnnTf32, ConvolutionsAgreeToTf32Precision)
 {

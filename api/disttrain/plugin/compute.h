@@ -129,6 +129,9 @@ typedef struct dt_compute_info {
                                       memory provider below; NULL: every op blocks (CPU) */
     const char *memory_provider; /**< the memory provider (DISTTRAIN_MEMORY name) that
                                       knows this instance's memory; NULL: host memory */
+    int32_t tf32_convolutions;   /**< 1: float32 convolutions run in TF32 on tensor cores;
+                                      0: otherwise (strict float32, bfloat16 compute; an
+                                      older plugin's shorter struct reads as 0) */
 } dt_compute_info_t;
 
 /**

@@ -300,6 +300,7 @@ int32_t info(void *c, dt_compute_info_t *out)
     mine.device_name = in.device_name.c_str();
     mine.stream = in.stream;
     mine.memory_provider = "cuda"; // plugins/memory/cuda knows cudaMalloc'd memory
+    mine.tf32_convolutions = in.tf32_convolutions && !in.bf16_compute ? 1 : 0;
     std::memcpy(out, &mine, std::min<size_t>(out->struct_size, sizeof(mine)));
     return DTP_OK;
 }

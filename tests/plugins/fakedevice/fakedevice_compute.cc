@@ -219,6 +219,7 @@ int32_t info(void *c, dt_compute_info_t *out)
     mine.device_name = in->device_name.c_str();
     mine.stream = nullptr;                 // every op blocks: see README.md
     mine.memory_provider = "fakedevice"; // libdt-memory-fakedevice.so, same arena
+    mine.tf32_convolutions = inner.tf32_convolutions;
     // Only within the core's struct: an older core passes a smaller one.
     std::memcpy(out, &mine, std::min<size_t>(out->struct_size, sizeof(mine)));
     return DTP_OK;

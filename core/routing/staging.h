@@ -9,9 +9,9 @@
 // Why a stream of its own: the engine runs a call well after the caller queued more work
 // (the rest of backward); copies queued on the producer's stream then wait for all of
 // it. Measured on an H200 with 2 ranks of ResNet-50 sharing the GPU, that held every
-// gradient's allreduce until backward had ended. A blocking call is the exception: it
-// records no event, and its copies go on the producer's stream, which its caller leaves
-// alone until the call returns.
+// gradient's allreduce until backward had ended. And a stream of its own is drained when
+// the context ends, before the buffers are freed: a copy still queued on the producer's
+// stream after a timeout would write into freed memory.
 //
 // The pinned buffers are kept and grown (never shrunk) for the context's lifetime:
 // allocating pinned memory costs far more than a collective on it. One engine thread uses
@@ -45,9 +45,9 @@ public:
     void *buffer(int slot, size_t bytes);
 
     // The stream for copies from a buffer that `producer` wrote before the call that
-    // recorded `ready` (null: none): the staging's own, made to wait for that event, or
-    // the producer's stream where the provider cannot make a stream wait (or no event
-    // was recorded).
+    // recorded `ready` (null: a blocking call, which records none: one is recorded now):
+    // the staging's own, made to wait for that event, or the producer's stream where the
+    // provider cannot make a stream wait or records no events.
     void *after(void *producer, void *ready);
 
     // Queue a copy on stream (one from after() or return_stream()) and return.

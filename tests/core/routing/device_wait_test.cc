@@ -40,6 +40,8 @@ inline std::chrono::milliseconds record_delay{0};
 inline int queries = 0;
 inline int records = 0;
 inline void *recorded_on = nullptr; // the stream of the newest event_record
+inline void *waiting_stream = nullptr; // the stream of the newest stream_wait_event
+inline int own_stream = 0;             // the one stream_create makes (staging's own)
 
 dt_memory_v1_t provider_ops()
 {
@@ -70,7 +72,12 @@ dt_memory_v1_t provider_ops()
         static_cast<FakeEvent *>(e)->complete_at = Clock::now() + record_delay;
         return DTP_OK;
     };
-    o.stream_wait_event = [](void *, void *, void *) -> int32_t { return DTP_OK; };
+    o.stream_create = [](void *, int32_t, void **s) -> int32_t { return *s = &own_stream, DTP_OK; };
+    o.stream_destroy = [](void *, void *) -> int32_t { return DTP_OK; };
+    o.stream_wait_event = [](void *, void *stream, void *) -> int32_t {
+        waiting_stream = stream;
+        return DTP_OK;
+    };
     o.event_query = [](void *, void *e) -> int32_t {
         ++queries;
         return Clock::now() >= static_cast<FakeEvent *>(e)->complete_at ? DTP_OK
@@ -133,6 +140,7 @@ protected:
         wait_event_arg = nullptr;
         records = 0;
         recorded_on = nullptr;
+        waiting_stream = nullptr;
         launch_answer = DTP_OK;
         launch_calls = 0;
         launch_runtime.clear();
@@ -295,6 +303,18 @@ TEST_F(DeviceWaitTest, AFailureToTakeTheStreamIsAnErrorNamingTheTransportAndTheC
         EXPECT_NE(what.find("allreduce 'x': device transport 'fakedev' could not take the "
                             "producer's stream"), std::string::npos) << what;
     }
+}
+
+// Staging copies a blocking call's buffers on its own stream too, behind an event recorded
+// on the producer's stream when the copies are queued: on the producer's stream they could
+// outlive a timed-out call and write into buffers the context has freed.
+TEST_F(DeviceWaitTest, StagingCopiesABlockingCallOnItsOwnStreamBehindAnEventRecordedThen)
+{
+    void *copies = staging_->after(kStream, nullptr);
+    EXPECT_EQ(copies, &own_stream);
+    EXPECT_EQ(records, 1);
+    EXPECT_EQ(recorded_on, kStream);
+    EXPECT_EQ(waiting_stream, &own_stream);
 }
 
 TEST_F(DeviceWaitTest, AProviderWithoutEventsLeavesNothingToWaitFor)

@@ -49,14 +49,18 @@ Staging::Staging(plugin::MemoryProvider &provider) : provider_(provider)
 Staging::~Staging()
 {
     const dt_memory_v1_t &o = ops(provider_);
+    // The stream, then the buffers: a copy of a call that timed out may still be queued
+    // on it, and freeing pinned memory waits for the device's queued work (cudaFreeHost
+    // synchronizes; the fake device's host_free drains its streams), so the copy still
+    // lands in a live buffer.
+    if (own_stream_ != nullptr)
+        o.stream_destroy(provider_.instance(), own_stream_);
     for (void *&p : slots_)
         if (p != nullptr && o.host_free(provider_.instance(), p) != DTP_OK)
             DT_LOG(warn, "staging", "memory provider '", provider_.provider(),
                    "' failed to free a pinned buffer: ", last_error());
     if (event_ != nullptr)
         o.event_destroy(provider_.instance(), event_);
-    if (own_stream_ != nullptr)
-        o.stream_destroy(provider_.instance(), own_stream_);
 }
 
 const char *Staging::provider() const noexcept { return provider_.provider(); }

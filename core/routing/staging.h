@@ -34,7 +34,9 @@ public:
     static constexpr int kSlots = 2;
 
     explicit Staging(plugin::MemoryProvider &provider);
-    ~Staging(); // frees the buffers and the event; nothing may still be queued on them
+    // Releases its stream, then the buffers (once the device ran what is still queued
+    // into them: a timed-out call's copy) and the event.
+    ~Staging();
     Staging(const Staging &) = delete;
     Staging &operator=(const Staging &) = delete;
 

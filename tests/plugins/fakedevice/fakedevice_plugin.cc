@@ -8,6 +8,7 @@
 
 #include <disttrain/plugin/memory.h>
 
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <exception>
@@ -15,6 +16,7 @@
 #include <mutex>
 #include <set>
 #include <string>
+#include <thread>
 #include <unordered_map>
 #include <vector>
 
@@ -135,12 +137,37 @@ int32_t host_alloc(void *m, size_t bytes, void **ptr)
     return DTP_OK;
 }
 
+// Returns once everything queued so far on s has run.
+void drain(Stream &s)
+{
+    auto done = std::make_shared<Event>();
+    s.record(done);
+    while (!done->done())
+        std::this_thread::sleep_for(std::chrono::microseconds(100));
+}
+
+// As cudaFreeHost, which synchronizes with the device: a copy still queued into the
+// buffer (one of a call that timed out, say) runs first, on every stream, destroyed ones
+// included, instead of writing into freed memory.
 int32_t host_free(void *m, void *ptr)
 {
-    std::lock_guard<std::mutex> lock(self(m)->mutex);
-    if (self(m)->pinned.erase(ptr) == 0)
-        return fail(self(m), DTP_ERR_INVALID_ARGUMENT, "host_free of a pointer host_alloc "
-                    "did not return");
+    Instance *in = self(m);
+    std::vector<Stream *> queues;
+    {
+        std::lock_guard<std::mutex> lock(in->mutex);
+        if (in->pinned.count(ptr) == 0)
+            return fail(in, DTP_ERR_INVALID_ARGUMENT, "host_free of a pointer host_alloc "
+                        "did not return");
+        queues.push_back(in->default_stream.get());
+        for (auto &[handle, stream] : in->streams)
+            queues.push_back(stream.get());
+        for (auto &stream : in->retired)
+            queues.push_back(stream.get());
+    }
+    for (Stream *s : queues)
+        drain(*s);
+    std::lock_guard<std::mutex> lock(in->mutex);
+    in->pinned.erase(ptr);
     std::free(ptr);
     return DTP_OK;
 }

@@ -504,6 +504,15 @@ DT_API dt_status_t dt_compute_batchnorm_relu_backward(
 DT_API dt_status_t dt_compute_add_relu(dt_compute_h compute, const dt_tensor_desc_t *desc,
                                        const void *a, const void *b, void *c);
 
+/** ReLU's gradient of a gradient that arrives as a sum: dx = dy_a + dy_b where y > 0,
+ *  else 0 (dt_compute_add, then dt_compute_relu_backward), in one pass. A residual
+ *  network's block gets the gradient of its output as the sum of the next block's two
+ *  branches. All four share desc; dx may be dy_a or dy_b, not y. Since 1.3. */
+DT_API dt_status_t dt_compute_relu_backward_sum(dt_compute_h compute,
+                                                const dt_tensor_desc_t *desc, const void *y,
+                                                const void *dy_a, const void *dy_b,
+                                                void *dx);
+
 /* ------------------------------------------------------------------------------------ */
 /* Loss                                                                                   */
 /* ------------------------------------------------------------------------------------ */

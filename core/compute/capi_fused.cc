@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
-// dt_compute_* fused with ReLU: batch normalisation (training, inference, backward) and
-// addition. A plugin that offers the fused member runs it fused; for one that does
-// not (a NULL member, or a table from before they existed) the core runs the unfused
-// members in sequence, on the plugin's memory only (the host may not be able to touch
-// it), which gives the bits the separate public calls would give.
+// dt_compute_* fused with ReLU: batch normalisation (training, inference, backward),
+// addition, and ReLU's gradient of a sum. A plugin that offers the fused member runs it
+// fused; for one that does not (a NULL member, or a table from before they existed) the
+// core runs the unfused members in sequence, on the plugin's memory only (the host may
+// not be able to touch it), which gives the bits the separate public calls would give.
 #include "compute/batchnorm_check.h"
 #include "compute/handle.h"
 
@@ -127,6 +127,32 @@ DT_API dt_status_t dt_compute_add_relu(dt_compute_h compute, const dt_tensor_des
         }
         ctx.call(fn, ctx.ops().add, pt, a, b, c);
         ctx.call(fn, ctx.ops().relu_forward, pt, static_cast<const void *>(c), c);
+        return DT_OK;
+    });
+}
+
+DT_API dt_status_t dt_compute_relu_backward_sum(dt_compute_h compute,
+                                                const dt_tensor_desc_t *desc, const void *y,
+                                                const void *dy_a, const void *dy_b, void *dx)
+{
+    return guard([&] {
+        const char *fn = "dt_compute_relu_backward_sum";
+        ComputeContext &ctx = context(compute, fn);
+        dtp_tensor_t t = tensor(fn, "desc", desc);
+        require_ptr(fn, "y", y);
+        require_ptr(fn, "dy_a", dy_a);
+        require_ptr(fn, "dy_b", dy_b);
+        require_ptr(fn, "dx", dx);
+        require_distinct(fn, dx, {{"y", y}});
+        const auto *pt = static_cast<const dtp_tensor_t *>(&t);
+        if (ctx.ops().relu_backward_sum != nullptr) {
+            ctx.call(fn, ctx.ops().relu_backward_sum, pt, y, dy_a, dy_b, dx);
+            return DT_OK;
+        }
+        // The sum goes to scratch: dx may be dy_a or dy_b, which the add must read whole.
+        void *sum = ctx.scratch(fn, bytes_of(t));
+        ctx.call(fn, ctx.ops().add, pt, dy_a, dy_b, sum);
+        ctx.call(fn, ctx.ops().relu_backward, pt, y, static_cast<const void *>(sum), dx);
         return DT_OK;
     });
 }

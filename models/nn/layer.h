@@ -26,6 +26,15 @@ struct Parameter {
 
 using GradReady = std::function<void(Parameter &)>;
 
+// The gradient of a layer's output or input as a sum a + b, or a alone (b empty). A
+// residual block hands its input's gradient back as its two branches' gradients when the
+// layer that takes it is a residual block too, which adds them inside its ReLU's gradient
+// (dt_compute_relu_backward_sum): one pass over the tensor instead of two, the same bits.
+struct GradSum {
+    Tensor a, b;
+    bool is_sum() const { return !b.empty(); }
+};
+
 // Non-trainable state saved in checkpoints (batch-norm running statistics).
 struct Buffer {
     std::string name;
@@ -50,6 +59,17 @@ public:
     // forward; an empty tensor when the input gradient is not needed (first layer).
     // Calls ready(p) for each parameter p once p.grad holds its final value.
     virtual Tensor backward(const Tensor &dy, const GradReady &ready) = 0;
+
+    // backward() for an output gradient that may be a sum, which only a layer whose
+    // takes_sum() is true is given; want_sum asks for the input's gradient as a sum, which
+    // only a layer whose gives_sum() is true may return. A plain layer takes neither.
+    virtual bool takes_sum() const { return false; }
+    virtual bool gives_sum() const { return false; }
+    virtual GradSum backward_sum(const GradSum &dy, bool want_sum, const GradReady &ready)
+    {
+        (void)want_sum;
+        return {backward(dy.a, ready), {}};
+    }
 
     virtual void parameters(std::vector<Parameter *> &) {}
     virtual void buffers(std::vector<Buffer *> &) {}

@@ -4,6 +4,8 @@
 #include "common/error.h"
 #include "nn/profile.h"
 
+#include <stdexcept>
+
 namespace dt::models {
 
 Tensor Sequential::forward(const Tensor &x, bool training)
@@ -25,17 +27,31 @@ Tensor Sequential::forward(const Tensor &x, bool training)
 
 Tensor Sequential::backward(const Tensor &dy, const GradReady &ready)
 {
-    Tensor g = dy;
-    for (auto it = layers_.rbegin(); it != layers_.rend(); ++it) {
-        Layer &layer = **it;
+    return backward_sum({dy, {}}, false, ready).a;
+}
+
+GradSum Sequential::backward_sum(const GradSum &dy, bool want_sum, const GradReady &ready)
+{
+    GradSum g = dy;
+    for (size_t i = layers_.size(); i-- > 0;) {
+        Layer &layer = *layers_[i];
+        // A sum only where the layer that takes this one's input gradient can take it.
+        const bool next_takes = i > 0 ? layers_[i - 1]->takes_sum() : want_sum;
         const bool leaf = dynamic_cast<Sequential *>(&layer) == nullptr &&
                           dynamic_cast<Residual *>(&layer) == nullptr;
-        if (!leaf || !LayerProfile::enabled()) {
-            g = layer.backward(g, ready);
+        if (!leaf) {
+            g = layer.backward_sum(g, next_takes && layer.gives_sum(), ready);
+            continue;
+        }
+        // A leaf takes no sum: the container before it was not asked for one.
+        if (g.is_sum())
+            throw std::logic_error(cat(layer.name(), " was handed a gradient as a sum"));
+        if (!LayerProfile::enabled()) {
+            g = {layer.backward(g.a, ready), {}};
             continue;
         }
         ProfileScope scope(layer.name(), true);
-        g = layer.backward(g, ready);
+        g = {layer.backward(g.a, ready), {}};
     }
     return g;
 }
@@ -90,23 +106,38 @@ Tensor Residual::forward(const Tensor &x, bool training)
 
 Tensor Residual::backward(const Tensor &dy, const GradReady &ready)
 {
+    return backward_sum({dy, {}}, false, ready).a;
+}
+
+GradSum Residual::backward_sum(const GradSum &dy, bool want_sum, const GradReady &ready)
+{
     {
         ProfileScope scope(add_name_, true);
-        ensure(dsum_, c_, dy.desc(), dy.layout());
-        check(dt_compute_relu_backward(c_.get(), &dy.desc(), sum_.data(), dy.data(),
-                                       dsum_.data()),
-              "residual relu backward");
+        const Tensor &g = dy.a;
+        ensure(dsum_, c_, g.desc(), g.layout());
+        if (dy.is_sum())
+            check(dt_compute_relu_backward_sum(c_.get(), &g.desc(), sum_.data(), g.data(),
+                                               dy.b.data(), dsum_.data()),
+                  "residual relu backward of the next block's branches");
+        else
+            check(dt_compute_relu_backward(c_.get(), &g.desc(), sum_.data(), g.data(),
+                                           dsum_.data()),
+                  "residual relu backward");
     }
     // The shortcut first: its projection is shallow, so its gradients are ready early.
     const Tensor ds = shortcut_.empty() ? dsum_ : shortcut_.backward(dsum_, ready);
     const Tensor db = body_.backward(dsum_, ready);
     if (!input_grad_)
         return {};
+    // Each branch's gradient stays valid until that branch's next backward, after the
+    // block before this one has summed them.
+    if (want_sum)
+        return {db, ds};
     ProfileScope scope(add_name_, true);
     ensure(dx_, c_, db.desc(), db.layout());
     check(dt_compute_add(c_.get(), &db.desc(), db.data(), ds.data(), dx_.data()),
           "residual gradient add");
-    return dx_;
+    return {dx_, {}};
 }
 
 void Residual::parameters(std::vector<Parameter *> &out)

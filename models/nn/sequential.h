@@ -26,6 +26,11 @@ public:
 
     Tensor forward(const Tensor &x, bool training) override;
     Tensor backward(const Tensor &dy, const GradReady &ready) override;
+    // A sum goes in to the last layer and comes out of the first, where they take and
+    // give one; between its layers, each residual block hands a sum to the one before it.
+    bool takes_sum() const override { return !layers_.empty() && layers_.back()->takes_sum(); }
+    bool gives_sum() const override { return !layers_.empty() && layers_.front()->gives_sum(); }
+    GradSum backward_sum(const GradSum &dy, bool want_sum, const GradReady &ready) override;
     void parameters(std::vector<Parameter *> &out) override;
     void buffers(std::vector<Buffer *> &out) override;
     // Only the leading layers, up to the first with parameters, may skip their input
@@ -45,6 +50,11 @@ public:
 
     Tensor forward(const Tensor &x, bool training) override;
     Tensor backward(const Tensor &dy, const GradReady &ready) override;
+    // Its output's gradient may be a sum (summed inside the ReLU's gradient); its input's
+    // is the sum of its branches' gradients, which it returns unsummed when asked.
+    bool takes_sum() const override { return true; }
+    bool gives_sum() const override { return input_grad_; }
+    GradSum backward_sum(const GradSum &dy, bool want_sum, const GradReady &ready) override;
     void parameters(std::vector<Parameter *> &out) override;
     void buffers(std::vector<Buffer *> &out) override;
     void set_input_grad(bool needed) override;

@@ -237,6 +237,30 @@ TEST_P(FusedRelu, AddMatchesAddThenRelu)
     expect_same_bits(a, out_u, "c in place");
 }
 
+TEST_P(FusedRelu, ReluBackwardOfASumMatchesAddThenReluBackward)
+{
+    const auto d = desc();
+    auto y = activations(15, -1.0f, 1.0f);
+    auto a = activations(16, -1.0f, 1.0f);
+    const auto b = activations(17, -1.0f, 1.0f);
+    auto dx_f = buffer(), dx_u = buffer();
+    ASSERT_EQ(dt_compute_relu_backward_sum(c, &d, y.data(), a.data(), b.data(), dx_f.data()),
+              DT_OK) << dt_last_error();
+    ASSERT_EQ(dt_compute_add(c, &d, a.data(), b.data(), dx_u.data()), DT_OK) << dt_last_error();
+    ASSERT_EQ(dt_compute_relu_backward(c, &d, y.data(), dx_u.data(), dx_u.data()), DT_OK)
+        << dt_last_error();
+    expect_same_bits(dx_f, dx_u, "dx");
+    // The mask mattered: some of the gradient was stopped, some passed.
+    auto sum = buffer();
+    ASSERT_EQ(dt_compute_add(c, &d, a.data(), b.data(), sum.data()), DT_OK) << dt_last_error();
+    EXPECT_NE(dx_f, sum);
+    EXPECT_NE(dx_f, buffer());
+    // In place, as the API allows (dx may be dy_a).
+    ASSERT_EQ(dt_compute_relu_backward_sum(c, &d, y.data(), a.data(), b.data(), a.data()),
+              DT_OK) << dt_last_error();
+    expect_same_bits(a, dx_u, "dx in place");
+}
+
 INSTANTIATE_TEST_SUITE_P(Compute, FusedRelu, ::testing::ValuesIn(kCases), case_name);
 
 class FusedReluErrors : public ComputeFixture {};
@@ -279,6 +303,12 @@ TEST_F(FusedReluErrors, RefusesBadArgumentsNamingThem)
                    "x_desc");
     expect_refused(dt_compute_add_relu(c, &d, x.data(), nullptr, y.data()), "b");
     expect_refused(dt_compute_add_relu(nullptr, &d, x.data(), x.data(), y.data()), "compute");
+    expect_refused(dt_compute_relu_backward_sum(c, &d, y.data(), nullptr, dy.data(),
+                                                dx.data()),
+                   "dy_a");
+    expect_refused(dt_compute_relu_backward_sum(c, &d, y.data(), dy.data(), dy.data(),
+                                                y.data()),
+                   "dx is the same memory as y");
 }
 
 } // namespace

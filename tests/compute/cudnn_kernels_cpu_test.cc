@@ -263,6 +263,47 @@ TEST(CudnnKernelsCpu, ReluBackwardOnFloat4AndScalarPathsAndEveryType)
     check_binary_everywhere<BF16>(Binary::relu_backward);
 }
 
+// relu_backward_sum: dx = a + b (rounded to the element type, as add gives it) where
+// y > 0; float4 when all four pointers are on a 16-byte boundary. misaligned: bit i puts
+// operand i (y, a, b, dx) one element past one.
+template <typename E>
+void check_relu_backward_sum(size_t n, unsigned misaligned)
+{
+    using T = typename E::T;
+    const auto y = test_values<E>(n, uint32_t(n) + 3);
+    const auto a = test_values<E>(n, uint32_t(n) + 5, Values::finite);
+    const auto b = test_values<E>(n, uint32_t(n) + 9, Values::finite);
+    SCOPED_TRACE(std::string(E::name) + " relu_backward_sum of " + std::to_string(n) +
+                 ", misaligned operands (bits y, a, b, dx) " + std::to_string(misaligned));
+    const auto [dx] = in_every_order([&] {
+        DeviceArray<T> dy(y, misaligned & 1), da(a, misaligned & 2), db(b, misaligned & 4),
+            ddx(n, misaligned & 8);
+        EXPECT_RAN(dtp::cudnn::launch_relu_backward_sum(nullptr, E::code, int64_t(n),
+                                                        dy.data(), da.data(), db.data(),
+                                                        ddx.data()));
+        EXPECT_TRUE(ddx.guards_intact());
+        return std::tuple{ddx.values()};
+    });
+    for (size_t i = 0; i < n; ++i) {
+        const T sum = E::put(E::get(a[i]) + E::get(b[i]));
+        const T want = E::put(E::get(y[i]) > 0.0f ? E::get(sum) : 0.0f);
+        ASSERT_TRUE(same<E>(dx[i], want))
+            << "element " << i << " of (" << show(E::get(y[i])) << ", " << show(E::get(a[i]))
+            << ", " << show(E::get(b[i])) << "): " << show(E::get(dx[i])) << ", want "
+            << show(E::get(want));
+    }
+}
+
+TEST(CudnnKernelsCpu, ReluBackwardOfASumOnFloat4AndScalarPathsAndEveryType)
+{
+    for (const size_t n : kSizes)
+        for (unsigned misaligned = 0; misaligned < 16; ++misaligned) {
+            check_relu_backward_sum<F32>(n, misaligned);
+            check_relu_backward_sum<F16>(n, misaligned);
+            check_relu_backward_sum<BF16>(n, misaligned);
+        }
+}
+
 // The edges spelled out rather than computed: the ReLU mask is x > 0 (a zero of either
 // sign and NaN stop the gradient), and the gradient passes as it is (-0 and NaN included).
 template <typename E>

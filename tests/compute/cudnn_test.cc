@@ -309,6 +309,36 @@ TEST_F(CudnnBf16, AddReluMatchesAddThenRelu)
     EXPECT_TRUE(down16(fused, n) == down16(plain, n)) << "bfloat16";
 }
 
+// The ReLU gradient of a sum against add then ReLU gradient on the GPU, as above.
+TEST_F(CudnnBf16, ReluBackwardOfASumMatchesAddThenReluBackward)
+{
+    const int n = 1003;
+    auto y = random_vector(n + 1, 45), a = random_vector(n + 1, 46), b = random_vector(n + 1, 47);
+    for (int offset = 0; offset < 2; ++offset) {
+        const dt_tensor_desc_t d = dt_tensor_desc_1d(DT_FLOAT32, n);
+        auto at = [&](const std::vector<float> &v) { return static_cast<float *>(up(v)) + offset; };
+        float *gy = at(y), *ga = at(a), *gb = at(b), *fused = at(a), *plain = at(a);
+        ASSERT_EQ(dt_compute_relu_backward_sum(gpu, &d, gy, ga, gb, fused), DT_OK)
+            << dt_last_error();
+        ASSERT_EQ(dt_compute_add(gpu, &d, ga, gb, plain), DT_OK) << dt_last_error();
+        ASSERT_EQ(dt_compute_relu_backward(gpu, &d, gy, plain, plain), DT_OK) << dt_last_error();
+        std::vector<float> f(n), p(n);
+        ASSERT_EQ(dt_compute_memcpy(gpu, f.data(), fused, n * 4, DT_COPY_DEVICE_TO_HOST), DT_OK);
+        ASSERT_EQ(dt_compute_memcpy(gpu, p.data(), plain, n * 4, DT_COPY_DEVICE_TO_HOST), DT_OK);
+        EXPECT_TRUE(f == p) << "float32 at offset " << offset;
+        EXPECT_GT(std::count(f.begin(), f.end(), 0.0f), 0);
+    }
+    std::vector<float> y16 = random_vector(n, 48), a16 = random_vector(n, 49),
+                       b16 = random_vector(n, 50);
+    void *hy = bf16(y16), *ha = bf16(a16), *hb = bf16(b16), *fused = zeros16(n),
+         *plain = zeros16(n);
+    const dt_tensor_desc_t d = dt_tensor_desc_1d(DT_BFLOAT16, n);
+    ASSERT_EQ(dt_compute_relu_backward_sum(gpu, &d, hy, ha, hb, fused), DT_OK) << dt_last_error();
+    ASSERT_EQ(dt_compute_add(gpu, &d, ha, hb, plain), DT_OK) << dt_last_error();
+    ASSERT_EQ(dt_compute_relu_backward(gpu, &d, hy, plain, plain), DT_OK) << dt_last_error();
+    EXPECT_TRUE(down16(fused, n) == down16(plain, n)) << "bfloat16";
+}
+
 // bfloat16 activations with float32 weights and per-channel vectors (compute.h's mixed
 // precision) against float32 on the same GPU and the same (bfloat16-exact) inputs, within
 // bfloat16's precision: convolution in its three directions in both layouts (the filter

@@ -287,8 +287,9 @@ def test_batchnorm_training_inference_backward(compute, shape):
 
 @pytest.mark.parametrize("shape", [(4, 3, 5, 6), (64, 16)])
 def test_batchnorm_relu_and_add_relu(compute, shape):
-    """relu(batch_norm(x)) and its backward (dy masked by y > 0), inference, and
-    relu(a + b), against PyTorch; (64, 16) takes the oneDNN plugin's row loops."""
+    """relu(batch_norm(x)) and its backward (dy masked by y > 0), inference,
+    relu(a + b) and the ReLU gradient of a sum, against PyTorch; (64, 16) takes the
+    oneDNN plugin's row loops."""
     ch = shape[1]
     x = rand(*shape, seed=40) * 2 + 0.5
     scale, shift = rand(ch, seed=41) + 1.5, rand(ch, seed=42)
@@ -329,6 +330,16 @@ def test_batchnorm_relu_and_add_relu(compute, shape):
     out = np.empty_like(x)
     compute.fn("add_relu", dc.desc(shape), dc.ptr(dy), dc.ptr(b), dc.ptr(out))
     close(out, F.relu(torch.from_numpy(dy) + torch.from_numpy(b)), rtol=0, atol=0)
+
+    # ReLU's gradient of a sum (a residual block's), on relu(a + b)'s output.
+    g1, g2 = rand(*shape, seed=47), rand(*shape, seed=48)
+    dx = np.empty_like(x)
+    compute.fn("relu_backward_sum", dc.desc(shape), dc.ptr(out), dc.ptr(g1), dc.ptr(g2),
+               dc.ptr(dx))
+    tout = torch.from_numpy(out)
+    want = torch.where(tout > 0, torch.from_numpy(g1) + torch.from_numpy(g2),
+                       torch.zeros_like(tout))
+    close(dx, want, rtol=0, atol=0)
 
 
 def test_relu_bias_add_axpby_scale(compute):

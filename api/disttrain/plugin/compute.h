@@ -252,6 +252,10 @@ typedef struct dt_compute_v1 {
                                        float *dshift);
     int32_t (*add_relu)(void *c, const dtp_tensor_t *desc, const void *a, const void *b,
                         void *out);
+    /* Appended later, on the same terms: relu_backward_sum of compute.h (NULL: the core
+     * runs add into a scratch buffer, then relu_backward). */
+    int32_t (*relu_backward_sum)(void *c, const dtp_tensor_t *desc, const void *y,
+                                 const void *dy_a, const void *dy_b, void *dx);
 } dt_compute_v1_t;
 
 #ifdef __cplusplus

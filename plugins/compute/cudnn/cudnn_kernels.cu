@@ -135,6 +135,33 @@ __global__ void relu_bwd_kernel(int64_t n, const T *x, const T *dy, T *dx)
     GRID_LOOP(i, n) store(dx, i, load(x, i) > 0.0f ? load(dy, i) : 0.0f);
 }
 
+// ReLU's gradient of a + b: the add kernel's rounded sum where y > 0.
+template <typename T>
+__global__ void relu_bwd_sum_kernel(int64_t n, const T *y, const T *a, const T *b, T *dx)
+{
+    GRID_LOOP(i, n)
+    store(dx, i, load(y, i) > 0.0f ? to_float(from_float<T>(load(a, i) + load(b, i))) : 0.0f);
+}
+
+// float32 on 16-byte aligned buffers: four elements a thread, as binary4_kernel.
+__global__ void relu_bwd_sum4_kernel(int64_t n, const float *y, const float *a, const float *b,
+                                     float *dx)
+{
+    const int64_t n4 = n / 4;
+    GRID_LOOP(i, n4) {
+        const float4 m = reinterpret_cast<const float4 *>(y)[i];
+        const float4 u = reinterpret_cast<const float4 *>(a)[i];
+        const float4 v = reinterpret_cast<const float4 *>(b)[i];
+        reinterpret_cast<float4 *>(dx)[i] =
+            make_float4(m.x > 0.0f ? u.x + v.x : 0.0f, m.y > 0.0f ? u.y + v.y : 0.0f,
+                        m.z > 0.0f ? u.z + v.z : 0.0f, m.w > 0.0f ? u.w + v.w : 0.0f);
+    }
+    GRID_LOOP(i, n - n4 * 4) {
+        const int64_t j = n4 * 4 + i;
+        dx[j] = y[j] > 0.0f ? a[j] + b[j] : 0.0f;
+    }
+}
+
 // One thread per row: batches are small (hundreds of rows of tens of classes).
 __global__ void xent_kernel(int64_t rows, int64_t k, const float *x, const int32_t *labels,
                             float *p, float *row_loss, int32_t *row_hit, int32_t *bad)
@@ -326,6 +353,25 @@ int launch_relu_backward(stream_t s, int dtype, int64_t n, const void *x, const 
         using T = std::remove_pointer_t<decltype(tag)>;
         relu_bwd_kernel<<<grid(n), 256, 0, s>>>(n, static_cast<const T *>(x),
                                                 static_cast<const T *>(dy), static_cast<T *>(dx));
+        return last_launch_error();
+    });
+}
+
+int launch_relu_backward_sum(stream_t s, int dtype, int64_t n, const void *y, const void *a,
+                             const void *b, void *dx)
+{
+    if (dtype == kDtypeF32 && aligned16(y) && aligned16(a) && aligned16(b) && aligned16(dx)) {
+        relu_bwd_sum4_kernel<<<grid(n / 4 + 1), 256, 0, s>>>(
+            n, static_cast<const float *>(y), static_cast<const float *>(a),
+            static_cast<const float *>(b), static_cast<float *>(dx));
+        return last_launch_error();
+    }
+    return by_dtype(dtype, [&](auto tag) {
+        using T = std::remove_pointer_t<decltype(tag)>;
+        relu_bwd_sum_kernel<<<grid(n), 256, 0, s>>>(n, static_cast<const T *>(y),
+                                                    static_cast<const T *>(a),
+                                                    static_cast<const T *>(b),
+                                                    static_cast<T *>(dx));
         return last_launch_error();
     });
 }

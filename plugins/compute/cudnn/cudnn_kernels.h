@@ -31,6 +31,10 @@ int launch_filter_convert(stream_t s, int src_dtype, int dst_dtype, int64_t k, i
 int launch_relu(stream_t s, int dtype, int64_t n, const void *x, void *y);
 int launch_relu_backward(stream_t s, int dtype, int64_t n, const void *x, const void *dy,
                          void *dx);
+// dx = a + b where y > 0, else 0, in one pass: the add kernel's sum, then the ReLU
+// gradient kernel's test.
+int launch_relu_backward_sum(stream_t s, int dtype, int64_t n, const void *y, const void *a,
+                             const void *b, void *dx);
 // probs = softmax(logits) per row; row_loss[r] = -log p[label]; row_hit[r] = argmax == label;
 // bad_label[0] is set to 1 when a label is out of range.
 int launch_softmax_xent(stream_t s, int64_t rows, int64_t k, const float *logits,

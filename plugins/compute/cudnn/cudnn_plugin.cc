@@ -422,6 +422,15 @@ int32_t relu_backward(void *c, const dtp_tensor_t *d, const void *x, const void 
     });
 }
 
+int32_t relu_backward_sum(void *c, const dtp_tensor_t *d, const void *y, const void *a,
+                          const void *b, void *dx)
+{
+    return guarded(c, [&] {
+        launched(launch_relu_backward_sum(self(c).stream, d->dtype, count_of(*d), y, a, b, dx),
+                 "relu backward of a sum kernel");
+    });
+}
+
 // The kernel only flags a bad label; on that error path the labels come to the host so
 // that the message names the first one, as the CPU plugin's does.
 std::string bad_label_message(Instance &in, const int32_t *labels, int64_t rows, int64_t k)
@@ -560,6 +569,7 @@ const dt_compute_v1_t kOps = {
     Timed<batchnorm_relu_forward_inference, kOpBatchnormReluForwardInference>::call,
     Timed<batchnorm_relu_backward, kOpBatchnormReluBackward>::call,
     Timed<add_relu, kOpAddRelu>::call,
+    Timed<relu_backward_sum, kOpReluBackwardSum>::call,
 };
 
 } // namespace

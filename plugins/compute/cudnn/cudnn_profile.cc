@@ -18,7 +18,7 @@ const char *const kOpNames[kOpCount] = {
     "pool_backward", "batchnorm_forward_training", "batchnorm_forward_inference",
     "batchnorm_backward", "softmax_xent_forward", "softmax_xent_backward", "sgd_update",
     "adam_update", "batchnorm_relu_forward_training", "batchnorm_relu_forward_inference",
-    "batchnorm_relu_backward", "add_relu",
+    "batchnorm_relu_backward", "add_relu", "relu_backward_sum",
 };
 
 // Pairs kept before their times are read: bounded so that a long run holds few events.

@@ -25,7 +25,8 @@ enum ProfiledOp : int {
     kOpPoolForward, kOpPoolBackward, kOpBatchnormForwardTraining,
     kOpBatchnormForwardInference, kOpBatchnormBackward, kOpSoftmaxXentForward,
     kOpSoftmaxXentBackward, kOpSgdUpdate, kOpAdamUpdate, kOpBatchnormReluForwardTraining,
-    kOpBatchnormReluForwardInference, kOpBatchnormReluBackward, kOpAddRelu, kOpCount
+    kOpBatchnormReluForwardInference, kOpBatchnormReluBackward, kOpAddRelu,
+    kOpReluBackwardSum, kOpCount
 };
 
 class Profile {

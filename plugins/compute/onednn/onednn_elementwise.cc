@@ -80,6 +80,18 @@ void relu_backward_f32(int64_t n, const float *x, const float *dy, float *dx)
         dx[i] = x[i] > 0.0f ? dy[i] : 0.0f;
 }
 
+// ReLU's gradient of dy_a + dy_b: the add's sum, kept where y > 0.
+DTP_VECTOR_CLONES
+void relu_backward_sum_f32(int64_t n, const float *y, const float *a, const float *b,
+                           float *dx)
+{
+#pragma omp simd
+    for (int64_t i = 0; i < n; ++i) {
+        const float s = a[i] + b[i];
+        dx[i] = y[i] > 0.0f ? s : 0.0f;
+    }
+}
+
 // bfloat16 versions for the activations of bfloat16 networks, on the raw 16-bit
 // patterns. ReLU needs no arithmetic: a bfloat16 is > 0 exactly when its bits, read
 // as a signed 16-bit integer, are in (0, 0x7f80] (+inf included, NaN not), which is
@@ -102,6 +114,19 @@ void add_relu_bf16(int64_t n, const uint16_t *a, const uint16_t *b, uint16_t *ou
         const uint16_t s = bf16_bits(bf16_value(a[i]) + bf16_value(b[i]));
         const auto v = static_cast<int16_t>(s);
         out[i] = v > 0 && v <= 0x7f80 ? s : uint16_t{0};
+    }
+}
+
+// add_bf16's rounded sum, kept where relu_backward_bf16 keeps dy.
+DTP_VECTOR_CLONES
+void relu_backward_sum_bf16(int64_t n, const uint16_t *y, const uint16_t *a,
+                            const uint16_t *b, uint16_t *dx)
+{
+#pragma omp simd
+    for (int64_t i = 0; i < n; ++i) {
+        const uint16_t s = bf16_bits(bf16_value(a[i]) + bf16_value(b[i]));
+        const auto v = static_cast<int16_t>(y[i]);
+        dx[i] = v > 0 && v <= 0x7f80 ? s : uint16_t{0};
     }
 }
 
@@ -271,6 +296,34 @@ int32_t add_relu(void *c, const dtp_tensor_t *desc, const void *a, const void *b
     // float16: the two passes (rare; not worth a kernel).
     const int32_t rc = add(c, desc, a, b, out);
     return rc != DTP_OK ? rc : relu_forward(c, desc, out, out);
+}
+
+int32_t relu_backward_sum(void *c, const dtp_tensor_t *desc, const void *y, const void *a,
+                          const void *b, void *dx)
+{
+    const int64_t n = count_of(*desc);
+    if (desc->dtype == DTP_FLOAT32)
+        return guarded(c, [&] {
+            const auto *py = static_cast<const float *>(y);
+            const auto *pa = static_cast<const float *>(a), *pb = static_cast<const float *>(b);
+            auto *pdx = static_cast<float *>(dx);
+            for_chunks(n, [&](int64_t s, int64_t m) {
+                relu_backward_sum_f32(m, py + s, pa + s, pb + s, pdx + s);
+            });
+        });
+    if (desc->dtype == DTP_BFLOAT16)
+        return guarded(c, [&] {
+            const auto *py = static_cast<const uint16_t *>(y);
+            const auto *pa = static_cast<const uint16_t *>(a);
+            const auto *pb = static_cast<const uint16_t *>(b);
+            auto *pdx = static_cast<uint16_t *>(dx);
+            for_chunks(n, [&](int64_t s, int64_t m) {
+                relu_backward_sum_bf16(m, py + s, pa + s, pb + s, pdx + s);
+            });
+        });
+    // float16: the two passes, in place in dx once the add has read both (as add_relu).
+    const int32_t rc = add(c, desc, a, b, dx);
+    return rc != DTP_OK ? rc : relu_backward(c, desc, y, dx, dx);
 }
 
 int32_t relu_forward(void *c, const dtp_tensor_t *desc, const void *x, void *y)

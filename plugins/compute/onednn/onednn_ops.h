@@ -22,6 +22,8 @@ int32_t matmul(void *c, int32_t dtype, int32_t c_dtype, int32_t trans_a, int32_t
 // onednn_elementwise.cc
 int32_t add(void *c, const dtp_tensor_t *desc, const void *a, const void *b, void *out);
 int32_t add_relu(void *c, const dtp_tensor_t *desc, const void *a, const void *b, void *out);
+int32_t relu_backward_sum(void *c, const dtp_tensor_t *desc, const void *y, const void *a,
+                          const void *b, void *dx);
 int32_t axpby(void *c, const dtp_tensor_t *desc, float alpha, const void *x, float beta,
               void *y);
 int32_t scale(void *c, const dtp_tensor_t *desc, float alpha, void *x);

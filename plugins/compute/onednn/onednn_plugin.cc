@@ -103,6 +103,7 @@ const dt_compute_v1_t kOps = {
     sgd_update, adam_update,
     batchnorm_relu_forward_training, batchnorm_relu_forward_inference, batchnorm_relu_backward,
     add_relu,
+    relu_backward_sum,
 };
 
 } // namespace

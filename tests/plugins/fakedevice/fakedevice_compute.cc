@@ -463,7 +463,7 @@ const dt_compute_v1_t kOps = {
     sgd_update, adam_update,
     // No fused ReLU ops: the core composes them from the members above, on memory the
     // CPU cannot touch, which is what the tests of the fused API here check.
-    nullptr, nullptr, nullptr, nullptr,
+    nullptr, nullptr, nullptr, nullptr, nullptr,
 };
 
 // The table of a plugin built before the fused ReLU ops existed: its struct_size ends
@@ -496,6 +496,11 @@ int32_t add_relu_past_end(void *, const dtp_tensor_t *, const void *, const void
 {
     read_past_the_table("add_relu");
 }
+int32_t relu_backward_sum_past_end(void *, const dtp_tensor_t *, const void *, const void *,
+                                   const void *, void *)
+{
+    read_past_the_table("relu_backward_sum");
+}
 
 dt_compute_v1_t short_table()
 {
@@ -505,6 +510,7 @@ dt_compute_v1_t short_table()
     t.batchnorm_relu_forward_inference = bn_relu_inference_past_end;
     t.batchnorm_relu_backward = bn_relu_backward_past_end;
     t.add_relu = add_relu_past_end;
+    t.relu_backward_sum = relu_backward_sum_past_end;
     return t;
 }
 const dt_compute_v1_t kShortOps = short_table();

@@ -175,11 +175,11 @@ TEST(FakeCompute, OpsGiveTheOnednnResultsBitForBit)
     EXPECT_GT(x.correct, 0); // ReLU of random logits: some rows hit, so the check is real
 }
 
-// Batch norm + ReLU (training, inference, backward) and add + ReLU of one tensor shape,
-// downloaded to the host.
+// Batch norm + ReLU (training, inference, backward), add + ReLU and ReLU's gradient of a
+// sum of one tensor shape, downloaded to the host.
 struct FusedResults {
     std::vector<float> y, mean, invstd, running_mean, running_var, y_eval, dx, dscale, dshift,
-        sum;
+        sum, dsum;
 };
 
 FusedResults fused_ops(Compute &c, const dt_tensor_desc_t &d, int64_t channels, uint32_t seed)
@@ -198,6 +198,7 @@ FusedResults fused_ops(Compute &c, const dt_tensor_desc_t &d, int64_t channels, 
     auto *y_eval = static_cast<float *>(c.alloc(n * sizeof(float)));
     auto *dx = static_cast<float *>(c.alloc(n * sizeof(float)));
     auto *sum = static_cast<float *>(c.alloc(n * sizeof(float)));
+    auto *dsum = static_cast<float *>(c.alloc(n * sizeof(float)));
     auto *mean = static_cast<float *>(c.alloc(ch * sizeof(float)));
     auto *invstd = static_cast<float *>(c.alloc(ch * sizeof(float)));
     auto *dscale = static_cast<float *>(c.alloc(ch * sizeof(float)));
@@ -213,6 +214,8 @@ FusedResults fused_ops(Compute &c, const dt_tensor_desc_t &d, int64_t channels, 
                                                  1e-5f, dx, dscale, dshift),
               DT_OK) << dt_last_error();
     EXPECT_EQ(dt_compute_add_relu(c.get(), &d, x, dy, sum), DT_OK) << dt_last_error();
+    EXPECT_EQ(dt_compute_relu_backward_sum(c.get(), &d, y, x, dy, dsum), DT_OK)
+        << dt_last_error();
     EXPECT_EQ(dt_compute_synchronize(c.get()), DT_OK) << dt_last_error();
 
     FusedResults r;
@@ -226,6 +229,7 @@ FusedResults fused_ops(Compute &c, const dt_tensor_desc_t &d, int64_t channels, 
     r.dscale = c.download<float>(dscale, ch);
     r.dshift = c.download<float>(dshift, ch);
     r.sum = c.download<float>(sum, n);
+    r.dsum = c.download<float>(dsum, n);
     return r;
 }
 
@@ -254,6 +258,7 @@ TEST(FakeCompute, FusedReluOpsComposedOnTheDeviceMatchTheOnednnFusion)
         EXPECT_TRUE(same_bits(a.dscale, b.dscale));
         EXPECT_TRUE(same_bits(a.dshift, b.dshift));
         EXPECT_TRUE(same_bits(a.sum, b.sum));
+        EXPECT_TRUE(same_bits(a.dsum, b.dsum));
         // ReLU did something: some outputs are 0, some are not.
         const auto zeros = std::count(a.y.begin(), a.y.end(), 0.0f);
         EXPECT_GT(zeros, 0);
@@ -276,6 +281,7 @@ TEST(FakeCompute, AShorterTableGetsTheFusedOpsComposed)
     EXPECT_TRUE(same_bits(a.dx, b.dx));
     EXPECT_TRUE(same_bits(a.dscale, b.dscale));
     EXPECT_TRUE(same_bits(a.sum, b.sum));
+    EXPECT_TRUE(same_bits(a.dsum, b.dsum));
 }
 
 TEST(FakeComputeDeathTest, ACpuReadOfItsMemoryCrashes)

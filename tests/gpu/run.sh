@@ -233,7 +233,8 @@ their producer on the device, [0-9]* on the host" /tmp/step-nccl-1.log | tail -1
         # The goal of a blocking call: under 2% of a 64 MiB one-rank allreduce out of place.
         for log in /tmp/step-nccl-overhead.log /tmp/step-nccl-overhead-ordered.log; do
             [ -e "$log" ] || continue
-            sed 's/^\[0\] //' "$log" | awk -v name="$(basename "$log" .log | sed "s/^step-//")" \
+            name=$(basename "$log" .log)
+            sed 's/^\[0\] //' "$log" | awk -v name="${name#step-}" \
                 '$1 == 67108864 && $3 == "of" { print "goal: " name ": 64 MiB out of place, " \
                  "blocking call added " $7 " us, " $8 " of raw NCCL (goal: under 2%)" }'
         done

@@ -142,40 +142,36 @@ float allreduce_after_slow_producer(const Order &order, int producer_gpu = 0) {
     return out[0];
 }
 
-TEST(NcclWait, TheCollectiveWaitsOnTheDeviceForTheProducersEvent) {
+// The allreduce after a slow producer, ordered by `order`, reads `want` (5: the copy's
+// data; -1: the stale data) with `waits` stream waits queued on the mock GPU.
+void expect_order(const Order &order, int producer_gpu, float want, int waits) {
     UseMocks mocks;
     CudaLog log;
-    EXPECT_EQ(allreduce_after_slow_producer(by_event), 5.f)
-        << "the allreduce read its buffer before the producer's copy ran";
-    EXPECT_EQ(log.count("cudaStreamWaitEvent"), 1);
+    EXPECT_EQ(allreduce_after_slow_producer(order, producer_gpu), want)
+        << (want > 0 ? "the allreduce read its buffer before the producer's copy ran"
+                     : "the allreduce waited without being ordered");
+    EXPECT_EQ(log.count("cudaStreamWaitEvent"), waits);
+}
+
+TEST(NcclWait, TheCollectiveWaitsOnTheDeviceForTheProducersEvent) {
+    expect_order(by_event, 0, 5.f, 1);
 }
 
 // The mocks model the order: without the wait, the same allreduce reads the stale data
 // (so the tests above and below could not pass by luck).
 TEST(NcclWait, WithoutTheWaitTheCollectiveReadsStaleData) {
-    UseMocks mocks;
-    CudaLog log;
-    EXPECT_EQ(allreduce_after_slow_producer(unordered), -1.f);
-    EXPECT_EQ(log.count("cudaStreamWaitEvent"), 0);
+    expect_order(unordered, 0, -1.f, 0);
 }
 
 // A blocking call's order: the collective runs on the producer's stream, no wait queued.
 TEST(NcclWait, TheCollectiveRunsOnTheProducersStreamWithNoWait) {
-    UseMocks mocks;
-    CudaLog log;
-    EXPECT_EQ(allreduce_after_slow_producer(on_its_stream), 5.f)
-        << "the allreduce read its buffer before the producer's copy ran";
-    EXPECT_EQ(log.count("cudaStreamWaitEvent"), 0);
+    expect_order(on_its_stream, 0, 5.f, 0);
 }
 
 // NCCL's kernels cannot run on another GPU's stream: the plugin's stream waits for it.
 TEST(NcclWait, AStreamOfAnotherGpuIsWaitedForInstead) {
-    UseMocks mocks;
     ScopedEnv gpus("DISTTRAIN_MOCK_CUDA_DEVICES", "2");
-    CudaLog log;
-    EXPECT_EQ(allreduce_after_slow_producer(on_its_stream, 1), 5.f)
-        << "the allreduce read its buffer before the producer's copy on GPU 1 ran";
-    EXPECT_EQ(log.count("cudaStreamWaitEvent"), 1);
+    expect_order(on_its_stream, 1, 5.f, 1);
 }
 
 // The stream is for the next collective call only, even one the plugin refuses: the

@@ -461,7 +461,11 @@ typedef struct dt_op_params {
     int device;
     /** The producer's stream (e.g. a cudaStream_t), opaque to the library: the
      *  collective starts after the work queued on it so far. Default NULL, the device's
-     *  default stream. Ignored for host memory. */
+     *  default stream. Ignored for host memory. A blocking call may run the collective
+     *  on this stream itself (the nccl transport does, as PyTorch does for
+     *  async_op=False): it has ended when the call returns either way, but it shows on
+     *  the stream in a profile, and work another thread queues on the stream during the
+     *  call waits for it. */
     void *stream;
 } dt_op_params_t;
 

@@ -43,6 +43,17 @@ public:
     // provider cannot record events or make a stream wait for one (staging then copies
     // on the producer's stream). Thread safe; throws dt::Error when the provider fails.
     std::shared_ptr<void> ready_event(void *stream) const;
+    // The event a device call is ordered by: `ready`, recorded when the call was made, or
+    // where the call recorded none (a blocking call: its caller queues nothing on the
+    // stream until it returns, so an event recorded now marks the same work) one
+    // recorded on `stream` now, kept alive by `held`. Null as ready_event.
+    void *ready_or_now(void *stream, void *ready, std::shared_ptr<void> &held) const
+    {
+        if (ready != nullptr)
+            return ready;
+        held = ready_event(stream);
+        return held.get();
+    }
     // The table (v1, copied to its full size with NULL for members an older plugin's
     // struct_size leaves out) and the instance, for the paths that copy through it.
     const dt_memory_v1_t &ops() const { return ops_; }

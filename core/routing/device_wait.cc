@@ -44,14 +44,10 @@ bool DeviceWait::on_producer_stream(Transport &device, void *stream, const char 
 bool DeviceWait::before(Transport &device, void *stream, void *ready, const algo::Comm &comm,
                         const char *what)
 {
-    // A blocking call's caller has queued nothing on the stream since the call, so an
-    // event recorded now marks what it marked then. It is released on return: the plugin
-    // and the host wait are done with it by then.
+    // One recorded now is released on return: the plugin and the host wait are done with
+    // it by then.
     std::shared_ptr<void> recorded;
-    if (ready == nullptr) {
-        recorded = provider_.ready_event(stream);
-        ready = recorded.get();
-    }
+    ready = provider_.ready_or_now(stream, ready, recorded);
     if (ready == nullptr)
         return false; // the provider records no events: nothing to order
     const dt_transport_v3_t &ops = device.ops();

@@ -92,15 +92,11 @@ void *Staging::after(void *producer, void *ready)
     const dt_memory_v1_t &o = ops(provider_);
     if (own_stream_ == nullptr || o.stream_wait_event == nullptr)
         return producer;
-    // A blocking call recorded no event: one recorded now marks the same work, since its
-    // caller queues nothing meanwhile. The wait captures it, so it goes back at once.
+    // One recorded now goes back on return: the wait captures it.
     std::shared_ptr<void> recorded;
-    if (ready == nullptr) {
-        recorded = provider_.ready_event(producer);
-        ready = recorded.get();
-        if (ready == nullptr)
-            return producer; // the provider records no events
-    }
+    ready = provider_.ready_or_now(producer, ready, recorded);
+    if (ready == nullptr)
+        return producer; // the provider records no events
     set_last_error("");
     int32_t rc = o.stream_wait_event(provider_.instance(), own_stream_, ready);
     if (rc != DTP_OK)

@@ -124,6 +124,10 @@ private:
     int32_t remaining_ms() const;
     // Reads DISTTRAIN_NCCL_HOST_WAIT into host_wait_; "" or why its value is wrong.
     std::string read_host_wait();
+    // DTP_ERR_UNSUPPORTED, with the reason, where the GPU cannot order a collective after
+    // the producer's `handles` ("events", "streams") of memory provider `runtime`: not
+    // CUDA's, or DISTTRAIN_NCCL_HOST_WAIT=1; else DTP_OK.
+    int32_t refuse_device_order(const char *runtime, const char *handles);
 
     // A child of parent on comm, a communicator of ncclCommSplit (nccl_split.cc).
     Context(Context &parent, ncclComm_t comm, int rank, int size);

@@ -38,11 +38,11 @@ std::string Context::read_host_wait() {
            "for the producer's event on the host) nor 0 or unset (the GPU waits for it)";
 }
 
-int32_t Context::wait_event(const char *runtime, void *event) {
+int32_t Context::refuse_device_order(const char *runtime, const char *handles) {
     if (!is_cuda(runtime)) {
-        host_.set_error(std::string("nccl: the events of memory provider '") +
-                        (runtime != nullptr ? runtime : "(null)") + "' are not CUDA "
-                        "events; only the cuda provider's can be waited for on the GPU");
+        host_.set_error(std::string("nccl: the ") + handles + " of memory provider '" +
+                        (runtime != nullptr ? runtime : "(null)") + "' are not CUDA " +
+                        handles + "; only the cuda provider's can order NCCL's kernels");
         return DTP_ERR_UNSUPPORTED;
     }
     if (host_wait_) {
@@ -50,6 +50,12 @@ int32_t Context::wait_event(const char *runtime, void *event) {
                         "producer on the host");
         return DTP_ERR_UNSUPPORTED;
     }
+    return DTP_OK;
+}
+
+int32_t Context::wait_event(const char *runtime, void *event) {
+    if (int32_t refused = refuse_device_order(runtime, "events"); refused != DTP_OK)
+        return refused;
     if (event == nullptr) {
         host_.set_error("nccl: wait_event: event is NULL");
         return DTP_ERR_INVALID_ARGUMENT;
@@ -77,17 +83,8 @@ int32_t Context::wait_event(const char *runtime, void *event) {
 }
 
 int32_t Context::launch_on_stream(const char *runtime, void *stream) {
-    if (!is_cuda(runtime)) {
-        host_.set_error(std::string("nccl: the streams of memory provider '") +
-                        (runtime != nullptr ? runtime : "(null)") + "' are not CUDA "
-                        "streams; only the cuda provider's can take NCCL's kernels");
-        return DTP_ERR_UNSUPPORTED;
-    }
-    if (host_wait_) {
-        host_.set_error("nccl: DISTTRAIN_NCCL_HOST_WAIT=1 asks the core to wait for the "
-                        "producer on the host");
-        return DTP_ERR_UNSUPPORTED;
-    }
+    if (int32_t refused = refuse_device_order(runtime, "streams"); refused != DTP_OK)
+        return refused;
     if (batch_ != 0) {
         host_.set_error("nccl: launch_on_stream inside a batch: a batch runs on the "
                         "plugin's stream");

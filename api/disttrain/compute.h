@@ -513,6 +513,25 @@ DT_API dt_status_t dt_compute_relu_backward_sum(dt_compute_h compute,
                                                 const void *dy_a, const void *dy_b,
                                                 void *dx);
 
+/** The end of a residual block in one pass: y = max(batchnorm(x) + z, 0), the training
+ *  forward of dt_compute_batchnorm_forward_training (same statistics, same updates of the
+ *  running ones) followed by dt_compute_add_relu(y, z), bit for bit, without writing the
+ *  batch norm's output and reading it back. z (the block's shortcut) shares x_desc; y
+ *  must not be z. There is no fused backward: dt_compute_relu_backward (or _sum) on y,
+ *  then dt_compute_batchnorm_backward, which needs x and the saved statistics only.
+ *  Since 1.3. */
+DT_API dt_status_t dt_compute_batchnorm_add_relu_forward_training(
+    dt_compute_h compute, const dt_tensor_desc_t *x_desc, const void *x, const void *z,
+    const float *scale, const float *shift, float epsilon, float momentum, void *y,
+    float *save_mean, float *save_invstd, float *running_mean, float *running_var);
+
+/** dt_compute_batchnorm_forward_inference, then dt_compute_add_relu(y, z), in one pass;
+ *  z shares x_desc and is not y. Since 1.3. */
+DT_API dt_status_t dt_compute_batchnorm_add_relu_forward_inference(
+    dt_compute_h compute, const dt_tensor_desc_t *x_desc, const void *x, const void *z,
+    const float *scale, const float *shift, const float *running_mean,
+    const float *running_var, float epsilon, void *y);
+
 /* ------------------------------------------------------------------------------------ */
 /* Loss                                                                                   */
 /* ------------------------------------------------------------------------------------ */

@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
 // dt_compute_* fused with ReLU: batch normalisation (training, inference, backward),
-// addition, and ReLU's gradient of a sum. A plugin that offers the fused member runs it
-// fused; for one that does not (a NULL member, or a table from before they existed) the
-// core runs the unfused members in sequence, on the plugin's memory only (the host may
-// not be able to touch it), which gives the bits the separate public calls would give.
+// addition, ReLU's gradient of a sum, and batch normalisation then a shortcut's addition.
+// A plugin that offers the fused member runs it fused; for one that does not (a NULL
+// member, or a table from before they existed) the core runs the unfused members in
+// sequence, on the plugin's memory only (the host may not be able to touch it), which
+// gives the bits the separate public calls would give.
 #include "compute/batchnorm_check.h"
 #include "compute/handle.h"
 
@@ -30,6 +31,19 @@ void require_distinct(const char *fn, const void *dx,
         if (p == dx)
             dt::throw_error(DT_ERR_INVALID_ARGUMENT, fn, ": dx is the same memory as ", what,
                             "; pass a separate dx buffer");
+}
+
+// out = max(a + b, 0): the plugin's fused member, else its add then relu_forward in
+// place (out may be a or b).
+void run_add_relu(ComputeContext &c, const char *fn, const dtp_tensor_t *t, const void *a,
+                  const void *b, void *out)
+{
+    if (c.ops().add_relu != nullptr) {
+        c.call(fn, c.ops().add_relu, t, a, b, out);
+        return;
+    }
+    c.call(fn, c.ops().add, t, a, b, out);
+    c.call(fn, c.ops().relu_forward, t, static_cast<const void *>(out), out);
 }
 
 } // namespace
@@ -120,13 +134,7 @@ DT_API dt_status_t dt_compute_add_relu(dt_compute_h compute, const dt_tensor_des
         require_ptr(fn, "a", a);
         require_ptr(fn, "b", b);
         require_ptr(fn, "c", c);
-        const auto *pt = static_cast<const dtp_tensor_t *>(&t);
-        if (ctx.ops().add_relu != nullptr) {
-            ctx.call(fn, ctx.ops().add_relu, pt, a, b, c);
-            return DT_OK;
-        }
-        ctx.call(fn, ctx.ops().add, pt, a, b, c);
-        ctx.call(fn, ctx.ops().relu_forward, pt, static_cast<const void *>(c), c);
+        run_add_relu(ctx, fn, &t, a, b, c);
         return DT_OK;
     });
 }
@@ -153,6 +161,64 @@ DT_API dt_status_t dt_compute_relu_backward_sum(dt_compute_h compute,
         void *sum = ctx.scratch(fn, bytes_of(t));
         ctx.call(fn, ctx.ops().add, pt, dy_a, dy_b, sum);
         ctx.call(fn, ctx.ops().relu_backward, pt, y, static_cast<const void *>(sum), dx);
+        return DT_OK;
+    });
+}
+
+// The shortcut z of a fused residual end: present and not y, which the unfused sequence
+// would overwrite with the batch norm before the add reads z.
+void require_shortcut(const char *fn, const void *z, const void *y)
+{
+    require_ptr(fn, "z", z);
+    if (z == y)
+        dt::throw_error(DT_ERR_INVALID_ARGUMENT, fn, ": y is the same memory as z (the "
+                        "shortcut added before the ReLU); pass a separate y buffer");
+}
+
+DT_API dt_status_t dt_compute_batchnorm_add_relu_forward_training(
+    dt_compute_h compute, const dt_tensor_desc_t *x_desc, const void *x, const void *z,
+    const float *scale, const float *shift, float epsilon, float momentum, void *y,
+    float *save_mean, float *save_invstd, float *running_mean, float *running_var)
+{
+    return guard([&] {
+        const char *fn = "dt_compute_batchnorm_add_relu_forward_training";
+        ComputeContext &c = context(compute, fn);
+        dtp_tensor_t t = check_bn_training(fn, x_desc, x, scale, shift, epsilon, momentum, y,
+                                           save_mean, save_invstd, running_mean, running_var);
+        require_shortcut(fn, z, y);
+        const auto *pt = static_cast<const dtp_tensor_t *>(&t);
+        if (c.ops().batchnorm_add_relu_forward_training != nullptr) {
+            c.call(fn, c.ops().batchnorm_add_relu_forward_training, pt, x, z, scale, shift,
+                   epsilon, momentum, y, save_mean, save_invstd, running_mean, running_var);
+            return DT_OK;
+        }
+        c.call(fn, c.ops().batchnorm_forward_training, pt, x, scale, shift, epsilon, momentum,
+               y, save_mean, save_invstd, running_mean, running_var);
+        run_add_relu(c, fn, pt, y, z, y);
+        return DT_OK;
+    });
+}
+
+DT_API dt_status_t dt_compute_batchnorm_add_relu_forward_inference(
+    dt_compute_h compute, const dt_tensor_desc_t *x_desc, const void *x, const void *z,
+    const float *scale, const float *shift, const float *running_mean,
+    const float *running_var, float epsilon, void *y)
+{
+    return guard([&] {
+        const char *fn = "dt_compute_batchnorm_add_relu_forward_inference";
+        ComputeContext &c = context(compute, fn);
+        dtp_tensor_t t = check_bn_inference(fn, x_desc, x, scale, shift, running_mean,
+                                            running_var, epsilon, y);
+        require_shortcut(fn, z, y);
+        const auto *pt = static_cast<const dtp_tensor_t *>(&t);
+        if (c.ops().batchnorm_add_relu_forward_inference != nullptr) {
+            c.call(fn, c.ops().batchnorm_add_relu_forward_inference, pt, x, z, scale, shift,
+                   running_mean, running_var, epsilon, y);
+            return DT_OK;
+        }
+        c.call(fn, c.ops().batchnorm_forward_inference, pt, x, scale, shift, running_mean,
+               running_var, epsilon, y);
+        run_add_relu(c, fn, pt, y, z, y);
         return DT_OK;
     });
 }

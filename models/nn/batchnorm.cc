@@ -39,6 +39,21 @@ BatchNorm::BatchNorm(const Compute &c, std::string name, int64_t channels, float
 
 Tensor BatchNorm::forward(const Tensor &x, bool training)
 {
+    return run_forward(x, nullptr, training);
+}
+
+Tensor BatchNorm::forward_add_relu(const Tensor &x, const Tensor &z, bool training)
+{
+    if (relu_)
+        throw std::logic_error(name_ + " has its own ReLU: it cannot end a residual block");
+    if (!same_desc(z.desc(), x.desc()) || z.layout() != x.layout())
+        throw std::invalid_argument(cat(name_, ": the shortcut's shape, layout or dtype "
+                                               "differs from the batch norm's input"));
+    return run_forward(x, &z, training);
+}
+
+Tensor BatchNorm::run_forward(const Tensor &x, const Tensor *z, bool training)
+{
     const bool four = x.desc().ndims == 4;
     if ((x.desc().ndims != 2 && !four) || (four ? x.channels() : x.dim(1)) != channels_)
         throw std::invalid_argument(cat(name_, ": expected ", channels_, " channels, got ",
@@ -46,19 +61,30 @@ Tensor BatchNorm::forward(const Tensor &x, bool training)
     ensure(y_, c_, x.desc(), x.layout());
     const dt_tensor_desc_t d = stats_desc(x);
     if (training) {
-        auto forward = relu_ ? dt_compute_batchnorm_relu_forward_training
-                             : dt_compute_batchnorm_forward_training;
-        check(forward(c_.get(), &d, x.data(), scale_.value.f32(), shift_.value.f32(),
-                      kEpsilon, kMomentum, y_.data(), save_mean_.f32(), save_invstd_.f32(),
+        if (z != nullptr)
+            check(dt_compute_batchnorm_add_relu_forward_training(
+                      c_.get(), &d, x.data(), z->data(), scale_.value.f32(),
+                      shift_.value.f32(), kEpsilon, kMomentum, y_.data(), save_mean_.f32(),
+                      save_invstd_.f32(), running_mean_.value.f32(), running_var_.value.f32()),
+                  "batchnorm+add+relu forward");
+        else
+            check((relu_ ? dt_compute_batchnorm_relu_forward_training
+                         : dt_compute_batchnorm_forward_training)(
+                      c_.get(), &d, x.data(), scale_.value.f32(), shift_.value.f32(), kEpsilon,
+                      kMomentum, y_.data(), save_mean_.f32(), save_invstd_.f32(),
                       running_mean_.value.f32(), running_var_.value.f32()),
-              relu_ ? "batchnorm+relu forward" : "batchnorm forward");
+                  relu_ ? "batchnorm+relu forward" : "batchnorm forward");
         x_ = x;
+    } else if (z != nullptr) {
+        check(dt_compute_batchnorm_add_relu_forward_inference(
+                  c_.get(), &d, x.data(), z->data(), scale_.value.f32(), shift_.value.f32(),
+                  running_mean_.value.f32(), running_var_.value.f32(), kEpsilon, y_.data()),
+              "batchnorm+add+relu inference");
     } else {
-        auto inference = relu_ ? dt_compute_batchnorm_relu_forward_inference
-                               : dt_compute_batchnorm_forward_inference;
-        check(inference(c_.get(), &d, x.data(), scale_.value.f32(), shift_.value.f32(),
-                        running_mean_.value.f32(), running_var_.value.f32(), kEpsilon,
-                        y_.data()),
+        check((relu_ ? dt_compute_batchnorm_relu_forward_inference
+                     : dt_compute_batchnorm_forward_inference)(
+                  c_.get(), &d, x.data(), scale_.value.f32(), shift_.value.f32(),
+                  running_mean_.value.f32(), running_var_.value.f32(), kEpsilon, y_.data()),
               relu_ ? "batchnorm+relu inference" : "batchnorm inference");
     }
     return y_;

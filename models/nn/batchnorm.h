@@ -17,11 +17,17 @@ public:
               bool relu = false);
 
     Tensor forward(const Tensor &x, bool training) override;
+    // Without its own ReLU it can end a residual block: max(batch norm of x + z, 0).
+    bool fuses_add_relu() const override { return !relu_; }
+    Tensor forward_add_relu(const Tensor &x, const Tensor &z, bool training) override;
     Tensor backward(const Tensor &dy, const GradReady &ready) override;
     void parameters(std::vector<Parameter *> &out) override;
     void buffers(std::vector<Buffer *> &out) override;
 
 private:
+    // forward() and forward_add_relu(): z is the shortcut, or null for none.
+    Tensor run_forward(const Tensor &x, const Tensor *z, bool training);
+
     static constexpr float kEpsilon = 1e-5f;
     static constexpr float kMomentum = 0.1f;
     int64_t channels_;

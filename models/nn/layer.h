@@ -10,6 +10,7 @@
 #include "nn/tensor.h"
 
 #include <functional>
+#include <stdexcept>
 #include <string>
 #include <utility>
 #include <vector>
@@ -69,6 +70,16 @@ public:
     {
         (void)want_sum;
         return {backward(dy.a, ready), {}};
+    }
+
+    // The end of a residual block in one pass: max(forward(x) + z, 0), for a layer whose
+    // forward ends with a batch norm (fuses_add_relu() true), so that the block's output
+    // is written once (dt_compute_batchnorm_add_relu_*). backward() is unchanged: the
+    // ReLU's gradient is the block's, which hands the layer the gradient of its forward.
+    virtual bool fuses_add_relu() const { return false; }
+    virtual Tensor forward_add_relu(const Tensor &, const Tensor &, bool)
+    {
+        throw std::logic_error(name_ + " has no forward with an add and ReLU fused");
     }
 
     virtual void parameters(std::vector<Parameter *> &) {}

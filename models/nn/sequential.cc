@@ -4,23 +4,36 @@
 #include "common/error.h"
 #include "nn/profile.h"
 
+#include <optional>
 #include <stdexcept>
 
 namespace dt::models {
 
 Tensor Sequential::forward(const Tensor &x, bool training)
 {
+    return run_forward(x, nullptr, training);
+}
+
+Tensor Sequential::forward_add_relu(const Tensor &x, const Tensor &z, bool training)
+{
+    if (!fuses_add_relu())
+        throw std::logic_error(cat(name_, " does not end with a layer that adds a shortcut"));
+    return run_forward(x, &z, training);
+}
+
+Tensor Sequential::run_forward(const Tensor &x, const Tensor *z, bool training)
+{
     Tensor h = x;
-    for (auto &layer : layers_) {
+    for (size_t i = 0; i < layers_.size(); ++i) {
+        Layer &layer = *layers_[i];
+        const bool adds = z != nullptr && i + 1 == layers_.size();
         // Containers are not timed themselves: their leaves are.
-        const bool leaf = dynamic_cast<Sequential *>(layer.get()) == nullptr &&
-                          dynamic_cast<Residual *>(layer.get()) == nullptr;
-        if (!leaf || !LayerProfile::enabled()) {
-            h = layer->forward(h, training);
-            continue;
-        }
-        ProfileScope scope(layer->name(), false);
-        h = layer->forward(h, training);
+        const bool leaf = dynamic_cast<Sequential *>(&layer) == nullptr &&
+                          dynamic_cast<Residual *>(&layer) == nullptr;
+        std::optional<ProfileScope> scope;
+        if (leaf && LayerProfile::enabled())
+            scope.emplace(layer.name(), false);
+        h = adds ? layer.forward_add_relu(h, *z, training) : layer.forward(h, training);
     }
     return h;
 }
@@ -95,13 +108,20 @@ Residual::Residual(const Compute &c, std::string name)
 
 Tensor Residual::forward(const Tensor &x, bool training)
 {
-    const Tensor a = body_.forward(x, training);
+    // The shortcut first: a body that ends with a batch norm adds it there, so the block's
+    // output is written once (the same bits as the add below).
     const Tensor b = shortcut_.empty() ? x : shortcut_.forward(x, training);
+    if (body_.fuses_add_relu()) {
+        out_ = body_.forward_add_relu(x, b, training);
+        return out_;
+    }
+    const Tensor a = body_.forward(x, training);
     ProfileScope scope(add_name_, false);
     ensure(sum_, c_, a.desc(), a.layout());
     check(dt_compute_add_relu(c_.get(), &a.desc(), a.data(), b.data(), sum_.data()),
           "residual add+relu");
-    return sum_;
+    out_ = sum_;
+    return out_;
 }
 
 Tensor Residual::backward(const Tensor &dy, const GradReady &ready)
@@ -116,11 +136,11 @@ GradSum Residual::backward_sum(const GradSum &dy, bool want_sum, const GradReady
         const Tensor &g = dy.a;
         ensure(dsum_, c_, g.desc(), g.layout());
         if (dy.is_sum())
-            check(dt_compute_relu_backward_sum(c_.get(), &g.desc(), sum_.data(), g.data(),
+            check(dt_compute_relu_backward_sum(c_.get(), &g.desc(), out_.data(), g.data(),
                                                dy.b.data(), dsum_.data()),
                   "residual relu backward of the next block's branches");
         else
-            check(dt_compute_relu_backward(c_.get(), &g.desc(), sum_.data(), g.data(),
+            check(dt_compute_relu_backward(c_.get(), &g.desc(), out_.data(), g.data(),
                                            dsum_.data()),
                   "residual relu backward");
     }

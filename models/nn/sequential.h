@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 // Containers: a chain of layers, and the residual block y = relu(body(x) + shortcut(x))
-// of ResNets (identity shortcut, or a projection when the shape changes).
+// of ResNets (identity shortcut, or a projection when the shape changes). A body that
+// ends with a batch norm adds the shortcut and applies the ReLU in that batch norm's
+// pass.
 #pragma once
 
 #include "nn/layer.h"
@@ -25,6 +27,12 @@ public:
     bool empty() const { return layers_.empty(); }
 
     Tensor forward(const Tensor &x, bool training) override;
+    // Where the last layer ends a residual block with the shortcut's add and ReLU.
+    bool fuses_add_relu() const override
+    {
+        return !layers_.empty() && layers_.back()->fuses_add_relu();
+    }
+    Tensor forward_add_relu(const Tensor &x, const Tensor &z, bool training) override;
     Tensor backward(const Tensor &dy, const GradReady &ready) override;
     // A sum goes in to the last layer and comes out of the first, where they take and
     // give one; between its layers, each residual block hands a sum to the one before it.
@@ -38,6 +46,9 @@ public:
     void set_input_grad(bool needed) override;
 
 private:
+    // forward() and forward_add_relu(): z is the shortcut the last layer adds, or null.
+    Tensor run_forward(const Tensor &x, const Tensor *z, bool training);
+
     std::vector<std::unique_ptr<Layer>> layers_;
 };
 
@@ -63,6 +74,7 @@ private:
     Sequential body_, shortcut_;
     std::string add_name_; // "layer1.0.add": the profile's name for the add and ReLU
     Tensor sum_, dsum_, dx_;
+    Tensor out_; // the block's output: sum_, or the body's last batch norm's where it fuses
 };
 
 } // namespace dt::models

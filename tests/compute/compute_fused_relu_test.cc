@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
 // Batch normalisation fused with ReLU and addition fused with ReLU on the oneDNN plugin:
 // bit for bit what the unfused sequence gives (the batch-norm or add call, then ReLU;
-// ReLU's backward, then the batch-norm backward), float32 and bfloat16, on channels-last
-// activations seen as (rows, C) (the row loops), NCHW (the plane loops) and narrow (rows,
-// C) tensors; and the arguments the fused calls refuse.
+// ReLU's backward, then the batch-norm backward; the batch norm, then the add of a
+// shortcut with ReLU), float32 and bfloat16, on channels-last activations seen as (rows,
+// C) (the row loops), NCHW (the plane loops) and narrow (rows, C) tensors; and the
+// arguments the fused calls refuse.
 #include "compute_test_util.h"
 
 #include <cstdint>
@@ -66,7 +67,7 @@ protected:
             std::memcpy(out.data(), v.data(), out.size());
         } else {
             const auto d = dt_tensor_desc_1d(DT_FLOAT32, int64_t(v.size()));
-            EXPECT_EQ(dt_compute_cast(c, &d, v.data(), DT_BFLOAT16, out.data()), DT_OK)
+            EXPECT_EQ(dt_compute_cast(c, &d, v.data(), GetParam().dtype, out.data()), DT_OK)
                 << dt_last_error();
         }
         return out;
@@ -263,6 +264,76 @@ TEST_P(FusedRelu, ReluBackwardOfASumMatchesAddThenReluBackward)
 
 INSTANTIATE_TEST_SUITE_P(Compute, FusedRelu, ::testing::ValuesIn(kCases), case_name);
 
+// The end of a residual block: the batch norm, then add_relu with the shortcut z. Also
+// on float16, whose plane loops are the generic ones.
+class FusedAddRelu : public FusedRelu {};
+
+TEST_P(FusedAddRelu, TrainingForwardMatchesBatchNormThenAddRelu)
+{
+    const auto d = desc();
+    const int64_t ch = channels();
+    const size_t nch = size_t(ch);
+    const auto x = activations(18);
+    const auto z = activations(19, -1.5f, 1.0f);
+    const auto scale = per_channel(ch, 20, 0.5f, 1.5f), shift = per_channel(ch, 21, -0.5f, 0.5f);
+    std::vector<float> rm_f(nch, 0.1f), rv_f(nch, 0.9f), rm_u = rm_f, rv_u = rv_f;
+    std::vector<float> mean_f(nch), inv_f(nch), mean_u(nch), inv_u(nch);
+    auto y_f = buffer(), y_u = buffer();
+    ASSERT_EQ(dt_compute_batchnorm_add_relu_forward_training(
+                  c, &d, x.data(), z.data(), scale.data(), shift.data(), 1e-5f, 0.1f,
+                  y_f.data(), mean_f.data(), inv_f.data(), rm_f.data(), rv_f.data()),
+              DT_OK)
+        << dt_last_error();
+    ASSERT_EQ(dt_compute_batchnorm_forward_training(c, &d, x.data(), scale.data(), shift.data(),
+                                                    1e-5f, 0.1f, y_u.data(), mean_u.data(),
+                                                    inv_u.data(), rm_u.data(), rv_u.data()),
+              DT_OK)
+        << dt_last_error();
+    auto bn = y_u;
+    ASSERT_EQ(dt_compute_add_relu(c, &d, y_u.data(), z.data(), y_u.data()), DT_OK)
+        << dt_last_error();
+    expect_same_bits(y_f, y_u, "y");
+    expect_same_bits(mean_f, mean_u, "save_mean");
+    expect_same_bits(inv_f, inv_u, "save_invstd");
+    expect_same_bits(rm_f, rm_u, "running_mean");
+    expect_same_bits(rv_f, rv_u, "running_var");
+    // The shortcut mattered: the batch norm's ReLU alone gives other bits.
+    ASSERT_EQ(dt_compute_relu_forward(c, &d, bn.data(), bn.data()), DT_OK) << dt_last_error();
+    EXPECT_NE(y_f, bn);
+}
+
+TEST_P(FusedAddRelu, InferenceForwardMatchesBatchNormThenAddRelu)
+{
+    const auto d = desc();
+    const int64_t ch = channels();
+    const auto x = activations(22);
+    const auto z = activations(23, -1.5f, 1.0f);
+    const auto scale = per_channel(ch, 24, 0.5f, 1.5f), shift = per_channel(ch, 25, -0.5f, 0.5f);
+    const auto rm = per_channel(ch, 26, 0.0f, 1.0f), rv = per_channel(ch, 27, 0.5f, 2.0f);
+    auto y_f = buffer(), y_u = buffer();
+    ASSERT_EQ(dt_compute_batchnorm_add_relu_forward_inference(c, &d, x.data(), z.data(),
+                                                              scale.data(), shift.data(),
+                                                              rm.data(), rv.data(), 1e-5f,
+                                                              y_f.data()),
+              DT_OK)
+        << dt_last_error();
+    ASSERT_EQ(dt_compute_batchnorm_forward_inference(c, &d, x.data(), scale.data(),
+                                                     shift.data(), rm.data(), rv.data(), 1e-5f,
+                                                     y_u.data()),
+              DT_OK)
+        << dt_last_error();
+    ASSERT_EQ(dt_compute_add_relu(c, &d, y_u.data(), z.data(), y_u.data()), DT_OK)
+        << dt_last_error();
+    expect_same_bits(y_f, y_u, "y");
+}
+
+const Case kAddCases[] = {
+    kCases[0], kCases[1], kCases[2], kCases[3], kCases[4],
+    {"nchw_f16", DT_FLOAT16, 4, {3, 6, 5, 7}},
+};
+
+INSTANTIATE_TEST_SUITE_P(Compute, FusedAddRelu, ::testing::ValuesIn(kAddCases), case_name);
+
 class FusedReluErrors : public ComputeFixture {};
 
 TEST_F(FusedReluErrors, RefusesBadArgumentsNamingThem)
@@ -309,6 +380,26 @@ TEST_F(FusedReluErrors, RefusesBadArgumentsNamingThem)
     expect_refused(dt_compute_relu_backward_sum(c, &d, y.data(), dy.data(), dy.data(),
                                                 y.data()),
                    "dx is the same memory as y");
+    expect_refused(dt_compute_batchnorm_add_relu_forward_training(
+                       c, &d, x.data(), nullptr, v.data(), v.data(), 1e-5f, 0.1f, y.data(),
+                       m.data(), s.data(), nullptr, nullptr),
+                   "z");
+    expect_refused(dt_compute_batchnorm_add_relu_forward_training(
+                       c, &d, x.data(), y.data(), v.data(), v.data(), 1e-5f, 0.1f, y.data(),
+                       m.data(), s.data(), nullptr, nullptr),
+                   "y is the same memory as z");
+    expect_refused(dt_compute_batchnorm_add_relu_forward_training(
+                       c, &d, x.data(), dy.data(), v.data(), v.data(), 1e-5f, 2.0f, y.data(),
+                       m.data(), s.data(), nullptr, nullptr),
+                   "momentum");
+    expect_refused(dt_compute_batchnorm_add_relu_forward_inference(
+                       c, &d, x.data(), dy.data(), v.data(), v.data(), v.data(), nullptr, 1e-5f,
+                       y.data()),
+                   "running_var");
+    expect_refused(dt_compute_batchnorm_add_relu_forward_inference(
+                       c, &d, x.data(), y.data(), v.data(), v.data(), v.data(), v.data(), 1e-5f,
+                       y.data()),
+                   "y is the same memory as z");
 }
 
 } // namespace

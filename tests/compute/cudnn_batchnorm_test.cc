@@ -4,7 +4,8 @@
 // layouts, float32 and bfloat16, and cuDNN's (=cudnn) over a few. Each case checks the
 // training forward (y, the saved statistics, the running statistics), the backward (dx,
 // dscale, dshift) and the inference forward; the own kernels must also give the same bits
-// when the forward runs again without running statistics (no atomics). bfloat16
+// when the forward runs again without running statistics (no atomics). The fused ReLU and
+// the fused shortcut add match their unfused sequences bit for bit. bfloat16
 // activations are compared with oneDNN's float32 results on the same (bfloat16-exact)
 // inputs: the tensors to bfloat16's rounding, the per-channel vectors (float32 sums of
 // the same values) as float32 ones. An unknown DISTTRAIN_CUDNN_BATCHNORM is refused.
@@ -221,6 +222,55 @@ TEST_P(CudnnBatchnorm, FusedReluMatchesTheUnfusedSequence)
     EXPECT_TRUE(down(db_f, c) == down(db_u, c)) << "dshift";
     EXPECT_TRUE(fetch(yi_f, n) == fetch(yi_u, n)) << "inference y";
     // ReLU had work to do: about half the outputs are 0.
+    const auto zeros = size_t(std::count(y.begin(), y.end(), 0.0f));
+    EXPECT_GT(zeros, 0u);
+    EXPECT_LT(zeros, n);
+}
+
+// The end of a residual block: the batch norm with the shortcut z added before the ReLU
+// (training, then inference with the updated running statistics) against the batch norm,
+// then add_relu on the same GPU, bit for bit.
+TEST_P(CudnnBatchnorm, ShortcutAddMatchesTheUnfusedSequence)
+{
+    const Shape &s = GetParam().shape;
+    const size_t n = s.count(), c = size_t(s.c);
+    const float eps = 1e-5f, momentum = 0.1f;
+    auto x = random_vector(n, 81, s.offset - 1.0f, s.offset + 1.0f), z = random_vector(n, 82);
+    const auto scale = random_vector(c, 83, 0.5f, 1.5f), shift = random_vector(c, 84);
+    const auto rm0 = random_vector(c, 85), rv0 = random_vector(c, 86, 0.5f, 2.0f);
+    void *gx = activation(x), *gz = activation(z);
+    const dt_tensor_desc_t gd = s.desc(GetParam().dtype);
+    float *gs = vec(scale), *gsh = vec(shift);
+    float *rm_f = vec(rm0), *rv_f = vec(rv0), *rm_u = vec(rm0), *rv_u = vec(rv0);
+    float *m_f = vec(std::vector<float>(c)), *i_f = vec(std::vector<float>(c));
+    float *m_u = vec(std::vector<float>(c)), *i_u = vec(std::vector<float>(c));
+    void *y_f = output(n), *y_u = output(n), *yi_f = output(n), *yi_u = output(n);
+
+    ASSERT_EQ(dt_compute_batchnorm_add_relu_forward_training(gpu, &gd, gx, gz, gs, gsh, eps,
+                                                             momentum, y_f, m_f, i_f, rm_f,
+                                                             rv_f),
+              DT_OK) << dt_last_error();
+    ASSERT_EQ(dt_compute_batchnorm_forward_training(gpu, &gd, gx, gs, gsh, eps, momentum, y_u,
+                                                    m_u, i_u, rm_u, rv_u), DT_OK)
+        << dt_last_error();
+    const auto bn = fetch(y_u, n);
+    ASSERT_EQ(dt_compute_add_relu(gpu, &gd, y_u, gz, y_u), DT_OK) << dt_last_error();
+    ASSERT_EQ(dt_compute_batchnorm_add_relu_forward_inference(gpu, &gd, gx, gz, gs, gsh, rm_f,
+                                                              rv_f, eps, yi_f),
+              DT_OK) << dt_last_error();
+    ASSERT_EQ(dt_compute_batchnorm_forward_inference(gpu, &gd, gx, gs, gsh, rm_u, rv_u, eps,
+                                                     yi_u), DT_OK) << dt_last_error();
+    ASSERT_EQ(dt_compute_add_relu(gpu, &gd, yi_u, gz, yi_u), DT_OK) << dt_last_error();
+
+    const auto y = fetch(y_f, n);
+    EXPECT_TRUE(y == fetch(y_u, n)) << "y";
+    EXPECT_TRUE(down(m_f, c) == down(m_u, c)) << "save_mean";
+    EXPECT_TRUE(down(i_f, c) == down(i_u, c)) << "save_invstd";
+    EXPECT_TRUE(down(rm_f, c) == down(rm_u, c)) << "running_mean";
+    EXPECT_TRUE(down(rv_f, c) == down(rv_u, c)) << "running_var";
+    EXPECT_TRUE(fetch(yi_f, n) == fetch(yi_u, n)) << "inference y";
+    // The shortcut and the ReLU both had work to do.
+    EXPECT_FALSE(y == bn);
     const auto zeros = size_t(std::count(y.begin(), y.end(), 0.0f));
     EXPECT_GT(zeros, 0u);
     EXPECT_LT(zeros, n);

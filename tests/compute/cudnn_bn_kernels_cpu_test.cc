@@ -2,7 +2,9 @@
 // The cuDNN plugin's own batch-norm kernels (cudnn_bn_kernels.cu) run on the CPU by
 // cuda_emu, against a double-precision reference written here: the training forward (y,
 // saved and running statistics), the backward (dx, dscale, dshift, with and without the
-// fused ReLU's mask) and the inference forward, with and without ReLU, over the shapes
+// fused ReLU's mask) and the inference forward, with and without ReLU, and both forwards
+// with a shortcut added before the ReLU (bit for bit the plain forward, then the add_relu
+// kernel's arithmetic), over the shapes
 // that take each path of the kernels (planes and rows, four elements per access or one,
 // a part or many, a single row), in float32, float16 and bfloat16. Each case runs in the
 // three orders of cuda_emu (blocks and threads forward, reversed, shuffled) and must give
@@ -100,8 +102,10 @@ struct BnRun {
     Case cs;
     size_t count, channels;
     DeviceBytes x, dy, y, y_relu, dx, y_inference, scratch;
+    // dy is also the shortcut of the forwards with the add fused.
+    DeviceBytes y_add, y_inference_plain, y_inference_add;
     std::vector<float> scale, shift, mean, invstd, running_mean, running_var, dscale, dshift,
-        mean2, invstd2, dscale_relu, dshift_relu;
+        mean2, invstd2, dscale_relu, dshift_relu, mean3, invstd3;
     DeviceBytes dx_relu;
 
     explicit BnRun(const Case &c)
@@ -110,7 +114,8 @@ struct BnRun {
           y(bytes(), misalign()), y_relu(bytes(), misalign()), dx(bytes(), misalign()),
           y_inference(bytes(), misalign()),
           scratch(dtp::cudnn::bn_scratch_bytes(shape(), c.shape.sms), 0),
-          dx_relu(bytes(), misalign())
+          y_add(bytes(), misalign()), y_inference_plain(bytes(), misalign()),
+          y_inference_add(bytes(), misalign()), dx_relu(bytes(), misalign())
     {
     }
     size_t elem() const { return elem_bytes(cs.dtype); }
@@ -130,7 +135,8 @@ struct BnRun {
             store(cs.dtype, dy.data(), i, u(rng));
         }
         const float nan = std::nanf("");
-        for (DeviceBytes *b : {&y, &y_relu, &dx, &dx_relu, &y_inference})
+        for (DeviceBytes *b : {&y, &y_relu, &dx, &dx_relu, &y_inference, &y_add,
+                               &y_inference_plain, &y_inference_add})
             for (size_t i = 0; i < count; ++i)
                 store(cs.dtype, b->data(), i, nan);
         std::memset(scratch.data(), 0xff,
@@ -146,24 +152,32 @@ struct BnRun {
             running_var[c] = 1.0f + 0.05f * float(c % 4);
         }
         for (std::vector<float> *v : {&mean, &invstd, &dscale, &dshift, &mean2, &invstd2,
-                                      &dscale_relu, &dshift_relu})
+                                      &dscale_relu, &dshift_relu, &mean3, &invstd3})
             v->assign(channels, nan);
     }
 
-    // The forward with and without ReLU (the second without running statistics), both
-    // backwards, then the inference forward with the updated running statistics.
+    // The forward with and without ReLU and with the shortcut added (the last two without
+    // running statistics), both backwards, then the inference forwards with the updated
+    // running statistics.
     void launch_all()
     {
         const BnShape g = shape();
         ASSERT_EQ(dtp::cudnn::launch_bn_forward_training(
-                      launch(), g, x.data(), scale.data(), shift.data(), kEpsilon, kMomentum,
-                      y.data(), mean.data(), invstd.data(), running_mean.data(),
+                      launch(), g, x.data(), nullptr, scale.data(), shift.data(), kEpsilon,
+                      kMomentum, y.data(), mean.data(), invstd.data(), running_mean.data(),
                       running_var.data(), false),
                   0)
             << cuda_emu::last_message();
         ASSERT_EQ(dtp::cudnn::launch_bn_forward_training(
-                      launch(), g, x.data(), scale.data(), shift.data(), kEpsilon, kMomentum,
-                      y_relu.data(), mean2.data(), invstd2.data(), nullptr, nullptr, true),
+                      launch(), g, x.data(), nullptr, scale.data(), shift.data(), kEpsilon,
+                      kMomentum, y_relu.data(), mean2.data(), invstd2.data(), nullptr, nullptr,
+                      true),
+                  0)
+            << cuda_emu::last_message();
+        ASSERT_EQ(dtp::cudnn::launch_bn_forward_training(
+                      launch(), g, x.data(), dy.data(), scale.data(), shift.data(), kEpsilon,
+                      kMomentum, y_add.data(), mean3.data(), invstd3.data(), nullptr, nullptr,
+                      true),
                   0)
             << cuda_emu::last_message();
         ASSERT_EQ(dtp::cudnn::launch_bn_backward(launch(), g, x.data(), dy.data(), nullptr,
@@ -178,8 +192,21 @@ struct BnRun {
                   0)
             << cuda_emu::last_message();
         ASSERT_EQ(dtp::cudnn::launch_bn_forward_inference(
-                      launch(), g, x.data(), scale.data(), shift.data(), running_mean.data(),
-                      running_var.data(), kEpsilon, y_inference.data(), true),
+                      launch(), g, x.data(), nullptr, scale.data(), shift.data(),
+                      running_mean.data(), running_var.data(), kEpsilon, y_inference.data(),
+                      true),
+                  0)
+            << cuda_emu::last_message();
+        ASSERT_EQ(dtp::cudnn::launch_bn_forward_inference(
+                      launch(), g, x.data(), nullptr, scale.data(), shift.data(),
+                      running_mean.data(), running_var.data(), kEpsilon,
+                      y_inference_plain.data(), false),
+                  0)
+            << cuda_emu::last_message();
+        ASSERT_EQ(dtp::cudnn::launch_bn_forward_inference(
+                      launch(), g, x.data(), dy.data(), scale.data(), shift.data(),
+                      running_mean.data(), running_var.data(), kEpsilon, y_inference_add.data(),
+                      true),
                   0)
             << cuda_emu::last_message();
     }
@@ -187,7 +214,8 @@ struct BnRun {
     // No kernel wrote outside a tensor or the scratch.
     bool guards_intact() const
     {
-        for (const DeviceBytes *b : {&x, &dy, &y, &y_relu, &dx, &dx_relu, &y_inference, &scratch})
+        for (const DeviceBytes *b : {&x, &dy, &y, &y_relu, &dx, &dx_relu, &y_inference, &scratch,
+                                     &y_add, &y_inference_plain, &y_inference_add})
             if (!b->guards_intact())
                 return false;
         return true;
@@ -197,13 +225,14 @@ struct BnRun {
     std::vector<char> outputs() const
     {
         std::vector<char> out;
-        for (const DeviceBytes *b : {&y, &y_relu, &dx, &dx_relu, &y_inference}) {
+        for (const DeviceBytes *b : {&y, &y_relu, &dx, &dx_relu, &y_inference, &y_add,
+                                     &y_inference_plain, &y_inference_add}) {
             const char *p = reinterpret_cast<const char *>(b->data());
             out.insert(out.end(), p, p + bytes());
         }
         for (const std::vector<float> *v : {&mean, &invstd, &running_mean, &running_var,
                                             &dscale, &dshift, &mean2, &invstd2, &dscale_relu,
-                                            &dshift_relu}) {
+                                            &dshift_relu, &mean3, &invstd3}) {
             const char *p = reinterpret_cast<const char *>(v->data());
             out.insert(out.end(), p, p + v->size() * sizeof(float));
         }
@@ -334,6 +363,22 @@ class BnKernelsOnCpu : public ::testing::TestWithParam<Case> {
         }
     }
 
+    // A forward with the shortcut added: bit for bit the plain forward's output, then
+    // the add_relu kernel's max(round(y + z), 0), and the plain forward's statistics.
+    static void check_add(const BnRun &r, const DeviceBytes &plain, const DeviceBytes &fused,
+                          const char *what)
+    {
+        const int t = r.cs.dtype;
+        std::vector<char> rounded(r.elem());
+        for (size_t i = 0; i < r.count; ++i) {
+            store(t, rounded.data(), 0,
+                  to_float(t, plain.data(), i) + to_float(t, r.dy.data(), i));
+            const float want = std::max(to_float(t, rounded.data(), 0), 0.0f);
+            const float got = to_float(t, fused.data(), i);
+            ASSERT_EQ(got, want) << what << ", element " << i;
+        }
+    }
+
     static void check_inference(const BnRun &r)
     {
         const Shape &s = r.cs.shape;
@@ -367,6 +412,11 @@ TEST_P(BnKernelsOnCpu, MatchesTheReferenceInEveryOrder)
     check_backward(run, ref, nullptr, run.dx, run.dscale, run.dshift);
     check_backward(run, ref, &run.y_relu, run.dx_relu, run.dscale_relu, run.dshift_relu);
     check_inference(run);
+    check_add(run, run.y, run.y_add, "training forward with the shortcut");
+    check_add(run, run.y_inference_plain, run.y_inference_add,
+              "inference forward with the shortcut");
+    EXPECT_EQ(run.mean3, run.mean);
+    EXPECT_EQ(run.invstd3, run.invstd);
     if (HasFailure())
         return;
     const std::vector<char> first = run.outputs();
@@ -400,9 +450,10 @@ TEST(BnKernelsOnCpuErrors, UnknownDtypeIsRefusedBeforeAnyLaunch)
     std::vector<float> v(64, 1.0f), stats(4, 0.0f), scratch(4096);
     const BnShape g{99, 4, 4, 4};
     const BnLaunch l{nullptr, 4, scratch.data()};
-    EXPECT_EQ(dtp::cudnn::launch_bn_forward_training(l, g, v.data(), stats.data(), stats.data(),
-                                                     kEpsilon, kMomentum, v.data(), stats.data(),
-                                                     stats.data(), nullptr, nullptr, false),
+    EXPECT_EQ(dtp::cudnn::launch_bn_forward_training(l, g, v.data(), nullptr, stats.data(),
+                                                     stats.data(), kEpsilon, kMomentum, v.data(),
+                                                     stats.data(), stats.data(), nullptr, nullptr,
+                                                     false),
               int(cudaErrorInvalidValue));
     EXPECT_EQ(dtp::cudnn::launch_bn_backward(l, g, v.data(), v.data(), nullptr, stats.data(),
                                              stats.data(), stats.data(), v.data(), stats.data(),

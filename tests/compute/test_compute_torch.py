@@ -342,6 +342,39 @@ def test_batchnorm_relu_and_add_relu(compute, shape):
     close(dx, want, rtol=0, atol=0)
 
 
+@pytest.mark.parametrize("shape", [(4, 3, 5, 6), (64, 16)])
+def test_batchnorm_add_relu(compute, shape):
+    """relu(batch_norm(x) + z), a residual block's end, in training (with the running
+    statistics) and inference, against PyTorch."""
+    ch = shape[1]
+    x, z = rand(*shape, seed=50) * 2 + 0.5, rand(*shape, seed=51)
+    scale, shift = rand(ch, seed=52) + 1.5, rand(ch, seed=53)
+    rmean0, rvar0 = rand(ch, seed=54), np.abs(rand(ch, seed=55)) + 0.5
+    eps, momentum = 1e-5, 0.1
+    bn = torch_batchnorm(shape, scale, shift, rmean0, rvar0, eps, momentum)
+    with torch.no_grad():
+        want = F.relu(bn(torch.from_numpy(x)) + torch.from_numpy(z))
+
+    y = np.empty_like(x)
+    smean, sinv = np.empty(ch, np.float32), np.empty(ch, np.float32)
+    rmean, rvar = rmean0.copy(), rvar0.copy()
+    compute.fn("batchnorm_add_relu_forward_training", dc.desc(shape), dc.ptr(x), dc.ptr(z),
+               dc.fptr(scale), dc.fptr(shift), ctypes.c_float(eps), ctypes.c_float(momentum),
+               dc.ptr(y), dc.fptr(smean), dc.fptr(sinv), dc.fptr(rmean), dc.fptr(rvar))
+    close(y, want, atol=1e-4)
+    assert (y == 0).any() and (y > 0).any()
+    close(rmean, bn.running_mean, atol=1e-5)
+    close(rvar, bn.running_var, rtol=1e-4)
+
+    bn.eval()
+    yi = np.empty_like(x)
+    compute.fn("batchnorm_add_relu_forward_inference", dc.desc(shape), dc.ptr(x), dc.ptr(z),
+               dc.fptr(scale), dc.fptr(shift), dc.fptr(rmean), dc.fptr(rvar),
+               ctypes.c_float(eps), dc.ptr(yi))
+    with torch.no_grad():
+        close(yi, F.relu(bn(torch.from_numpy(x)) + torch.from_numpy(z)), atol=1e-4)
+
+
 def test_relu_bias_add_axpby_scale(compute):
     x = rand(3, 4, 2, 5, seed=16)
     dy = rand(3, 4, 2, 5, seed=17)

@@ -177,8 +177,8 @@ DISTTRAIN_CUDNN_PROFILE=1 DISTTRAIN_COMPUTE=cudnn step r50-profile 60 \
 DISTTRAIN_LAYOUT=nchw DISTTRAIN_CUDNN_BATCHNORM=cudnn DISTTRAIN_CUDNN_PROFILE=1 \
     DISTTRAIN_COMPUTE=cudnn step r50-nchw-cudnn-bn-profile 60 "$BUNDLE/bin/disttrain-bench" \
     --model resnet50 --batch-size 64 --num-warmup 3 --num-iters 10
-echo "=== batch norm, ReLU and add (batchnorm_relu_*, add_relu: fused) in the profiled" \
-    "ResNet-50 steps (gpu ms over 10 steps, us per call)"
+echo "=== batch norm, ReLU and add (batchnorm_relu_*, batchnorm_add_relu_*, add_relu:" \
+    "fused) in the profiled ResNet-50 steps (gpu ms over 10 steps, us per call)"
 for s in r50-profile r50-nchw-cudnn-bn-profile; do
     grep -s -E "^(batchnorm|relu|add)" "/tmp/step-$s.log" | sed "s/^/$s: /"
 done

@@ -275,6 +275,71 @@ TEST(Layers, ChannelsLastFlattenOfPlanesIsRefused)
     EXPECT_THROW(flatten.forward(f.x, true), std::invalid_argument);
 }
 
+// A residual block whose body ends with a batch norm adds the shortcut and takes the ReLU
+// in that batch norm's pass (dt_compute_batchnorm_add_relu_*): the same bits as the block
+// whose body ends with a layer that does nothing (a float32-to-float32 Cast), which adds
+// and takes the ReLU in a pass of its own. Forward in training and in evaluation, loss,
+// every gradient and the running statistics, in both layouts.
+void expect_fused_block_is_unfused(bool channels_last)
+{
+    SCOPED_TRACE(channels_last ? "NHWC" : "NCHW");
+    Fixture f;
+    f.make_batch(4, 8, 6, 5);
+    if (channels_last)
+        f.to_channels_last();
+    struct Run {
+        std::vector<float> logits, eval;
+        double loss = 0;
+        std::map<std::string, std::vector<float>> grads, buffers;
+    };
+    auto run = [&](bool fused) {
+        Random rng{11};
+        Sequential net(f.c, "net");
+        auto &block = net.add<Residual>("block");
+        block.body().add<Conv2d>("block.conv", ConvSpec{8, 8, 3, 1, 1, false}, rng);
+        block.body().add<BatchNorm>("block.bn", 8);
+        if (!fused)
+            block.body().add<Cast>("block.same", DT_FLOAT32);
+        auto &second = net.add<Residual>("second"); // an identity shortcut
+        second.body().add<Conv2d>("second.conv", ConvSpec{8, 8, 1, 1, 0, false}, rng);
+        second.body().add<BatchNorm>("second.bn", 8);
+        if (!fused)
+            second.body().add<Cast>("second.same", DT_FLOAT32);
+        net.add<Pool>("pool", PoolSpec{DT_POOL_AVG_INCLUDE_PADDING, 0, 0, 0, true});
+        net.add<Flatten>("flatten");
+        net.add<Linear>("fc", 8, 5, rng);
+        EXPECT_EQ(block.body().fuses_add_relu(), fused);
+        Run r;
+        const Tensor logits = net.forward(f.x, true);
+        r.logits = logits.to_vector(f.c);
+        r.loss = f.loss.forward(logits, f.y).loss;
+        net.backward(f.loss.backward(), [](Parameter &) {});
+        std::vector<Parameter *> params;
+        net.parameters(params);
+        for (Parameter *p : params)
+            r.grads[p->name] = p->grad.to_vector(f.c);
+        std::vector<Buffer *> buffers;
+        net.buffers(buffers);
+        for (Buffer *b : buffers)
+            r.buffers[b->name] = b->value.to_vector(f.c);
+        r.eval = net.forward(f.x, false).to_vector(f.c);
+        return r;
+    };
+    const Run a = run(true), b = run(false);
+    EXPECT_EQ(a.logits, b.logits);
+    EXPECT_EQ(a.loss, b.loss);
+    EXPECT_EQ(a.grads, b.grads);
+    EXPECT_EQ(a.buffers, b.buffers);
+    EXPECT_EQ(a.eval, b.eval);
+    EXPECT_EQ(a.grads.size(), 8u);
+}
+
+TEST(Layers, ResidualBlockEndingInBatchNormFusesItsAddBitForBit)
+{
+    expect_fused_block_is_unfused(false);
+    expect_fused_block_is_unfused(true);
+}
+
 TEST(Layers, IdentityResidualAndMaxPool)
 {
     Fixture f;

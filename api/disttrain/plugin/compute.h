@@ -256,6 +256,21 @@ typedef struct dt_compute_v1 {
      * runs add into a scratch buffer, then relu_backward). */
     int32_t (*relu_backward_sum)(void *c, const dtp_tensor_t *desc, const void *y,
                                  const void *dy_a, const void *dy_b, void *dx);
+    /* Appended later, on the same terms: batchnorm_add_relu_* of compute.h (NULL: the
+     * core runs the batch norm into y, then add_relu(y, z) in place). z shares x_desc
+     * and is never y. */
+    int32_t (*batchnorm_add_relu_forward_training)(void *c, const dtp_tensor_t *x_desc,
+                                                   const void *x, const void *z,
+                                                   const float *scale, const float *shift,
+                                                   float epsilon, float momentum, void *y,
+                                                   float *save_mean, float *save_invstd,
+                                                   float *running_mean, float *running_var);
+    int32_t (*batchnorm_add_relu_forward_inference)(void *c, const dtp_tensor_t *x_desc,
+                                                    const void *x, const void *z,
+                                                    const float *scale, const float *shift,
+                                                    const float *running_mean,
+                                                    const float *running_var, float epsilon,
+                                                    void *y);
 } dt_compute_v1_t;
 
 #ifdef __cplusplus

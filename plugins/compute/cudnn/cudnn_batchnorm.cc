@@ -152,17 +152,30 @@ private:
     void *data_ = nullptr;
 };
 
-int32_t forward_training(void *c, const dtp_tensor_t *x_desc, const void *x, const float *scale,
-                         const float *shift, float epsilon, float momentum, void *y,
-                         float *save_mean, float *save_invstd, float *running_mean,
-                         float *running_var, bool relu)
+// After cuDNN's batch norm: the fused ReLU, or the shortcut z added before it, by the
+// kernels the unfused calls would run.
+void finish_unfused(Instance &in, const dtp_tensor_t &t, const void *z, void *y, bool relu)
+{
+    if (z != nullptr)
+        launched(launch_add_relu(in.stream, t.dtype, count_of(t), y, z, y),
+                 "add+relu kernel (after cuDNN's batch norm)");
+    else if (relu)
+        launched(launch_relu(in.stream, t.dtype, count_of(t), y, y),
+                 "relu kernel (after cuDNN's batch norm)");
+}
+
+// z: the shortcut added before the ReLU (relu then implied), or NULL.
+int32_t forward_training(void *c, const dtp_tensor_t *x_desc, const void *x, const void *z,
+                         const float *scale, const float *shift, float epsilon,
+                         float momentum, void *y, float *save_mean, float *save_invstd,
+                         float *running_mean, float *running_var, bool relu)
 {
     return guarded(c, [&] {
         auto &in = self(c);
         if (native(in, *x_desc)) {
             const BnShape shape = shape_of(*x_desc);
             const Partials partials(in, shape);
-            launched(launch_bn_forward_training(partials.launch(), shape, x, scale, shift,
+            launched(launch_bn_forward_training(partials.launch(), shape, x, z, scale, shift,
                                                 epsilon, momentum, y, save_mean, save_invstd,
                                                 running_mean, running_var, relu),
                      "batch norm forward kernels");
@@ -175,13 +188,11 @@ int32_t forward_training(void *c, const dtp_tensor_t *x_desc, const void *x, con
                     scale, shift, momentum, running_mean, running_var, epsilon, save_mean,
                     save_invstd);
             });
-        if (relu)
-            launched(launch_relu(in.stream, x_desc->dtype, count_of(*x_desc), y, y),
-                     "relu kernel (after cuDNN's batch norm)");
+        finish_unfused(in, *x_desc, z, y, relu);
     });
 }
 
-int32_t forward_inference(void *c, const dtp_tensor_t *x_desc, const void *x,
+int32_t forward_inference(void *c, const dtp_tensor_t *x_desc, const void *x, const void *z,
                           const float *scale, const float *shift, const float *running_mean,
                           const float *running_var, float epsilon, void *y, bool relu)
 {
@@ -190,7 +201,7 @@ int32_t forward_inference(void *c, const dtp_tensor_t *x_desc, const void *x,
         if (native(in, *x_desc)) {
             const BnShape shape = shape_of(*x_desc);
             const Partials partials(in, shape);
-            launched(launch_bn_forward_inference(partials.launch(), shape, x, scale, shift,
+            launched(launch_bn_forward_inference(partials.launch(), shape, x, z, scale, shift,
                                                  running_mean, running_var, epsilon, y, relu),
                      "batch norm inference kernels");
             return;
@@ -201,9 +212,7 @@ int32_t forward_inference(void *c, const dtp_tensor_t *x_desc, const void *x,
                     in.dnn, CUDNN_BATCHNORM_SPATIAL, &kOne, &kZero, d.x.d, i[0], d.x.d, o[0],
                     d.param.d, scale, shift, running_mean, running_var, epsilon);
             });
-        if (relu)
-            launched(launch_relu(in.stream, x_desc->dtype, count_of(*x_desc), y, y),
-                     "relu kernel (after cuDNN's batch norm)");
+        finish_unfused(in, *x_desc, z, y, relu);
     });
 }
 
@@ -248,8 +257,8 @@ int32_t batchnorm_forward_training(void *c, const dtp_tensor_t *x_desc, const vo
                                    float momentum, void *y, float *save_mean, float *save_invstd,
                                    float *running_mean, float *running_var)
 {
-    return forward_training(c, x_desc, x, scale, shift, epsilon, momentum, y, save_mean,
-                            save_invstd, running_mean, running_var, false);
+    return forward_training(c, x_desc, x, nullptr, scale, shift, epsilon, momentum, y,
+                            save_mean, save_invstd, running_mean, running_var, false);
 }
 
 int32_t batchnorm_relu_forward_training(void *c, const dtp_tensor_t *x_desc, const void *x,
@@ -258,8 +267,8 @@ int32_t batchnorm_relu_forward_training(void *c, const dtp_tensor_t *x_desc, con
                                         float *save_mean, float *save_invstd,
                                         float *running_mean, float *running_var)
 {
-    return forward_training(c, x_desc, x, scale, shift, epsilon, momentum, y, save_mean,
-                            save_invstd, running_mean, running_var, true);
+    return forward_training(c, x_desc, x, nullptr, scale, shift, epsilon, momentum, y,
+                            save_mean, save_invstd, running_mean, running_var, true);
 }
 
 int32_t batchnorm_forward_inference(void *c, const dtp_tensor_t *x_desc, const void *x,
@@ -267,8 +276,8 @@ int32_t batchnorm_forward_inference(void *c, const dtp_tensor_t *x_desc, const v
                                     const float *running_mean, const float *running_var,
                                     float epsilon, void *y)
 {
-    return forward_inference(c, x_desc, x, scale, shift, running_mean, running_var, epsilon,
-                             y, false);
+    return forward_inference(c, x_desc, x, nullptr, scale, shift, running_mean, running_var,
+                             epsilon, y, false);
 }
 
 int32_t batchnorm_relu_forward_inference(void *c, const dtp_tensor_t *x_desc, const void *x,
@@ -276,7 +285,26 @@ int32_t batchnorm_relu_forward_inference(void *c, const dtp_tensor_t *x_desc, co
                                          const float *running_mean, const float *running_var,
                                          float epsilon, void *y)
 {
-    return forward_inference(c, x_desc, x, scale, shift, running_mean, running_var, epsilon,
+    return forward_inference(c, x_desc, x, nullptr, scale, shift, running_mean, running_var,
+                             epsilon, y, true);
+}
+
+int32_t batchnorm_add_relu_forward_training(void *c, const dtp_tensor_t *x_desc, const void *x,
+                                            const void *z, const float *scale,
+                                            const float *shift, float epsilon, float momentum,
+                                            void *y, float *save_mean, float *save_invstd,
+                                            float *running_mean, float *running_var)
+{
+    return forward_training(c, x_desc, x, z, scale, shift, epsilon, momentum, y, save_mean,
+                            save_invstd, running_mean, running_var, true);
+}
+
+int32_t batchnorm_add_relu_forward_inference(void *c, const dtp_tensor_t *x_desc,
+                                             const void *x, const void *z, const float *scale,
+                                             const float *shift, const float *running_mean,
+                                             const float *running_var, float epsilon, void *y)
+{
+    return forward_inference(c, x_desc, x, z, scale, shift, running_mean, running_var, epsilon,
                              y, true);
 }
 

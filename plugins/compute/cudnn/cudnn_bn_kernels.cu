@@ -31,6 +31,10 @@
 // fmaxf(y, 0), as the ReLU kernel would from y; the backward reads the forward's output
 // beside dy and takes dy where it is > 0, else 0, in the sums and in the element-wise
 // pass, which is what the ReLU backward kernel would have written for them.
+// A shortcut added before the ReLU (the Add flag, forward only): the element-wise pass
+// reads z where the backward reads dy and stores max(y + z, 0) with y and the sum rounded
+// to T as the batch norm and the add_relu kernel would have stored them, without writing
+// y and reading it back.
 #include "cudnn_bn_kernels.h"
 
 #include "cudnn_elem.cuh"
@@ -131,7 +135,7 @@ __device__ inline void accumulate(Sums &s, float x, float dy, float centre)
 // all loads issued before any value is used; at[u] < 0 (past the end) reads as x = fill,
 // dy = 0, whose terms are zero. Grad with Relu: dy is kept where mask (the fused
 // forward's output) is > 0 and read as 0 elsewhere.
-template <int V, bool Grad, bool Relu, typename T>
+template <int V, bool Grad, bool Relu, bool Add = false, typename T>
 __device__ inline void load_batch(const T *x, const T *dy, const T *mask,
                                   const int64_t (&at)[kUnroll], const float (&fill)[V],
                                   float (&xv)[kUnroll][V], float (&gv)[kUnroll][V])
@@ -147,7 +151,7 @@ __device__ inline void load_batch(const T *x, const T *dy, const T *mask,
         }
         if (at[u] >= 0) {
             load_pack<V>(x, at[u], xv[u]);
-            if constexpr (Grad)
+            if constexpr (Grad || Add)
                 load_pack<V>(dy, at[u], gv[u]);
             if constexpr (Grad && Relu)
                 load_pack<V>(mask, at[u], mv[u]);
@@ -165,11 +169,15 @@ __device__ inline void load_batch(const T *x, const T *dy, const T *mask,
 // The element-wise pass with a channel's coefficients k (one 16-byte load):
 // forward y = k.x (x - k.y) + k.z (then ReLU's fmaxf(y, 0) with Relu); backward
 // dx = k.x dy + k.z (x - k.y) + k.w (dy already masked by load_batch with Relu).
-template <bool Grad, bool Relu>
+template <bool Grad, bool Relu, bool Add = false, typename T = float>
 __device__ inline float apply(const float4 &k, float x, float dy)
 {
     if constexpr (Grad)
         return k.x * dy + k.z * (x - k.y) + k.w;
+    else if constexpr (Add) // dy holds the shortcut z
+        return fmaxf(to_float(from_float<T>(to_float(from_float<T>(k.x * (x - k.y) + k.z)) +
+                                            dy)),
+                     0.0f);
     else if constexpr (Relu)
         return fmaxf(k.x * (x - k.y) + k.z, 0.0f);
     else
@@ -363,8 +371,8 @@ __global__ void inference_coefficients_kernel(int64_t channels, const float *sca
 }
 
 // out = the element-wise pass (apply) over every element, planes then rows; dy is read
-// by the backward only.
-template <typename T, int V, bool Grad, bool Relu>
+// by the backward only, or is the shortcut z with Add.
+template <typename T, int V, bool Grad, bool Relu, bool Add>
 __global__ void __launch_bounds__(kThreads)
 planes_apply_kernel(BnShape g, const float4 *coef, const T *x, const T *dy, const T *mask,
                     T *out)
@@ -383,7 +391,7 @@ planes_apply_kernel(BnShape g, const float4 *coef, const T *x, const T *dy, cons
                 at[u] = n < g.n ? (n * g.channels + c) * g.spatial + i * V : -1;
             }
             float xv[kUnroll][V], gv[kUnroll][V];
-            load_batch<V, Grad, Relu>(x, dy, mask, at, fill, xv, gv);
+            load_batch<V, Grad, Relu, Add>(x, dy, mask, at, fill, xv, gv);
 #pragma unroll
             for (int u = 0; u < kUnroll; ++u) {
                 if (at[u] < 0)
@@ -391,14 +399,14 @@ planes_apply_kernel(BnShape g, const float4 *coef, const T *x, const T *dy, cons
                 float ov[V];
 #pragma unroll
                 for (int j = 0; j < V; ++j)
-                    ov[j] = apply<Grad, Relu>(k, xv[u][j], gv[u][j]);
+                    ov[j] = apply<Grad, Relu, Add, T>(k, xv[u][j], gv[u][j]);
                 store_pack<V>(out, at[u], ov);
             }
         }
     }
 }
 
-template <typename T, int V, bool Grad, bool Relu>
+template <typename T, int V, bool Grad, bool Relu, bool Add>
 __global__ void __launch_bounds__(kThreads)
 rows_apply_kernel(BnShape g, const float4 *coef, const T *x, const T *dy, const T *mask,
                   T *out)
@@ -421,7 +429,7 @@ rows_apply_kernel(BnShape g, const float4 *coef, const T *x, const T *dy, const 
             at[u] = r < g.n ? r * g.channels + c0 : -1;
         }
         float xv[kUnroll][V], gv[kUnroll][V];
-        load_batch<V, Grad, Relu>(x, dy, mask, at, fill, xv, gv);
+        load_batch<V, Grad, Relu, Add>(x, dy, mask, at, fill, xv, gv);
 #pragma unroll
         for (int u = 0; u < kUnroll; ++u) {
             if (at[u] < 0)
@@ -429,7 +437,7 @@ rows_apply_kernel(BnShape g, const float4 *coef, const T *x, const T *dy, const 
             float ov[V];
 #pragma unroll
             for (int j = 0; j < V; ++j)
-                ov[j] = apply<Grad, Relu>(k[j], xv[u][j], gv[u][j]);
+                ov[j] = apply<Grad, Relu, Add, T>(k[j], xv[u][j], gv[u][j]);
             store_pack<V>(out, at[u], ov);
         }
     }
@@ -523,15 +531,15 @@ int launch_sums(const Plan &p, stream_t s, const BnShape &g, const T *x, const T
     return last_launch_error();
 }
 
-template <typename T, int V, bool Grad, bool Relu>
+template <typename T, int V, bool Grad, bool Relu, bool Add = false>
 int launch_apply(const Plan &p, stream_t s, const BnShape &g, const float4 *coef, const T *x,
                  const T *dy, const T *mask, T *out)
 {
     if (p.rows)
-        rows_apply_kernel<T, V, Grad, Relu>
+        rows_apply_kernel<T, V, Grad, Relu, Add>
             <<<p.apply_grid, p.block, 0, s>>>(g, coef, x, dy, mask, out);
     else
-        planes_apply_kernel<T, V, Grad, Relu>
+        planes_apply_kernel<T, V, Grad, Relu, Add>
             <<<p.apply_grid, p.block, 0, s>>>(g, coef, x, dy, mask, out);
     return last_launch_error();
 }
@@ -541,6 +549,19 @@ template <typename F>
 int with_relu(bool relu, F &&f)
 {
     return relu ? f(std::true_type{}) : f(std::false_type{});
+}
+
+// The forward's element-wise pass: plain, ReLU fused, or the shortcut z added before it.
+template <typename T, int V>
+int launch_forward_apply(const Plan &p, stream_t s, const BnShape &g, const float4 *coef,
+                         const T *x, const T *z, bool relu, T *y)
+{
+    if (z != nullptr)
+        return launch_apply<T, V, false, true, true>(p, s, g, coef, x, z, nullptr, y);
+    return with_relu(relu, [&](auto fused) {
+        return launch_apply<T, V, false, decltype(fused)::value>(p, s, g, coef, x, nullptr,
+                                                                nullptr, y);
+    });
 }
 
 dim3 finish_grid(const BnShape &g) { return dim3(unsigned(ceil_div(g.channels, kFinishX))); }
@@ -556,11 +577,12 @@ size_t bn_scratch_bytes(const BnShape &g, int sms)
 }
 
 int launch_bn_forward_training(const BnLaunch &l, const BnShape &g, const void *x,
-                               const float *scale, const float *shift, float epsilon,
-                               float momentum, void *y, float *save_mean, float *save_invstd,
-                               float *running_mean, float *running_var, bool relu)
+                               const void *z, const float *scale, const float *shift,
+                               float epsilon, float momentum, void *y, float *save_mean,
+                               float *save_invstd, float *running_mean, float *running_var,
+                               bool relu)
 {
-    const Plan p = plan_of(g, l.sms, aligned4(g.dtype, {x, y}));
+    const Plan p = plan_of(g, l.sms, aligned4(g.dtype, {x, y, z}));
     const Scratch s = carve(l.scratch, g);
     return by_dtype(g.dtype, [&](auto tag) {
         using T = std::remove_pointer_t<decltype(tag)>;
@@ -576,20 +598,19 @@ int launch_bn_forward_training(const BnLaunch &l, const BnShape &g, const void *
                 save_invstd, running_mean, running_var, s.coef);
             if (int rc = last_launch_error())
                 return rc;
-            return with_relu(relu, [&](auto fused) {
-                return launch_apply<T, V, false, decltype(fused)::value>(
-                    p, l.stream, g, s.coef, xt, nullptr, nullptr, static_cast<T *>(y));
-            });
+            return launch_forward_apply<T, V>(p, l.stream, g, s.coef, xt,
+                                              static_cast<const T *>(z), relu,
+                                              static_cast<T *>(y));
         });
     });
 }
 
 int launch_bn_forward_inference(const BnLaunch &l, const BnShape &g, const void *x,
-                                const float *scale, const float *shift,
+                                const void *z, const float *scale, const float *shift,
                                 const float *running_mean, const float *running_var,
                                 float epsilon, void *y, bool relu)
 {
-    const Plan p = plan_of(g, l.sms, aligned4(g.dtype, {x, y}));
+    const Plan p = plan_of(g, l.sms, aligned4(g.dtype, {x, y, z}));
     const Scratch s = carve(l.scratch, g);
     return by_dtype(g.dtype, [&](auto tag) {
         using T = std::remove_pointer_t<decltype(tag)>;
@@ -601,11 +622,10 @@ int launch_bn_forward_inference(const BnLaunch &l, const BnShape &g, const void 
                                                            s.coef);
             if (int rc = last_launch_error())
                 return rc;
-            return with_relu(relu, [&](auto fused) {
-                return launch_apply<T, V, false, decltype(fused)::value>(
-                    p, l.stream, g, s.coef, static_cast<const T *>(x), nullptr, nullptr,
-                    static_cast<T *>(y));
-            });
+            return launch_forward_apply<T, V>(p, l.stream, g, s.coef,
+                                              static_cast<const T *>(x),
+                                              static_cast<const T *>(z), relu,
+                                              static_cast<T *>(y));
         });
     });
 }

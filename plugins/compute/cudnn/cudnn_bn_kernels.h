@@ -42,12 +42,15 @@ struct BnLaunch {
 size_t bn_scratch_bytes(const BnShape &shape, int sms);
 
 // relu: ReLU fused, y = max(0, batch norm of x), as the ReLU kernel gives it from y.
+// z (NULL: none): a shortcut of x's shape added before the ReLU (relu is then implied),
+// y = max(0, batch norm of x + z), as the add_relu kernel gives it from the batch norm.
 int launch_bn_forward_training(const BnLaunch &l, const BnShape &shape, const void *x,
-                               const float *scale, const float *shift, float epsilon,
-                               float momentum, void *y, float *save_mean, float *save_invstd,
-                               float *running_mean, float *running_var, bool relu);
+                               const void *z, const float *scale, const float *shift,
+                               float epsilon, float momentum, void *y, float *save_mean,
+                               float *save_invstd, float *running_mean, float *running_var,
+                               bool relu);
 int launch_bn_forward_inference(const BnLaunch &l, const BnShape &shape, const void *x,
-                                const float *scale, const float *shift,
+                                const void *z, const float *scale, const float *shift,
                                 const float *running_mean, const float *running_var,
                                 float epsilon, void *y, bool relu);
 // relu_y: the output of the forward with ReLU fused, whose sign masks dy (dy where

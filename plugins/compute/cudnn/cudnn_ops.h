@@ -46,6 +46,15 @@ int32_t batchnorm_relu_forward_inference(void *c, const dtp_tensor_t *x_desc, co
                                          const float *scale, const float *shift,
                                          const float *running_mean, const float *running_var,
                                          float epsilon, void *y);
+int32_t batchnorm_add_relu_forward_training(void *c, const dtp_tensor_t *x_desc, const void *x,
+                                            const void *z, const float *scale,
+                                            const float *shift, float epsilon, float momentum,
+                                            void *y, float *save_mean, float *save_invstd,
+                                            float *running_mean, float *running_var);
+int32_t batchnorm_add_relu_forward_inference(void *c, const dtp_tensor_t *x_desc,
+                                             const void *x, const void *z, const float *scale,
+                                             const float *shift, const float *running_mean,
+                                             const float *running_var, float epsilon, void *y);
 int32_t batchnorm_relu_backward(void *c, const dtp_tensor_t *x_desc, const void *x,
                                 const void *y, const void *dy, const float *scale,
                                 const float *save_mean, const float *save_invstd,

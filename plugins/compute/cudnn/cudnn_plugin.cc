@@ -570,6 +570,8 @@ const dt_compute_v1_t kOps = {
     Timed<batchnorm_relu_backward, kOpBatchnormReluBackward>::call,
     Timed<add_relu, kOpAddRelu>::call,
     Timed<relu_backward_sum, kOpReluBackwardSum>::call,
+    Timed<batchnorm_add_relu_forward_training, kOpBatchnormAddReluForwardTraining>::call,
+    Timed<batchnorm_add_relu_forward_inference, kOpBatchnormAddReluForwardInference>::call,
 };
 
 } // namespace

@@ -19,6 +19,7 @@ const char *const kOpNames[kOpCount] = {
     "batchnorm_backward", "softmax_xent_forward", "softmax_xent_backward", "sgd_update",
     "adam_update", "batchnorm_relu_forward_training", "batchnorm_relu_forward_inference",
     "batchnorm_relu_backward", "add_relu", "relu_backward_sum",
+    "batchnorm_add_relu_forward_training", "batchnorm_add_relu_forward_inference",
 };
 
 // Pairs kept before their times are read: bounded so that a long run holds few events.

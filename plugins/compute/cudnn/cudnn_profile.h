@@ -26,7 +26,8 @@ enum ProfiledOp : int {
     kOpBatchnormForwardInference, kOpBatchnormBackward, kOpSoftmaxXentForward,
     kOpSoftmaxXentBackward, kOpSgdUpdate, kOpAdamUpdate, kOpBatchnormReluForwardTraining,
     kOpBatchnormReluForwardInference, kOpBatchnormReluBackward, kOpAddRelu,
-    kOpReluBackwardSum, kOpCount
+    kOpReluBackwardSum, kOpBatchnormAddReluForwardTraining,
+    kOpBatchnormAddReluForwardInference, kOpCount
 };
 
 class Profile {

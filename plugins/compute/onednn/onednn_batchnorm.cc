@@ -49,12 +49,15 @@ void channel_moments(const Planes &g, const T *x, int64_t c, double &mean, doubl
     var = std::max(0.0, s2 / double(g.count()) - m * m);
 }
 
-// y = a x + b over channel c (max(a x + b, 0) with relu).
+// y = a x + b over channel c (max(a x + b, 0) with relu; max(a x + b + z, 0) with a
+// shortcut z).
 template <typename T>
-void channel_affine(const Planes &g, const T *x, T *y, int64_t c, float a, float b, bool relu)
+void channel_affine(const Planes &g, const T *x, const T *z, T *y, int64_t c, float a, float b,
+                    bool relu)
 {
     for (int64_t i = 0; i < g.n; ++i)
-        plane_affine(x + g.offset(i, c), y + g.offset(i, c), g.plane, a, b, relu);
+        plane_affine(x + g.offset(i, c), z != nullptr ? z + g.offset(i, c) : nullptr,
+                     y + g.offset(i, c), g.plane, a, b, relu);
 }
 
 // Whether x is a float32 or bfloat16 (rows, C) tensor with enough channels for the row
@@ -86,7 +89,7 @@ void for_columns(const dtp_tensor_t &x, F &&f)
 }
 
 template <typename T>
-void rows_forward_training(const dtp_tensor_t &xd, const T *x, const float *scale,
+void rows_forward_training(const dtp_tensor_t &xd, const T *x, const T *z, const float *scale,
                            const float *shift, float epsilon, float momentum, T *y,
                            float *save_mean, float *save_invstd, float *running_mean,
                            float *running_var, bool relu)
@@ -118,7 +121,7 @@ void rows_forward_training(const dtp_tensor_t &xd, const T *x, const float *scal
                     (1.0f - momentum) * running_var[k] + momentum * float(var) * unbias;
             }
         }
-        rows_affine(g, x, y, a.data(), b.data(), relu);
+        rows_affine(g, x, z, y, a.data(), b.data(), relu);
     });
 }
 
@@ -149,8 +152,9 @@ void rows_backward(const dtp_tensor_t &xd, const T *x, const T *dy, const T *mas
     });
 }
 
-// The batch norm ops with ReLU fused (relu) or not; the exported ops below pick.
-int32_t forward_training(void *c, const dtp_tensor_t *x_desc, const void *x,
+// The batch norm ops with ReLU fused (relu), with a shortcut added before it (z, not
+// NULL) or neither; the exported ops below pick.
+int32_t forward_training(void *c, const dtp_tensor_t *x_desc, const void *x, const void *z,
                          const float *scale, const float *shift, float epsilon,
                          float momentum, void *y, float *save_mean, float *save_invstd,
                          float *running_mean, float *running_var, bool relu)
@@ -159,9 +163,10 @@ int32_t forward_training(void *c, const dtp_tensor_t *x_desc, const void *x,
         if (by_rows(*x_desc))
             return by_row_dtype(*x_desc, [&](auto tag) {
                 using T = decltype(tag);
-                rows_forward_training(*x_desc, static_cast<const T *>(x), scale, shift,
-                                      epsilon, momentum, static_cast<T *>(y), save_mean,
-                                      save_invstd, running_mean, running_var, relu);
+                rows_forward_training(*x_desc, static_cast<const T *>(x),
+                                      static_cast<const T *>(z), scale, shift, epsilon,
+                                      momentum, static_cast<T *>(y), save_mean, save_invstd,
+                                      running_mean, running_var, relu);
             });
         const Planes g = planes_of(*x_desc);
         const float unbias =
@@ -169,6 +174,7 @@ int32_t forward_training(void *c, const dtp_tensor_t *x_desc, const void *x,
         by_dtype(x_desc->dtype, [&](auto tag) {
             using T = decltype(tag);
             const auto *px = static_cast<const T *>(x);
+            const auto *pz = static_cast<const T *>(z);
             auto *py = static_cast<T *>(y);
 #pragma omp parallel for schedule(static)
             for (int64_t k = 0; k < g.channels; ++k) {
@@ -176,7 +182,7 @@ int32_t forward_training(void *c, const dtp_tensor_t *x_desc, const void *x,
                 channel_moments(g, px, k, mean, var);
                 const float invstd = float(1.0 / std::sqrt(var + double(epsilon)));
                 const float a = scale[k] * invstd;
-                channel_affine(g, px, py, k, a, shift[k] - float(mean) * a, relu);
+                channel_affine(g, px, pz, py, k, a, shift[k] - float(mean) * a, relu);
                 save_mean[k] = float(mean);
                 save_invstd[k] = invstd;
                 if (running_mean != nullptr) {
@@ -190,7 +196,7 @@ int32_t forward_training(void *c, const dtp_tensor_t *x_desc, const void *x,
     });
 }
 
-int32_t forward_inference(void *c, const dtp_tensor_t *x_desc, const void *x,
+int32_t forward_inference(void *c, const dtp_tensor_t *x_desc, const void *x, const void *z,
                           const float *scale, const float *shift, const float *running_mean,
                           const float *running_var, float epsilon, void *y, bool relu)
 {
@@ -205,19 +211,20 @@ int32_t forward_inference(void *c, const dtp_tensor_t *x_desc, const void *x,
                         a[size_t(i)] = scale[k] / std::sqrt(running_var[k] + epsilon);
                         b[size_t(i)] = shift[k] - running_mean[k] * a[size_t(i)];
                     }
-                    rows_affine(g, static_cast<const T *>(x), static_cast<T *>(y), a.data(),
-                                b.data(), relu);
+                    rows_affine(g, static_cast<const T *>(x), static_cast<const T *>(z),
+                                static_cast<T *>(y), a.data(), b.data(), relu);
                 });
             });
         const Planes g = planes_of(*x_desc);
         by_dtype(x_desc->dtype, [&](auto tag) {
             using T = decltype(tag);
             const auto *px = static_cast<const T *>(x);
+            const auto *pz = static_cast<const T *>(z);
             auto *py = static_cast<T *>(y);
 #pragma omp parallel for schedule(static)
             for (int64_t k = 0; k < g.channels; ++k) {
                 const float a = scale[k] / std::sqrt(running_var[k] + epsilon);
-                channel_affine(g, px, py, k, a, shift[k] - running_mean[k] * a, relu);
+                channel_affine(g, px, pz, py, k, a, shift[k] - running_mean[k] * a, relu);
             }
         });
     });
@@ -282,8 +289,8 @@ int32_t batchnorm_forward_training(void *c, const dtp_tensor_t *x_desc, const vo
                                    float momentum, void *y, float *save_mean,
                                    float *save_invstd, float *running_mean, float *running_var)
 {
-    return forward_training(c, x_desc, x, scale, shift, epsilon, momentum, y, save_mean,
-                            save_invstd, running_mean, running_var, false);
+    return forward_training(c, x_desc, x, nullptr, scale, shift, epsilon, momentum, y,
+                            save_mean, save_invstd, running_mean, running_var, false);
 }
 
 int32_t batchnorm_relu_forward_training(void *c, const dtp_tensor_t *x_desc, const void *x,
@@ -292,8 +299,8 @@ int32_t batchnorm_relu_forward_training(void *c, const dtp_tensor_t *x_desc, con
                                         float *save_mean, float *save_invstd,
                                         float *running_mean, float *running_var)
 {
-    return forward_training(c, x_desc, x, scale, shift, epsilon, momentum, y, save_mean,
-                            save_invstd, running_mean, running_var, true);
+    return forward_training(c, x_desc, x, nullptr, scale, shift, epsilon, momentum, y,
+                            save_mean, save_invstd, running_mean, running_var, true);
 }
 
 int32_t batchnorm_forward_inference(void *c, const dtp_tensor_t *x_desc, const void *x,
@@ -301,8 +308,8 @@ int32_t batchnorm_forward_inference(void *c, const dtp_tensor_t *x_desc, const v
                                     const float *running_mean, const float *running_var,
                                     float epsilon, void *y)
 {
-    return forward_inference(c, x_desc, x, scale, shift, running_mean, running_var, epsilon,
-                             y, false);
+    return forward_inference(c, x_desc, x, nullptr, scale, shift, running_mean, running_var,
+                             epsilon, y, false);
 }
 
 int32_t batchnorm_relu_forward_inference(void *c, const dtp_tensor_t *x_desc, const void *x,
@@ -310,7 +317,26 @@ int32_t batchnorm_relu_forward_inference(void *c, const dtp_tensor_t *x_desc, co
                                          const float *running_mean, const float *running_var,
                                          float epsilon, void *y)
 {
-    return forward_inference(c, x_desc, x, scale, shift, running_mean, running_var, epsilon,
+    return forward_inference(c, x_desc, x, nullptr, scale, shift, running_mean, running_var,
+                             epsilon, y, true);
+}
+
+int32_t batchnorm_add_relu_forward_training(void *c, const dtp_tensor_t *x_desc, const void *x,
+                                            const void *z, const float *scale,
+                                            const float *shift, float epsilon, float momentum,
+                                            void *y, float *save_mean, float *save_invstd,
+                                            float *running_mean, float *running_var)
+{
+    return forward_training(c, x_desc, x, z, scale, shift, epsilon, momentum, y, save_mean,
+                            save_invstd, running_mean, running_var, true);
+}
+
+int32_t batchnorm_add_relu_forward_inference(void *c, const dtp_tensor_t *x_desc,
+                                             const void *x, const void *z, const float *scale,
+                                             const float *shift, const float *running_mean,
+                                             const float *running_var, float epsilon, void *y)
+{
+    return forward_inference(c, x_desc, x, z, scale, shift, running_mean, running_var, epsilon,
                              y, true);
 }
 

@@ -51,6 +51,16 @@ inline void plane_affine_impl(const float *x, float *y, int64_t n, float a, floa
     }
 }
 
+inline void plane_affine_add_impl(const float *x, const float *z, float *y, int64_t n, float a,
+                                  float b)
+{
+#pragma omp simd
+    for (int64_t i = 0; i < n; ++i) {
+        const float v = a * x[i] + b;
+        y[i] = relu_value(v + z[i]);
+    }
+}
+
 template <bool Masked>
 inline Sums plane_grad_sums_impl(const float *x, const float *dy, const float *mask, int64_t n,
                                  float mean)
@@ -86,9 +96,12 @@ inline void plane_grad_apply_impl(const float *x, const float *dy, const float *
 
 } // namespace
 
-DTP_CLONES void plane_affine(const float *x, float *y, int64_t n, float a, float b, bool relu)
+DTP_CLONES void plane_affine(const float *x, const float *z, float *y, int64_t n, float a,
+                             float b, bool relu)
 {
-    if (relu)
+    if (z != nullptr)
+        plane_affine_add_impl(x, z, y, n, a, b);
+    else if (relu)
         plane_affine_impl<true>(x, y, n, a, b);
     else
         plane_affine_impl<false>(x, y, n, a, b);
@@ -152,6 +165,23 @@ inline void affine_impl(const Columns &g, const T *x, T *y, const float *a, cons
         for (int64_t c = 0; c < g.width; ++c) {
             const float v = a[c] * to_float(in[c]) + b[c];
             out[c] = from_float<T>(Relu ? relu_value(v) : v);
+        }
+    }
+}
+
+// affine_impl with the shortcut z added before ReLU (add_relu_value).
+template <typename T>
+inline void affine_add_impl(const Columns &g, const T *x, const T *z, T *y, const float *a,
+                            const float *b)
+{
+    for (int64_t r = 0; r < g.rows; ++r) {
+        const T *in = x + r * g.stride + g.col;
+        const T *zr = z + r * g.stride + g.col;
+        T *out = y + r * g.stride + g.col;
+#pragma omp simd
+        for (int64_t c = 0; c < g.width; ++c) {
+            const float v = a[c] * to_float(in[c]) + b[c];
+            out[c] = from_float<T>(add_relu_value<T>(v, to_float(zr[c])));
         }
     }
 }
@@ -228,19 +258,23 @@ DTP_CLONES void rows_moments(const Columns &g, const bf16_t *x, const float *piv
     moments_impl(g, x, pivot, s1, s2);
 }
 
-DTP_CLONES void rows_affine(const Columns &g, const float *x, float *y, const float *a,
-                            const float *b, bool relu)
+DTP_CLONES void rows_affine(const Columns &g, const float *x, const float *z, float *y,
+                            const float *a, const float *b, bool relu)
 {
-    if (relu)
+    if (z != nullptr)
+        affine_add_impl(g, x, z, y, a, b);
+    else if (relu)
         affine_impl<true>(g, x, y, a, b);
     else
         affine_impl<false>(g, x, y, a, b);
 }
 
-DTP_CLONES void rows_affine(const Columns &g, const bf16_t *x, bf16_t *y, const float *a,
-                            const float *b, bool relu)
+DTP_CLONES void rows_affine(const Columns &g, const bf16_t *x, const bf16_t *z, bf16_t *y,
+                            const float *a, const float *b, bool relu)
 {
-    if (relu)
+    if (z != nullptr)
+        affine_add_impl(g, x, z, y, a, b);
+    else if (relu)
         affine_impl<true>(g, x, y, a, b);
     else
         affine_impl<false>(g, x, y, a, b);

@@ -18,8 +18,10 @@ struct Sums {
 
 // sum(x - pivot), sum((x - pivot)^2)
 Sums plane_moments(const float *x, int64_t n, float pivot);
-// y = a x + b; with relu, max(a x + b, 0) (ReLU fused: the value ReLU would give)
-void plane_affine(const float *x, float *y, int64_t n, float a, float b, bool relu);
+// y = a x + b; with relu, max(a x + b, 0) (ReLU fused: the value ReLU would give); with
+// a shortcut z (not NULL; relu then too), max(a x + b + z, 0) (add_relu_value)
+void plane_affine(const float *x, const float *z, float *y, int64_t n, float a, float b,
+                  bool relu);
 // sum(g), sum(g (x - mean)) with g = dy, or with a mask (the output of a batch norm fused
 // with ReLU; NULL for none) g = dy where mask > 0, else 0: what ReLU's backward gives
 Sums plane_grad_sums(const float *x, const float *dy, const float *mask, int64_t n,
@@ -43,8 +45,8 @@ struct Columns {
 void rows_moments(const Columns &g, const float *x, const float *pivot, double *s1,
                   double *s2);
 // y = a[c] x + b[c]; with relu, max(a[c] x + b[c], 0)
-void rows_affine(const Columns &g, const float *x, float *y, const float *a, const float *b,
-                 bool relu);
+void rows_affine(const Columns &g, const float *x, const float *z, float *y, const float *a,
+                 const float *b, bool relu);
 // s1[c] = sum(g), s2[c] = sum(g (x - mean[c])), g = dy masked as in plane_grad_sums
 void rows_grad_sums(const Columns &g, const float *x, const float *dy, const float *mask,
                     const float *mean, double *s1, double *s2);
@@ -55,8 +57,8 @@ void rows_grad_apply(const Columns &g, const float *x, const float *dy, const fl
 // float32 with the per-channel vectors and sums in float32 / double as above.
 void rows_moments(const Columns &g, const bf16_t *x, const float *pivot, double *s1,
                   double *s2);
-void rows_affine(const Columns &g, const bf16_t *x, bf16_t *y, const float *a, const float *b,
-                 bool relu);
+void rows_affine(const Columns &g, const bf16_t *x, const bf16_t *z, bf16_t *y, const float *a,
+                 const float *b, bool relu);
 void rows_grad_sums(const Columns &g, const bf16_t *x, const bf16_t *dy, const bf16_t *mask,
                     const float *mean, double *s1, double *s2);
 void rows_grad_apply(const Columns &g, const bf16_t *x, const bf16_t *dy, const bf16_t *mask,
@@ -66,6 +68,13 @@ void rows_grad_apply(const Columns &g, const bf16_t *x, const bf16_t *dy, const 
 // float before rounding to T, it gives the bits that rounding first then ReLU give:
 // rounding keeps the sign, and a positive float never rounds to a bfloat16 NaN.
 inline float relu_value(float v) { return v > 0.0f ? v : 0.0f; }
+// max(y + z, 0) with y = v as the batch norm stores it and the sum rounded to T as the
+// add stores it: the bits of the batch norm, then add_relu (identity roundings for float).
+template <typename T>
+inline float add_relu_value(float v, float z)
+{
+    return relu_value(to_float(from_float<T>(to_float(from_float<T>(v)) + z)));
+}
 // The gradient ReLU's backward passes on: dy where the output is > 0, else +0. As a bit
 // mask, not a conditional: in these scalar loops the compiler made the condition a
 // branch, which the random signs mispredict every other element (the bfloat16 NCHW
@@ -91,9 +100,12 @@ Sums plane_moments(const T *x, int64_t n, float pivot)
 
 // The generic loops, the flag and the mask tested once per plane rather than per element.
 template <typename T>
-void plane_affine(const T *x, T *y, int64_t n, float a, float b, bool relu)
+void plane_affine(const T *x, const T *z, T *y, int64_t n, float a, float b, bool relu)
 {
-    if (relu)
+    if (z != nullptr)
+        for (int64_t i = 0; i < n; ++i)
+            y[i] = from_float<T>(add_relu_value<T>(a * to_float(x[i]) + b, to_float(z[i])));
+    else if (relu)
         for (int64_t i = 0; i < n; ++i)
             y[i] = from_float<T>(relu_value(a * to_float(x[i]) + b));
     else

@@ -104,6 +104,7 @@ const dt_compute_v1_t kOps = {
     batchnorm_relu_forward_training, batchnorm_relu_forward_inference, batchnorm_relu_backward,
     add_relu,
     relu_backward_sum,
+    batchnorm_add_relu_forward_training, batchnorm_add_relu_forward_inference,
 };
 
 } // namespace

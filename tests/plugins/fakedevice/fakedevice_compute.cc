@@ -463,7 +463,7 @@ const dt_compute_v1_t kOps = {
     sgd_update, adam_update,
     // No fused ReLU ops: the core composes them from the members above, on memory the
     // CPU cannot touch, which is what the tests of the fused API here check.
-    nullptr, nullptr, nullptr, nullptr, nullptr,
+    nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr,
 };
 
 // The table of a plugin built before the fused ReLU ops existed: its struct_size ends
@@ -501,6 +501,18 @@ int32_t relu_backward_sum_past_end(void *, const dtp_tensor_t *, const void *, c
 {
     read_past_the_table("relu_backward_sum");
 }
+int32_t bn_add_relu_training_past_end(void *, const dtp_tensor_t *, const void *, const void *,
+                                      const float *, const float *, float, float, void *,
+                                      float *, float *, float *, float *)
+{
+    read_past_the_table("batchnorm_add_relu_forward_training");
+}
+int32_t bn_add_relu_inference_past_end(void *, const dtp_tensor_t *, const void *,
+                                       const void *, const float *, const float *,
+                                       const float *, const float *, float, void *)
+{
+    read_past_the_table("batchnorm_add_relu_forward_inference");
+}
 
 dt_compute_v1_t short_table()
 {
@@ -511,6 +523,8 @@ dt_compute_v1_t short_table()
     t.batchnorm_relu_backward = bn_relu_backward_past_end;
     t.add_relu = add_relu_past_end;
     t.relu_backward_sum = relu_backward_sum_past_end;
+    t.batchnorm_add_relu_forward_training = bn_add_relu_training_past_end;
+    t.batchnorm_add_relu_forward_inference = bn_add_relu_inference_past_end;
     return t;
 }
 const dt_compute_v1_t kShortOps = short_table();

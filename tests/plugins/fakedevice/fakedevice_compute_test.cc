@@ -175,11 +175,12 @@ TEST(FakeCompute, OpsGiveTheOnednnResultsBitForBit)
     EXPECT_GT(x.correct, 0); // ReLU of random logits: some rows hit, so the check is real
 }
 
-// Batch norm + ReLU (training, inference, backward), add + ReLU and ReLU's gradient of a
-// sum of one tensor shape, downloaded to the host.
+// Batch norm + ReLU (training, inference, backward), add + ReLU, ReLU's gradient of a
+// sum and batch norm + shortcut add + ReLU (training, inference) of one tensor shape,
+// downloaded to the host.
 struct FusedResults {
     std::vector<float> y, mean, invstd, running_mean, running_var, y_eval, dx, dscale, dshift,
-        sum, dsum;
+        sum, dsum, y_add, y_add_eval;
 };
 
 FusedResults fused_ops(Compute &c, const dt_tensor_desc_t &d, int64_t channels, uint32_t seed)
@@ -199,6 +200,10 @@ FusedResults fused_ops(Compute &c, const dt_tensor_desc_t &d, int64_t channels, 
     auto *dx = static_cast<float *>(c.alloc(n * sizeof(float)));
     auto *sum = static_cast<float *>(c.alloc(n * sizeof(float)));
     auto *dsum = static_cast<float *>(c.alloc(n * sizeof(float)));
+    auto *y_add = static_cast<float *>(c.alloc(n * sizeof(float)));
+    auto *y_add_eval = static_cast<float *>(c.alloc(n * sizeof(float)));
+    auto *mean2 = static_cast<float *>(c.alloc(ch * sizeof(float)));
+    auto *invstd2 = static_cast<float *>(c.alloc(ch * sizeof(float)));
     auto *mean = static_cast<float *>(c.alloc(ch * sizeof(float)));
     auto *invstd = static_cast<float *>(c.alloc(ch * sizeof(float)));
     auto *dscale = static_cast<float *>(c.alloc(ch * sizeof(float)));
@@ -216,6 +221,13 @@ FusedResults fused_ops(Compute &c, const dt_tensor_desc_t &d, int64_t channels, 
     EXPECT_EQ(dt_compute_add_relu(c.get(), &d, x, dy, sum), DT_OK) << dt_last_error();
     EXPECT_EQ(dt_compute_relu_backward_sum(c.get(), &d, y, x, dy, dsum), DT_OK)
         << dt_last_error();
+    EXPECT_EQ(dt_compute_batchnorm_add_relu_forward_training(c.get(), &d, x, dy, scale, shift,
+                                                             1e-5f, 0.1f, y_add, mean2, invstd2,
+                                                             nullptr, nullptr),
+              DT_OK) << dt_last_error();
+    EXPECT_EQ(dt_compute_batchnorm_add_relu_forward_inference(c.get(), &d, x, dy, scale, shift,
+                                                              rm, rv, 1e-5f, y_add_eval),
+              DT_OK) << dt_last_error();
     EXPECT_EQ(dt_compute_synchronize(c.get()), DT_OK) << dt_last_error();
 
     FusedResults r;
@@ -230,6 +242,8 @@ FusedResults fused_ops(Compute &c, const dt_tensor_desc_t &d, int64_t channels, 
     r.dshift = c.download<float>(dshift, ch);
     r.sum = c.download<float>(sum, n);
     r.dsum = c.download<float>(dsum, n);
+    r.y_add = c.download<float>(y_add, n);
+    r.y_add_eval = c.download<float>(y_add_eval, n);
     return r;
 }
 
@@ -258,6 +272,8 @@ TEST(FakeCompute, FusedReluOpsComposedOnTheDeviceMatchTheOnednnFusion)
         EXPECT_TRUE(same_bits(a.dscale, b.dscale));
         EXPECT_TRUE(same_bits(a.dshift, b.dshift));
         EXPECT_TRUE(same_bits(a.sum, b.sum));
+        EXPECT_TRUE(same_bits(a.y_add, b.y_add));
+        EXPECT_TRUE(same_bits(a.y_add_eval, b.y_add_eval));
         EXPECT_TRUE(same_bits(a.dsum, b.dsum));
         // ReLU did something: some outputs are 0, some are not.
         const auto zeros = std::count(a.y.begin(), a.y.end(), 0.0f);
@@ -282,6 +298,8 @@ TEST(FakeCompute, AShorterTableGetsTheFusedOpsComposed)
     EXPECT_TRUE(same_bits(a.dscale, b.dscale));
     EXPECT_TRUE(same_bits(a.sum, b.sum));
     EXPECT_TRUE(same_bits(a.dsum, b.dsum));
+    EXPECT_TRUE(same_bits(a.y_add, b.y_add));
+    EXPECT_TRUE(same_bits(a.y_add_eval, b.y_add_eval));
 }
 
 TEST(FakeComputeDeathTest, ACpuReadOfItsMemoryCrashes)

@@ -6,8 +6,8 @@
 # REPORTS/packaging.build.junit.xml (the build and lintian) and packaging.junit.xml (the
 # install checks), and prints how long each part took.
 #   scripts/packaging-tests.sh [--build | --install] REPORTS
-# --build runs the first part only (run-tests.sh runs it beside the other suites), and
-# --install the second, on the packages the first left in <build>/debs.
+# --build runs the first part only, and --install the second, on the packages the first
+# left in <build>/debs; run-tests.sh runs both beside the other suites.
 # DISTTRAIN_PACKAGING_TESTS=0 skips the suite (counted as skipped, with that reason) where
 # its few minutes do not fit.
 set -uo pipefail

@@ -46,6 +46,16 @@ void run_add_relu(ComputeContext &c, const char *fn, const dtp_tensor_t *t, cons
     c.call(fn, c.ops().relu_forward, t, static_cast<const void *>(out), out);
 }
 
+// The shortcut z of a fused residual end: present and not y, which the unfused sequence
+// would overwrite with the batch norm before the add reads z.
+void require_shortcut(const char *fn, const void *z, const void *y)
+{
+    require_ptr(fn, "z", z);
+    if (z == y)
+        dt::throw_error(DT_ERR_INVALID_ARGUMENT, fn, ": y is the same memory as z (the "
+                        "shortcut added before the ReLU); pass a separate y buffer");
+}
+
 } // namespace
 
 extern "C" {
@@ -163,16 +173,6 @@ DT_API dt_status_t dt_compute_relu_backward_sum(dt_compute_h compute,
         ctx.call(fn, ctx.ops().relu_backward, pt, y, static_cast<const void *>(sum), dx);
         return DT_OK;
     });
-}
-
-// The shortcut z of a fused residual end: present and not y, which the unfused sequence
-// would overwrite with the batch norm before the add reads z.
-void require_shortcut(const char *fn, const void *z, const void *y)
-{
-    require_ptr(fn, "z", z);
-    if (z == y)
-        dt::throw_error(DT_ERR_INVALID_ARGUMENT, fn, ": y is the same memory as z (the "
-                        "shortcut added before the ReLU); pass a separate y buffer");
 }
 
 DT_API dt_status_t dt_compute_batchnorm_add_relu_forward_training(

@@ -163,7 +163,7 @@ std::string Case::shape_key(bool with_placement) const
     return key;
 }
 
-void Case::prepare(Images &images)
+void Case::prepare(Images &images, bool keep_inputs)
 {
     const std::string key = shape_key(true);
     const std::vector<unsigned char> *in_image = images.find("in " + key);
@@ -173,8 +173,10 @@ void Case::prepare(Images &images)
         out_ = *out_image;
     } else {
         fill();
-        images.add("in " + key, in_);
-        images.add("out " + key, out_);
+        if (keep_inputs) {
+            images.add("in " + key, in_);
+            images.add("out " + key, out_);
+        }
     }
     if (device_ != nullptr) {
         const size_t out_bytes = out_.size();

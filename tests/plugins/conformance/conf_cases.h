@@ -57,8 +57,9 @@ public:
          int root, bool async, int rank, int ranks,
          const testing::DeviceMemory *device = nullptr);
 
-    // Fills inputs and poisons outputs (or copies both from images); call before launch.
-    void prepare(Images &images);
+    // Fills inputs and poisons outputs (or copies both from images, and keeps them there
+    // for a case of the same shape and placement with keep_inputs); call before launch.
+    void prepare(Images &images, bool keep_inputs = true);
     // Starts the call (async) or runs it (blocking); returns its status.
     dt_status_t launch(dt_context_h ctx);
     dt_request_h request() const { return req_; }

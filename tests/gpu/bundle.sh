@@ -22,7 +22,7 @@ mkdir -p "$DEST"/{bin,lib,plugins,data,fallback}
 need() { [ -e "$1" ] || { echo "bundle.sh: $1 is missing: build it first" >&2; exit 1; }; }
 for f in core/launch/disttrainrun models/programs/disttrain-bench \
          models/programs/disttrain-train tests/plugins/conformance/dt_conformance \
-         tests/plugins/cuda/cuda_memory_gpu_test; do
+         tests/plugins/cuda/cuda_memory_gpu_test tests/bench/compute/residual_end_bench; do
     need "$BUILD/$f"; cp "$BUILD/$f" "$DEST/bin/"
 done
 need "$BUILD/core/libdisttrain.so.1"

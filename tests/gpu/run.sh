@@ -182,6 +182,10 @@ echo "=== batch norm, ReLU and add (batchnorm_relu_*, batchnorm_add_relu_*, add_
 for s in r50-profile r50-nchw-cudnn-bn-profile; do
     grep -s -E "^(batchnorm|relu|add)" "/tmp/step-$s.log" | sed "s/^/$s: /"
 done
+# The end of a residual block fused (batch norm, shortcut add, ReLU in one pass) against
+# the batch norm then add_relu, on ResNet-50's four block-end shapes at batch 64.
+DISTTRAIN_COMPUTE=cudnn step residual-end 60 "$BUNDLE/bin/residual_end_bench"
+DISTTRAIN_COMPUTE=cudnn step residual-end-bf16 60 "$BUNDLE/bin/residual_end_bench" --bf16
 DISTTRAIN_ACTIVATIONS=bfloat16 DISTTRAIN_CUDNN_PROFILE=1 DISTTRAIN_COMPUTE=cudnn \
     step r50-bf16-profile 60 "$BUNDLE/bin/disttrain-bench" --model resnet50 --batch-size 64 \
     --num-warmup 3 --num-iters 10 --bf16

@@ -44,7 +44,7 @@ struct Columns {
 // col; pivot, s1 and s2 hold width values).
 void rows_moments(const Columns &g, const float *x, const float *pivot, double *s1,
                   double *s2);
-// y = a[c] x + b[c]; with relu, max(a[c] x + b[c], 0)
+// y = a[c] x + b[c]; with relu, max(a[c] x + b[c], 0); with a shortcut z, as plane_affine
 void rows_affine(const Columns &g, const float *x, const float *z, float *y, const float *a,
                  const float *b, bool relu);
 // s1[c] = sum(g), s2[c] = sum(g (x - mean[c])), g = dy masked as in plane_grad_sums

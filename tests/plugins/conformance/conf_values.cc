@@ -45,9 +45,11 @@ T get_as(const void *buf, size_t i)
     return v;
 }
 
-uint64_t mix(uint64_t seed, size_t index)
+// 25 bits: 32-bit arithmetic on it is exact, and its modulo below cheaper than 64-bit.
+uint32_t mix(uint64_t seed, size_t index)
 {
-    return ((seed * 2654435761u + index * 40503u + 17u) & 0xffffffffu) >> 7;
+    return static_cast<uint32_t>(((seed * 2654435761u + index * 40503u + 17u) &
+                                  0xffffffffu) >> 7);
 }
 
 } // namespace
@@ -90,7 +92,7 @@ bool is_floating(dt_dtype_t dtype)
 
 double input(dt_dtype_t dtype, dt_reduce_op_t op, int ranks, uint64_t seed, size_t index)
 {
-    const uint64_t h = mix(seed, index);
+    const uint32_t h = mix(seed, index);
     const bool floating = is_floating(dtype);
     const bool is_signed = dtype != DT_UINT8;
     switch (op) {
@@ -112,7 +114,7 @@ double input(dt_dtype_t dtype, dt_reduce_op_t op, int ranks, uint64_t seed, size
     default: {
         // |sum| <= 60 over any rank count, so int8 and uint8 never overflow.
         const int m = std::max(1, std::min(7, 60 / std::max(ranks, 1)));
-        const double v = static_cast<double>(h % static_cast<uint64_t>(2 * m + 1));
+        const double v = static_cast<double>(h % static_cast<uint32_t>(2 * m + 1));
         if (!is_signed)
             return v;
         return floating ? (v - m) * 0.5 : v - m;

@@ -98,6 +98,25 @@ void expect_same_bits(const std::vector<T> &fused, const std::vector<T> &unfused
     EXPECT_EQ(differ, 0u) << what << ": " << differ << " bytes differ, first at byte " << first;
 }
 
+// One training forward's per-channel statistics: saved mean and invstd, and running
+// ones that start at 0.1 and 0.9.
+struct Stats {
+    std::vector<float> mean, invstd, running_mean, running_var;
+    explicit Stats(size_t channels)
+        : mean(channels), invstd(channels), running_mean(channels, 0.1f),
+          running_var(channels, 0.9f)
+    {
+    }
+};
+
+void expect_same_stats(const Stats &a, const Stats &b)
+{
+    expect_same_bits(a.mean, b.mean, "save_mean");
+    expect_same_bits(a.invstd, b.invstd, "save_invstd");
+    expect_same_bits(a.running_mean, b.running_mean, "running_mean");
+    expect_same_bits(a.running_var, b.running_var, "running_var");
+}
+
 TEST_P(FusedRelu, TrainingForwardMatchesBatchNormThenRelu)
 {
     const auto d = desc();
@@ -105,29 +124,23 @@ TEST_P(FusedRelu, TrainingForwardMatchesBatchNormThenRelu)
     const size_t nch = size_t(ch);
     const auto x = activations(1);
     const auto scale = per_channel(ch, 2, 0.5f, 1.5f), shift = per_channel(ch, 3, -0.5f, 0.5f);
-    std::vector<float> rm_f(size_t(ch), 0.1f), rv_f(size_t(ch), 0.9f);
-    std::vector<float> rm_u = rm_f, rv_u = rv_f;
-    std::vector<float> mean_f(nch), inv_f(nch), mean_u(nch),
-        inv_u(nch);
+    Stats f(nch), u(nch);
     auto y_f = buffer(), y_u = buffer();
 
     ASSERT_EQ(dt_compute_batchnorm_relu_forward_training(
                   c, &d, x.data(), scale.data(), shift.data(), 1e-5f, 0.1f, y_f.data(),
-                  mean_f.data(), inv_f.data(), rm_f.data(), rv_f.data()),
+                  f.mean.data(), f.invstd.data(), f.running_mean.data(), f.running_var.data()),
               DT_OK)
         << dt_last_error();
-    ASSERT_EQ(dt_compute_batchnorm_forward_training(c, &d, x.data(), scale.data(), shift.data(),
-                                                    1e-5f, 0.1f, y_u.data(), mean_u.data(),
-                                                    inv_u.data(), rm_u.data(), rv_u.data()),
+    ASSERT_EQ(dt_compute_batchnorm_forward_training(
+                  c, &d, x.data(), scale.data(), shift.data(), 1e-5f, 0.1f, y_u.data(),
+                  u.mean.data(), u.invstd.data(), u.running_mean.data(), u.running_var.data()),
               DT_OK)
         << dt_last_error();
     ASSERT_EQ(dt_compute_relu_forward(c, &d, y_u.data(), y_u.data()), DT_OK) << dt_last_error();
 
     expect_same_bits(y_f, y_u, "y");
-    expect_same_bits(mean_f, mean_u, "save_mean");
-    expect_same_bits(inv_f, inv_u, "save_invstd");
-    expect_same_bits(rm_f, rm_u, "running_mean");
-    expect_same_bits(rv_f, rv_u, "running_var");
+    expect_same_stats(f, u);
     // Not a vacuous comparison: ReLU zeroed some outputs and kept others.
     const auto y_raw = y_f;
     size_t zeros = 0;
@@ -276,27 +289,24 @@ TEST_P(FusedAddRelu, TrainingForwardMatchesBatchNormThenAddRelu)
     const auto x = activations(18);
     const auto z = activations(19, -1.5f, 1.0f);
     const auto scale = per_channel(ch, 20, 0.5f, 1.5f), shift = per_channel(ch, 21, -0.5f, 0.5f);
-    std::vector<float> rm_f(nch, 0.1f), rv_f(nch, 0.9f), rm_u = rm_f, rv_u = rv_f;
-    std::vector<float> mean_f(nch), inv_f(nch), mean_u(nch), inv_u(nch);
+    Stats f(nch), u(nch);
     auto y_f = buffer(), y_u = buffer();
     ASSERT_EQ(dt_compute_batchnorm_add_relu_forward_training(
                   c, &d, x.data(), z.data(), scale.data(), shift.data(), 1e-5f, 0.1f,
-                  y_f.data(), mean_f.data(), inv_f.data(), rm_f.data(), rv_f.data()),
+                  y_f.data(), f.mean.data(), f.invstd.data(), f.running_mean.data(),
+                  f.running_var.data()),
               DT_OK)
         << dt_last_error();
-    ASSERT_EQ(dt_compute_batchnorm_forward_training(c, &d, x.data(), scale.data(), shift.data(),
-                                                    1e-5f, 0.1f, y_u.data(), mean_u.data(),
-                                                    inv_u.data(), rm_u.data(), rv_u.data()),
+    ASSERT_EQ(dt_compute_batchnorm_forward_training(
+                  c, &d, x.data(), scale.data(), shift.data(), 1e-5f, 0.1f, y_u.data(),
+                  u.mean.data(), u.invstd.data(), u.running_mean.data(), u.running_var.data()),
               DT_OK)
         << dt_last_error();
     auto bn = y_u;
     ASSERT_EQ(dt_compute_add_relu(c, &d, y_u.data(), z.data(), y_u.data()), DT_OK)
         << dt_last_error();
     expect_same_bits(y_f, y_u, "y");
-    expect_same_bits(mean_f, mean_u, "save_mean");
-    expect_same_bits(inv_f, inv_u, "save_invstd");
-    expect_same_bits(rm_f, rm_u, "running_mean");
-    expect_same_bits(rv_f, rv_u, "running_var");
+    expect_same_stats(f, u);
     // The shortcut mattered: the batch norm's ReLU alone gives other bits.
     ASSERT_EQ(dt_compute_relu_forward(c, &d, bn.data(), bn.data()), DT_OK) << dt_last_error();
     EXPECT_NE(y_f, bn);

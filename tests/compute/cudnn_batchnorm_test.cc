@@ -105,6 +105,25 @@ protected:
                 << what << i;
     }
 
+    // One forward's per-channel statistics on the device: the saved mean and invstd, and
+    // running ones that start at rm0 and rv0.
+    struct Stats {
+        float *mean, *invstd, *running_mean, *running_var;
+    };
+    Stats stats(const std::vector<float> &rm0, const std::vector<float> &rv0)
+    {
+        const std::vector<float> unset(rm0.size());
+        return {vec(unset), vec(unset), vec(rm0), vec(rv0)};
+    }
+    // Two forwards' statistics, bit for bit.
+    void expect_same_stats(const Stats &a, const Stats &b, size_t c)
+    {
+        EXPECT_TRUE(down(a.mean, c) == down(b.mean, c)) << "save_mean";
+        EXPECT_TRUE(down(a.invstd, c) == down(b.invstd, c)) << "save_invstd";
+        EXPECT_TRUE(down(a.running_mean, c) == down(b.running_mean, c)) << "running_mean";
+        EXPECT_TRUE(down(a.running_var, c) == down(b.running_var, c)) << "running_var";
+    }
+
     const bool bf16_ = GetParam().dtype == DT_BFLOAT16;
     const bool native_ = std::string(GetParam().kernels) == "native";
 };
@@ -185,38 +204,38 @@ TEST_P(CudnnBatchnorm, FusedReluMatchesTheUnfusedSequence)
     void *gx = activation(x), *gdy = activation(dy);
     const dt_tensor_desc_t gd = s.desc(GetParam().dtype);
     float *gs = vec(scale), *gsh = vec(shift);
-    float *rm_f = vec(rm0), *rv_f = vec(rv0), *rm_u = vec(rm0), *rv_u = vec(rv0);
-    float *m_f = vec(std::vector<float>(c)), *i_f = vec(std::vector<float>(c));
-    float *m_u = vec(std::vector<float>(c)), *i_u = vec(std::vector<float>(c));
+    const Stats f = stats(rm0, rv0), u = stats(rm0, rv0);
     float *ds_f = vec(std::vector<float>(c)), *db_f = vec(std::vector<float>(c));
     float *ds_u = vec(std::vector<float>(c)), *db_u = vec(std::vector<float>(c));
     void *y_f = output(n), *y_u = output(n), *dx_f = output(n), *dx_u = output(n);
     void *masked = output(n), *yi_f = output(n), *yi_u = output(n);
 
     ASSERT_EQ(dt_compute_batchnorm_relu_forward_training(gpu, &gd, gx, gs, gsh, eps, momentum,
-                                                         y_f, m_f, i_f, rm_f, rv_f),
+                                                         y_f, f.mean, f.invstd, f.running_mean,
+                                                         f.running_var),
               DT_OK) << dt_last_error();
     ASSERT_EQ(dt_compute_batchnorm_forward_training(gpu, &gd, gx, gs, gsh, eps, momentum, y_u,
-                                                    m_u, i_u, rm_u, rv_u), DT_OK)
+                                                    u.mean, u.invstd, u.running_mean,
+                                                    u.running_var), DT_OK)
         << dt_last_error();
     ASSERT_EQ(dt_compute_relu_forward(gpu, &gd, y_u, y_u), DT_OK) << dt_last_error();
-    ASSERT_EQ(dt_compute_batchnorm_relu_backward(gpu, &gd, gx, y_f, gdy, gs, m_f, i_f, eps,
-                                                 dx_f, ds_f, db_f), DT_OK) << dt_last_error();
+    ASSERT_EQ(dt_compute_batchnorm_relu_backward(gpu, &gd, gx, y_f, gdy, gs, f.mean, f.invstd,
+                                                 eps, dx_f, ds_f, db_f), DT_OK)
+        << dt_last_error();
     ASSERT_EQ(dt_compute_relu_backward(gpu, &gd, y_u, gdy, masked), DT_OK) << dt_last_error();
-    ASSERT_EQ(dt_compute_batchnorm_backward(gpu, &gd, gx, masked, gs, m_u, i_u, eps, dx_u,
-                                            ds_u, db_u), DT_OK) << dt_last_error();
-    ASSERT_EQ(dt_compute_batchnorm_relu_forward_inference(gpu, &gd, gx, gs, gsh, rm_f, rv_f,
-                                                          eps, yi_f), DT_OK) << dt_last_error();
-    ASSERT_EQ(dt_compute_batchnorm_forward_inference(gpu, &gd, gx, gs, gsh, rm_u, rv_u, eps,
-                                                     yi_u), DT_OK) << dt_last_error();
+    ASSERT_EQ(dt_compute_batchnorm_backward(gpu, &gd, gx, masked, gs, u.mean, u.invstd, eps,
+                                            dx_u, ds_u, db_u), DT_OK) << dt_last_error();
+    ASSERT_EQ(dt_compute_batchnorm_relu_forward_inference(gpu, &gd, gx, gs, gsh, f.running_mean,
+                                                          f.running_var, eps, yi_f), DT_OK)
+        << dt_last_error();
+    ASSERT_EQ(dt_compute_batchnorm_forward_inference(gpu, &gd, gx, gs, gsh, u.running_mean,
+                                                     u.running_var, eps, yi_u), DT_OK)
+        << dt_last_error();
     ASSERT_EQ(dt_compute_relu_forward(gpu, &gd, yi_u, yi_u), DT_OK) << dt_last_error();
 
     const auto y = fetch(y_f, n);
     EXPECT_TRUE(y == fetch(y_u, n)) << "y";
-    EXPECT_TRUE(down(m_f, c) == down(m_u, c)) << "save_mean";
-    EXPECT_TRUE(down(i_f, c) == down(i_u, c)) << "save_invstd";
-    EXPECT_TRUE(down(rm_f, c) == down(rm_u, c)) << "running_mean";
-    EXPECT_TRUE(down(rv_f, c) == down(rv_u, c)) << "running_var";
+    expect_same_stats(f, u, c);
     EXPECT_TRUE(fetch(dx_f, n) == fetch(dx_u, n)) << "dx";
     EXPECT_TRUE(down(ds_f, c) == down(ds_u, c)) << "dscale";
     EXPECT_TRUE(down(db_f, c) == down(db_u, c)) << "dshift";
@@ -241,33 +260,31 @@ TEST_P(CudnnBatchnorm, ShortcutAddMatchesTheUnfusedSequence)
     void *gx = activation(x), *gz = activation(z);
     const dt_tensor_desc_t gd = s.desc(GetParam().dtype);
     float *gs = vec(scale), *gsh = vec(shift);
-    float *rm_f = vec(rm0), *rv_f = vec(rv0), *rm_u = vec(rm0), *rv_u = vec(rv0);
-    float *m_f = vec(std::vector<float>(c)), *i_f = vec(std::vector<float>(c));
-    float *m_u = vec(std::vector<float>(c)), *i_u = vec(std::vector<float>(c));
+    const Stats f = stats(rm0, rv0), u = stats(rm0, rv0);
     void *y_f = output(n), *y_u = output(n), *yi_f = output(n), *yi_u = output(n);
 
     ASSERT_EQ(dt_compute_batchnorm_add_relu_forward_training(gpu, &gd, gx, gz, gs, gsh, eps,
-                                                             momentum, y_f, m_f, i_f, rm_f,
-                                                             rv_f),
+                                                             momentum, y_f, f.mean, f.invstd,
+                                                             f.running_mean, f.running_var),
               DT_OK) << dt_last_error();
     ASSERT_EQ(dt_compute_batchnorm_forward_training(gpu, &gd, gx, gs, gsh, eps, momentum, y_u,
-                                                    m_u, i_u, rm_u, rv_u), DT_OK)
+                                                    u.mean, u.invstd, u.running_mean,
+                                                    u.running_var), DT_OK)
         << dt_last_error();
     const auto bn = fetch(y_u, n);
     ASSERT_EQ(dt_compute_add_relu(gpu, &gd, y_u, gz, y_u), DT_OK) << dt_last_error();
-    ASSERT_EQ(dt_compute_batchnorm_add_relu_forward_inference(gpu, &gd, gx, gz, gs, gsh, rm_f,
-                                                              rv_f, eps, yi_f),
+    ASSERT_EQ(dt_compute_batchnorm_add_relu_forward_inference(gpu, &gd, gx, gz, gs, gsh,
+                                                              f.running_mean, f.running_var,
+                                                              eps, yi_f),
               DT_OK) << dt_last_error();
-    ASSERT_EQ(dt_compute_batchnorm_forward_inference(gpu, &gd, gx, gs, gsh, rm_u, rv_u, eps,
-                                                     yi_u), DT_OK) << dt_last_error();
+    ASSERT_EQ(dt_compute_batchnorm_forward_inference(gpu, &gd, gx, gs, gsh, u.running_mean,
+                                                     u.running_var, eps, yi_u), DT_OK)
+        << dt_last_error();
     ASSERT_EQ(dt_compute_add_relu(gpu, &gd, yi_u, gz, yi_u), DT_OK) << dt_last_error();
 
     const auto y = fetch(y_f, n);
     EXPECT_TRUE(y == fetch(y_u, n)) << "y";
-    EXPECT_TRUE(down(m_f, c) == down(m_u, c)) << "save_mean";
-    EXPECT_TRUE(down(i_f, c) == down(i_u, c)) << "save_invstd";
-    EXPECT_TRUE(down(rm_f, c) == down(rm_u, c)) << "running_mean";
-    EXPECT_TRUE(down(rv_f, c) == down(rv_u, c)) << "running_var";
+    expect_same_stats(f, u, c);
     EXPECT_TRUE(fetch(yi_f, n) == fetch(yi_u, n)) << "inference y";
     // The shortcut and the ReLU both had work to do.
     EXPECT_FALSE(y == bn);

@@ -95,3 +95,41 @@ def free_ports(count):
             for sk in socks:
                 sk.close()
     pytest.fail("no run of free ports found on loopback")
+
+
+# Modules whose jobs mostly wait (a stopped rank's DISTTRAIN_TIMEOUT, a launcher's or
+# mpirun's teardown, a cut link, Slurm's daemons): each used under 30% of the two CPUs of
+# the CI machine while it ran alone (wall and CPU seconds of each module, pytest run per
+# module). They carry the marker `waits`, and scripts/run-tests.sh runs them beside the
+# others, whose CPU they barely take. Modules that assert latencies of milliseconds
+# (test_engine.py) stay with the others whatever their CPU share.
+WAITING_MODULES = {
+    "integration/test_fault_matrix.py",
+    "integration/test_mismatch_matrix.py",
+    "integration/test_elastic.py",
+    "integration/test_launcher.py",
+    "integration/test_bad_input.py",
+    "integration/test_discovery.py",
+    "integration/netns/test_netns.py",
+    "integration/slurm/test_slurm.py",
+    "plugins/mpi/test_mpi.py",
+    "plugins/mpi/test_mpi_faults.py",
+}
+
+
+def pytest_configure(config):
+    missing = sorted(m for m in WAITING_MODULES if not (REPO / "tests" / m).exists())
+    if missing:  # a renamed module would silently join the other stream
+        raise pytest.UsageError(f"tests/conftest.py: WAITING_MODULES names {missing}, "
+                                "which do not exist under tests/")
+    config.addinivalue_line("markers", "waits: the module's jobs mostly wait; "
+                                       "scripts/run-tests.sh runs these beside the others")
+
+
+def pytest_collection_modifyitems(config, items):
+    tests = REPO / "tests"
+    for item in items:
+        module = pathlib.Path(str(item.fspath))
+        if module.is_relative_to(tests) and \
+                module.relative_to(tests).as_posix() in WAITING_MODULES:
+            item.add_marker(pytest.mark.waits)

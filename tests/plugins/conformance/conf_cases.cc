@@ -192,40 +192,33 @@ void Case::prepare(Images &images, bool keep_inputs)
 void Case::fill()
 {
     const auto seed = static_cast<uint64_t>(rank_);
-    const size_t total = out_count() + kGuard;
-    for (size_t i = 0; i < total; ++i)
-        put(dtype_, out(), i, kPoison);
+    put_repeated(dtype_, out(), 0, out_count() + kGuard, kPoison);
     void *in = const_cast<void *>(in_ptr()); // our buffer; const only for the call
     const auto n = static_cast<uint64_t>(ranks_);
     switch (kind_) {
     case Kind::allreduce:
     case Kind::reduce_scatter:
-        for (size_t i = 0; i < (kind_ == Kind::allreduce ? count_ : count_ * n); ++i)
-            put(dtype_, in, i, input(dtype_, op_, ranks_, seed, i));
+        put_inputs(dtype_, op_, ranks_, seed, 0, kind_ == Kind::allreduce ? count_ : count_ * n,
+                   in, 0);
         break;
     case Kind::broadcast:
         if (rank_ == root_)
-            for (size_t i = 0; i < count_; ++i)
-                put(dtype_, out(), i, payload(dtype_, ranks_, seed, i));
+            put_payloads(dtype_, ranks_, seed, 0, count_, out(), 0);
         break;
     case Kind::allgather:
-        for (size_t i = 0; i < count_; ++i)
-            put(dtype_, in, i, payload(dtype_, ranks_, seed, i));
+        put_payloads(dtype_, ranks_, seed, 0, count_, in, 0);
         break;
     case Kind::alltoall:
         for (uint64_t peer = 0; peer < n; ++peer)
-            for (size_t i = 0; i < count_; ++i)
-                put(dtype_, in, peer * count_ + i, payload(dtype_, ranks_, seed * n + peer, i));
+            put_payloads(dtype_, ranks_, seed * n + peer, 0, count_, in, peer * count_);
         break;
     case Kind::allgatherv:
-        for (size_t i = 0; i < block(rank_, rank_); ++i)
-            put(dtype_, in, i, payload(dtype_, ranks_, seed, i));
+        put_payloads(dtype_, ranks_, seed, 0, block(rank_, rank_), in, 0);
         break;
     case Kind::alltoallv:
         for (int peer = 0; peer < ranks_; ++peer)
-            for (size_t i = 0; i < block(rank_, peer); ++i)
-                put(dtype_, in, offset(peer, true) + i,
-                    payload(dtype_, ranks_, seed * n + static_cast<uint64_t>(peer), i));
+            put_payloads(dtype_, ranks_, seed * n + static_cast<uint64_t>(peer), 0,
+                         block(rank_, peer), in, offset(peer, true));
         break;
     case Kind::barrier:
         break;
@@ -305,10 +298,36 @@ double Case::expected(size_t i) const
 
 std::vector<unsigned char> Case::expected_image() const
 {
+    // expected(i), a block at a time.
     std::vector<unsigned char> image(out_.size());
-    const size_t total = out_count() + kGuard;
-    for (size_t i = 0; i < total; ++i)
-        put(dtype_, image.data(), i, expected(i));
+    void *out = image.data();
+    const auto n = static_cast<uint64_t>(ranks_);
+    const auto self = static_cast<uint64_t>(rank_);
+    switch (kind_) {
+    case Kind::allreduce: put_reduced(dtype_, op_, ranks_, 0, count_, out, 0); break;
+    case Kind::reduce_scatter:
+        put_reduced(dtype_, op_, ranks_, self * count_, count_, out, 0);
+        break;
+    case Kind::broadcast:
+        put_payloads(dtype_, ranks_, static_cast<uint64_t>(root_), 0, count_, out, 0);
+        break;
+    case Kind::allgather:
+    case Kind::alltoall:
+        for (uint64_t from = 0; from < n; ++from)
+            put_payloads(dtype_, ranks_, kind_ == Kind::allgather ? from : from * n + self, 0,
+                         count_, out, from * count_);
+        break;
+    case Kind::allgatherv:
+    case Kind::alltoallv:
+        for (int from = 0; from < ranks_; ++from) {
+            const auto sender = static_cast<uint64_t>(from);
+            put_payloads(dtype_, ranks_, kind_ == Kind::allgatherv ? sender : sender * n + self,
+                         0, block(from, rank_), out, offset(from, false));
+        }
+        break;
+    case Kind::barrier: break;
+    }
+    put_repeated(dtype_, out, out_count(), kGuard, kPoison);
     return image;
 }
 

@@ -25,7 +25,8 @@ bool is_floating(dt_dtype_t dtype);
 // are exact in every dtype and stay within int8/uint8 range.
 double input(dt_dtype_t dtype, dt_reduce_op_t op, int ranks, uint64_t seed, size_t index);
 
-// The data a copy collective (broadcast, allgather, alltoall) moves for `seed`.
+// The data a copy collective (broadcast, allgather, alltoall) moves for `seed`
+// (put_payloads below must stay its bulk form).
 inline double payload(dt_dtype_t dtype, int ranks, uint64_t seed, size_t index)
 {
     return input(dtype, DT_SUM, ranks, seed + 1000, index);
@@ -37,5 +38,19 @@ double reduced(dt_dtype_t dtype, dt_reduce_op_t op, int ranks, size_t index);
 
 // Exact comparison, except for floating averages, which round once in the dtype.
 bool matches(dt_dtype_t dtype, dt_reduce_op_t op, double got, double expected);
+
+// Bulk forms for whole buffers, which the suite fills and checks by the million: they
+// encode into elements [at, at + n) of buf exactly what put() of the per-element value
+// would, for indices first .. first + n - 1, with the dtype and the op dispatched once.
+void put_repeated(dt_dtype_t dtype, void *buf, size_t at, size_t n, double value);
+void put_inputs(dt_dtype_t dtype, dt_reduce_op_t op, int ranks, uint64_t seed, size_t first,
+                size_t n, void *buf, size_t at);
+inline void put_payloads(dt_dtype_t dtype, int ranks, uint64_t seed, size_t first, size_t n,
+                         void *buf, size_t at)
+{
+    put_inputs(dtype, DT_SUM, ranks, seed + 1000, first, n, buf, at);
+}
+void put_reduced(dt_dtype_t dtype, dt_reduce_op_t op, int ranks, size_t first, size_t n,
+                 void *buf, size_t at);
 
 } // namespace dt::conformance

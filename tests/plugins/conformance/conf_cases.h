@@ -36,8 +36,9 @@ struct Mismatch {
 
 // Byte images that cases of the same shape share: the prepared buffers of a call that
 // runs again (blocking, then asynchronously) and the reference result of every variant
-// (in place or not, blocking or not). Computing the reference element by element costs
-// more than the calls themselves; a hit is a copy. Keys come from the cases.
+// (in place or not, blocking or not). Computing the reference (every rank's input for
+// every element) costs more than the calls themselves; a hit is a copy. Keys come from
+// the cases.
 class Images {
 public:
     const std::vector<unsigned char> *find(const std::string &key) const;
@@ -86,7 +87,7 @@ private:
     void *call_out() { return device_ != nullptr ? dev_out_ : out(); }
     const void *call_in();
     const void *in_ptr();
-    void fill(); // computes the prepared buffers element by element
+    void fill(); // computes the prepared buffers (conf_values.h: a buffer at a time)
     double expected(size_t index) const;
     // The output a correct call leaves, guards included, encoded in the dtype.
     std::vector<unsigned char> expected_image() const;

@@ -105,6 +105,23 @@ protected:
                 << what << i;
     }
 
+    // A case's host inputs, from seeds base + 1 .. base + 6: x around the shape's offset,
+    // a second activation (dy, or a residual block's shortcut), per-channel scale and
+    // shift, and the starting values of the running statistics.
+    struct Inputs {
+        std::vector<float> x, other, scale, shift, rm0, rv0;
+    };
+    Inputs inputs(unsigned base) const
+    {
+        const Shape &s = GetParam().shape;
+        const size_t n = s.count(), c = size_t(s.c);
+        return {random_vector(n, base + 1, s.offset - 1.0f, s.offset + 1.0f),
+                random_vector(n, base + 2),
+                random_vector(c, base + 3, 0.5f, 1.5f),
+                random_vector(c, base + 4),
+                random_vector(c, base + 5),
+                random_vector(c, base + 6, 0.5f, 2.0f)};
+    }
     // One forward's per-channel statistics on the device: the saved mean and invstd, and
     // running ones that start at rm0 and rv0.
     struct Stats {
@@ -133,9 +150,7 @@ TEST_P(CudnnBatchnorm, AgreesWithOnednn)
     const Shape &s = GetParam().shape;
     const size_t n = s.count(), c = size_t(s.c);
     const float eps = 1e-5f, momentum = 0.1f;
-    auto x = random_vector(n, 61, s.offset - 1.0f, s.offset + 1.0f), dy = random_vector(n, 62);
-    const auto scale = random_vector(c, 63, 0.5f, 1.5f), shift = random_vector(c, 64);
-    const auto rm0 = random_vector(c, 65), rv0 = random_vector(c, 66, 0.5f, 2.0f);
+    auto [x, dy, scale, shift, rm0, rv0] = inputs(60);
     void *gx = activation(x), *gdy = activation(dy); // x, dy: now the values the GPU holds
 
     // The reference: oneDNN in float32 on the same values.
@@ -198,9 +213,7 @@ TEST_P(CudnnBatchnorm, FusedReluMatchesTheUnfusedSequence)
     const Shape &s = GetParam().shape;
     const size_t n = s.count(), c = size_t(s.c);
     const float eps = 1e-5f, momentum = 0.1f;
-    auto x = random_vector(n, 71, s.offset - 1.0f, s.offset + 1.0f), dy = random_vector(n, 72);
-    const auto scale = random_vector(c, 73, 0.5f, 1.5f), shift = random_vector(c, 74);
-    const auto rm0 = random_vector(c, 75), rv0 = random_vector(c, 76, 0.5f, 2.0f);
+    auto [x, dy, scale, shift, rm0, rv0] = inputs(70);
     void *gx = activation(x), *gdy = activation(dy);
     const dt_tensor_desc_t gd = s.desc(GetParam().dtype);
     float *gs = vec(scale), *gsh = vec(shift);
@@ -254,9 +267,7 @@ TEST_P(CudnnBatchnorm, ShortcutAddMatchesTheUnfusedSequence)
     const Shape &s = GetParam().shape;
     const size_t n = s.count(), c = size_t(s.c);
     const float eps = 1e-5f, momentum = 0.1f;
-    auto x = random_vector(n, 81, s.offset - 1.0f, s.offset + 1.0f), z = random_vector(n, 82);
-    const auto scale = random_vector(c, 83, 0.5f, 1.5f), shift = random_vector(c, 84);
-    const auto rm0 = random_vector(c, 85), rv0 = random_vector(c, 86, 0.5f, 2.0f);
+    auto [x, z, scale, shift, rm0, rv0] = inputs(80);
     void *gx = activation(x), *gz = activation(z);
     const dt_tensor_desc_t gd = s.desc(GetParam().dtype);
     float *gs = vec(scale), *gsh = vec(shift);

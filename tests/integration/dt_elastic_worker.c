@@ -4,11 +4,12 @@
  *   dt_elastic_worker STEPS VICTIM [VICTIM2]
  * runs STEPS allreduces of 1 per rank (each must sum to the job's size), 10 ms apart. At
  * step 3 the rank(s) VICTIM (by their rank at the start; never a replacement) kill
- * themselves with SIGKILL. The others get DT_ERR_PEER_LOST, call dt_context_reform, print
- * their new rank and size and the time the re-form took, and repeat the step. Before each
- * step every rank asks dt_context_poll_joiners whether replacements wait, and re-forms to
- * let them in. After creating the context and after each re-form, rank 0's step count is
- * everyone's. Prints "done rank=R size=S steps=N" at the end.
+ * themselves with SIGKILL. The others get DT_ERR_PEER_LOST, call dt_context_reform (again
+ * if one more dies while they sync after it), print their new rank and size and the time
+ * the re-form took, and repeat the step. Before each step every rank asks
+ * dt_context_poll_joiners whether replacements wait, and re-forms to let them in. After
+ * creating the context and after each re-form, rank 0's step count is everyone's. Prints
+ * "done rank=R size=S steps=N" at the end.
  * For timing (CLOCK_MONOTONIC, shared by the processes of one machine): a victim prints
  * "killing t_ms=T" before it dies; after each re-form a rank prints "resumed
  * from_step=A step=B" (B below A: commits lost to the sync) and, once its first
@@ -87,6 +88,47 @@ static dt_status_t sync_step(dt_context_h ctx, int *step)
     return status;
 }
 
+static int is_loss(dt_status_t s)
+{
+    return s == DT_ERR_PEER_LOST || s == DT_ERR_TIMEOUT;
+}
+
+/*
+ * After a loss: re-forms, prints the new rank and size, and takes rank 0's step. A member
+ * can die right after the re-form, while the others sync with it: that is one more loss,
+ * and the survivors re-form again, as a trainer would. Returns 0, or 1 on any other failure
+ * (printed).
+ */
+static int reform_after_loss(dt_context_h ctx, int *rank, int *size, int *step)
+{
+    for (;;) {
+        const double lost_at = now_ms();
+        dt_status_t s = dt_context_reform(ctx);
+        if (s != DT_OK) {
+            fail("dt_context_reform", s);
+            /* No membership is left: later calls fail at once, naming why. */
+            int64_t one = 1;
+            s = dt_allreduce(ctx, "after", &one, &one, 1, DT_INT64, DT_SUM);
+            fprintf(stderr, "after a failed re-form: %s: %s\n", dt_status_string(s),
+                    dt_last_error());
+            return 1;
+        }
+        const int old_rank = *rank;
+        dt_context_rank(ctx, rank);
+        dt_context_size(ctx, size);
+        printf("reformed step=%d old_rank=%d rank=%d size=%d took_ms=%.1f\n", *step, old_rank,
+               *rank, *size, now_ms() - lost_at);
+        const int from_step = *step;
+        s = sync_step(ctx, step);
+        if (is_loss(s))
+            continue;
+        if (s != DT_OK)
+            return fail("sync_step", s);
+        printf("resumed from_step=%d step=%d\n", from_step, *step);
+        return 0;
+    }
+}
+
 int main(int argc, char **argv)
 {
     if (argc == 2 && strcmp(argv[1], "reform") == 0) {
@@ -128,7 +170,8 @@ int main(int argc, char **argv)
     const int until_size = env_int("DT_WORKER_UNTIL_SIZE", 0);
     const int die_in_reform = replacement ? -1 : env_int("DT_WORKER_DIE_IN_REFORM", -1);
     const char *die_spec = getenv("DT_WORKER_DIE_IN_REFORM");
-    const int die_after_ms = die_spec && strchr(die_spec, ':') ? atoi(strchr(die_spec, ':') + 1) : 2;
+    const char *die_ms = die_spec ? strchr(die_spec, ':') : NULL;
+    const int die_after_ms = die_ms ? atoi(die_ms + 1) : 2;
     const int steps_after_reform = env_int("DT_WORKER_STEPS_AFTER_REFORM", -1);
     const int poll_from_step = env_int("DT_WORKER_POLL_FROM_STEP", 0);
     int step = 0;
@@ -136,6 +179,7 @@ int main(int argc, char **argv)
     if ((s = sync_step(ctx, &step)) != DT_OK)
         return fail("sync_step", s);
     while (step < steps || size < until_size) {
+        s = DT_OK; /* a failed dt_context_poll_joiners below is this step's failure */
         int waiting = 0;
         if (step >= poll_from_step &&
             (s = dt_context_poll_joiners(ctx, &waiting)) == DT_OK && waiting > 0) {
@@ -158,30 +202,13 @@ int main(int argc, char **argv)
         int64_t one = 1;
         if (s == DT_OK)
             s = dt_allreduce(ctx, "step", &one, &one, 1, DT_INT64, DT_SUM);
-        if (s == DT_ERR_PEER_LOST || s == DT_ERR_TIMEOUT) {
-            double lost_at = now_ms();
+        if (is_loss(s)) {
             if (first_rank == die_in_reform) {
                 printf("killing t_ms=%.1f\n", now_ms() + die_after_ms);
                 die_in(die_after_ms);
             }
-            s = dt_context_reform(ctx);
-            if (s != DT_OK) {
-                fail("dt_context_reform", s);
-                /* No membership is left: later calls fail at once, naming why. */
-                s = dt_allreduce(ctx, "after", &one, &one, 1, DT_INT64, DT_SUM);
-                fprintf(stderr, "after a failed re-form: %s: %s\n", dt_status_string(s),
-                        dt_last_error());
+            if (reform_after_loss(ctx, &rank, &size, &step) != 0)
                 return 1;
-            }
-            int old_rank = rank;
-            dt_context_rank(ctx, &rank);
-            dt_context_size(ctx, &size);
-            printf("reformed step=%d old_rank=%d rank=%d size=%d took_ms=%.1f\n", step,
-                   old_rank, rank, size, now_ms() - lost_at);
-            int from_step = step;
-            if ((s = sync_step(ctx, &step)) != DT_OK)
-                return fail("sync_step", s);
-            printf("resumed from_step=%d step=%d\n", from_step, step);
             just_reformed = 1;
             if (steps_after_reform >= 0)
                 steps = step + steps_after_reform;

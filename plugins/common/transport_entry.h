@@ -15,8 +15,13 @@
 //   static constexpr const char *services;  // the host services it needs, for messages
 //   static void finalize(Context &);         // a clean finalize, before the destructor
 //
-// Every plugin built on this answers the capability query host-only (its sockets, UCX
-// tags and MPI calls read buffers with the CPU) and carries control traffic.
+// A plugin with native collectives also gives its Context allreduce, broadcast,
+// allgather, reduce_scatter, alltoall and barrier (the ops' arguments, less the instance)
+// and puts the entry points of the same names in its ops table.
+//
+// query answers host memory and control traffic (sockets, UCX tags and MPI calls read
+// buffers with the CPU); a plugin that answers otherwise writes its answer with
+// write_caps.
 #pragma once
 
 #include <disttrain/plugin/common.h>
@@ -118,21 +123,71 @@ struct TransportEntry {
         return call(t, [&](Context &c) { return c.progress(timeout_ms); });
     }
 
-    // Host memory for point-to-point and native collectives, control traffic carried.
-    // Writes only what fits the core's struct, after the header the core set.
-    static int32_t query(void *t, dt_transport_caps_t *caps) {
+    // Native collectives: a NULL request is a usage error, the rest goes to the Context.
+    static int32_t allreduce(void *t, const void *sendbuf, void *recvbuf, size_t count,
+                             int32_t dtype, int32_t op, dt_transport_request_t *req) {
+        if (req == nullptr) return DTP_ERR_INVALID_ARGUMENT;
+        return call(t, [&](Context &c) {
+            return c.allreduce(sendbuf, recvbuf, count, dtype, op, req);
+        });
+    }
+
+    static int32_t broadcast(void *t, void *buf, size_t count, int32_t dtype, int32_t root,
+                             dt_transport_request_t *req) {
+        if (req == nullptr) return DTP_ERR_INVALID_ARGUMENT;
+        return call(t, [&](Context &c) { return c.broadcast(buf, count, dtype, root, req); });
+    }
+
+    static int32_t allgather(void *t, const void *sendbuf, void *recvbuf, size_t sendcount,
+                             int32_t dtype, dt_transport_request_t *req) {
+        if (req == nullptr) return DTP_ERR_INVALID_ARGUMENT;
+        return call(t, [&](Context &c) {
+            return c.allgather(sendbuf, recvbuf, sendcount, dtype, req);
+        });
+    }
+
+    static int32_t reduce_scatter(void *t, const void *sendbuf, void *recvbuf,
+                                  size_t recvcount, int32_t dtype, int32_t op,
+                                  dt_transport_request_t *req) {
+        if (req == nullptr) return DTP_ERR_INVALID_ARGUMENT;
+        return call(t, [&](Context &c) {
+            return c.reduce_scatter(sendbuf, recvbuf, recvcount, dtype, op, req);
+        });
+    }
+
+    static int32_t alltoall(void *t, const void *sendbuf, void *recvbuf, size_t count,
+                            int32_t dtype, dt_transport_request_t *req) {
+        if (req == nullptr) return DTP_ERR_INVALID_ARGUMENT;
+        return call(t, [&](Context &c) { return c.alltoall(sendbuf, recvbuf, count, dtype, req); });
+    }
+
+    static int32_t barrier(void *t, dt_transport_request_t *req) {
+        if (req == nullptr) return DTP_ERR_INVALID_ARGUMENT;
+        return call(t, [&](Context &c) { return c.barrier(req); });
+    }
+
+    // Writes a capability answer: only what fits the core's struct, after the header the
+    // core set.
+    static int32_t write_caps(void *t, dt_transport_caps_t *caps, uint32_t p2p_memory,
+                              uint32_t native_memory, uint32_t flags) {
         constexpr size_t header = offsetof(dt_transport_caps_t, p2p_memory);
         if (t == nullptr || caps == nullptr || caps->struct_size < header) {
             return DTP_ERR_INVALID_ARGUMENT;
         }
         dt_transport_caps_t answer{};
-        answer.p2p_memory = DT_TRANSPORT_MEMORY_HOST;
-        answer.native_memory = DT_TRANSPORT_MEMORY_HOST;
-        answer.flags = DT_TRANSPORT_CAP_CONTROL;
+        answer.p2p_memory = p2p_memory;
+        answer.native_memory = native_memory;
+        answer.flags = flags;
         const size_t size = std::min<size_t>(caps->struct_size, sizeof(answer));
         std::memcpy(reinterpret_cast<char *>(caps) + header,
                     reinterpret_cast<const char *>(&answer) + header, size - header);
         return DTP_OK;
+    }
+
+    // Host memory for point-to-point and native collectives, control traffic carried.
+    static int32_t query(void *t, dt_transport_caps_t *caps) {
+        return write_caps(t, caps, DT_TRANSPORT_MEMORY_HOST, DT_TRANSPORT_MEMORY_HOST,
+                          DT_TRANSPORT_CAP_CONTROL);
     }
 
     static int32_t abort(void *t) {

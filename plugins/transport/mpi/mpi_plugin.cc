@@ -7,8 +7,6 @@
 
 #include <transport_entry.h>
 
-#include <utility>
-
 namespace dt::mpi {
 namespace {
 
@@ -25,48 +23,6 @@ struct Traits {
 
 using Entry = dtp::TransportEntry<Traits>;
 
-template <typename Fn>
-int32_t call(void *transport, Fn &&fn) {
-    return Entry::call(transport, std::forward<Fn>(fn));
-}
-
-int32_t mpi_allreduce(void *t, const void *sendbuf, void *recvbuf, size_t count,
-                      int32_t dtype, int32_t op, dt_transport_request_t *req) {
-    if (req == nullptr) return DTP_ERR_INVALID_ARGUMENT;
-    return call(t, [&](Context &c) { return c.allreduce(sendbuf, recvbuf, count, dtype, op, req); });
-}
-
-int32_t mpi_broadcast(void *t, void *buf, size_t count, int32_t dtype, int32_t root,
-                      dt_transport_request_t *req) {
-    if (req == nullptr) return DTP_ERR_INVALID_ARGUMENT;
-    return call(t, [&](Context &c) { return c.broadcast(buf, count, dtype, root, req); });
-}
-
-int32_t mpi_allgather(void *t, const void *sendbuf, void *recvbuf, size_t sendcount,
-                      int32_t dtype, dt_transport_request_t *req) {
-    if (req == nullptr) return DTP_ERR_INVALID_ARGUMENT;
-    return call(t, [&](Context &c) { return c.allgather(sendbuf, recvbuf, sendcount, dtype, req); });
-}
-
-int32_t mpi_reduce_scatter(void *t, const void *sendbuf, void *recvbuf, size_t recvcount,
-                           int32_t dtype, int32_t op, dt_transport_request_t *req) {
-    if (req == nullptr) return DTP_ERR_INVALID_ARGUMENT;
-    return call(t, [&](Context &c) {
-        return c.reduce_scatter(sendbuf, recvbuf, recvcount, dtype, op, req);
-    });
-}
-
-int32_t mpi_alltoall(void *t, const void *sendbuf, void *recvbuf, size_t count,
-                     int32_t dtype, dt_transport_request_t *req) {
-    if (req == nullptr) return DTP_ERR_INVALID_ARGUMENT;
-    return call(t, [&](Context &c) { return c.alltoall(sendbuf, recvbuf, count, dtype, req); });
-}
-
-int32_t mpi_barrier(void *t, dt_transport_request_t *req) {
-    if (req == nullptr) return DTP_ERR_INVALID_ARGUMENT;
-    return call(t, [&](Context &c) { return c.barrier(req); });
-}
-
 const dt_transport_v3_t kOps = {
     sizeof(dt_transport_v3_t),
     DT_TRANSPORT_VERSION_3,
@@ -77,12 +33,12 @@ const dt_transport_v3_t kOps = {
     Entry::irecv,
     Entry::progress,
     Entry::abort,
-    mpi_allreduce,
-    mpi_broadcast,
-    mpi_allgather,
-    mpi_reduce_scatter,
-    mpi_alltoall,
-    mpi_barrier,
+    Entry::allreduce,
+    Entry::broadcast,
+    Entry::allgather,
+    Entry::reduce_scatter,
+    Entry::alltoall,
+    Entry::barrier,
     Entry::query, // host only: a CUDA-aware MPI is not detected, so only host buffers
     nullptr,      // split: the core's algorithms serve its groups
     nullptr,      // batch_begin, batch_end: each call is issued on its own

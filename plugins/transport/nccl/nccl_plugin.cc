@@ -8,7 +8,6 @@
 
 #include <transport_entry.h>
 
-#include <cstring>
 #include <utility>
 
 namespace dt::nccl {
@@ -29,43 +28,6 @@ using Entry = dtp::TransportEntry<Traits>;
 template <typename Fn>
 int32_t call(void *transport, Fn &&fn) {
     return Entry::call(transport, std::forward<Fn>(fn));
-}
-
-int32_t nccl_allreduce(void *t, const void *sendbuf, void *recvbuf, size_t count,
-                       int32_t dtype, int32_t op, dt_transport_request_t *req) {
-    if (req == nullptr) return DTP_ERR_INVALID_ARGUMENT;
-    return call(t, [&](Context &c) { return c.allreduce(sendbuf, recvbuf, count, dtype, op, req); });
-}
-
-int32_t nccl_broadcast(void *t, void *buf, size_t count, int32_t dtype, int32_t root,
-                       dt_transport_request_t *req) {
-    if (req == nullptr) return DTP_ERR_INVALID_ARGUMENT;
-    return call(t, [&](Context &c) { return c.broadcast(buf, count, dtype, root, req); });
-}
-
-int32_t nccl_allgather(void *t, const void *sendbuf, void *recvbuf, size_t sendcount,
-                       int32_t dtype, dt_transport_request_t *req) {
-    if (req == nullptr) return DTP_ERR_INVALID_ARGUMENT;
-    return call(t, [&](Context &c) { return c.allgather(sendbuf, recvbuf, sendcount, dtype, req); });
-}
-
-int32_t nccl_reduce_scatter(void *t, const void *sendbuf, void *recvbuf, size_t recvcount,
-                            int32_t dtype, int32_t op, dt_transport_request_t *req) {
-    if (req == nullptr) return DTP_ERR_INVALID_ARGUMENT;
-    return call(t, [&](Context &c) {
-        return c.reduce_scatter(sendbuf, recvbuf, recvcount, dtype, op, req);
-    });
-}
-
-int32_t nccl_alltoall(void *t, const void *sendbuf, void *recvbuf, size_t count,
-                      int32_t dtype, dt_transport_request_t *req) {
-    if (req == nullptr) return DTP_ERR_INVALID_ARGUMENT;
-    return call(t, [&](Context &c) { return c.alltoall(sendbuf, recvbuf, count, dtype, req); });
-}
-
-int32_t nccl_barrier(void *t, dt_transport_request_t *req) {
-    if (req == nullptr) return DTP_ERR_INVALID_ARGUMENT;
-    return call(t, [&](Context &c) { return c.barrier(req); });
 }
 
 int32_t nccl_split(void *t, int32_t color, int32_t key, int32_t child_size,
@@ -90,21 +52,10 @@ int32_t nccl_launch_on_stream(void *t, const char *runtime, void *stream) {
     return call(t, [&](Context &c) { return c.launch_on_stream(runtime, stream); });
 }
 
-// Device memory for the native collectives only. Writes only what fits the core's
-// struct, after the header the core set.
+// Device memory for the native collectives only; no isend/irecv (NCCL has no tags to
+// match the core's) and no DT_TRANSPORT_CAP_CONTROL.
 int32_t nccl_query(void *t, dt_transport_caps_t *caps) {
-    constexpr size_t header = offsetof(dt_transport_caps_t, p2p_memory);
-    if (t == nullptr || caps == nullptr || caps->struct_size < header) {
-        return DTP_ERR_INVALID_ARGUMENT;
-    }
-    dt_transport_caps_t answer{};
-    answer.p2p_memory = 0;   // no isend/irecv: NCCL has no tags to match the core's
-    answer.native_memory = DT_TRANSPORT_MEMORY_DEVICE;
-    answer.flags = 0;        // no DT_TRANSPORT_CAP_CONTROL
-    const size_t size = std::min<size_t>(caps->struct_size, sizeof(answer));
-    std::memcpy(reinterpret_cast<char *>(caps) + header,
-                reinterpret_cast<const char *>(&answer) + header, size - header);
-    return DTP_OK;
+    return Entry::write_caps(t, caps, 0, DT_TRANSPORT_MEMORY_DEVICE, 0);
 }
 
 const dt_transport_v3_t kOps = {
@@ -117,12 +68,12 @@ const dt_transport_v3_t kOps = {
     Entry::irecv,
     Entry::progress,
     Entry::abort,
-    nccl_allreduce,
-    nccl_broadcast,
-    nccl_allgather,
-    nccl_reduce_scatter,
-    nccl_alltoall,
-    nccl_barrier,
+    Entry::allreduce,
+    Entry::broadcast,
+    Entry::allgather,
+    Entry::reduce_scatter,
+    Entry::alltoall,
+    Entry::barrier,
     nccl_query,
     nccl_split,
     nccl_batch_begin,

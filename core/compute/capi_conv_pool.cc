@@ -27,6 +27,25 @@ const float *optional_bias(const char *fn, const char *what, const dt_tensor_des
     return static_cast<const float *>(bias);
 }
 
+// What every pooling entry point checks: the geometry, x and y in its layout, y of the
+// shape that pooling x gives, and a layout the plugin takes.
+struct Pooling {
+    dtp_pool_t g;
+    dtp_tensor_t xt;
+    dtp_tensor_t yt;
+};
+
+Pooling checked_pooling(const char *fn, ComputeContext &c, const dt_pool_params_t *p,
+                        const dt_tensor_desc_t *x_desc, const dt_tensor_desc_t *y_desc)
+{
+    Pooling a{pool_geometry(fn, p), {}, {}};
+    a.xt = activation(fn, "x_desc", x_desc, a.g.layout);
+    a.yt = activation(fn, "y_desc", y_desc, a.g.layout);
+    require_shape(fn, "y_desc", a.yt, pool_output(fn, a.g, a.xt), "pooling x");
+    c.require_layout(fn, a.g.layout);
+    return a;
+}
+
 } // namespace
 
 extern "C" {
@@ -125,17 +144,11 @@ DT_API dt_status_t dt_compute_pool_workspace_size(dt_compute_h compute,
     return guard([&] {
         const char *fn = "dt_compute_pool_workspace_size";
         ComputeContext &c = context(compute, fn);
-        dtp_pool_t g = pool_geometry(fn, p);
-        dtp_tensor_t xt = activation(fn, "x_desc", x_desc, g.layout);
-        dtp_tensor_t yt = activation(fn, "y_desc", y_desc, g.layout);
-        require_shape(fn, "y_desc", yt, pool_output(fn, g, xt), "pooling x");
-        c.require_layout(fn, g.layout);
+        const auto [g, xt, yt] = checked_pooling(fn, c, p, x_desc, y_desc);
         require_ptr(fn, "bytes", bytes);
         size_t n = 0;
         if (c.ops().pool_workspace_size != nullptr)
-            c.call(fn, c.ops().pool_workspace_size, static_cast<const dtp_pool_t *>(&g),
-                   static_cast<const dtp_tensor_t *>(&xt),
-                   static_cast<const dtp_tensor_t *>(&yt), &n);
+            c.call(fn, c.ops().pool_workspace_size, &g, &xt, &yt, &n);
         *bytes = n;
         return DT_OK;
     });
@@ -149,16 +162,10 @@ DT_API dt_status_t dt_compute_pool_forward(dt_compute_h compute, const dt_pool_p
     return guard([&] {
         const char *fn = "dt_compute_pool_forward";
         ComputeContext &c = context(compute, fn);
-        dtp_pool_t g = pool_geometry(fn, p);
-        dtp_tensor_t xt = activation(fn, "x_desc", x_desc, g.layout);
-        dtp_tensor_t yt = activation(fn, "y_desc", y_desc, g.layout);
-        require_shape(fn, "y_desc", yt, pool_output(fn, g, xt), "pooling x");
-        c.require_layout(fn, g.layout);
+        const auto [g, xt, yt] = checked_pooling(fn, c, p, x_desc, y_desc);
         require_ptr(fn, "x", x);
         require_ptr(fn, "y", y);
-        c.call(fn, c.ops().pool_forward, static_cast<const dtp_pool_t *>(&g),
-               static_cast<const dtp_tensor_t *>(&xt), x,
-               static_cast<const dtp_tensor_t *>(&yt), y, workspace);
+        c.call(fn, c.ops().pool_forward, &g, &xt, x, &yt, y, workspace);
         return DT_OK;
     });
 }
@@ -171,16 +178,10 @@ DT_API dt_status_t dt_compute_pool_backward(dt_compute_h compute, const dt_pool_
     return guard([&] {
         const char *fn = "dt_compute_pool_backward";
         ComputeContext &c = context(compute, fn);
-        dtp_pool_t g = pool_geometry(fn, p);
-        dtp_tensor_t xt = activation(fn, "x_desc", x_desc, g.layout);
-        dtp_tensor_t yt = activation(fn, "y_desc", y_desc, g.layout);
-        require_shape(fn, "y_desc", yt, pool_output(fn, g, xt), "pooling x");
-        c.require_layout(fn, g.layout);
+        const auto [g, xt, yt] = checked_pooling(fn, c, p, x_desc, y_desc);
         require_ptr(fn, "dy", dy);
         require_ptr(fn, "dx", dx);
-        c.call(fn, c.ops().pool_backward, static_cast<const dtp_pool_t *>(&g),
-               static_cast<const dtp_tensor_t *>(&xt), x,
-               static_cast<const dtp_tensor_t *>(&yt), y, dy, dx, workspace);
+        c.call(fn, c.ops().pool_backward, &g, &xt, x, &yt, y, dy, dx, workspace);
         return DT_OK;
     });
 }

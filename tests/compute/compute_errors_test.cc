@@ -87,6 +87,20 @@ TEST_F(Errors, BiasChannelsLabelsAndPoolParams)
     EXPECT_NE(last().find("KERNEL"), std::string::npos) << last();
     p.field_mask |= DT_POOL_PARAM_FIELD_KERNEL;
     p.kernel[0] = p.kernel[1] = 2;
+    // Every pooling entry point checks y against the shape pooling x gives (2x2 here).
+    dt_tensor_desc_t wrong = dt_tensor_desc_4d(DT_FLOAT32, 1, 1, 3, 3);
+    std::vector<float> wrong_y(9);
+    size_t wrong_workspace = 7;
+    EXPECT_EQ(dt_compute_pool_workspace_size(c, &p, &xd, &wrong, &wrong_workspace),
+              DT_ERR_INVALID_ARGUMENT);
+    EXPECT_EQ(wrong_workspace, 7u);
+    EXPECT_EQ(dt_compute_pool_forward(c, &p, &xd, x.data(), &wrong, wrong_y.data(), nullptr),
+              DT_ERR_INVALID_ARGUMENT);
+    EXPECT_EQ(dt_compute_pool_backward(c, &p, &xd, x.data(), &wrong, wrong_y.data(),
+                                       wrong_y.data(), dx.data(), nullptr),
+              DT_ERR_INVALID_ARGUMENT);
+    EXPECT_NE(last().find("dt_compute_pool_backward: y_desc is"), std::string::npos) << last();
+    EXPECT_NE(last().find("pooling x gives"), std::string::npos) << last();
     // Max pooling's backward needs the forward's workspace where the plugin asks for one:
     // oneDNN does (it keeps the argmax); cuDNN does not (it finds the argmax from x and y).
     size_t workspace = 0;

@@ -162,10 +162,14 @@ SpawnSpec remote_spawn_spec(const std::string &ssh_path, const SshOptions &ssh,
                             const std::vector<std::string> &command)
 {
     std::string run = "env";
-    for (const auto &[name, value] : env)
-        run += " " + shell_quote(name + "=" + value);
-    for (const std::string &arg : command)
-        run += " " + shell_quote(arg);
+    for (const auto &[name, value] : env) {
+        run += ' ';
+        run += shell_quote(name + "=" + value);
+    }
+    for (const std::string &arg : command) {
+        run += ' ';
+        run += shell_quote(arg);
+    }
     // Runs under the remote login shell as `sh -c SCRIPT`. The rank runs in the
     // background so that a watcher can wait for our end of ssh to go away (stdin EOF,
     // kept on fd 3 because background jobs get /dev/null) and then stop it.

@@ -202,7 +202,7 @@ struct TransportEntry {
     static constexpr dt_transport_v3_t point_to_point_ops() {
         return {sizeof(dt_transport_v3_t), DT_TRANSPORT_VERSION_3, T::name, init, finalize,
                 isend, irecv, progress, abort, nullptr, nullptr, nullptr, nullptr, nullptr,
-                nullptr, query, nullptr, nullptr, nullptr, nullptr};
+                nullptr, query, nullptr, nullptr, nullptr, nullptr, nullptr};
     }
 
     // The answer to the core's offer: ops version 3, or a decline with its reason.

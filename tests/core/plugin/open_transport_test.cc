@@ -113,8 +113,9 @@ TEST_F(OpenTransport, AutoTriesEveryFoundTransportWithTcpLast)
     ::testing::internal::CaptureStderr();
     auto t = plugin::open_transport({"auto"}, args_, test_services());
     std::string log = ::testing::internal::GetCapturedStderr();
-    if (after_zzz == "tcp")
+    if (after_zzz == "tcp") {
         EXPECT_EQ(t->path(), (dir.path() / "libdt-transport-tcp.so").string());
+    }
     size_t aaa = log.find("transport 'aaa' skipped, trying 'zzz' next");
     size_t zzz = log.find("transport 'zzz' skipped, trying '" + after_zzz + "' next");
     EXPECT_NE(aaa, std::string::npos) << log;

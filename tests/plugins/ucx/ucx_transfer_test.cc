@@ -20,7 +20,9 @@ void exchange(size_t size, bool prepost) {
         std::string v;
         if (inst.rank == 0) {
             fill(buf, 3);
-            if (prepost) ASSERT_TRUE(store->get("posted", &v, 30000));
+            if (prepost) {
+                ASSERT_TRUE(store->get("posted", &v, 30000));
+            }
             ASSERT_GE(inst.isend(1, 0x55, buf.data(), size, &req), 0);
             store->set("sent", "1");
             EXPECT_EQ(inst.wait(&req), DTP_OK);
@@ -171,7 +173,9 @@ TEST_P(UcxTooSmall, FailsTheReceiveWithProtocolError) {
         dt_transport_request_t req{};
         std::string v;
         if (inst.rank == 0) {
-            if (prepost) ASSERT_TRUE(store->get("posted", &v, 30000));
+            if (prepost) {
+                ASSERT_TRUE(store->get("posted", &v, 30000));
+            }
             ASSERT_GE(inst.isend(1, 0xabc, buf.data(), sent, &req), 0);
             store->set("sent", "1");
             inst.wait(&req, 5000); // either outcome: the receiver decides

@@ -33,12 +33,7 @@ DT_API dt_status_t dt_context_create_versioned(int api_major, int api_minor,
                                                dt_context_h *out)
 {
     return guard([&] {
-        if (api_major != DT_API_MAJOR || api_minor > DT_API_MINOR)
-            dt::throw_error(DT_ERR_VERSION, "the program was compiled against libdisttrain "
-                            "API ", api_major, ".", api_minor, " but the loaded library "
-                            "provides API ", DT_API_MAJOR, ".", DT_API_MINOR,
-                            "; install a libdisttrain with the same major version and a "
-                            "minor version at least ", api_minor);
+        dt::capi::require_api_version(api_major, api_minor);
         require(out, "dt_context_create", "out");
         auto handle = std::make_unique<dt_context>();
         handle->impl =

@@ -38,6 +38,17 @@ inline void require(const void *p, const char *function, const char *what)
         throw_error(DT_ERR_INVALID_ARGUMENT, function, ": ", what, " must not be NULL");
 }
 
+// Throws DT_ERR_VERSION when a program compiled against API api_major.api_minor cannot
+// use this library: another major version, or a newer minor one than it provides.
+inline void require_api_version(int api_major, int api_minor)
+{
+    if (api_major != DT_API_MAJOR || api_minor > DT_API_MINOR)
+        throw_error(DT_ERR_VERSION, "the program was compiled against libdisttrain API ",
+                    api_major, ".", api_minor, " but the loaded library provides API ",
+                    DT_API_MAJOR, ".", DT_API_MINOR, "; install a libdisttrain with the same "
+                    "major version and a minor version at least ", api_minor);
+}
+
 } // namespace dt::capi
 
 // Definitions behind the opaque handles of disttrain.h.

@@ -1,5 +1,6 @@
 # SPDX-License-Identifier: Apache-2.0
 """Bad input at the public API and in the environment: each is a clear error, never a hang."""
+import ctypes
 import re
 import socket
 import threading
@@ -176,3 +177,28 @@ def test_ranks_disagreeing_on_count_fail_instead_of_hanging(worker, disttrainrun
     r = run(cmd, timeout=90, env={"DISTTRAIN_TIMEOUT": "20"})
     assert r.returncode != 0
     assert "error: dt_allreduce" in r.stderr
+
+
+@pytest.mark.parametrize("create", ["dt_context_create_versioned", "dt_compute_create_versioned"])
+@pytest.mark.parametrize("major,minor", [(0, 0), (2, 0), ("this", 1)])
+def test_a_program_built_for_an_api_the_library_lacks_is_refused(create, major, minor):
+    # What a program compiled against other headers passes: another major version, or a
+    # minor one newer than the library provides ("this": the library's own major).
+    lib = ctypes.CDLL(str(build_path("core", "libdisttrain.so.1")))
+    lib.dt_last_error.restype = ctypes.c_char_p
+
+    class Version(ctypes.Structure):  # dt_version_t
+        _fields_ = [("api_major", ctypes.c_int), ("api_minor", ctypes.c_int),
+                    ("patch", ctypes.c_int), ("string", ctypes.c_char_p)]
+
+    v = Version()
+    assert lib.dt_get_version(ctypes.byref(v)) == 0
+    if major == "this":
+        major, minor = v.api_major, v.api_minor + 1
+    handle = ctypes.c_void_p()
+    status = getattr(lib, create)(major, minor, None, ctypes.byref(handle))
+    message = lib.dt_last_error().decode()
+    assert status == -3, message  # DT_ERR_VERSION
+    assert handle.value is None
+    assert f"compiled against libdisttrain API {major}.{minor} but the loaded library " \
+           f"provides API {v.api_major}.{v.api_minor}" in message, message

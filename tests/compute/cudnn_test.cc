@@ -16,6 +16,58 @@
 namespace dt::test {
 namespace {
 
+// Pooling forward and backward on the oneDNN reference: y of x, and dx given dy.
+void reference_pool(dt_compute_h cpu, const dt_pool_params_t &pp, const dt_tensor_desc_t &xd,
+                    const std::vector<float> &x, const dt_tensor_desc_t &yd,
+                    const std::vector<float> &dy, std::vector<float> *y, std::vector<float> *dx)
+{
+    size_t bytes = 0;
+    ASSERT_EQ(dt_compute_pool_workspace_size(cpu, &pp, &xd, &yd, &bytes), DT_OK);
+    std::vector<unsigned char> workspace(bytes + 1);
+    y->assign(dy.size(), 0.0f);
+    dx->assign(x.size(), 0.0f);
+    ASSERT_EQ(dt_compute_pool_forward(cpu, &pp, &xd, x.data(), &yd, y->data(),
+                                      workspace.data()), DT_OK);
+    ASSERT_EQ(dt_compute_pool_backward(cpu, &pp, &xd, x.data(), &yd, y->data(), dy.data(),
+                                       dx->data(), workspace.data()), DT_OK);
+}
+
+// A training batch norm, forward and backward: the oneDNN reference's results, or the
+// device buffers the GPU writes them to.
+template <typename Buffer>
+struct Norm {
+    Buffer y, mean, invstd, running_mean, running_var, dx, dscale, dshift;
+};
+
+// The buffers of a batch norm over c channels of n values, each made by make(its initial
+// values): all zero but the running statistics, which start from (0, 1).
+template <typename Make>
+auto norm_buffers(Make make, size_t n, size_t c) -> Norm<decltype(make(std::vector<float>()))>
+{
+    return {make(std::vector<float>(n)),       make(std::vector<float>(c)),
+            make(std::vector<float>(c)),       make(std::vector<float>(c, 0.0f)),
+            make(std::vector<float>(c, 1.0f)), make(std::vector<float>(n)),
+            make(std::vector<float>(c)),       make(std::vector<float>(c))};
+}
+
+// Batch norm over the channels of x (N, C, H, W) on the oneDNN reference.
+void reference_batchnorm(dt_compute_h cpu, const dt_tensor_desc_t &xd,
+                         const std::vector<float> &x, const std::vector<float> &scale,
+                         const std::vector<float> &shift, const std::vector<float> &dy,
+                         Norm<std::vector<float>> *r)
+{
+    *r = norm_buffers([](std::vector<float> v) { return v; }, x.size(), scale.size());
+    ASSERT_EQ(dt_compute_batchnorm_forward_training(cpu, &xd, x.data(), scale.data(),
+                                                    shift.data(), 1e-5f, 0.1f, r->y.data(),
+                                                    r->mean.data(), r->invstd.data(),
+                                                    r->running_mean.data(),
+                                                    r->running_var.data()), DT_OK);
+    ASSERT_EQ(dt_compute_batchnorm_backward(cpu, &xd, x.data(), dy.data(), scale.data(),
+                                            r->mean.data(), r->invstd.data(), 1e-5f,
+                                            r->dx.data(), r->dscale.data(), r->dshift.data()),
+              DT_OK);
+}
+
 TEST_F(Cudnn, MatmulAllTransposes)
 {
     const int m = 33, n = 17, k = 65;
@@ -106,13 +158,8 @@ TEST_F(Cudnn, ConvolutionPoolingBatchNorm)
     pp.kind = DT_POOL_MAX;
     pp.kernel[0] = pp.kernel[1] = 3;
     dt_tensor_desc_t pd = dt_tensor_desc_4d(DT_FLOAT32, 2, 3, 3, 3);
-    std::vector<float> py(54), pdy = random_vector(54, 8), pdx(x.size());
-    size_t ws = 0;
-    ASSERT_EQ(dt_compute_pool_workspace_size(cpu, &pp, &xd, &pd, &ws), DT_OK);
-    std::vector<unsigned char> wsb(ws + 1);
-    ASSERT_EQ(dt_compute_pool_forward(cpu, &pp, &xd, x.data(), &pd, py.data(), wsb.data()), DT_OK);
-    ASSERT_EQ(dt_compute_pool_backward(cpu, &pp, &xd, x.data(), &pd, py.data(), pdy.data(),
-                                       pdx.data(), wsb.data()), DT_OK);
+    std::vector<float> py, pdy = random_vector(54, 8), pdx;
+    ASSERT_NO_FATAL_FAILURE(reference_pool(cpu, pp, xd, x, pd, pdy, &py, &pdx));
     void *gpy = up(py), *gpdx = up(pdx);
     ASSERT_EQ(dt_compute_pool_forward(gpu, &pp, &xd, gx, &pd, gpy, nullptr), DT_OK);
     ASSERT_EQ(dt_compute_pool_backward(gpu, &pp, &xd, gx, &pd, gpy, up(pdy), gpdx, nullptr),
@@ -121,30 +168,23 @@ TEST_F(Cudnn, ConvolutionPoolingBatchNorm)
     expect_close(down(gpdx, pdx.size()), pdx, "pool dx");
 
     auto scale = random_vector(3, 9), shift = random_vector(3, 10);
-    std::vector<float> ny(x.size()), mean(3), inv(3), rm(3, 0.0f), rv(3, 1.0f), ndx(x.size()),
-        ds(3), dsh(3);
     auto ndy = random_vector(x.size(), 11);
-    ASSERT_EQ(dt_compute_batchnorm_forward_training(cpu, &xd, x.data(), scale.data(), shift.data(),
-                                                    1e-5f, 0.1f, ny.data(), mean.data(),
-                                                    inv.data(), rm.data(), rv.data()), DT_OK);
-    ASSERT_EQ(dt_compute_batchnorm_backward(cpu, &xd, x.data(), ndy.data(), scale.data(),
-                                            mean.data(), inv.data(), 1e-5f, ndx.data(), ds.data(),
-                                            dsh.data()), DT_OK);
-    auto *gs = static_cast<float *>(up(scale)), *gsh = static_cast<float *>(up(shift));
-    auto *gm = static_cast<float *>(up(mean)), *gi = static_cast<float *>(up(inv));
-    auto *grm = static_cast<float *>(up(std::vector<float>(3, 0.0f)));
-    auto *grv = static_cast<float *>(up(std::vector<float>(3, 1.0f)));
-    auto *gds = static_cast<float *>(up(ds)), *gdsh = static_cast<float *>(up(dsh));
-    void *gny = up(ny), *gndx = up(ndx);
-    ASSERT_EQ(dt_compute_batchnorm_forward_training(gpu, &xd, gx, gs, gsh, 1e-5f, 0.1f, gny, gm,
-                                                    gi, grm, grv), DT_OK) << dt_last_error();
-    ASSERT_EQ(dt_compute_batchnorm_backward(gpu, &xd, gx, up(ndy), gs, gm, gi, 1e-5f, gndx, gds,
-                                            gdsh), DT_OK) << dt_last_error();
-    expect_close(down(gny, ny.size()), ny, "bn y", 1e-3);
-    expect_close(down(gi, 3), inv, "bn invstd", 1e-3);
-    expect_close(down(grv, 3), rv, "bn running var", 1e-3);
-    expect_close(down(gndx, ndx.size()), ndx, "bn dx", 1e-3);
-    expect_close(down(gds, 3), ds, "bn dscale", 1e-3);
+    Norm<std::vector<float>> want;
+    ASSERT_NO_FATAL_FAILURE(reference_batchnorm(cpu, xd, x, scale, shift, ndy, &want));
+    auto upload = [&](const std::vector<float> &v) { return static_cast<float *>(up(v)); };
+    float *gs = upload(scale), *gsh = upload(shift);
+    Norm<float *> got = norm_buffers(upload, x.size(), 3);
+    ASSERT_EQ(dt_compute_batchnorm_forward_training(gpu, &xd, gx, gs, gsh, 1e-5f, 0.1f, got.y,
+                                                    got.mean, got.invstd, got.running_mean,
+                                                    got.running_var), DT_OK) << dt_last_error();
+    ASSERT_EQ(dt_compute_batchnorm_backward(gpu, &xd, gx, up(ndy), gs, got.mean, got.invstd,
+                                            1e-5f, got.dx, got.dscale, got.dshift), DT_OK)
+        << dt_last_error();
+    expect_close(down(got.y, x.size()), want.y, "bn y", 1e-3);
+    expect_close(down(got.invstd, 3), want.invstd, "bn invstd", 1e-3);
+    expect_close(down(got.running_var, 3), want.running_var, "bn running var", 1e-3);
+    expect_close(down(got.dx, x.size()), want.dx, "bn dx", 1e-3);
+    expect_close(down(got.dscale, 3), want.dscale, "bn dscale", 1e-3);
 }
 
 // (n, c, h, w) to (n, h, w, c), or back with to_channels_last false.
@@ -205,13 +245,8 @@ TEST_F(Cudnn, ChannelsLastConvolutionAndPooling)
     pp.kind = DT_POOL_MAX;
     pp.kernel[0] = pp.kernel[1] = 3;
     dt_tensor_desc_t pd = dt_tensor_desc_4d(DT_FLOAT32, 2, 8, 3, 3);
-    std::vector<float> py(2 * 8 * 9), pdy = random_vector(py.size(), 25), pdx(x.size());
-    size_t ws = 0;
-    ASSERT_EQ(dt_compute_pool_workspace_size(cpu, &pp, &xd, &pd, &ws), DT_OK);
-    std::vector<unsigned char> wsb(ws + 1);
-    ASSERT_EQ(dt_compute_pool_forward(cpu, &pp, &xd, x.data(), &pd, py.data(), wsb.data()), DT_OK);
-    ASSERT_EQ(dt_compute_pool_backward(cpu, &pp, &xd, x.data(), &pd, py.data(), pdy.data(),
-                                       pdx.data(), wsb.data()), DT_OK);
+    std::vector<float> py, pdy = random_vector(2 * 8 * 9, 25), pdx;
+    ASSERT_NO_FATAL_FAILURE(reference_pool(cpu, pp, xd, x, pd, pdy, &py, &pdx));
     dt_pool_params_t ppl = pp;
     ppl.field_mask |= DT_POOL_PARAM_FIELD_LAYOUT;
     ppl.layout = DT_LAYOUT_NHWC;
@@ -228,31 +263,24 @@ TEST_F(Cudnn, ChannelsLastConvolutionAndPooling)
     // Batch norm of channels-last activations through their (N * H * W, C) view.
     auto scale = random_vector(8, 26), shift = random_vector(8, 27);
     auto ndy = random_vector(x.size(), 28);
-    std::vector<float> ny(x.size()), mean(8), inv(8), rm(8, 0.0f), rv(8, 1.0f), ndx(x.size()),
-        ds(8), dsh(8);
-    ASSERT_EQ(dt_compute_batchnorm_forward_training(cpu, &xd, x.data(), scale.data(), shift.data(),
-                                                    1e-5f, 0.1f, ny.data(), mean.data(),
-                                                    inv.data(), rm.data(), rv.data()), DT_OK);
-    ASSERT_EQ(dt_compute_batchnorm_backward(cpu, &xd, x.data(), ndy.data(), scale.data(),
-                                            mean.data(), inv.data(), 1e-5f, ndx.data(), ds.data(),
-                                            dsh.data()), DT_OK);
+    Norm<std::vector<float>> want;
+    ASSERT_NO_FATAL_FAILURE(reference_batchnorm(cpu, xd, x, scale, shift, ndy, &want));
     dt_tensor_desc_t rows = dt_tensor_desc_2d(DT_FLOAT32, 2 * 81, 8);
-    auto *gs = static_cast<float *>(up(scale)), *gsh = static_cast<float *>(up(shift));
-    auto *gm = static_cast<float *>(up(mean)), *gi = static_cast<float *>(up(inv));
-    auto *grm = static_cast<float *>(up(std::vector<float>(8, 0.0f)));
-    auto *grv = static_cast<float *>(up(std::vector<float>(8, 1.0f)));
-    auto *gds = static_cast<float *>(up(ds)), *gdsh = static_cast<float *>(up(dsh));
-    void *gny = up(ny), *gndx = up(ndx);
-    ASSERT_EQ(dt_compute_batchnorm_forward_training(gpu, &rows, gx, gs, gsh, 1e-5f, 0.1f, gny,
-                                                    gm, gi, grm, grv), DT_OK) << dt_last_error();
+    auto upload = [&](const std::vector<float> &v) { return static_cast<float *>(up(v)); };
+    float *gs = upload(scale), *gsh = upload(shift);
+    Norm<float *> got = norm_buffers(upload, x.size(), 8);
+    ASSERT_EQ(dt_compute_batchnorm_forward_training(gpu, &rows, gx, gs, gsh, 1e-5f, 0.1f, got.y,
+                                                    got.mean, got.invstd, got.running_mean,
+                                                    got.running_var), DT_OK) << dt_last_error();
     ASSERT_EQ(dt_compute_batchnorm_backward(gpu, &rows, gx, up(relayout(ndy, 2, 8, 9, 9, true)),
-                                            gs, gm, gi, 1e-5f, gndx, gds, gdsh), DT_OK)
-        << dt_last_error();
-    expect_close(relayout(down(gny, ny.size()), 2, 8, 9, 9, false), ny, "nhwc bn y", 1e-3);
-    expect_close(down(grv, 8), rv, "nhwc bn running var", 1e-3);
-    expect_close(relayout(down(gndx, ndx.size()), 2, 8, 9, 9, false), ndx, "nhwc bn dx", 1e-3);
-    expect_close(down(gds, 8), ds, "nhwc bn dscale", 1e-3);
-    expect_close(down(gdsh, 8), dsh, "nhwc bn dshift", 1e-3);
+                                            gs, got.mean, got.invstd, 1e-5f, got.dx, got.dscale,
+                                            got.dshift), DT_OK) << dt_last_error();
+    expect_close(relayout(down(got.y, x.size()), 2, 8, 9, 9, false), want.y, "nhwc bn y", 1e-3);
+    expect_close(down(got.running_var, 8), want.running_var, "nhwc bn running var", 1e-3);
+    expect_close(relayout(down(got.dx, x.size()), 2, 8, 9, 9, false), want.dx, "nhwc bn dx",
+                 1e-3);
+    expect_close(down(got.dscale, 8), want.dscale, "nhwc bn dscale", 1e-3);
+    expect_close(down(got.dshift, 8), want.dshift, "nhwc bn dshift", 1e-3);
 }
 
 // ReLU, its gradient and add, exact in float32: on aligned arrays (four elements per

@@ -43,18 +43,25 @@ SHM_MODES = {"shm0": {"DISTTRAIN_SHM": "0"}, "shm1": {"DISTTRAIN_SHM": "1"},
              "hier": {"DISTTRAIN_SHM": "1", "DISTTRAIN_SHM_LOCAL_SIZE": "2"}}
 
 
-@pytest.mark.parametrize("shm", sorted(SHM_MODES))
-@pytest.mark.parametrize("ranks", RANK_COUNTS)
-@pytest.mark.parametrize("transport", TRANSPORTS)
+def jobs():
+    """(transport, ranks, shm) of every job that tests something of its own: shared memory
+    plays a part only with 2 ranks or more on the core's algorithms (not MPI's own
+    collectives), and the 2 hosts x 2 split needs 4 ranks."""
+    for transport in TRANSPORTS:
+        for ranks in RANK_COUNTS:
+            for shm in sorted(SHM_MODES):
+                if shm != "shm1" and (ranks == 1 or transport == "mpi"):
+                    continue
+                if shm == "hier" and ranks != 4:
+                    continue
+                yield transport, ranks, shm
+
+
+@pytest.mark.parametrize("transport,ranks,shm", list(jobs()))
 def test_conformance(transport, ranks, shm):
     if not plugin_built(transport):
         pytest.skip(f"transport '{transport}' was not built "
                     f"(no {plugin_dir(transport)}/libdt-transport-{transport}.so)")
-    if shm != "shm1" and (ranks == 1 or transport == "mpi"):
-        pytest.skip("shared memory plays no part with one rank, or with MPI's own "
-                    "collectives; the shm1 case covers it")
-    if shm == "hier" and ranks != 4:
-        pytest.skip("the 2 hosts x 2 split needs 4 ranks")
     env = {"DISTTRAIN_TRANSPORT": transport,
            "DISTTRAIN_PLUGIN_PATH": str(plugin_dir(transport)),
            "DISTTRAIN_TIMEOUT": "60", **SHM_MODES[shm]}

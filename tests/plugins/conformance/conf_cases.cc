@@ -269,63 +269,56 @@ dt_status_t Case::launch(dt_context_h ctx)
     return DT_ERR_INVALID_ARGUMENT;
 }
 
-double Case::expected(size_t i) const
+std::vector<Case::Expected> Case::expected_runs() const
 {
     const auto n = static_cast<uint64_t>(ranks_);
     const auto self = static_cast<uint64_t>(rank_);
-    if (i >= out_count())
-        return kPoison; // guard element
+    std::vector<Expected> runs;
     switch (kind_) {
-    case Kind::allreduce: return reduced(dtype_, op_, ranks_, i);
-    case Kind::reduce_scatter: return reduced(dtype_, op_, ranks_, self * count_ + i);
-    case Kind::broadcast: return payload(dtype_, ranks_, static_cast<uint64_t>(root_), i);
-    case Kind::allgather: return payload(dtype_, ranks_, i / count_, i % count_);
-    case Kind::alltoall: return payload(dtype_, ranks_, (i / count_) * n + self, i % count_);
-    case Kind::allgatherv:
-    case Kind::alltoallv: {
-        int from = 0; // the block that holds element i
-        while (from + 1 < ranks_ && offset(from + 1, false) <= i)
-            ++from;
-        const size_t k = i - offset(from, false);
-        const auto sender = static_cast<uint64_t>(from);
-        return payload(dtype_, ranks_, kind_ == Kind::allgatherv ? sender : sender * n + self,
-                       k);
-    }
-    case Kind::barrier: break;
-    }
-    return kPoison;
-}
-
-std::vector<unsigned char> Case::expected_image() const
-{
-    // expected(i), a block at a time.
-    std::vector<unsigned char> image(out_.size());
-    void *out = image.data();
-    const auto n = static_cast<uint64_t>(ranks_);
-    const auto self = static_cast<uint64_t>(rank_);
-    switch (kind_) {
-    case Kind::allreduce: put_reduced(dtype_, op_, ranks_, 0, count_, out, 0); break;
-    case Kind::reduce_scatter:
-        put_reduced(dtype_, op_, ranks_, self * count_, count_, out, 0);
-        break;
+    case Kind::allreduce: runs.push_back({0, count_, true, 0, 0}); break;
+    case Kind::reduce_scatter: runs.push_back({0, count_, true, 0, self * count_}); break;
     case Kind::broadcast:
-        put_payloads(dtype_, ranks_, static_cast<uint64_t>(root_), 0, count_, out, 0);
+        runs.push_back({0, count_, false, static_cast<uint64_t>(root_), 0});
         break;
     case Kind::allgather:
     case Kind::alltoall:
         for (uint64_t from = 0; from < n; ++from)
-            put_payloads(dtype_, ranks_, kind_ == Kind::allgather ? from : from * n + self, 0,
-                         count_, out, from * count_);
+            runs.push_back({from * count_, count_, false,
+                            kind_ == Kind::allgather ? from : from * n + self, 0});
         break;
     case Kind::allgatherv:
     case Kind::alltoallv:
         for (int from = 0; from < ranks_; ++from) {
             const auto sender = static_cast<uint64_t>(from);
-            put_payloads(dtype_, ranks_, kind_ == Kind::allgatherv ? sender : sender * n + self,
-                         0, block(from, rank_), out, offset(from, false));
+            runs.push_back({offset(from, false), block(from, rank_), false,
+                            kind_ == Kind::allgatherv ? sender : sender * n + self, 0});
         }
         break;
     case Kind::barrier: break;
+    }
+    return runs;
+}
+
+double Case::expected(const std::vector<Expected> &runs, size_t i) const
+{
+    for (const Expected &r : runs) {
+        if (i < r.at || i - r.at >= r.n)
+            continue;
+        const size_t k = r.first + (i - r.at);
+        return r.reduced ? reduced(dtype_, op_, ranks_, k) : payload(dtype_, ranks_, r.seed, k);
+    }
+    return kPoison; // a guard element
+}
+
+std::vector<unsigned char> Case::expected_image() const
+{
+    std::vector<unsigned char> image(out_.size());
+    void *out = image.data();
+    for (const Expected &r : expected_runs()) {
+        if (r.reduced)
+            put_reduced(dtype_, op_, ranks_, r.first, r.n, out, r.at);
+        else
+            put_payloads(dtype_, ranks_, r.seed, r.first, r.n, out, r.at);
     }
     put_repeated(dtype_, out, out_count(), kGuard, kPoison);
     return image;
@@ -350,12 +343,13 @@ uint64_t Case::verify(std::vector<Mismatch> &out_list, size_t limit, Images &ima
     if (std::memcmp(out_.data(), image->data(), out_.size()) == 0)
         return 0;
     uint64_t wrong = 0;
+    const std::vector<Expected> runs = expected_runs();
     const size_t outputs = out_count();
     const size_t total = outputs + kGuard;
     for (size_t i = 0; i < total; ++i) {
         if (std::memcmp(out_.data() + i * elt_, image->data() + i * elt_, elt_) == 0)
             continue;
-        const double want = expected(i);
+        const double want = expected(runs, i);
         const double got = get(dtype_, out(), i);
         // Guards must stay bit-for-bit poison; outputs match the reference.
         const bool ok = i >= outputs ? got == want : matches(dtype_, op_, got, want);

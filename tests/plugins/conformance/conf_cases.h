@@ -88,7 +88,18 @@ private:
     const void *call_in();
     const void *in_ptr();
     void fill(); // computes the prepared buffers (conf_values.h: a buffer at a time)
-    double expected(size_t index) const;
+    // A run of a correct output: n elements from `at` hold reduced(first + k) when
+    // `reduced`, else payload(seed, first + k).
+    struct Expected {
+        size_t at, n;
+        bool reduced;
+        uint64_t seed;
+        size_t first;
+    };
+    // The runs that make up a correct output, in order; the guards follow them.
+    std::vector<Expected> expected_runs() const;
+    // Element `index` of the output the runs make (a guard: kPoison).
+    double expected(const std::vector<Expected> &runs, size_t index) const;
     // The output a correct call leaves, guards included, encoded in the dtype.
     std::vector<unsigned char> expected_image() const;
     // What the buffers and the result depend on: the shape without the mode (blocking or

@@ -25,11 +25,12 @@ bool is_floating(dt_dtype_t dtype);
 // are exact in every dtype and stay within int8/uint8 range.
 double input(dt_dtype_t dtype, dt_reduce_op_t op, int ranks, uint64_t seed, size_t index);
 
-// The data a copy collective (broadcast, allgather, alltoall) moves for `seed`
-// (put_payloads below must stay its bulk form).
+// The data a copy collective (broadcast, allgather, alltoall) moves for `seed`: the sum
+// inputs of a seed that no rank's reduction input uses.
+constexpr uint64_t payload_seed(uint64_t seed) { return seed + 1000; }
 inline double payload(dt_dtype_t dtype, int ranks, uint64_t seed, size_t index)
 {
-    return input(dtype, DT_SUM, ranks, seed + 1000, index);
+    return input(dtype, DT_SUM, ranks, payload_seed(seed), index);
 }
 
 // op applied over input(..., r, index) for r in 0..ranks-1; integer averages truncate
@@ -48,7 +49,7 @@ void put_inputs(dt_dtype_t dtype, dt_reduce_op_t op, int ranks, uint64_t seed, s
 inline void put_payloads(dt_dtype_t dtype, int ranks, uint64_t seed, size_t first, size_t n,
                          void *buf, size_t at)
 {
-    put_inputs(dtype, DT_SUM, ranks, seed + 1000, first, n, buf, at);
+    put_inputs(dtype, DT_SUM, ranks, payload_seed(seed), first, n, buf, at);
 }
 void put_reduced(dt_dtype_t dtype, dt_reduce_op_t op, int ranks, size_t first, size_t n,
                  void *buf, size_t at);

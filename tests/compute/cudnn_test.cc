@@ -50,22 +50,23 @@ auto norm_buffers(Make make, size_t n, size_t c) -> Norm<decltype(make(std::vect
             make(std::vector<float>(c)),       make(std::vector<float>(c))};
 }
 
-// Batch norm over the channels of x (N, C, H, W) on the oneDNN reference.
-void reference_batchnorm(dt_compute_h cpu, const dt_tensor_desc_t &xd,
-                         const std::vector<float> &x, const std::vector<float> &scale,
-                         const std::vector<float> &shift, const std::vector<float> &dy,
-                         Norm<std::vector<float>> *r)
+float *ptr(std::vector<float> &v) { return v.data(); }
+float *ptr(float *p) { return p; }
+
+// A training batch norm of x over the channels of d on h, forward then backward (given
+// dy), into r's buffers: the oneDNN reference's host vectors or the GPU's device ones.
+template <typename Buffer>
+void batchnorm_both_ways(dt_compute_h h, const dt_tensor_desc_t &d, const void *x,
+                         const float *scale, const float *shift, const void *dy,
+                         Norm<Buffer> &r)
 {
-    *r = norm_buffers([](std::vector<float> v) { return v; }, x.size(), scale.size());
-    ASSERT_EQ(dt_compute_batchnorm_forward_training(cpu, &xd, x.data(), scale.data(),
-                                                    shift.data(), 1e-5f, 0.1f, r->y.data(),
-                                                    r->mean.data(), r->invstd.data(),
-                                                    r->running_mean.data(),
-                                                    r->running_var.data()), DT_OK);
-    ASSERT_EQ(dt_compute_batchnorm_backward(cpu, &xd, x.data(), dy.data(), scale.data(),
-                                            r->mean.data(), r->invstd.data(), 1e-5f,
-                                            r->dx.data(), r->dscale.data(), r->dshift.data()),
-              DT_OK);
+    ASSERT_EQ(dt_compute_batchnorm_forward_training(h, &d, x, scale, shift, 1e-5f, 0.1f,
+                                                    ptr(r.y), ptr(r.mean), ptr(r.invstd),
+                                                    ptr(r.running_mean), ptr(r.running_var)),
+              DT_OK) << dt_last_error();
+    ASSERT_EQ(dt_compute_batchnorm_backward(h, &d, x, dy, scale, ptr(r.mean), ptr(r.invstd),
+                                            1e-5f, ptr(r.dx), ptr(r.dscale), ptr(r.dshift)),
+              DT_OK) << dt_last_error();
 }
 
 TEST_F(Cudnn, MatmulAllTransposes)
@@ -169,17 +170,14 @@ TEST_F(Cudnn, ConvolutionPoolingBatchNorm)
 
     auto scale = random_vector(3, 9), shift = random_vector(3, 10);
     auto ndy = random_vector(x.size(), 11);
-    Norm<std::vector<float>> want;
-    ASSERT_NO_FATAL_FAILURE(reference_batchnorm(cpu, xd, x, scale, shift, ndy, &want));
+    auto copy = [](std::vector<float> v) { return v; };
+    Norm<std::vector<float>> want = norm_buffers(copy, x.size(), scale.size());
+    ASSERT_NO_FATAL_FAILURE(batchnorm_both_ways(cpu, xd, x.data(), scale.data(), shift.data(),
+                                                ndy.data(), want));
     auto upload = [&](const std::vector<float> &v) { return static_cast<float *>(up(v)); };
     float *gs = upload(scale), *gsh = upload(shift);
     Norm<float *> got = norm_buffers(upload, x.size(), 3);
-    ASSERT_EQ(dt_compute_batchnorm_forward_training(gpu, &xd, gx, gs, gsh, 1e-5f, 0.1f, got.y,
-                                                    got.mean, got.invstd, got.running_mean,
-                                                    got.running_var), DT_OK) << dt_last_error();
-    ASSERT_EQ(dt_compute_batchnorm_backward(gpu, &xd, gx, up(ndy), gs, got.mean, got.invstd,
-                                            1e-5f, got.dx, got.dscale, got.dshift), DT_OK)
-        << dt_last_error();
+    ASSERT_NO_FATAL_FAILURE(batchnorm_both_ways(gpu, xd, gx, gs, gsh, up(ndy), got));
     expect_close(down(got.y, x.size()), want.y, "bn y", 1e-3);
     expect_close(down(got.invstd, 3), want.invstd, "bn invstd", 1e-3);
     expect_close(down(got.running_var, 3), want.running_var, "bn running var", 1e-3);
@@ -263,18 +261,16 @@ TEST_F(Cudnn, ChannelsLastConvolutionAndPooling)
     // Batch norm of channels-last activations through their (N * H * W, C) view.
     auto scale = random_vector(8, 26), shift = random_vector(8, 27);
     auto ndy = random_vector(x.size(), 28);
-    Norm<std::vector<float>> want;
-    ASSERT_NO_FATAL_FAILURE(reference_batchnorm(cpu, xd, x, scale, shift, ndy, &want));
+    auto copy = [](std::vector<float> v) { return v; };
+    Norm<std::vector<float>> want = norm_buffers(copy, x.size(), scale.size());
+    ASSERT_NO_FATAL_FAILURE(batchnorm_both_ways(cpu, xd, x.data(), scale.data(), shift.data(),
+                                                ndy.data(), want));
     dt_tensor_desc_t rows = dt_tensor_desc_2d(DT_FLOAT32, 2 * 81, 8);
     auto upload = [&](const std::vector<float> &v) { return static_cast<float *>(up(v)); };
     float *gs = upload(scale), *gsh = upload(shift);
     Norm<float *> got = norm_buffers(upload, x.size(), 8);
-    ASSERT_EQ(dt_compute_batchnorm_forward_training(gpu, &rows, gx, gs, gsh, 1e-5f, 0.1f, got.y,
-                                                    got.mean, got.invstd, got.running_mean,
-                                                    got.running_var), DT_OK) << dt_last_error();
-    ASSERT_EQ(dt_compute_batchnorm_backward(gpu, &rows, gx, up(relayout(ndy, 2, 8, 9, 9, true)),
-                                            gs, got.mean, got.invstd, 1e-5f, got.dx, got.dscale,
-                                            got.dshift), DT_OK) << dt_last_error();
+    ASSERT_NO_FATAL_FAILURE(batchnorm_both_ways(gpu, rows, gx, gs, gsh,
+                                                up(relayout(ndy, 2, 8, 9, 9, true)), got));
     expect_close(relayout(down(got.y, x.size()), 2, 8, 9, 9, false), want.y, "nhwc bn y", 1e-3);
     expect_close(down(got.running_var, 8), want.running_var, "nhwc bn running var", 1e-3);
     expect_close(relayout(down(got.dx, x.size()), 2, 8, 9, 9, false), want.dx, "nhwc bn dx",
@@ -414,31 +410,18 @@ TEST_F(CudnnBf16, ActivationsWithFloat32Weights)
         d16.dtype = DT_BFLOAT16;
         auto x = random_vector(2 * 8 * 81, 44), dy = random_vector(x.size(), 45);
         auto scale = random_vector(8, 46), shift = random_vector(8, 47);
-        void *x16 = bf16(x), *dy16 = bf16(dy), *y16 = zeros16(x.size()), *dx16 = zeros16(x.size());
-        void *x32 = up(x), *dy32 = up(dy), *y32 = up(x), *dx32 = up(x);
-        auto f = [&](const std::vector<float> &v) { return static_cast<float *>(up(v)); };
-        float *gs = f(scale), *gsh = f(shift);
-        float *m16 = f(std::vector<float>(8)), *i16 = f(std::vector<float>(8));
-        float *m32 = f(std::vector<float>(8)), *i32 = f(std::vector<float>(8));
-        float *rm16 = f(std::vector<float>(8, 0.0f)), *rv16 = f(std::vector<float>(8, 1.0f));
-        float *rm32 = f(std::vector<float>(8, 0.0f)), *rv32 = f(std::vector<float>(8, 1.0f));
-        float *ds16 = f(std::vector<float>(8)), *dsh16 = f(std::vector<float>(8));
-        float *ds32 = f(std::vector<float>(8)), *dsh32 = f(std::vector<float>(8));
-        ASSERT_EQ(dt_compute_batchnorm_forward_training(gpu, &d16, x16, gs, gsh, 1e-5f, 0.1f, y16,
-                                                        m16, i16, rm16, rv16), DT_OK)
-            << dt_last_error();
-        ASSERT_EQ(dt_compute_batchnorm_backward(gpu, &d16, x16, dy16, gs, m16, i16, 1e-5f, dx16,
-                                                ds16, dsh16), DT_OK) << dt_last_error();
-        ASSERT_EQ(dt_compute_batchnorm_forward_training(gpu, &d32, x32, gs, gsh, 1e-5f, 0.1f, y32,
-                                                        m32, i32, rm32, rv32), DT_OK)
-            << dt_last_error();
-        ASSERT_EQ(dt_compute_batchnorm_backward(gpu, &d32, x32, dy32, gs, m32, i32, 1e-5f, dx32,
-                                                ds32, dsh32), DT_OK) << dt_last_error();
-        expect_near_l2(down16(y16, x.size()), down(y32, x.size()), "bn y");
-        expect_near_l2(down16(dx16, x.size()), down(dx32, x.size()), "bn dx");
-        expect_near_l2(down(rv16, 8), down(rv32, 8), "bn running var");
-        expect_near_l2(down(ds16, 8), down(ds32, 8), "bn dscale");
-        expect_near_l2(down(dsh16, 8), down(dsh32, 8), "bn dshift");
+        auto upload = [&](const std::vector<float> &v) { return static_cast<float *>(up(v)); };
+        float *gs = upload(scale), *gsh = upload(shift);
+        // The float buffers hold bfloat16 y and dx too (half their size, zero bits alike).
+        Norm<float *> b16 = norm_buffers(upload, x.size(), 8);
+        Norm<float *> f32 = norm_buffers(upload, x.size(), 8);
+        ASSERT_NO_FATAL_FAILURE(batchnorm_both_ways(gpu, d16, bf16(x), gs, gsh, bf16(dy), b16));
+        ASSERT_NO_FATAL_FAILURE(batchnorm_both_ways(gpu, d32, up(x), gs, gsh, up(dy), f32));
+        expect_near_l2(down16(b16.y, x.size()), down(f32.y, x.size()), "bn y");
+        expect_near_l2(down16(b16.dx, x.size()), down(f32.dx, x.size()), "bn dx");
+        expect_near_l2(down(b16.running_var, 8), down(f32.running_var, 8), "bn running var");
+        expect_near_l2(down(b16.dscale, 8), down(f32.dscale, 8), "bn dscale");
+        expect_near_l2(down(b16.dshift, 8), down(f32.dshift, 8), "bn dshift");
     }
 
     // Max pooling and ReLU.

@@ -3,12 +3,17 @@
 import ctypes
 import re
 import socket
+import sys
 import threading
 import time
 
 import pytest
 
-from conftest import build_path, run
+from conftest import REPO, build_path, run
+
+if str(REPO / "bindings" / "python") not in sys.path:
+    sys.path.insert(0, str(REPO / "bindings" / "python"))
+from disttrain import _lib  # noqa: E402  the binding's declarations of the C API
 
 
 @pytest.fixture(scope="module")
@@ -186,12 +191,7 @@ def test_a_program_built_for_an_api_the_library_lacks_is_refused(create, major, 
     # minor one newer than the library provides ("this": the library's own major).
     lib = ctypes.CDLL(str(build_path("core", "libdisttrain.so.1")))
     lib.dt_last_error.restype = ctypes.c_char_p
-
-    class Version(ctypes.Structure):  # dt_version_t
-        _fields_ = [("api_major", ctypes.c_int), ("api_minor", ctypes.c_int),
-                    ("patch", ctypes.c_int), ("string", ctypes.c_char_p)]
-
-    v = Version()
+    v = _lib.Version()
     assert lib.dt_get_version(ctypes.byref(v)) == 0
     if major == "this":
         major, minor = v.api_major, v.api_minor + 1

@@ -65,8 +65,10 @@ Shape make_shape(dt_dtype_t dtype, dt_reduce_op_t op, int p, size_t count)
 
 void check_allreduce(const Variant &variant, const Shape &shape, bool in_place)
 {
-    const auto [dtype, op, p, count] = std::tie(shape.dtype, shape.op, shape.p, shape.count);
-    SCOPED_TRACE(testing::Message() << variant.name << " " << dtype_op_name(dtype, op)
+    const dt_dtype_t dtype = shape.dtype;
+    const int p = shape.p;
+    const size_t count = shape.count;
+    SCOPED_TRACE(testing::Message() << variant.name << " " << dtype_op_name(dtype, shape.op)
                                     << " ranks=" << p << " count=" << count
                                     << (in_place ? " in place" : " out of place"));
     const size_t es = esize(dtype);
@@ -78,7 +80,7 @@ void check_allreduce(const Variant &variant, const Shape &shape, bool in_place)
     auto outcomes = run_ranks(p, [&](algo::Comm &comm) {
         const int r = comm.rank();
         const void *send = in_place ? outputs[r].data() : inputs[r].data();
-        variant.run(comm, {send, outputs[r].data(), count, dtype, op});
+        variant.run(comm, {send, outputs[r].data(), count, dtype, shape.op});
     });
     expect_all_ok(outcomes);
     for (int r = 0; r < p; ++r) {
@@ -127,15 +129,18 @@ INSTANTIATE_TEST_SUITE_P(AllDtypesAndOps, AllreduceTest,
 TEST(AllreduceSelect, ForcedAlgorithmsAgreeAcrossTheThresholds)
 {
     using C = algo::AllreduceChoice;
+    std::vector<Shape> shapes;
+    for (size_t count : {size_t{8191}, size_t{8192}, size_t{8193}, size_t{16383},
+                         size_t{16384}, size_t{16385}})
+        shapes.push_back(make_shape(DT_FLOAT32, DT_SUM, 3, count));
+    for (size_t count : {size_t{524288}, size_t{524289}})
+        shapes.push_back(make_shape(DT_FLOAT32, DT_SUM, 2, count));
     for (C choice : {C::ring, C::halving_doubling, C::recursive_doubling, C::automatic}) {
         const Variant forced = {"forced", [choice](algo::Comm &c, const algo::AllreduceArgs &a) {
                                     algo::allreduce(c, a, choice);
                                 }};
-        for (size_t count : {size_t{8191}, size_t{8192}, size_t{8193}, size_t{16383},
-                             size_t{16384}, size_t{16385}})
-            check_allreduce(forced, make_shape(DT_FLOAT32, DT_SUM, 3, count), false);
-        for (size_t count : {size_t{524288}, size_t{524289}})
-            check_allreduce(forced, make_shape(DT_FLOAT32, DT_SUM, 2, count), false);
+        for (const Shape &shape : shapes)
+            check_allreduce(forced, shape, false);
     }
 }
 

@@ -317,10 +317,23 @@ void Context::abort() {
     drop_pending();
 }
 
+namespace {
+
+// How long dropping the pending requests lets MPI finish the ones it was asked to cancel.
+// Open MPI never cancels a send once posted (its ob1 layer refuses); a small one still
+// completes on its own as MPI progresses it, but one MPI_Test does not always get that
+// far on a loaded host, and each send left unfinished costs the rank its MPI_Finalize
+// (mpi_runtime.h). A send that needs its receiver (a large one to a stopped rank) is
+// left to MPI after this: the wait only delays the error that made the core abort.
+constexpr auto kCancelGrace = std::chrono::milliseconds(200);
+
+} // namespace
+
 void Context::drop_pending() {
     if (aborted_) return;
     aborted_ = true;
     bool clean = true;
+    std::vector<MPI_Request *> cancelled;
     for (auto &p : pending_) {
         for (MPI_Request &r : p->mpi) {
             if (r == MPI_REQUEST_NULL) continue;
@@ -330,18 +343,29 @@ void Context::drop_pending() {
                 continue;
             }
             MPI_Cancel(&r);
-            int flag = 0;
-            MPI_Status st;
-            MPI_Test(&r, &flag, &st);
-            if (!flag) {
-                // Not cancellable now (a send already matched, say): MPI finishes it
-                // on its own; we only stop watching it.
-                MPI_Request_free(&r);
-                clean = false;
-            }
+            cancelled.push_back(&r);
         }
-        complete_request(p->req, DTP_ERR_ABORTED, 0);
     }
+    // A request that completes, cancelled or not, is set to MPI_REQUEST_NULL by MPI_Test.
+    const auto deadline = Clock::now() + kCancelGrace;
+    for (;;) {
+        bool unfinished = false;
+        for (MPI_Request *r : cancelled) {
+            if (*r == MPI_REQUEST_NULL) continue;
+            int flag = 0;
+            MPI_Test(r, &flag, MPI_STATUS_IGNORE);
+            unfinished = unfinished || *r != MPI_REQUEST_NULL;
+        }
+        if (!unfinished || Clock::now() >= deadline) break;
+        sched_yield();
+    }
+    for (MPI_Request *r : cancelled) {
+        if (*r == MPI_REQUEST_NULL) continue;
+        // Still running: MPI finishes it on its own; we only stop watching it.
+        MPI_Request_free(r);
+        clean = false;
+    }
+    for (auto &p : pending_) complete_request(p->req, DTP_ERR_ABORTED, 0);
     pending_.clear();
     blocked_.clear();
     if (!clean) {

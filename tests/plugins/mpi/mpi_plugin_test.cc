@@ -10,6 +10,10 @@
 //                               broadcast whose ranks disagree on the count fail their
 //                               requests (never abort the job), the instance still works,
 //                               then abort. MPI is not finalised at exit after an error.
+//   mpi_plugin_test --abort-sending  under mpirun, 2 ranks or more: rank 0 aborts right
+//                               after sending rank 1 a message too large to go eagerly,
+//                               which Open MPI cannot cancel; it must still reach rank 1
+//                               whole, and MPI end cleanly on both (mpirun exits 0)
 //   mpi_plugin_test --decline   not under mpirun: negotiation must decline, saying why
 #include <disttrain/plugin/common.h>
 #include <disttrain/plugin/transport.h>
@@ -163,6 +167,29 @@ void errors(int rank, int size) {
     CHECK(g_ops->isend(g_t, rank, 1, &byte, 1, &later) == DTP_ERR_ABORTED);
 }
 
+// Abort with a send in flight that Open MPI cannot cancel (it cancels no send): the abort
+// lets it complete, so nothing is left to MPI and both ranks finalise it. Rank 1 posts its
+// receive before the barrier, so the send completes as soon as both progress.
+void abort_while_sending(int rank) {
+    constexpr size_t kBytes = size_t(4) << 20; // far above the shared-memory eager limit
+    static std::vector<uint8_t> message(kBytes); // MPI may read it after the abort
+    for (size_t i = 0; i < kBytes; ++i) message[i] = pattern(3, i);
+    dt_transport_request_t r{}, b{};
+    if (rank == 1) CHECK(g_ops->irecv(g_t, 0, 77, message.data(), kBytes, &r) >= 0);
+    CHECK(g_ops->barrier(g_t, &b) >= 0);
+    CHECK(wait(b) == DTP_OK);
+    if (rank == 0) {
+        CHECK(g_ops->isend(g_t, 1, 77, message.data(), kBytes, &r) == DTP_INPROGRESS);
+        CHECK(g_ops->abort(g_t) == DTP_OK);
+        CHECK(r.status == DTP_ERR_ABORTED);
+    } else if (rank == 1) {
+        CHECK(wait(r) == DTP_OK && r.bytes == kBytes);
+        bool whole = true;
+        for (size_t i = 0; i < kBytes; ++i) whole = whole && message[i] == pattern(3, i);
+        CHECK(whole);
+    }
+}
+
 uint16_t bf16(float f) {
     uint32_t b;
     std::memcpy(&b, &f, 4);
@@ -247,6 +274,7 @@ void collectives(int rank, int size) {
 int main(int argc, char **argv) {
     bool decline = argc > 1 && std::strcmp(argv[1], "--decline") == 0;
     bool with_errors = argc > 1 && std::strcmp(argv[1], "--errors") == 0;
+    bool abort_sending = argc > 1 && std::strcmp(argv[1], "--abort-sending") == 0;
     void *h = dlopen(MPI_PLUGIN_PATH, RTLD_NOW | RTLD_LOCAL);
     if (h == nullptr) {
         std::fprintf(stderr, "dlopen %s: %s\n", MPI_PLUGIN_PATH, dlerror());
@@ -305,9 +333,10 @@ int main(int argc, char **argv) {
     CHECK(caps.native_memory == DT_TRANSPORT_MEMORY_HOST);
     CHECK(caps.flags == DT_TRANSPORT_CAP_CONTROL);
 
-    if (with_errors) {
+    if (with_errors || abort_sending) {
         CHECK(size > 1);
-        if (size > 1) errors(rank, size);
+        if (size > 1 && with_errors) errors(rank, size);
+        if (size > 1 && abort_sending) abort_while_sending(rank);
     } else {
         point_to_point(rank, size);
         collectives(rank, size);

@@ -52,6 +52,19 @@ def test_plugin_errors_are_statuses_not_aborts(ranks):
     assert "MPI_ERRORS_ARE_FATAL" not in out, out[-6000:]
 
 
+def test_an_abort_lets_a_send_it_cannot_cancel_finish():
+    """Open MPI cancels no send. An abort right after a send too large to go eagerly must
+    let it complete (the receiver gets it whole) rather than leave it to MPI, which would
+    cost the rank its MPI_Finalize and the job mpirun's exit 1 ("exiting improperly"),
+    as a peer leaving cleanly during a negotiation once did on a loaded host."""
+    prog = build_path("tests", "plugins", "mpi", "mpi_plugin_test")
+    r = run(MPIRUN + ["-np", 2, prog, "--abort-sending"], timeout=120)
+    out = r.stdout + r.stderr
+    assert r.returncode == 0, out[-6000:]
+    assert out.count("mpi_plugin_test: PASS") == 2, out[-6000:]
+    assert "exiting improperly" not in out, out[-6000:]
+
+
 def test_plugin_declines_without_mpirun():
     prog = build_path("tests", "plugins", "mpi", "mpi_plugin_test")
     r = run([prog, "--decline"], timeout=60)

@@ -28,8 +28,58 @@ constexpr uint32_t kSpinOversubscribed = 16; // polls
 // this very core, and a yield hands it the core at the cost of one system call, where a
 // futex sleep and wake-up cost two plus an interrupt to another CPU (Open MPI's shared
 // memory yields the same way when oversubscribed).
+
 // Longest single sleep: bounds how late the deadline, abort and liveness checks run.
 constexpr auto kSleepMax = std::chrono::milliseconds(1);
+
+// Yields that keep a rank off its CPU this long on average run something else than the
+// peers' short steps (a peer's wait hands the CPU back within microseconds): other jobs'
+// processes, which the scheduler lets run for a time slice of milliseconds at each yield
+// (4 ranks on 2 vCPUs beside two busy processes: 1.5 ms a yield, against 2-44 us alone).
+// A sleep lets the peer's wake-up preempt them instead, so the waits then sleep at once,
+// and one yield every kYieldProbe checks whether the CPUs are still that busy.
+constexpr auto kYieldHandedAway = std::chrono::microseconds(500);
+constexpr auto kYieldProbe = std::chrono::milliseconds(50);
+// What one yield can add to the average: a single long one among short ones (a peer's
+// longer step, a page fault) must not make the waits sleep.
+constexpr auto kYieldSampleMax = std::chrono::milliseconds(2);
+
+// The yields of this thread's waits lately: their average length, the newest weighing an
+// eighth (four yields of a time slice decide, one alone does not).
+struct YieldHistory {
+    std::chrono::duration<double, std::micro> average{0};
+    std::chrono::steady_clock::time_point next_probe{};
+};
+thread_local YieldHistory t_yields;
+
+// Yields until ready() or for `budget`; true when ready. Once the yields have been long,
+// a single one every kYieldProbe, and none in between.
+template <typename Ready>
+bool yield_until(Ready &ready, std::chrono::microseconds budget)
+{
+    using Clock = std::chrono::steady_clock;
+    YieldHistory &yields = t_yields;
+    auto now = Clock::now();
+    const bool contended = yields.average >= kYieldHandedAway;
+    if (budget.count() <= 0 || (contended && now < yields.next_probe))
+        return false;
+    const auto end = contended ? now : now + budget;
+    do {
+        if (ready())
+            return true;
+        ::sched_yield();
+        const auto before = now;
+        now = Clock::now();
+        const std::chrono::duration<double, std::micro> took =
+            std::min<Clock::duration>(now - before, kYieldSampleMax);
+        yields.average += (took - yields.average) / 8;
+        if (yields.average >= kYieldHandedAway) {
+            yields.next_probe = now + kYieldProbe;
+            return false;
+        }
+    } while (now < end);
+    return false;
+}
 
 // CPUs of the host the ranks may share. Not this process's affinity mask: a launcher
 // that pins each rank to its own core (taskset, mpirun's binding) leaves one CPU in it,
@@ -85,14 +135,8 @@ void Team::wait_for(int local, Ready &&ready)
             cpu_relax();
         }
         flush_wake();
-        const auto yield_end = Clock::now() + dom_.tuning_overrides().yield;
-        for (uint32_t n = 1;; ++n) {
-            if (ready())
-                return;
-            ::sched_yield();
-            if ((n & 7) == 0 && Clock::now() >= yield_end)
-                break;
-        }
+        if (yield_until(ready, dom_.tuning_overrides().yield))
+            return;
     } else {
         // Spinning helps only while the peer runs on another CPU: the scheduler may put
         // both on one core (nothing pins the ranks), and then only sleeping lets it run.
@@ -198,7 +242,8 @@ void Team::begin(bool counters)
 {
     // Every peer that read this segment in an earlier call must be done with it, members
     // of this call or not. Acks only grow (they count shared calls), and a peer may
-    // already be past the one it owes: a broadcast root, say, finishes without waiting for its readers.
+    // already be past the one it owes: a broadcast root, say, finishes without waiting
+    // for its readers.
     for (int local = 0; local < dom_.local_size(); ++local) {
         uint64_t owed = dom_.owed(local);
         if (owed == 0 || owed <= dom_.acked(local))

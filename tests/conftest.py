@@ -8,11 +8,23 @@ import os
 import pathlib
 import socket
 import subprocess
+import sys
 
 import pytest
 
 REPO = pathlib.Path(__file__).resolve().parent.parent
 BUILD = pathlib.Path(os.environ.get("DISTTRAIN_BUILD_DIR", REPO / "build")).resolve()
+
+
+# The Python binding, imported from the source tree by the suites that use it.
+BINDING_DIR = REPO / "bindings" / "python"
+
+
+def binding_on_path():
+    """Puts the binding's source tree first on sys.path (once), so `import disttrain`
+    finds it."""
+    if str(BINDING_DIR) not in sys.path:
+        sys.path.insert(0, str(BINDING_DIR))
 
 
 def build_path(*parts):

@@ -3,16 +3,14 @@
 import ctypes
 import re
 import socket
-import sys
 import threading
 import time
 
 import pytest
 
-from conftest import REPO, build_path, run
+from conftest import binding_on_path, build_path, run
 
-if str(REPO / "bindings" / "python") not in sys.path:
-    sys.path.insert(0, str(REPO / "bindings" / "python"))
+binding_on_path()
 from disttrain import _lib  # noqa: E402  the binding's declarations of the C API
 
 

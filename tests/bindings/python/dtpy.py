@@ -6,18 +6,17 @@ import pathlib
 import shutil
 import signal
 import subprocess
-import sys
 
 import pytest
 
-from conftest import BUILD, REPO, build_path, clean_env, free_ports, run  # noqa: F401
+from conftest import (BINDING_DIR, BUILD, REPO, binding_on_path, build_path,  # noqa: F401
+                      clean_env, free_ports, run)
 
-PACKAGE_DIR = REPO / "bindings" / "python"
+PACKAGE_DIR = BINDING_DIR
 JOBS = pathlib.Path(__file__).resolve().parent / "jobs"
 PYTHON = "/usr/bin/python3"
 
-if str(PACKAGE_DIR) not in sys.path:
-    sys.path.insert(0, str(PACKAGE_DIR))
+binding_on_path()
 
 
 def library():

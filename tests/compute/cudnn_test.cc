@@ -69,6 +69,16 @@ void batchnorm_both_ways(dt_compute_h h, const dt_tensor_desc_t &d, const void *
               DT_OK) << dt_last_error();
 }
 
+// The oneDNN reference's batch norm of x, forward then backward, into host vectors.
+void reference_batchnorm(dt_compute_h cpu, const dt_tensor_desc_t &d,
+                         const std::vector<float> &x, const std::vector<float> &scale,
+                         const std::vector<float> &shift, const std::vector<float> &dy,
+                         Norm<std::vector<float>> &r)
+{
+    r = norm_buffers([](std::vector<float> v) { return v; }, x.size(), scale.size());
+    batchnorm_both_ways(cpu, d, x.data(), scale.data(), shift.data(), dy.data(), r);
+}
+
 TEST_F(Cudnn, MatmulAllTransposes)
 {
     const int m = 33, n = 17, k = 65;
@@ -170,10 +180,8 @@ TEST_F(Cudnn, ConvolutionPoolingBatchNorm)
 
     auto scale = random_vector(3, 9), shift = random_vector(3, 10);
     auto ndy = random_vector(x.size(), 11);
-    auto copy = [](std::vector<float> v) { return v; };
-    Norm<std::vector<float>> want = norm_buffers(copy, x.size(), scale.size());
-    ASSERT_NO_FATAL_FAILURE(batchnorm_both_ways(cpu, xd, x.data(), scale.data(), shift.data(),
-                                                ndy.data(), want));
+    Norm<std::vector<float>> want;
+    ASSERT_NO_FATAL_FAILURE(reference_batchnorm(cpu, xd, x, scale, shift, ndy, want));
     auto upload = [&](const std::vector<float> &v) { return static_cast<float *>(up(v)); };
     float *gs = upload(scale), *gsh = upload(shift);
     Norm<float *> got = norm_buffers(upload, x.size(), 3);
@@ -261,10 +269,8 @@ TEST_F(Cudnn, ChannelsLastConvolutionAndPooling)
     // Batch norm of channels-last activations through their (N * H * W, C) view.
     auto scale = random_vector(8, 26), shift = random_vector(8, 27);
     auto ndy = random_vector(x.size(), 28);
-    auto copy = [](std::vector<float> v) { return v; };
-    Norm<std::vector<float>> want = norm_buffers(copy, x.size(), scale.size());
-    ASSERT_NO_FATAL_FAILURE(batchnorm_both_ways(cpu, xd, x.data(), scale.data(), shift.data(),
-                                                ndy.data(), want));
+    Norm<std::vector<float>> want;
+    ASSERT_NO_FATAL_FAILURE(reference_batchnorm(cpu, xd, x, scale, shift, ndy, want));
     dt_tensor_desc_t rows = dt_tensor_desc_2d(DT_FLOAT32, 2 * 81, 8);
     auto upload = [&](const std::vector<float> &v) { return static_cast<float *>(up(v)); };
     float *gs = upload(scale), *gsh = upload(shift);

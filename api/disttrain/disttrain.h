@@ -132,7 +132,10 @@ typedef enum dt_dtype {
 
 typedef enum dt_reduce_op {
     DT_SUM = 0,
-    DT_AVG = 1, /**< sum divided by the number of ranks (integer division for integers) */
+    /** Sum divided by the number of ranks. Integers divide the sum (truncating), which
+     *  wraps as DT_SUM's does; float16 divides each rank's value before the sum, as NCCL
+     *  does, so that the mean of values near 65504 does not overflow. */
+    DT_AVG = 1,
     DT_MIN = 2,
     DT_MAX = 3,
     DT_PROD = 4,

@@ -2,6 +2,7 @@
 // finish_average(): the division that turns a DT_AVG sum into a mean. Floats divide (not
 // multiply by a reciprocal) so the result is the correctly rounded quotient every rank
 // computes alike; integers use C++ division, which truncates toward zero.
+// divide_float16(): float16's division of each contribution before the sum.
 
 // -O3 for this file whatever the build type: the kernels rely on the vectoriser, and
 // Meson cannot give single files of core_internal their own flags. Before any include
@@ -12,6 +13,7 @@
 #include "reduce/reduce.h"
 #include "runtime/error.h"
 
+#include <cstring>
 #include <type_traits>
 
 namespace dt::reduce {
@@ -37,16 +39,19 @@ DT_REDUCE_CLONES void divide_f64(void *buf, size_t n, int d) { divide<double>(bu
 using Widen = void (*)(const uint16_t *, float *, size_t);
 using Narrow = void (*)(const float *, uint16_t *, size_t);
 
-void divide_16bit(void *buf, size_t n, int divisor, Widen widen, Narrow narrow)
+// dst[i] = src[i] / divisor, computed in float32; dst may be src.
+void divide_16bit(void *dst, const void *src, size_t n, int divisor, Widen widen,
+                  Narrow narrow)
 {
     constexpr size_t kBlock = 1024;
     alignas(64) float tmp[kBlock];
-    auto *p = static_cast<uint16_t *>(buf);
+    const auto *in = static_cast<const uint16_t *>(src);
+    auto *out = static_cast<uint16_t *>(dst);
     for (size_t off = 0; off < n; off += kBlock) {
         size_t len = n - off < kBlock ? n - off : kBlock;
-        widen(p + off, tmp, len);
+        widen(in + off, tmp, len);
         divide_f32(tmp, len, divisor);
-        narrow(tmp, p + off, len);
+        narrow(tmp, out + off, len);
     }
 }
 
@@ -66,9 +71,9 @@ void finish_average(void *buf, size_t count, dt_dtype_t dtype, int divisor)
     case DT_FLOAT64:
         return divide_f64(buf, count, divisor);
     case DT_FLOAT16:
-        return divide_16bit(buf, count, divisor, widen_f16, narrow_f16);
+        return divide_16bit(buf, buf, count, divisor, widen_f16, narrow_f16);
     case DT_BFLOAT16:
-        return divide_16bit(buf, count, divisor, widen_bf16, narrow_bf16);
+        return divide_16bit(buf, buf, count, divisor, widen_bf16, narrow_bf16);
     // Integer division has no SIMD instruction; these loops run at scalar speed, which is
     // fine for a once-per-collective pass over this rank's share.
     case DT_INT8:
@@ -83,6 +88,19 @@ void finish_average(void *buf, size_t count, dt_dtype_t dtype, int divisor)
         throw_error(DT_ERR_INVALID_ARGUMENT, "finish_average: unknown dtype ",
                     static_cast<int>(dtype), "; expected a dt_dtype_t value");
     }
+}
+
+void divide_float16(void *dst, const void *src, size_t count, int divisor)
+{
+    if (divisor <= 0)
+        throw_error(DT_ERR_INVALID_ARGUMENT, "divide_float16: divisor ", divisor,
+                    " is not positive; pass the number of ranks that contribute");
+    if (divisor == 1 || count == 0) {
+        if (dst != src && count > 0)
+            std::memcpy(dst, src, count * sizeof(uint16_t));
+        return;
+    }
+    divide_16bit(dst, src, count, divisor, detail::widen_f16, detail::narrow_f16);
 }
 
 } // namespace dt::reduce

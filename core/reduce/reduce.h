@@ -26,6 +26,12 @@ inline void reduce_into(void *dst, const void *src, size_t count, dt_dtype_t dty
 // of DT_AVG.
 void finish_average(void *buf, size_t count, dt_dtype_t dtype, int divisor);
 
+// dst[i] = src[i] / divisor for float16 (dst may be src): DT_AVG of float16 divides each
+// contribution before the sum instead, so that the partial sums stay within float16's
+// range (two ranks averaging 60000 would overflow to inf). NCCL does the same for its
+// floating types, and PyTorch's DDP divides float16 gradients before their allreduce.
+void divide_float16(void *dst, const void *src, size_t count, int divisor);
+
 // Scalar conversions, exposed for tests and other kernels.
 float half_to_float(uint16_t h);
 uint16_t float_to_half(float f);

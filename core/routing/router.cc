@@ -176,9 +176,41 @@ bool Router::peer_waits_on_this_host(uint64_t comm_tag) const
     return services_.domain != nullptr && shm::peer_published(*services_.domain, comm_tag);
 }
 
+namespace {
+
+// float16 averages divide each contribution before the sum (reduce::divide_float16). Host
+// memory only: a device call is staged (its host copy comes back through run_host) or
+// goes to the device transport, whose NCCL divides floating types first itself.
+bool divides_first(const Call &call, const Args &args)
+{
+    return args.dtype == DT_FLOAT16 && call.memory == Memory::host &&
+           (args.kind == OpKind::allreduce || args.kind == OpKind::reduce_scatter);
+}
+
+} // namespace
+
+void Router::divide_before_sum(const algo::Comm &comm, Args &args, int divisor)
+{
+    if (args.kind == OpKind::allreduce) {
+        // The quotients go to recvbuf, which the sum then reduces in place.
+        reduce::divide_float16(args.recvbuf, args.sendbuf, args.count, divisor);
+        args.sendbuf = args.recvbuf;
+        return;
+    }
+    // reduce_scatter reads every rank's block, where recvbuf holds this rank's alone.
+    const size_t n = args.count * static_cast<size_t>(comm.size());
+    divided_.resize(n);
+    reduce::divide_float16(divided_.data(), args.sendbuf, n, divisor);
+    args.sendbuf = divided_.data();
+}
+
 const char *Router::dispatch(algo::Comm &comm, const Call &call, const Topology &topo,
                              Args &args, bool average, int avg_divisor)
 {
+    if (average && divides_first(call, args)) {
+        divide_before_sum(comm, args, avg_divisor);
+        average = false;
+    }
     for (const Path *path : paths_for(args.kind)) {
         if (!applies_to(*path, call, topo, policy_))
             continue;

@@ -6,7 +6,8 @@
 //
 // DT_AVG is handled here and nowhere else on the way: paths see DT_SUM, and the router
 // divides the result once by the divisor the engine passes (the ranks that contributed),
-// unless the path divides itself where it is cheaper (Path::divides_average).
+// unless the path divides itself where it is cheaper (Path::divides_average). float16
+// divides each rank's contribution before the sum instead (divide_before_sum).
 //
 // Per call it allocates nothing, looks nothing up by name and builds no string unless
 // debug logging is on: the transport's native kinds, the memory it accepts (its
@@ -94,6 +95,10 @@ private:
     // divide the sum by avg_divisor once.
     const char *dispatch(algo::Comm &comm, const Call &call, const Topology &topo,
                          Args &args, bool average, int avg_divisor);
+    // float16's DT_AVG: divides each element of this rank's contribution by divisor, and
+    // points args.sendbuf at the quotients (recvbuf for an allreduce, divided_ for a
+    // reduce_scatter); the paths then only sum.
+    void divide_before_sum(const algo::Comm &comm, Args &args, int divisor);
 
     Policy policy_;
     std::unique_ptr<Staging> staging_;
@@ -106,6 +111,7 @@ private:
     Spread job_spread_ = Spread::one_per_host;
     int my_host_ = -1;
     std::vector<int> scratch_; // spread_of() of a group's members
+    std::vector<uint16_t> divided_; // divide_before_sum's quotients for a reduce_scatter
     // Groups' device communicators (split_device), destroyed with the router, before the
     // context's device transport they were split from.
     std::unordered_map<uint32_t, std::unique_ptr<Transport>> group_devices_;

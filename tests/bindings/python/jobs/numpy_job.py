@@ -19,6 +19,12 @@ for dtype in (np.float32, np.float64, np.int32, np.int64, np.float16, np.int8, n
 big = np.arange(1 << 18, dtype=np.float32) * (r + 1)
 eq(disttrain.allreduce_(big, op="avg"),
    np.arange(1 << 18, dtype=np.float32) * ((n + 1) / 2))
+# float16 averages divide before they sum, so the mean of values near float16's largest
+# (65504) stays in range: in and out of place, and reduce_scatter's
+h16 = np.full(7, 60000, np.float16)
+eq(disttrain.allreduce(h16, op="avg"), h16)
+eq(disttrain.allreduce_(h16.copy(), op="avg"), h16)
+eq(disttrain.reduce_scatter(np.full(2 * n, 60000, np.float16), op="avg"), h16[:2])
 
 # broadcast from every root
 for root in range(n):

@@ -6,11 +6,10 @@
 
 #include <zlib.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <fcntl.h>
 #include <filesystem>
-#include <fstream>
-#include <iterator>
 #include <stdexcept>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -255,13 +254,49 @@ void write_checkpoint(const std::string &dir, const CheckpointState &state)
 bool read_checkpoint(const std::string &dir, CheckpointState &out)
 {
     const std::string path = checkpoint_path(dir);
-    std::ifstream in(path, std::ios::binary);
-    if (!in)
-        return false;
-    std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(in)),
-                               std::istreambuf_iterator<char>());
-    if (in.bad())
-        throw_input_error("checkpoint ", path, ": read error");
+    auto refuse = [&](const std::string &why) {
+        throw_input_error("checkpoint ", path, " ", why, "; nothing was overwritten: make "
+                          "it a readable checkpoint or move it away, or use another "
+                          "--checkpoint-dir");
+    };
+    // O_NONBLOCK: a FIFO in its place must not block the open; it is refused below.
+    Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK));
+    if (fd.get() < 0) {
+        const int err = errno;
+        // Only a checkpoint that is not there means "start from the beginning": one that
+        // cannot be read is refused, or the run would overwrite it.
+        struct stat lst {};
+        if (err == ENOENT && ::lstat(path.c_str(), &lst) == 0 && S_ISLNK(lst.st_mode))
+            refuse("is a symbolic link to a file that does not exist");
+        if (err == ENOENT)
+            return false;
+        refuse(cat("cannot be opened: ", std::strerror(err)));
+    }
+    struct stat st {};
+    if (::fstat(fd.get(), &st) != 0)
+        refuse(cat("cannot be examined: ", std::strerror(errno)));
+    if (S_ISDIR(st.st_mode))
+        refuse("is a folder, not a checkpoint file");
+    if (!S_ISREG(st.st_mode))
+        refuse("is not a regular file");
+    ::fcntl(fd.get(), F_SETFL, ::fcntl(fd.get(), F_GETFL) & ~O_NONBLOCK);
+    // One byte more than its size, to see the end without growing the buffer.
+    std::vector<uint8_t> bytes(size_t(st.st_size) + 1);
+    size_t got = 0;
+    for (;;) {
+        if (got == bytes.size())
+            bytes.resize(got + std::max<size_t>(got / 2, 1 << 16)); // it grew meanwhile
+        const ssize_t r = ::read(fd.get(), bytes.data() + got, bytes.size() - got);
+        if (r < 0) {
+            if (errno == EINTR)
+                continue;
+            refuse(cat("cannot be read: ", std::strerror(errno)));
+        }
+        if (r == 0)
+            break;
+        got += size_t(r);
+    }
+    bytes.resize(got);
     out = CheckpointState::deserialize(bytes, path);
     return true;
 }

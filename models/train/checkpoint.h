@@ -65,8 +65,11 @@ std::string checkpoint_path(const std::string &dir);
 // std::runtime_error (with the path and errno text) when the disk refuses.
 void write_checkpoint(const std::string &dir, const CheckpointState &state);
 
-// Reads and verifies "<dir>/checkpoint.dtck". Returns false when there is none;
-// throws InputError when it exists but is corrupt or truncated.
+// Reads and verifies "<dir>/checkpoint.dtck". Returns false only when there is none
+// (ENOENT); throws InputError, naming the path and the reason, when it cannot be opened
+// or read (permissions, a folder or a FIFO in its place, a dangling symbolic link, I/O
+// errors) or is corrupt or truncated, so that a run never overwrites a checkpoint it
+// could not read.
 bool read_checkpoint(const std::string &dir, CheckpointState &out);
 
 } // namespace dt::models

@@ -5,9 +5,13 @@
 
 #include <gtest/gtest.h>
 
+#include <cerrno>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <sys/stat.h>
+#include <unistd.h>
 
 namespace dt::models {
 namespace {
@@ -79,6 +83,45 @@ TEST_F(CheckpointTest, NoCheckpointIsNotAnError)
 {
     CheckpointState st;
     EXPECT_FALSE(read_checkpoint(dir_, st));
+}
+
+// Only a missing file means "no checkpoint yet": anything in its place that cannot be
+// read as one is refused, naming the path and why, so a --resume run never starts over
+// and overwrites it.
+TEST_F(CheckpointTest, UnreadableCheckpointIsRefusedNotTakenForNone)
+{
+    const std::string path = checkpoint_path(dir_);
+    auto expect_refused = [&](const char *what, const char *why) {
+        CheckpointState st;
+        bool found = false;
+        std::string e;
+        try {
+            found = read_checkpoint(dir_, st);
+        } catch (const InputError &err) {
+            e = err.what();
+        }
+        EXPECT_FALSE(found) << what;
+        EXPECT_NE(e.find(path), std::string::npos) << what << ": " << e;
+        EXPECT_NE(e.find(why), std::string::npos) << what << ": " << e;
+        fs::remove_all(dir_);
+    };
+    fs::create_directories(path); // a folder in its place (read() gives EISDIR)
+    expect_refused("folder", "is a folder");
+    fs::create_directories(dir_);
+    fs::create_symlink("checkpoint.dtck", path); // open() gives ELOOP
+    expect_refused("symbolic link loop", std::strerror(ELOOP));
+    fs::create_directories(dir_);
+    fs::create_symlink(dir_ + "/elsewhere/checkpoint.dtck", path); // ENOENT, but it is there
+    expect_refused("dangling symbolic link", "does not exist");
+    fs::create_directories(dir_);
+    ASSERT_EQ(::mkfifo(path.c_str(), 0600), 0); // must not block the open either
+    expect_refused("FIFO", "not a regular file");
+    // Unreadable for its permissions: root reads it anyway.
+    if (::geteuid() != 0) {
+        write_checkpoint(dir_, sample());
+        fs::permissions(path, fs::perms::none);
+        expect_refused("mode 000", std::strerror(EACCES));
+    }
 }
 
 TEST_F(CheckpointTest, ReplacesThePreviousOneAndIgnoresAStaleTemporary)

@@ -38,6 +38,18 @@ long long epoch_of(const std::string &line)
     return std::strtoll(line.c_str() + pos + key.size(), nullptr, 10);
 }
 
+// v in fewer than `room` characters where 6 down to 3 significant digits allow, else
+// with 6 as wide as it needs.
+std::string fit_number(double v, int room)
+{
+    char buf[64];
+    for (int digits = 6; digits >= 3; --digits)
+        if (std::snprintf(buf, sizeof buf, "%.*g", digits, v) < room)
+            return buf;
+    std::snprintf(buf, sizeof buf, "%.6g", v);
+    return buf;
+}
+
 } // namespace
 
 void ReportTable::print(const EpochReport &r)
@@ -51,11 +63,22 @@ void ReportTable::print(const EpochReport &r)
     }
     const double values[] = {r.loss,         r.val_loss,     r.accuracy,
                              r.val_accuracy, r.elapsed_time, r.images_per_sec};
-    std::fprintf(out_, "%-*llu", int(std::strlen(kColumns[0])) + 2,
-                 static_cast<unsigned long long>(r.epoch));
+    // Each cell ends where its column ends, if it leaves a space there: a value too wide
+    // for its column loses digits first (6 significant down to 3), then pushes the cells
+    // after it right, which take the room back from their padding where they can.
+    std::string line;
+    size_t column_end = 0;
+    auto cell = [&](const char *title, const std::string &text) {
+        column_end += std::strlen(title) + 2;
+        line += text;
+        line.append(line.size() < column_end ? column_end - line.size() : 1, ' ');
+    };
+    cell(kColumns[0], std::to_string(r.epoch));
     for (size_t i = 0; i < std::size(values); ++i)
-        std::fprintf(out_, "%-*.6g", int(std::strlen(kColumns[i + 1])) + 2, values[i]);
-    std::fprintf(out_, "\n");
+        cell(kColumns[i + 1],
+             fit_number(values[i], int(column_end + std::strlen(kColumns[i + 1]) + 2) -
+                                       int(line.size())));
+    std::fprintf(out_, "%s\n", line.c_str());
     std::fflush(out_);
 }
 

@@ -5,8 +5,11 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
+#include <vector>
 
 namespace dt::models {
 namespace {
@@ -63,6 +66,91 @@ TEST(Report, JsonLineHasChainerKeys)
     EXPECT_NE(j.find("\"main/loss\": 0.5"), std::string::npos) << j;
     EXPECT_NE(j.find("\"validation/main/accuracy\": 0.875"), std::string::npos) << j;
     EXPECT_EQ(j.find('\n'), std::string::npos);
+}
+
+// The rows ReportTable prints for these reports: the header, then one line each.
+std::vector<std::string> table_lines(const std::vector<EpochReport> &reports)
+{
+    char *buf = nullptr;
+    size_t size = 0;
+    FILE *f = open_memstream(&buf, &size);
+    {
+        ReportTable t(f);
+        for (const auto &r : reports)
+            t.print(r);
+    }
+    std::fclose(f);
+    std::istringstream in(std::string(buf, size));
+    std::free(buf);
+    std::vector<std::string> lines;
+    for (std::string l; std::getline(in, l);)
+        lines.push_back(l);
+    return lines;
+}
+
+std::vector<std::string> words(const std::string &line)
+{
+    std::istringstream in(line);
+    std::vector<std::string> out;
+    for (std::string w; in >> w;)
+        out.push_back(w);
+    return out;
+}
+
+TEST(Report, TableCellsStayApartAndAligned)
+{
+    EpochReport usual;
+    usual.epoch = 1;
+    usual.loss = 0.512345;
+    usual.val_loss = 0.498765;
+    usual.accuracy = 0.8125;
+    usual.val_accuracy = 0.8;
+    usual.elapsed_time = 1.23456;
+    usual.images_per_sec = 5432.1;
+    // Values as wide as their columns in %.6g (11 characters for the 11 of
+    // "main/loss  "); then an epoch as wide as its column and values wider than theirs.
+    EpochReport wide = usual;
+    wide.epoch = 50;
+    wide.loss = 0.000945148;
+    wide.val_loss = 4.66644e+18;
+    wide.images_per_sec = -1.23457e+11; // 12 characters, for the 12 of "images/sec  "
+    EpochReport huge = usual;
+    huge.epoch = 1234567;
+    huge.loss = -1.234567e-300;
+    huge.val_loss = -1.5e308;
+    huge.accuracy = -1.5e308;
+    huge.val_accuracy = -1.5e308;
+    huge.elapsed_time = -1.5e308;
+    huge.images_per_sec = -1.5e308;
+    const auto lines = table_lines({usual, wide, huge});
+    ASSERT_EQ(lines.size(), 4u);
+    const std::vector<std::string> titles = words(lines[0]);
+    ASSERT_EQ(titles.size(), 7u);
+    for (size_t i = 1; i < lines.size(); ++i) {
+        // Seven cells, each a number: none ran into its neighbour.
+        const auto cells = words(lines[i]);
+        ASSERT_EQ(cells.size(), 7u) << lines[i];
+        for (const auto &c : cells) {
+            char *end = nullptr;
+            std::strtod(c.c_str(), &end);
+            EXPECT_EQ(*end, '\0') << c << " in " << lines[i];
+        }
+    }
+    EXPECT_EQ(words(lines[2])[1], "0.00094515"); // lost a digit to keep a space
+    EXPECT_EQ(words(lines[2])[6], "-1.2346e+11");
+    EXPECT_EQ(words(lines[3])[1], "-1.23457e-300"); // no room even for 3 digits
+    // Where the values fit, every cell starts under its title.
+    for (size_t row : {size_t(1), size_t(2)}) {
+        size_t at = 0;
+        for (const auto &t : titles) {
+            at = lines[0].find(t, at);
+            ASSERT_LT(at, lines[row].size()) << lines[row];
+            EXPECT_NE(lines[row][at], ' ') << t << " in " << lines[row];
+            if (at > 0) {
+                EXPECT_EQ(lines[row][at - 1], ' ') << t << " in " << lines[row];
+            }
+        }
+    }
 }
 
 TEST(Report, ResumeDropsEpochsAfterTheCheckpoint)

@@ -60,11 +60,21 @@ Dataset load_fashion_mnist(const std::string &dir, Split split, size_t limit)
     if (images.dims[0] != labels.dims[0])
         throw_input_error(image_path, " holds ", images.dims[0], " images but ", label_path,
                           " holds ", labels.dims[0], " labels");
+    if (images.dims[0] == 0)
+        throw_input_error(image_path, " holds no images; the ",
+                          split == Split::train ? "training" : "test (validation)",
+                          " set needs at least one");
+    constexpr uint32_t kMaxSide = 1 << 14;
+    if (images.dims[1] == 0 || images.dims[2] == 0 || images.dims[1] > kMaxSide ||
+        images.dims[2] > kMaxSide)
+        throw_input_error(image_path, ": images of ", images.dims[1], "x", images.dims[2],
+                          " pixels; each side must be 1 to ", kMaxSide);
 
     Dataset out;
     out.height = static_cast<int>(images.dims[1]);
     out.width = static_cast<int>(images.dims[2]);
     out.pixels = std::move(images.data);
+    out.images_file = image_path;
     out.mean = kMean;
     out.stddev = kStd;
     out.labels.assign(labels.data.begin(), labels.data.end());
@@ -72,6 +82,16 @@ Dataset load_fashion_mnist(const std::string &dir, Split split, size_t limit)
         if (l < 0 || l >= out.classes)
             throw_input_error(label_path, ": label ", l, " is outside 0..", out.classes - 1);
     return out;
+}
+
+void check_same_image_shape(const Dataset &train, const Dataset &test)
+{
+    if (test.channels != train.channels || test.height != train.height ||
+        test.width != train.width)
+        throw_input_error(test.images_file, " holds ", test.channels, "x", test.height, "x",
+                          test.width, " images but ", train.images_file, " holds ",
+                          train.channels, "x", train.height, "x", train.width,
+                          " ones; the test set must have the training set's image shape");
 }
 
 Dataset synthetic_dataset(size_t n, int channels, int height, int width, int classes,

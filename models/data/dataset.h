@@ -22,6 +22,7 @@ struct Dataset {
     std::vector<uint8_t> pixels; // size() * sample_size() bytes, NCHW
     std::vector<int32_t> labels;
     float mean = 0.0f, stddev = 1.0f; // of pixel / 255; gather() standardises with them
+    std::string images_file = "synthetic"; // where the images came from, for messages
 
     size_t size() const { return labels.size(); }
     size_t sample_size() const { return size_t(channels) * height * width; }
@@ -40,8 +41,13 @@ inline constexpr const char *kFashionMnistDir = "/usr/share/datasets/fashion-mni
 // Loads Fashion-MNIST's train or test split from dir (files named like
 // train-images-idx3-ubyte.gz; the uncompressed names work too). limit > 0 keeps only the
 // first `limit` samples. Batches are standardised with the training set's pixel mean and
-// standard deviation. Throws InputError for missing or malformed files.
+// standard deviation. Throws InputError for missing or malformed files, and for a split
+// with no samples.
 Dataset load_fashion_mnist(const std::string &dir, Split split, size_t limit = 0);
+
+// Throws InputError, naming both image files and shapes, when the test set's images are
+// not the shape of the training set's (the model is built for the latter).
+void check_same_image_shape(const Dataset &train, const Dataset &test);
 
 // n random samples of the given shape with random labels, for throughput benchmarks.
 Dataset synthetic_dataset(size_t n, int channels, int height, int width, int classes,

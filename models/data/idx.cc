@@ -5,6 +5,7 @@
 
 #include <zlib.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <memory>
@@ -21,6 +22,16 @@ struct GzCloser {
 };
 using GzFile = std::unique_ptr<gzFile_s, GzCloser>;
 
+[[noreturn]] void gz_failed(gzFile f, const std::string &path, const char *what)
+{
+    int errnum = 0;
+    const char *msg = gzerror(f, &errnum);
+    // zlib reports a gzip stream cut short as Z_BUF_ERROR.
+    throw_input_error(path, errnum == Z_BUF_ERROR ? ": truncated" : ": damaged",
+                      " gzip stream while reading the ", what, " (", msg,
+                      "); download the file again or reinstall the package");
+}
+
 // Reads exactly n bytes, or throws: a short read means the file is truncated or its
 // compressed stream is damaged.
 void read_exact(gzFile f, const std::string &path, void *out, size_t n, const char *what)
@@ -30,14 +41,8 @@ void read_exact(gzFile f, const std::string &path, void *out, size_t n, const ch
     while (got < n) {
         const size_t chunk = std::min<size_t>(n - got, size_t{1} << 30);
         const int r = gzread(f, dst + got, static_cast<unsigned>(chunk));
-        if (r < 0) {
-            int errnum = 0;
-            const char *msg = gzerror(f, &errnum);
-            // zlib reports a gzip stream cut short as Z_BUF_ERROR.
-            throw_input_error(path, errnum == Z_BUF_ERROR ? ": truncated" : ": damaged",
-                              " gzip stream while reading the ", what, " (", msg,
-                              "); download the file again or reinstall the package");
-        }
+        if (r < 0)
+            gz_failed(f, path, what);
         if (r == 0)
             throw_input_error(path, ": truncated: the ", what, " needs ", n,
                               " bytes but the file ends after ", got,
@@ -76,18 +81,61 @@ IdxArray read_idx(const std::string &path, size_t max_items)
                           " is not supported; only unsigned bytes (0x08) are");
 
     IdxArray out;
-    size_t count = 1;
     for (int i = 0; i < magic[3]; ++i) {
         uint8_t dim[4];
         read_exact(f.get(), path, dim, sizeof dim, "IDX dimensions");
         out.dims.push_back(big_endian(dim));
     }
+    const size_t header = 4 + 4 * out.dims.size();
+    std::string shape;
+    for (uint32_t d : out.dims)
+        shape += (shape.empty() ? "" : " x ") + std::to_string(d);
+    // The declared size, checked for overflow: a damaged header must not wrap around to a
+    // small count and have the rest read as something else.
+    size_t declared = 1;
+    for (uint32_t d : out.dims)
+        if (__builtin_mul_overflow(declared, size_t{d}, &declared))
+            throw_input_error(path, ": its IDX header declares ", shape,
+                              " elements, more than this machine can address; the file is "
+                              "damaged or not an IDX file");
     if (max_items > 0 && out.dims[0] > max_items)
         out.dims[0] = static_cast<uint32_t>(max_items);
+    size_t count = 1;
     for (uint32_t d : out.dims)
-        count *= d;
-    out.data.resize(count);
-    read_exact(f.get(), path, out.data.data(), count, "data");
+        count *= d; // at most `declared`
+    // The size the header declares is checked against the file before anything that large
+    // is allocated: a plain file's size is known; a gzip stream's is not, so it is read in
+    // growing chunks, and memory follows the data actually there.
+    auto truncated = [&](size_t got) {
+        throw_input_error(path, ": truncated: its IDX header declares ", shape, " = ",
+                          declared, " bytes of data",
+                          count < declared ? cat(" (", count, " of them needed here)") : "",
+                          " but the file ", gzdirect(f.get()) ? "holds" : "decompresses to",
+                          " only ", got, " bytes after its header; download the file again "
+                          "or reinstall the package");
+    };
+    if (gzdirect(f.get())) {
+        const size_t after_header =
+            size_t(st.st_size) > header ? size_t(st.st_size) - header : 0;
+        if (S_ISREG(st.st_mode) && count > after_header)
+            truncated(after_header);
+        out.data.resize(count);
+        read_exact(f.get(), path, out.data.data(), count, "data");
+        return out;
+    }
+    size_t got = 0;
+    while (got < count) {
+        const size_t want =
+            std::min({count - got, std::max<size_t>(got, size_t{1} << 20), size_t{1} << 30});
+        out.data.resize(got + want);
+        const int r = gzread(f.get(), out.data.data() + got, static_cast<unsigned>(want));
+        if (r < 0)
+            gz_failed(f.get(), path, "data");
+        if (r == 0)
+            truncated(got);
+        got += size_t(r);
+    }
+    out.data.resize(got);
     return out;
 }
 

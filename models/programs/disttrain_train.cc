@@ -36,6 +36,7 @@ int main(int argc, char **argv)
                               "disttrain-bench --model ", o.model, " for a synthetic run");
         const Dataset train = load_fashion_mnist(o.data_dir, Split::train, o.train_limit);
         const Dataset test = load_fashion_mnist(o.data_dir, Split::test, o.test_limit);
+        check_same_image_shape(train, test);
         Compute compute(ComputeOptions{o.threads, o.bf16, ""});
         if (o.elastic) {
             const char *elastic = std::getenv("DISTTRAIN_ELASTIC");

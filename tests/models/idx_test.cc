@@ -125,6 +125,80 @@ TEST_F(IdxTest, TruncatedFilesAreRefused)
     EXPECT_NE(error_of(gz).find("truncated"), std::string::npos) << error_of(gz);
 }
 
+// An IDX header with no data after it.
+std::vector<uint8_t> idx_header(std::vector<uint32_t> dims)
+{
+    std::vector<uint8_t> out = {0, 0, 0x08, uint8_t(dims.size())};
+    for (uint32_t d : dims)
+        for (int shift : {24, 16, 8, 0})
+            out.push_back(uint8_t(d >> shift));
+    return out;
+}
+
+TEST_F(IdxTest, HeaderDeclaringMoreThanTheFileHoldsIsRefusedBeforeAllocating)
+{
+    // 2 TB declared, 1 KB there: refused as truncated (not std::bad_alloc), plain or gzip,
+    // with a limit too.
+    auto bytes = idx_header({500, 65535, 65535});
+    bytes.resize(bytes.size() + 1024, 7);
+    for (const auto &path : {write_plain("huge", bytes), write_gz("huge.gz", bytes)})
+        for (size_t limit : {size_t(0), size_t(400)}) {
+            std::string e;
+            try {
+                read_idx(path, limit);
+            } catch (const InputError &err) {
+                e = err.what();
+            }
+            EXPECT_NE(e.find(path), std::string::npos) << e;
+            EXPECT_NE(e.find("truncated"), std::string::npos) << e;
+            EXPECT_NE(e.find("500 x 65535 x 65535"), std::string::npos) << e;
+        }
+}
+
+TEST_F(IdxTest, DimensionsWhoseProductOverflowsAreRefused)
+{
+    // 4 x 2^31 x 2^31 = 2^64 wraps to 0 in size_t.
+    auto bytes = idx_header({4, 0x80000000u, 0x80000000u});
+    bytes.resize(bytes.size() + 64, 1);
+    const auto path = write_plain("wraps", bytes);
+    const std::string e = error_of(path);
+    EXPECT_NE(e.find(path), std::string::npos) << e;
+    EXPECT_NE(e.find("4 x 2147483648 x 2147483648"), std::string::npos) << e;
+}
+
+TEST_F(IdxTest, EmptySplitIsRefused)
+{
+    write_plain("t10k-images-idx3-ubyte", idx_header({0, 28, 28}));
+    write_plain("t10k-labels-idx1-ubyte", idx_header({0}));
+    try {
+        load_fashion_mnist(dir_.string(), Split::test);
+        ADD_FAILURE() << "an empty test set was accepted";
+    } catch (const InputError &e) {
+        EXPECT_NE(std::string(e.what()).find("holds no images"), std::string::npos) << e.what();
+    }
+}
+
+TEST_F(IdxTest, TestImagesOfAnotherShapeAreRefused)
+{
+    write_gz("train-images-idx3-ubyte.gz", idx_bytes({4, 28, 28}));
+    write_gz("train-labels-idx1-ubyte.gz", idx_bytes({4}, 0x08, 1));
+    write_plain("t10k-images-idx3-ubyte", idx_bytes({3, 14, 14}));
+    write_plain("t10k-labels-idx1-ubyte", idx_bytes({3}, 0x08, 1));
+    const Dataset train = load_fashion_mnist(dir_.string(), Split::train);
+    const Dataset test = load_fashion_mnist(dir_.string(), Split::test);
+    EXPECT_NO_THROW(check_same_image_shape(train, train));
+    try {
+        check_same_image_shape(train, test);
+        ADD_FAILURE() << "14x14 test images were accepted for 28x28 training images";
+    } catch (const InputError &e) {
+        const std::string m = e.what();
+        EXPECT_NE(m.find(train.images_file), std::string::npos) << m;
+        EXPECT_NE(m.find(test.images_file), std::string::npos) << m;
+        EXPECT_NE(m.find("1x14x14"), std::string::npos) << m;
+        EXPECT_NE(m.find("1x28x28"), std::string::npos) << m;
+    }
+}
+
 TEST_F(IdxTest, FashionMnistFromAFolder)
 {
     write_gz("train-images-idx3-ubyte.gz", idx_bytes({5, 28, 28}));

@@ -10,6 +10,7 @@
 #include "data/dataset.h"
 #include "nn/compute.h"
 #include "nn/profile.h"
+#include "train/cli_checks.h"
 #include "train/distributed.h"
 #include "train/model_state.h"
 #include "train/step.h"
@@ -74,7 +75,8 @@ int bench(const BenchOptions &o)
         std::fflush(stdout);
     }
     std::vector<double> rates, cpu_rates;
-    for (int i = 0; i < o.num_warmup + o.num_iters; ++i) {
+    // int64_t: --num-warmup and --num-iters may each be up to INT_MAX.
+    for (int64_t i = 0; i < int64_t(o.num_warmup) + o.num_iters; ++i) {
         // The timed steps start and end on an idle device (and bracket a GPU plugin's
         // profile, DISTTRAIN_CUDNN_PROFILE, to the steady state).
         if (i == o.num_warmup)
@@ -90,8 +92,8 @@ int bench(const BenchOptions &o)
         rates.push_back(double(o.batch_size) / s);
         cpu_rates.push_back(double(o.batch_size) / cpu);
         if (dist.rank() == 0) {
-            std::printf("iter %d: %.1f images/sec per worker (loss %.3f)\n",
-                        i - o.num_warmup + 1, rates.back(), r.loss);
+            std::printf("iter %lld: %.1f images/sec per worker (loss %.3f)\n",
+                        static_cast<long long>(i - o.num_warmup + 1), rates.back(), r.loss);
             std::fflush(stdout);
         }
     }
@@ -139,15 +141,15 @@ int main(int argc, char **argv)
         ->check(CLI::IsMember(model_names()));
     app.add_option("--batch-size", o.batch_size, "images per worker per step")
         ->capture_default_str()
-        ->check(CLI::PositiveNumber);
+        ->transform(whole_number_at_least<uint64_t>(1));
     app.add_option("--num-warmup", o.num_warmup, "untimed steps first")
         ->capture_default_str()
-        ->check(CLI::NonNegativeNumber);
+        ->transform(whole_number_at_least<int>(0));
     app.add_option("--num-iters", o.num_iters, "timed steps")
         ->capture_default_str()
-        ->check(CLI::PositiveNumber);
+        ->transform(whole_number_at_least<int>(1));
     app.add_option("--threads", o.threads, "compute threads per worker")
-        ->check(CLI::NonNegativeNumber);
+        ->transform(whole_number_at_least<int>(0));
     app.add_flag("--bf16", o.bf16, "matmul and convolution in bfloat16 where the CPU has it");
     app.add_flag("--print-checksum", o.print_checksum,
                  "every rank prints a hash of its final model (equal ranks, equal hashes)");

@@ -1,13 +1,33 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "train/options.h"
 
+#include "common/error.h"
 #include "data/dataset.h"
+#include "train/cli_checks.h"
 
 #include <CLI/CLI.hpp>
 
 #include <cstdio>
+#include <sstream>
 
 namespace dt::models {
+namespace {
+
+// --milestones: whole numbers separated by commas (or nothing).
+std::string check_milestones(std::string &text)
+{
+    std::stringstream in(text);
+    for (std::string item; std::getline(in, item, ',');) {
+        const std::string err = check_whole_number(item, 0, ~uint64_t{0});
+        if (!err.empty())
+            return cat("'", text, "' is not a list of epochs like 10,15: each ", err);
+    }
+    if (!text.empty() && text.back() == ',')
+        return cat("'", text, "' is not a list of epochs like 10,15");
+    return "";
+}
+
+} // namespace
 
 TrainParse parse_train_options(int argc, char **argv)
 {
@@ -19,39 +39,62 @@ TrainParse parse_train_options(int argc, char **argv)
     app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
     app.add_option("--model", o.model, "mlp, convnet, resnet20 or resnet50")
         ->check(CLI::IsMember({"mlp", "convnet", "resnet20", "resnet50"}));
-    app.add_option("--epochs", o.epochs, "passes over the training set")->capture_default_str();
+    // Every number is checked here, before the job is joined: the unsigned ones as text
+    // (CLI11 would wrap -1 to 2^64 - 1), the real ones for their range and finiteness.
+    const auto u64 = [](uint64_t min) { return whole_number_at_least<uint64_t>(min); };
+    app.add_option("--epochs", o.epochs, "passes over the training set")
+        ->capture_default_str()
+        ->transform(u64(1));
     app.add_option("--batch-size", o.batch_size, "images per rank per step")
         ->capture_default_str()
-        ->check(CLI::PositiveNumber.description("at least 1"));
-    app.add_option("--lr", o.lr, "learning rate for --base-batch images")->capture_default_str();
+        ->transform(u64(1));
+    app.add_option("--lr", o.lr, "learning rate for --base-batch images")
+        ->capture_default_str()
+        ->check(real_number_in({0, false}));
     app.add_option("--base-batch", o.base_batch,
-                   "linear scaling rule: lr x global batch / base batch (0: no scaling)");
+                   "linear scaling rule: lr x global batch / base batch (0: no scaling)")
+        ->transform(u64(0));
     app.add_option("--warmup-epochs", o.warmup_epochs,
-                   "linear warm-up from lr to the scaled lr (may be fractional)");
+                   "linear warm-up from lr to the scaled lr (may be fractional)")
+        ->check(real_number_in({0, false}));
     app.add_option("--decay", o.decay, "constant, step or cosine")
         ->check(CLI::IsMember({"constant", "step", "cosine"}));
-    app.add_option("--milestones", o.milestones, "step decay: epochs, e.g. 10,15");
-    app.add_option("--gamma", o.gamma, "step decay factor")->capture_default_str();
+    app.add_option("--milestones", o.milestones, "step decay: epochs, e.g. 10,15")
+        ->check(CLI::Validator(check_milestones, ""));
+    app.add_option("--gamma", o.gamma, "step decay factor")
+        ->capture_default_str()
+        ->check(real_number_in({0, true}));
     app.add_option("--optimizer", o.optimizer, "sgd, momentum, nesterov, adam or adamw")
         ->capture_default_str()
         ->check(CLI::IsMember({"sgd", "momentum", "nesterov", "adam", "adamw"}));
-    app.add_option("--momentum", o.momentum)->capture_default_str();
-    app.add_option("--weight-decay", o.weight_decay)->capture_default_str();
+    app.add_option("--momentum", o.momentum,
+                   "of --optimizer momentum and nesterov (nesterov: greater than 0)")
+        ->capture_default_str()
+        ->check(real_number_in({0, false, 1, true}));
+    app.add_option("--weight-decay", o.weight_decay)
+        ->capture_default_str()
+        ->check(real_number_in({0, false}));
     app.add_option("--threads", o.threads,
                    "compute threads per rank (default DISTTRAIN_THREADS or all CPUs allowed)")
-        ->check(CLI::NonNegativeNumber);
+        ->transform(whole_number_at_least<int>(0));
     app.add_flag("--bf16", o.bf16, "matmul and convolution in bfloat16 where the CPU has it");
     app.add_option("--checkpoint-dir", o.checkpoint_dir,
-                   "write checkpoint.dtck here at the end of every epoch");
+                   "write checkpoint.dtck here at the end of every epoch")
+        ->check(creatable_folder());
     app.add_option("--checkpoint-every", o.checkpoint_every,
-                   "also write a checkpoint every N steps");
+                   "also write a checkpoint every N steps")
+        ->transform(u64(0));
     app.add_flag("--resume", o.resume, "continue from the checkpoint in --checkpoint-dir");
-    app.add_option("--seed", o.seed, "weights and shuffling")->capture_default_str();
+    app.add_option("--seed", o.seed, "weights and shuffling")
+        ->capture_default_str()
+        ->transform(u64(0));
     app.add_option("--data-dir", o.data_dir,
                    std::string("Fashion-MNIST IDX files (default ") + kFashionMnistDir + ")");
     app.add_option("--metrics-file", o.metrics_file, "one JSON object per epoch (rank 0)");
-    app.add_option("--train-limit", o.train_limit, "use the first N training images");
-    app.add_option("--test-limit", o.test_limit, "use the first N test images");
+    app.add_option("--train-limit", o.train_limit, "use the first N training images (0: all)")
+        ->transform(u64(0));
+    app.add_option("--test-limit", o.test_limit, "use the first N test images (0: all)")
+        ->transform(u64(0));
     bool no_progress = false;
     app.add_flag("--no-progress", no_progress, "no progress bar even on a terminal");
     app.add_flag("--quiet", o.quiet, "no table on stdout");
@@ -65,7 +108,7 @@ TrainParse parse_train_options(int argc, char **argv)
                    "elastic: commit the state in memory every N steps (and at each epoch's "
                    "end)")
         ->capture_default_str()
-        ->check(CLI::PositiveNumber.description("at least 1"));
+        ->transform(u64(1));
     try {
         app.parse(argc, argv);
     } catch (const CLI::CallForHelp &e) {
@@ -78,6 +121,12 @@ TrainParse parse_train_options(int argc, char **argv)
     }
     if (o.resume && o.checkpoint_dir.empty()) {
         std::fprintf(stderr, "disttrain-train: --resume needs --checkpoint-dir\n");
+        return {std::nullopt, 2};
+    }
+    if (o.optimizer == "nesterov" && o.momentum == 0) {
+        std::fprintf(stderr, "disttrain-train: --momentum: must be greater than 0 and below 1 "
+                             "with --optimizer nesterov, got 0\nRun with --help for the "
+                             "options.\n");
         return {std::nullopt, 2};
     }
     o.progress = !no_progress;

@@ -12,6 +12,13 @@
 namespace dt::models {
 namespace {
 
+// a * b, or the largest uint64_t where that overflows (a step count no run reaches).
+uint64_t saturating_product(uint64_t a, uint64_t b)
+{
+    uint64_t p;
+    return __builtin_mul_overflow(a, b, &p) ? ~uint64_t{0} : p;
+}
+
 OptimizerConfig optimizer_config(const TrainOptions &o)
 {
     OptimizerConfig c;
@@ -30,7 +37,7 @@ std::vector<uint64_t> parse_milestones(const std::string &text, uint64_t steps_p
         const unsigned long long e = std::strtoull(item.c_str(), &end, 10);
         if (item.empty() || *end != '\0')
             throw_input_error("--milestones '", text, "' is not a list of epochs like 10,15");
-        out.push_back(e * steps_per_epoch);
+        out.push_back(saturating_product(e, steps_per_epoch));
     }
     return out;
 }
@@ -43,8 +50,9 @@ LrScheduleConfig schedule_config(const TrainOptions &o, const ShardedSampler &s)
     c.base_lr = o.lr;
     c.base_batch = o.base_batch;
     c.global_batch = s.global_batch();
-    c.warmup_steps = uint64_t(o.warmup_epochs * double(s.steps_per_epoch()));
-    c.total_steps = o.epochs * s.steps_per_epoch();
+    // Clamped: a double beyond uint64_t's range does not convert.
+    c.warmup_steps = uint64_t(std::min(o.warmup_epochs * double(s.steps_per_epoch()), 0x1p63));
+    c.total_steps = saturating_product(o.epochs, s.steps_per_epoch());
     c.decay = parse_decay(o.decay);
     c.milestones = parse_milestones(o.milestones, s.steps_per_epoch());
     c.gamma = o.gamma;

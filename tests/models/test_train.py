@@ -6,13 +6,18 @@ message and exit status 2.
 Small subsets of Fashion-MNIST and few steps keep the whole file within a minute or so on
 2 cores; the accuracy runs of the closing note are in test_accuracy.py (marked slow).
 """
+import gzip
 import json
+import os
 import pathlib
+import shutil
+import struct
+import tempfile
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from conftest import NEEDS_TRAINER, ONEDNN_PLUGIN_DIR as ONEDNN
+from conftest import FASHION_MNIST, NEEDS_TRAINER, ONEDNN_PLUGIN_DIR as ONEDNN
 from conftest import TCP_PLUGIN_DIR as TCP, build_path, run
 
 pytestmark = NEEDS_TRAINER
@@ -131,6 +136,62 @@ def test_damaged_checkpoint_is_refused(disttrainrun, train, tmp_path, damage, me
         assert message in r.stderr and str(path) in r.stderr, r.stderr
 
 
+def unreadable_checkpoint(path, how):
+    """Puts something that exists but cannot be read as a checkpoint at path."""
+    path.unlink()
+    if how == "folder":  # open() works, read() fails with EISDIR
+        path.mkdir()
+    elif how == "symlink loop":  # open() fails with ELOOP
+        path.symlink_to(path.name)
+    elif how == "dangling symlink":  # open() fails with ENOENT, though the name is there
+        path.symlink_to(path.parent / "unmounted" / path.name)
+    else:
+        os.mkfifo(path)
+
+
+@pytest.mark.parametrize("how,message", [
+    ("folder", "is a folder"), ("symlink loop", "Too many levels of symbolic links"),
+    ("dangling symlink", "does not exist"), ("fifo", "not a regular file")])
+def test_unreadable_checkpoint_is_refused_not_overwritten(disttrainrun, train, tmp_path,
+                                                          how, message):
+    """Only a missing checkpoint means "start from the beginning": one that exists but
+    cannot be read stops the run with status 2 before any step, and stays as it was."""
+    args = ["--epochs", "2", "--batch-size", "50", *SMALL, "--checkpoint-dir", tmp_path]
+    assert job(disttrainrun, train, 1, [*args[:1], "1", *args[2:]]).returncode == 0
+    path = tmp_path / "checkpoint.dtck"
+    unreadable_checkpoint(path, how)
+    for ranks in (1, 2):
+        r = job(disttrainrun, train, ranks, [*args, "--resume"])
+        assert r.returncode == 2, r.stderr
+        assert str(path) in r.stderr and message in r.stderr, r.stderr
+        assert "starting from the beginning" not in r.stderr
+        assert os.path.lexists(path) and not (tmp_path / "checkpoint.dtck.tmp").exists()
+
+
+def test_checkpoint_its_user_cannot_read_is_refused(disttrainrun, train):
+    """The reported case: a checkpoint of mode 600 owned by root, resumed by another user
+    (setpriv), must not be taken for none and overwritten."""
+    if os.geteuid() != 0 or shutil.which("setpriv") is None:
+        pytest.skip("needs root and setpriv to run the trainer as nobody")
+    as_nobody = ["setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups"]
+    if run([*as_nobody, train, "--help"], env=ENV, timeout=60).returncode != 0:
+        pytest.skip("nobody cannot run the trainer in this build tree")
+    with tempfile.TemporaryDirectory(dir="/tmp") as top:  # tmp_path is root's alone
+        ckpt = pathlib.Path(top) / "ck"
+        args = ["--epochs", "1", "--batch-size", "50", *SMALL, "--checkpoint-dir", ckpt]
+        assert job(disttrainrun, train, 1, args).returncode == 0
+        path = ckpt / "checkpoint.dtck"
+        before = path.read_bytes()
+        path.chmod(0o600)
+        for d in (top, ckpt):
+            os.chmod(d, 0o777)  # nobody may look and write there, not read the file
+        r = run([*as_nobody, train, *args[:1], "2", *args[2:], "--resume"], env=ENV,
+                timeout=120)
+        assert r.returncode == 2, r.stderr
+        assert str(path) in r.stderr and "Permission denied" in r.stderr, r.stderr
+        assert path.read_bytes() == before
+
+
 def test_checkpoint_of_another_configuration_is_refused(disttrainrun, train, tmp_path):
     args = ["--epochs", "1", *SMALL, "--checkpoint-dir", tmp_path]
     assert job(disttrainrun, train, 1, [*args, "--batch-size", "50"]).returncode == 0
@@ -152,9 +213,51 @@ def idx_dir(tmp_path, magic=b"\x00\x00\x08\x03"):
     (["--resume"], "--resume needs --checkpoint-dir"),
     (["--model", "resnet50"], "disttrain-bench"),
     (["--data-dir", "/nonexistent/fmnist"], "dataset-fashion-mnist"),
+    # Ranges said as --help says them, not as CLI11's 0 to DBL_MAX.
+    (["--batch-size", "0"], "--batch-size: must be at least 1, got 0"),
+    (["--threads", "-1"], "--threads: must be at least 0, got -1"),
+    (["--commit-every", "0"], "--commit-every: must be at least 1, got 0"),
+    # Unsigned options that CLI11 wrapped to 2^64 - 1.
+    (["--epochs", "-1"], "--epochs: must be at least 1, got -1"),
+    (["--base-batch", "-1"], "--base-batch: must be at least 0, got -1"),
+    (["--train-limit", "-1"], "--train-limit: must be at least 0, got -1"),
+    (["--test-limit", "-1"], "--test-limit: must be at least 0, got -1"),
+    (["--seed", "-1"], "--seed: must be at least 0, got -1"),
+    (["--checkpoint-every", "-3"], "--checkpoint-every: must be at least 0, got -3"),
+    (["--epochs", "99999999999999999999"], "--epochs: must be at most 18446744073709551615"),
+    (["--threads", "3000000000"], "--threads: must be at most 2147483647"),
+    # Real options that trained to nan or failed at the first step in the library.
+    (["--lr", "nan"], "--lr: must be a finite number at least 0, got nan"),
+    (["--lr", "inf"], "--lr: must be a finite number at least 0, got inf"),
+    (["--lr", "-0.1"], "--lr: must be at least 0, got -0.1"),
+    (["--weight-decay", "nan"], "--weight-decay: must be a finite number at least 0"),
+    (["--optimizer", "adam", "--momentum", "1.5"],
+     "--momentum: must be at least 0 and below 1, got 1.5"),
+    (["--momentum", "-1"], "--momentum: must be at least 0 and below 1, got -1"),
+    (["--optimizer", "nesterov", "--momentum", "0"],
+     "--momentum: must be greater than 0 and below 1 with --optimizer nesterov, got 0"),
+    (["--gamma", "-1"], "--gamma: must be greater than 0, got -1"),
+    (["--warmup-epochs", "-1"], "--warmup-epochs: must be at least 0, got -1"),
+    (["--milestones", "5,-1"], "--milestones: '5,-1' is not a list of epochs"),
+    (["--checkpoint-dir", __file__], f"--checkpoint-dir: {__file__} is not a folder"),
+    (["--checkpoint-dir", f"{__file__}/sub"], f"{__file__} is not a folder"),
 ])
 def test_bad_input_is_refused_with_status_2(train, args, message):
     r = run([train, "--epochs", "1", *args], env=ENV, timeout=60)
+    assert r.returncode == 2, (r.stdout, r.stderr)
+    assert message in r.stderr, r.stderr
+
+
+@pytest.mark.parametrize("args,message", [
+    (["--batch-size", "0"], "--batch-size: must be at least 1, got 0"),
+    (["--batch-size", "-1"], "--batch-size: must be at least 1, got -1"),
+    (["--num-iters", "0"], "--num-iters: must be at least 1, got 0"),
+    (["--num-warmup", "-1"], "--num-warmup: must be at least 0, got -1"),
+    (["--threads", "-1"], "--threads: must be at least 0, got -1"),
+])
+def test_bench_bad_input_is_refused_with_status_2(args, message):
+    r = run([build_path("models", "programs", "disttrain-bench"), "--model", "mlp", *args],
+            env=ENV, timeout=60)
     assert r.returncode == 2, (r.stdout, r.stderr)
     assert message in r.stderr, r.stderr
 
@@ -171,6 +274,79 @@ def test_wrong_idx_magic_is_refused(train, tmp_path):
     r = run([train, "--data-dir", tmp_path], env=ENV, timeout=60)
     assert r.returncode == 2
     assert "not an IDX file" in r.stderr, r.stderr
+
+
+def idx_header(*dims):
+    return bytes([0, 0, 8, len(dims)]) + b"".join(struct.pack(">I", d) for d in dims)
+
+
+def fashion_mnist_prefix(stem, items, item_bytes):
+    """The first `items` elements of an installed Fashion-MNIST file, without its header."""
+    header = 16 if "images" in stem else 8
+    with gzip.open(FASHION_MNIST / f"{stem}.gz") as f:
+        return f.read(header + items * item_bytes)[header:]
+
+
+def data_dir(path, test_images_header, test_images, test_labels=200):
+    """400 training images of Fashion-MNIST and a test set of the given header and pixels,
+    as uncompressed IDX files (which --data-dir reads too)."""
+    path.mkdir()
+    files = {
+        "train-images-idx3-ubyte": idx_header(400, 28, 28) +
+        fashion_mnist_prefix("train-images-idx3-ubyte", 400, 784),
+        "train-labels-idx1-ubyte": idx_header(400) +
+        fashion_mnist_prefix("train-labels-idx1-ubyte", 400, 1),
+        "t10k-images-idx3-ubyte": test_images_header + test_images,
+        "t10k-labels-idx1-ubyte": idx_header(test_labels) +
+        fashion_mnist_prefix("t10k-labels-idx1-ubyte", test_labels, 1),
+    }
+    for name, data in files.items():
+        (path / name).write_bytes(data)
+    return path
+
+
+def fmnist_test_images(n, side=28):
+    pixels = fashion_mnist_prefix("t10k-images-idx3-ubyte", n, 784)
+    step = 28 // side
+    return bytes(pixels[i * 784 + r * step * 28 + c * step]
+                 for i in range(n) for r in range(side) for c in range(side))
+
+
+@pytest.mark.parametrize("case", ["14x14", "2 TB declared", "overflow", "empty"])
+def test_malformed_test_set_is_refused_before_training(train, tmp_path, case):
+    """A test set the trainer cannot evaluate is refused with status 2 before any step,
+    naming its file: images of another shape than the training images (which were read
+    past their end), a header declaring more data than the file holds (was
+    std::bad_alloc), dimensions whose product overflows, no images at all (was a
+    validation loss and accuracy of 0)."""
+    test_file = tmp_path / "data" / "t10k-images-idx3-ubyte"
+    if case == "14x14":
+        data_dir(tmp_path / "data", idx_header(200, 14, 14), fmnist_test_images(200, 14))
+        want = [str(test_file), "1x14x14", str(tmp_path / "data" / "train-images-idx3-ubyte"),
+                "1x28x28"]
+    elif case == "2 TB declared":
+        data_dir(tmp_path / "data", idx_header(500, 65535, 65535), fmnist_test_images(200))
+        want = [str(test_file), "truncated", "500 x 65535 x 65535"]
+    elif case == "overflow":
+        data_dir(tmp_path / "data", idx_header(4, 2**31, 2**31), fmnist_test_images(1), 4)
+        want = [str(test_file), "4 x 2147483648 x 2147483648"]
+    else:
+        data_dir(tmp_path / "data", idx_header(0, 28, 28), b"", 0)
+        want = [str(test_file), "holds no images"]
+    r = run([train, "--epochs", "1", "--batch-size", "50", "--threads", "1", "--no-progress",
+             "--data-dir", tmp_path / "data"], env=ENV, timeout=60)
+    assert r.returncode == 2, r.stderr
+    assert r.stdout == ""  # no epoch was trained, nor the job joined
+    for w in want:
+        assert w in r.stderr, (w, r.stderr)
+
+
+def test_well_formed_data_dir_trains(train, tmp_path):
+    """The control of the test above: its data, with a well-formed test set, trains."""
+    data_dir(tmp_path / "data", idx_header(200, 28, 28), fmnist_test_images(200))
+    r = run([train, "--epochs", "1", "--batch-size", "50", "--threads", "1", "--no-progress",
+             "--data-dir", tmp_path / "data"], env=ENV, timeout=60)
+    assert r.returncode == 0, r.stderr
 
 
 def test_bad_input_under_the_launcher_stops_every_rank(disttrainrun, train):

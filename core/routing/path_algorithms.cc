@@ -2,6 +2,7 @@
 // The core's point-to-point algorithms as router paths: what serves every call that no
 // native collective or shared memory took.
 #include "algorithms/algorithms.h"
+#include "routing/host_check.h"
 #include "routing/paths.h"
 
 namespace dt::routing {
@@ -44,20 +45,14 @@ bool run_ring(const Services &, algo::Comm &comm, const Args &a)
     return true;
 }
 
-bool run_broadcast(const Services &, algo::Comm &comm, const Args &a)
+bool run_broadcast(const Services &s, algo::Comm &comm, const Args &a)
 {
-    // The root receives nothing in a broadcast, so two ranks that each take themselves
-    // for the root would both succeed. With a call check, every rank also sends it to
-    // the next rank: a ring that reaches every rank whatever its view.
-    algo::Request from_left, to_right;
-    if (comm.check() != nullptr && comm.size() > 1) {
-        const int n = comm.size();
-        from_left = comm.irecv((comm.rank() + n - 1) % n, nullptr, 0);
-        to_right = comm.isend((comm.rank() + 1) % n, nullptr, 0);
-    }
+    // The root receives nothing in a broadcast, and a rank that hears only from its
+    // parent in the tree can finish before another rank finds a disagreement: with a
+    // call check, every rank first learns that every rank runs this same call.
+    if (comm.check() != nullptr && comm.size() > 1)
+        check_over_host(s, comm, a);
     algo::broadcast(comm, a.recvbuf, bytes_of(a), a.root);
-    comm.wait(from_left);
-    comm.wait(to_right);
     return true;
 }
 

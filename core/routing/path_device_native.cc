@@ -13,11 +13,11 @@
 // waited for) first, then the calls issued between the plugin's batch_begin and batch_end
 // and waited for together.
 #include "routing/device_wait.h"
+#include "routing/host_check.h"
 #include "routing/native_call.h"
 #include "routing/paths.h"
 #include "routing/router.h"
 #include "routing/staging.h"
-#include "runtime/call_check.h"
 #include "telemetry/log.h"
 
 #include <memory>
@@ -32,30 +32,6 @@ namespace {
 bool applies(const Call &call, const Topology &t, const Policy &)
 {
     return call.memory == Memory::device && (t.device_native & kind_bit(call.kind)) != 0;
-}
-
-// Ordered mode: a two-word MAX allreduce of {h, ~h} on the host paths, which carry the
-// call's check themselves (a disagreeing rank fails it there with the field named); the
-// comparison after it catches what a path that carries only the hash would let through.
-void check_over_host(const Services &s, algo::Comm &comm, const Args &a)
-{
-    const uint64_t h = call_check_hash(*comm.check());
-    int64_t words[2] = {static_cast<int64_t>(h), static_cast<int64_t>(~h)};
-    Args check;
-    check.kind = OpKind::allreduce;
-    check.sendbuf = check.recvbuf = words;
-    check.count = 2;
-    check.dtype = DT_INT64;
-    check.op = DT_MAX;
-    check.name = a.name;
-    check.whole_job = a.whole_job;
-    s.router->run_host(comm, check);
-    if (static_cast<uint64_t>(words[0]) != h || ~static_cast<uint64_t>(words[1]) != h)
-        comm.fail_collective(DT_ERR_MISMATCH,
-                             cat(op_kind_name(a.kind), " '", a.name, "': the ranks' call "
-                                 "checks of ordered mode (DISTTRAIN_ORDERED=1) disagree: "
-                                 "some rank runs another collective or passes other "
-                                 "arguments in this call"));
 }
 
 bool run(const Services &s, algo::Comm &comm, const Args &a)

@@ -3,6 +3,7 @@
 
 #include "plugin/memory_provider.h"
 #include "reduce/reduce.h"
+#include "routing/host_check.h"
 #include "routing/paths.h"
 #include "routing/table.h"
 #include "runtime/error.h"
@@ -187,6 +188,15 @@ bool divides_first(const Call &call, const Args &args)
            (args.kind == OpKind::allreduce || args.kind == OpKind::reduce_scatter);
 }
 
+// A call with elements to move but none this time: its paths send nothing, so ordered
+// mode's call check would reach no peer (allgatherv and alltoallv agree on their counts
+// first, and a barrier sends its messages whatever).
+bool sends_nothing(const Call &call, const Args &args)
+{
+    return call.bytes == 0 && args.kind != OpKind::barrier &&
+           args.kind != OpKind::allgatherv && args.kind != OpKind::alltoallv;
+}
+
 } // namespace
 
 void Router::divide_before_sum(const algo::Comm &comm, Args &args, int divisor)
@@ -207,6 +217,12 @@ void Router::divide_before_sum(const algo::Comm &comm, Args &args, int divisor)
 const char *Router::dispatch(algo::Comm &comm, const Call &call, const Topology &topo,
                              Args &args, bool average, int avg_divisor)
 {
+    // Ordered mode: a rank whose count is 0 while the others' is not (or whose call
+    // differs in another way) must fail them promptly, not leave them waiting.
+    if (comm.check() != nullptr && comm.size() > 1 && sends_nothing(call, args)) {
+        check_over_host(services_, comm, args);
+        return "call_check";
+    }
     if (average && divides_first(call, args)) {
         divide_before_sum(comm, args, avg_divisor);
         average = false;

@@ -61,6 +61,11 @@ void broadcast(Team &team, void *buf, size_t bytes, int root)
     auto *data = static_cast<std::byte *>(buf);
     team.begin();
     team.publish();
+    // Ordered mode: every member compares every member's call check before the data
+    // moves. Otherwise the root reads nobody's line, and a member that reads only the
+    // root's could finish before another finds a disagreement.
+    if (team.checked())
+        detail::wait_all_published(team);
     if (team.rank() == root) {
         for (uint64_t k = 0; k < pieces; ++k) {
             const size_t off = k * piece;
@@ -82,11 +87,6 @@ void broadcast(Team &team, void *buf, size_t bytes, int root)
             team.post(&Control::reduced, k + 1);
         }
     }
-    // The root reads nobody's tag line, so two members that each take themselves for
-    // the root would both finish. Checked (ordered mode), every member also reads the
-    // previous member's: a ring that reaches every member whatever its view.
-    if (team.checked())
-        team.wait_published((team.rank() + n - 1) % n);
     team.end();
 }
 

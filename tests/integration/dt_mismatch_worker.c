@@ -6,10 +6,12 @@
  * disagrees with the others, then one more agreeing allreduce ("next"). CASE is one of
  *   count        rank 1 reduces 4 elements where the others reduce 8
  *   count_large  rank 1 reduces 64 Ki elements where the others reduce 1 Mi
+ *   count_zero   rank 1 reduces no elements where the others reduce 8
  *   dtype        rank 1 reduces int32 where the others reduce float32 (the same size)
  *   op           rank 1 takes the maximum where the others sum
  *   kind         rank 1 broadcasts where the others allreduce
  *   root         rank 1 broadcasts from rank 1 where the others broadcast from rank 0
+ *   root_count   rank 1 broadcasts 4 elements from rank 0 where the others broadcast 8
  *   skip         rank 1 skips the allreduce "case.a" the others make before "case.b"
  *   none         every rank agrees (the control case)
  * For each call it prints "call NAME: STATUS SECONDS MESSAGE" and, for a call that
@@ -132,6 +134,8 @@ int main(int argc, char **argv)
         c.count = odd ? 4 : 8;
     } else if (strcmp(which, "count_large") == 0) {
         c.count = odd ? (size_t)1 << 16 : (size_t)1 << 20;
+    } else if (strcmp(which, "count_zero") == 0) {
+        c.count = odd ? 0 : 8;
     } else if (strcmp(which, "dtype") == 0) {
         c.dtype = odd ? DT_INT32 : DT_FLOAT32;
     } else if (strcmp(which, "op") == 0) {
@@ -141,6 +145,9 @@ int main(int argc, char **argv)
     } else if (strcmp(which, "root") == 0) {
         c.kind = BROADCAST;
         c.root = odd ? 1 : 0;
+    } else if (strcmp(which, "root_count") == 0) {
+        c.kind = BROADCAST;
+        c.count = odd ? 4 : 8;
     } else if (strcmp(which, "skip") == 0) {
         struct call a = {ALLREDUCE, "case.a", 8, DT_FLOAT32, DT_SUM, 0, 2};
         struct call b = {ALLREDUCE, "case.b", 8, DT_FLOAT32, DT_SUM, 0, 3};

@@ -55,6 +55,23 @@ def test_requires_grad_parameters_are_written_in_place(ctx):
     assert torch.equal(p.detach(), torch.ones(3))
 
 
+def test_broadcast_parameters_keeps_any_dense_layout_and_names_a_bad_tensor(ctx):
+    model = torch.nn.Sequential(torch.nn.Conv2d(3, 4, 3), torch.nn.BatchNorm2d(4)).to(
+        memory_format=torch.channels_last)
+    w = torch.nn.Parameter(torch.randn(4, 3).t())
+    want = {k: v.clone() for k, v in model.state_dict().items()}
+    dt.broadcast_parameters(model.state_dict(), root_rank=0)
+    dt.broadcast_parameters([("w", w)], root_rank=0)
+    assert all(torch.equal(v, want[k]) for k, v in model.state_dict().items())
+    assert model[0].weight.is_contiguous(memory_format=torch.channels_last)
+    assert w.stride() == (1, 3)
+    with pytest.raises(disttrain.UsageError, match=r"'shared' \(shape \(2, 3\), strides "
+                                                   r"\(0, 1\)\) has elements that share"):
+        dt.broadcast_parameters({"shared": torch.zeros(3).expand(2, 3)}, 0)
+    with pytest.raises(disttrain.UsageError, match="'phase': dtype complex64"):
+        dt.broadcast_parameters({"phase": torch.zeros(2, dtype=torch.complex64)}, 0)
+
+
 def test_non_contiguous_tensor_in_place_is_refused(ctx):
     t = torch.zeros(4, 4).t()
     with pytest.raises(disttrain.UsageError, match="not contiguous"):

@@ -31,7 +31,10 @@ def broadcast_parameters(params, root_rank=UNSET, context=None, process_set=None
     """Overwrites params with root_rank's values, in place. params: a state_dict() (or
     any name -> tensor mapping), or (name, tensor) pairs such as
     model.named_parameters(). Names are sorted for a dict, so every rank agrees on the
-    order; pairs are broadcast in the order given (the same model gives the same)."""
+    order; pairs are broadcast in the order given (the same model gives the same).
+    A tensor that is not contiguous (channels_last, transposed) travels through a
+    contiguous copy that is written back, so ranks may even hold it in different
+    layouts."""
     if isinstance(params, dict):
         items = sorted(params.items())
     else:
@@ -41,17 +44,39 @@ def broadcast_parameters(params, root_rank=UNSET, context=None, process_set=None
                         "pairs such as model.named_parameters()")
     root_rank = root_rank_of(root_rank, root, "broadcast_parameters")
     ctx = _ctx(context, process_set)
-    handles = []
-    for name, p in items:
-        if p is None:
-            continue
-        t = p.detach()
-        if t.dtype == torch.bool:
-            t = t.view(torch.uint8)  # same bytes; the library has no bool
-        handles.append(ops.broadcast_async_(t, root_rank, name=f"bcast.{name}",
-                                            context=ctx))
+    # Every tensor is checked before the first broadcast starts, so a bad one leaves no
+    # broadcast half-issued on this rank.
+    targets = [_broadcast_target(name, p) for name, p in items if p is not None]
+    handles = [ops.broadcast_async_(wire, root_rank, name=f"bcast.{name}", context=ctx)
+               for name, wire, _ in targets]
     for h in handles:
         h.wait()
+    for _, wire, tensor in targets:
+        if wire is not tensor:
+            tensor.copy_(wire)
+
+
+def _broadcast_target(name, p):
+    """(name, tensor the broadcast writes, tensor that must end up with its values). A
+    contiguous tensor is written in place; any other is copied to a contiguous buffer,
+    whose values are copied back after the broadcast: the buffer holds the elements in
+    logical order, which is the same on every rank whatever each rank's layout (memory
+    order alone would mix up elements between a channels_last and a contiguous copy)."""
+    t = p.detach()
+    if t.dtype == torch.bool:
+        t = t.view(torch.uint8)  # same bytes; the library has no bool
+    try:
+        ops.tensor_dtype(t)
+    except disttrain.UsageError as e:
+        raise usage(f"broadcast_parameters: {name!r}: {e.message}") from None
+    if t.is_contiguous():
+        return name, t, t
+    if any(stride == 0 and size > 1 for size, stride in zip(t.shape, t.stride())):
+        raise usage(f"broadcast_parameters: {name!r} (shape {tuple(t.shape)}, strides "
+                    f"{t.stride()}) has elements that share memory (an expanded tensor), "
+                    f"so it cannot hold root_rank's values; make it a tensor of its own "
+                    f"(.clone()) before broadcasting")
+    return name, t.contiguous(), t
 
 
 def broadcast_object(obj, root_rank=UNSET, name=None, context=None, process_set=None, *,

@@ -2,9 +2,10 @@
 """A 2+-rank job of disttrain.torch.DistributedDataParallel, checked against one process
 training the same model on the whole batch: the wrapper starts every rank from rank 0's
 parameters and buffers, backward leaves the gradients averaged (in one bucket, and in many
-buckets overlapping backward), no_sync() accumulates locally until the next synchronised
-backward, with SyncBatchNorm the job trains exactly as one process with BatchNorm on the
-whole batch, and process_set= keeps the reduction inside the set. Prints "OK"."""
+buckets overlapping backward; also of channels_last and transposed parameters, against
+averaging by hand), no_sync() accumulates locally until the next synchronised backward,
+with SyncBatchNorm the job trains exactly as one process with BatchNorm on the whole
+batch, and process_set= keeps the reduction inside the set. Prints "OK"."""
 import torch
 
 import disttrain
@@ -81,6 +82,58 @@ for bucket_bytes in (25 << 20, 64):   # one bucket, and a bucket per tensor or t
     close(ddp.module.named_parameters(), reference(3).parameters(),
           f"training, bucket_bytes={bucket_bytes}")
     assert list(ddp.state_dict())[0].startswith("module."), list(ddp.state_dict())[:2]
+
+
+# -- parameters that are dense but not row-major --------------------------------------
+class Strided(torch.nn.Module):
+    """A channels_last convolution and a transposed weight: their memory is dense in
+    another order than row-major, and so is the memory of their gradients."""
+
+    def __init__(self, seed):
+        super().__init__()
+        torch.manual_seed(seed)
+        self.conv = torch.nn.Conv2d(3, 4, 3)
+        self.bn = torch.nn.BatchNorm2d(4)
+        self.w = torch.nn.Parameter(torch.randn(3, 16).t())   # strides (1, 16)
+        self.to(memory_format=torch.channels_last)
+
+    def forward(self, x):
+        return torch.flatten(self.bn(self.conv(x)).mean(1), 1) @ self.w
+
+
+def strided_data(step):
+    g = torch.Generator().manual_seed(2000 + step)
+    x = torch.randn(PER_RANK * n, 3, 6, 6, generator=g)
+    return x.contiguous(memory_format=torch.channels_last), torch.randn(PER_RANK * n, 3,
+                                                                        generator=g)
+
+
+def averaged_by_hand(model, x, y):
+    """Each rank's gradient on its own rows, averaged: what DDP's backward must leave."""
+    grads = []
+    for k in range(n):
+        copy = Strided(0)
+        copy.load_state_dict(model.state_dict())
+        rows = slice(k * PER_RANK, (k + 1) * PER_RANK)
+        loss_fn(copy(x[rows]), y[rows]).backward()
+        grads.append([p.grad for p in copy.parameters()])
+    return [sum(g) / n for g in zip(*grads)]
+
+
+for bucket_bytes in (25 << 20, 0):
+    ddp = dt.DistributedDataParallel(Strided(0 if r == 0 else 60 + r),
+                                     bucket_bytes=bucket_bytes)
+    close(ddp.module.state_dict().items(), Strided(0).state_dict().values(),
+          "strided construction")
+    opt = torch.optim.SGD(ddp.parameters(), lr=0.1)
+    for step in range(3):  # the first step copies the gradients into the buckets
+        opt.zero_grad()
+        x, y = strided_data(step)
+        want = averaged_by_hand(ddp.module, x, y)
+        loss_fn(ddp(mine(x)), mine(y)).backward()
+        close([(name, p.grad) for name, p in ddp.module.named_parameters()], want,
+              f"strided gradients, bucket_bytes={bucket_bytes}, step {step}")
+        opt.step()
 
 # -- no_sync: local accumulation, reduced by the next synchronised backward -----------
 ddp = dt.DistributedDataParallel(net(0), bucket_bytes=128)

@@ -1,8 +1,9 @@
 # SPDX-License-Identifier: Apache-2.0
 """A 2+-rank job of disttrain.torch.SyncBatchNorm: each rank normalises its slice of one
-batch; the outputs, the input gradients, the weight and bias gradients summed over the
-ranks, and the running statistics must equal plain BatchNorm on the whole batch in one
-process. Eval mode uses the running statistics and no collective. Prints "OK"."""
+batch (also in channels_last); the outputs, the input gradients, the weight and bias
+gradients summed over the ranks, and the running statistics must equal plain BatchNorm on
+the whole batch in one process. Eval mode uses the running statistics and no collective.
+Prints "OK"."""
 import torch
 
 import disttrain.torch as dt
@@ -18,12 +19,13 @@ def close(a, b, what, tol=1e-5):
     assert torch.allclose(a, b, atol=tol, rtol=1e-4), (what, (a - b).abs().max())
 
 
-def check(plain, shape, dtype=torch.float32):
+def check(plain, shape, dtype=torch.float32, memory_format=torch.contiguous_format):
     """plain: a torch BatchNorm layer; shape: one rank's input shape."""
     plain = plain.to(dtype)
     g = torch.Generator().manual_seed(7)
     x = torch.randn((PER_RANK * n,) + shape[1:], generator=g, dtype=dtype) * 3 + 1
     upstream = torch.randn(x.shape, generator=g, dtype=dtype)
+    x, upstream = (t.contiguous(memory_format=memory_format) for t in (x, upstream))
     with torch.no_grad():
         plain.weight.copy_(torch.rand(plain.num_features, generator=g) + 0.5)
         plain.bias.copy_(torch.randn(plain.num_features, generator=g))
@@ -53,6 +55,7 @@ def check(plain, shape, dtype=torch.float32):
 
 
 sync, plain, x = check(torch.nn.BatchNorm2d(3), (PER_RANK, 3, 4, 5))
+check(torch.nn.BatchNorm2d(3), (PER_RANK, 3, 4, 5), memory_format=torch.channels_last)
 check(torch.nn.BatchNorm1d(4), (PER_RANK, 4))
 check(torch.nn.BatchNorm1d(2, momentum=None), (PER_RANK, 2, 6), torch.float64)
 

@@ -66,6 +66,37 @@ for buf in bufs:
     assert torch.equal(gathered[0], gathered[-1])
 dt.broadcast_parameters(model.named_parameters(), root_rank=0)
 
+
+# Tensors that are dense but not row-major (channels_last, transposed), held in another
+# layout on the odd ranks than on the root: every rank ends with the root's values,
+# element by element, in its own layout.
+def strided(seed, channels_last):
+    torch.manual_seed(seed)
+    conv = torch.nn.Conv2d(3, 4, 3)
+    if channels_last:
+        conv.to(memory_format=torch.channels_last)
+    w = torch.nn.Parameter(torch.randn(5, 3).t())     # strides (1, 3)
+    mask = (torch.rand(5, 4) > 0.5).t()               # a transposed bool buffer
+    return conv, w, mask
+
+
+conv, w, mask = strided(200 + r, channels_last=r % 2 == 0)
+dt.broadcast_parameters(dict(conv.state_dict(), w=w, mask=mask), root_rank=0)
+want_conv, want_w, want_mask = strided(200, channels_last=False)
+for got, want in ((conv.weight, want_conv.weight), (conv.bias, want_conv.bias), (w, want_w),
+                  (mask, want_mask)):
+    assert torch.equal(got, want)
+assert conv.weight.is_contiguous(memory_format=torch.channels_last) == (r % 2 == 0)
+assert w.stride() == (1, 3) and mask.stride() == (1, 4)
+opt = torch.optim.SGD(list(conv.parameters()) + [w], lr=0.1, momentum=0.9)
+if r == 0:  # momentum buffers in the parameters' layouts, on the root only
+    (conv(torch.randn(2, 3, 5, 5)).sum() + w.sum()).backward()
+    opt.step()
+dt.broadcast_optimizer_state(opt, root_rank=0)
+for p in opt.param_groups[0]["params"]:
+    gathered = dt.allgather(opt.state[p]["momentum_buffer"].unsqueeze(0))
+    assert torch.equal(gathered[0], gathered[-1])
+
 # -- metrics ---------------------------------------------------------------------------
 assert abs(dt.allreduce_metric(float(r), "rank") - (n - 1) / 2) < 1e-12
 same(dt.allreduce_metric(torch.tensor([r, 2.0 * r]), "pair"), [(n - 1) / 2, n - 1])

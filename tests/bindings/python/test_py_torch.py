@@ -224,6 +224,46 @@ def test_gradients_become_views_of_the_buckets(ctx, bucket_bytes):
     assert len(storages) == want, storages
 
 
+def _strided_net():
+    """A channels_last convolution and a transposed weight: dense, not row-major."""
+    torch.manual_seed(0)
+    net = torch.nn.Sequential(torch.nn.Conv2d(2, 3, 3), torch.nn.Flatten(),
+                              torch.nn.Linear(12, 2)).to(memory_format=torch.channels_last)
+    net[2].weight = torch.nn.Parameter(torch.randn(12, 2).t())
+    return net
+
+
+def _bucket_names(net, bucket_bytes):
+    opt = dt.DistributedOptimizer(torch.optim.SGD(net.parameters(), lr=0.1),
+                                  named_parameters=net.named_parameters(),
+                                  bucket_bytes=bucket_bytes)
+    return [b.name for b in opt._buckets]
+
+
+@pytest.mark.parametrize("bucket_bytes", [0, 25 << 20])
+def test_gradients_in_the_buckets_keep_their_parameters_layout(ctx, bucket_bytes):
+    net, ref = _strided_net(), _strided_net()
+    opt = dt.DistributedOptimizer(torch.optim.SGD(net.parameters(), lr=0.1),
+                                  named_parameters=net.named_parameters(),
+                                  bucket_bytes=bucket_bytes)
+    ref_opt = torch.optim.SGD(ref.parameters(), lr=0.1)
+    torch.manual_seed(3)
+    for _ in range(3):
+        x = torch.randn(4, 2, 4, 4).contiguous(memory_format=torch.channels_last)
+        for m, o in ((net, opt), (ref, ref_opt)):
+            o.zero_grad()
+            m(x).square().mean().backward()
+            o.step()
+        for p, q in zip(net.parameters(), ref.parameters()):
+            assert torch.equal(p.grad, q.grad) and torch.equal(p, q)
+            assert p.grad.stride() == q.grad.stride() == p.stride()
+    # Ranks that lay a parameter out otherwise submit buckets of other names, which never
+    # reduce together; row-major parameters keep the plain names.
+    other = _strided_net().to(memory_format=torch.contiguous_format)
+    assert _bucket_names(other, bucket_bytes) != _bucket_names(_strided_net(), bucket_bytes)
+    assert not any("@" in name for name in _bucket_names(_net(), bucket_bytes))
+
+
 def test_bad_bucket_bytes(ctx):
     with pytest.raises(disttrain.UsageError, match="bucket_bytes"):
         dt.DistributedOptimizer(torch.optim.SGD(_net().parameters(), lr=0.1),

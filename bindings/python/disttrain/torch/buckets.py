@@ -12,7 +12,18 @@ its bucket, so autograd accumulates straight into the buffer (p.grad += new, in 
 and the reduced result is already p.grad: no copy in, no copy out. A gradient that is not
 the view (the first step, or after zero_grad(set_to_none=True)) is copied in once and
 p.grad is pointed at the view again after the reduction.
+
+Why views keep their parameter's layout: autograd lays a gradient out as its parameter
+(channels_last, transposed: its layout contract), and accumulating into a view of
+another layout is a strided add, which torch warns may impair performance. So the bucket
+holds each gradient in its parameter's memory order, and an elementwise reduction of
+the flat buffer is right only where every rank lays each parameter out alike, as torch's
+DDP requires too. DistributedDataParallel checks that at construction; every bucket that
+holds a parameter that is not row-major also carries a checksum of its layouts in its
+name, so ranks that differ never reduce mismatched memory together.
 """
+import zlib
+
 import torch
 
 from . import ops
@@ -36,6 +47,49 @@ def plan(params, bucket_bytes):
     if current:
         buckets.append(current)
     return buckets
+
+
+def grad_strides(p):
+    """The strides of p's gradient in its bucket: p's own where p's memory is dense in
+    some order of its dimensions (contiguous, channels_last, transposed), as autograd
+    makes p.grad; otherwise row-major, as autograd makes it then."""
+    step = 1
+    for stride, size in sorted((st, n) for n, st in zip(p.shape, p.stride()) if n > 1):
+        if stride != step:
+            return _row_major(p.shape)
+        step *= size
+    return tuple(p.stride())
+
+
+def _row_major(shape):
+    strides, step = [], 1
+    for size in reversed(shape):
+        strides.append(step)
+        step *= max(size, 1)
+    return tuple(reversed(strides))
+
+
+def _order(shape, strides):
+    """The strides that set a memory order: a dimension of size 1 has none (its stride,
+    which may be anything, counts as 0)."""
+    return [st if n > 1 else 0 for n, st in zip(shape, strides)]
+
+
+def layout(p):
+    """p's shape and gradient layout as one list of ints, the same on two ranks exactly
+    when their buckets hold p's gradient in the same memory order."""
+    return [p.dim(), *p.shape, *_order(p.shape, grad_strides(p))]
+
+
+def bucket_name(base, params):
+    """"<base>+<count>", followed by a checksum of the gradients' layouts where one of
+    them is not row-major: ranks whose parameters differ in layout then submit
+    differently named buckets, which never reduce together."""
+    name = f"{base}+{len(params)}"
+    if all(_order(p.shape, grad_strides(p)) == _order(p.shape, _row_major(p.shape))
+           for p in params):
+        return name
+    return f"{name}@{zlib.crc32(repr([layout(p) for p in params]).encode()):08x}"
 
 
 def start_ready(buckets, next_index, started, compression, op, collectives):
@@ -64,7 +118,7 @@ class Bucket:
         self.views = {}
         offset = 0
         for p in params:
-            self.views[p] = self.flat[offset:offset + p.numel()].view(p.shape)
+            self.views[p] = self.flat.as_strided(p.shape, grad_strides(p), offset)
             offset += p.numel()
         self.waiting = len(params)  # gradients not yet produced this step
         self.handle = None
@@ -113,5 +167,6 @@ class Bucket:
             self.flat.copy_(out)
         for p in self.params:
             view = self.views[p]
-            if p.grad is None or p.grad.data_ptr() != view.data_ptr():
+            if p.grad is None or p.grad.data_ptr() != view.data_ptr() or \
+                    p.grad.stride() != view.stride():
                 p.grad = view

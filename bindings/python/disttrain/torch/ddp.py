@@ -22,6 +22,11 @@ negotiating engine matches them by name ("ddp<k>.grad.<first parameter>+<count>"
 counting the wrappers made over the same context or process set: every rank of it makes
 its wrappers in the same order, as their construction is collective anyway).
 
+Each bucket holds its gradients in their parameters' layouts (buckets.py), so a bucket is
+reduced right only where every rank lays each parameter out alike. As torch's DDP does,
+the construction checks that, with one small allreduce, and fails on every rank, naming the
+first parameter that differs.
+
 no_sync(): forward passes run inside it skip the reduction of their backward; the
 gradients accumulate locally and the next synchronised backward reduces the sum.
 """
@@ -33,9 +38,10 @@ import torch
 import disttrain
 from disttrain.errors import usage
 from disttrain.process_set import resolve
-from disttrain.types import Average, to_op
+from disttrain.types import Average, Max, to_op
 
-from .buckets import Bucket, plan, start_ready
+from . import ops
+from .buckets import Bucket, bucket_name, layout, plan, start_ready
 from .compression import Compression
 from .functions import broadcast_parameters
 from .optimizer import DEFAULT_BUCKET_BYTES
@@ -125,7 +131,8 @@ class DistributedDataParallel(torch.nn.Module):
         names = {p: n for n, p in named}
         self._params = [p for _, p in named]
         self._buffers_to_sync = [(n, b) for n, b in module.named_buffers()]
-        self._buckets = [Bucket(ps, f"{self._prefix}.grad.{names[ps[0]]}+{len(ps)}")
+        self._check_layouts(named)
+        self._buckets = [Bucket(ps, bucket_name(f"{self._prefix}.grad.{names[ps[0]]}", ps))
                          for ps in plan(list(reversed(self._params)), bucket_bytes)]
         self._bucket_of = {p: b for b in self._buckets for p in b.params}
         self._pending = set()   # parameters whose gradient this backward has not produced
@@ -138,6 +145,33 @@ class DistributedDataParallel(torch.nn.Module):
             acc.register_hook(self._make_hook(p))
             self._accumulators.append(acc)  # the node must outlive this loop
         self._reset()
+
+    def _check_layouts(self, named):
+        """Fails on every rank where the ranks' parameters differ in shape or layout.
+        One allreduce (max) of each rank's layout codes and their negations: a code is
+        the same on every rank where its maximum equals its minimum, the negated maximum
+        of its negation."""
+        codes = [layout(p) for _, p in named]
+        mine = torch.tensor([len(codes)] + [c for code in codes for c in code],
+                            dtype=torch.int64)
+        both = torch.cat([mine, -mine])
+        ops.allreduce_(both, op=Max, name=f"{self._prefix}.layouts",
+                       context=self._collectives)
+        differs = (both[:len(mine)] != -both[len(mine):]).nonzero()
+        if len(differs) == 0:
+            return
+        at = int(differs[0]) - 1  # past the number of parameters
+        for (name, p), code in zip(named, codes):
+            if 0 <= at < len(code):
+                raise usage(f"parameter {name!r} (shape {tuple(p.shape)}, strides "
+                            f"{p.stride()} on this rank) has another shape or layout "
+                            f"on another rank; DistributedDataParallel reduces gradients as "
+                            f"flat memory, so every rank must hold each parameter in the "
+                            f"same layout (the same module.to(memory_format=...) on every "
+                            f"rank)")
+            at -= len(code)
+        raise usage("the ranks' modules have different numbers of parameters; every rank "
+                    "must wrap the same model")
 
     # -- forward ----------------------------------------------------------------------
     def forward(self, *args, **kwargs):

@@ -19,7 +19,8 @@ for the ones before it), and a backward pass that leaves a bucket incomplete has
 submitted in synchronize(), still in order. So every rank submits the same collectives in
 the same order whatever its graph did, which ordered mode (disttrain.init(ordered=True),
 DISTTRAIN_ORDERED=1) requires; the negotiating engine matches them by name
-("grad.<first parameter name>+<count>", identical on every rank).
+("grad.<first parameter name>+<count>", identical on every rank, followed by a checksum
+of the gradients' layouts where one is not row-major: buckets.py).
 """
 import warnings
 from contextlib import contextmanager
@@ -30,7 +31,7 @@ import disttrain
 from disttrain.errors import usage
 from disttrain.types import Average, to_op
 
-from .buckets import Bucket, plan, start_ready
+from .buckets import Bucket, bucket_name, plan, start_ready
 from .compression import Compression
 
 # As DistributedDataParallel's bucket_cap_mb=25: a few large collectives per step.
@@ -50,7 +51,7 @@ class _DistributedOptimizer(torch.optim.Optimizer):
                        if p.requires_grad]
         # Reverse parameter order: the last layers' gradients come first in backward.
         self._buckets = [
-            Bucket(ps, f"grad.{self._names[ps[0]]}+{len(ps)}")
+            Bucket(ps, bucket_name(f"grad.{self._names[ps[0]]}", ps))
             for ps in plan(list(reversed(self._order)), bucket_bytes)]
         self._bucket_of = {p: b for b in self._buckets for p in b.params}
         self._next = 0       # index of the next bucket to submit

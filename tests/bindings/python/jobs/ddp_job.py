@@ -3,9 +3,10 @@
 training the same model on the whole batch: the wrapper starts every rank from rank 0's
 parameters and buffers, backward leaves the gradients averaged (in one bucket, and in many
 buckets overlapping backward; also of channels_last and transposed parameters, against
-averaging by hand), no_sync() accumulates locally until the next synchronised backward,
-with SyncBatchNorm the job trains exactly as one process with BatchNorm on the whole
-batch, and process_set= keeps the reduction inside the set. Prints "OK"."""
+averaging by hand, each gradient in its parameter's layout, and ranks whose layouts differ
+are refused), no_sync() accumulates locally until the next synchronised backward, with
+SyncBatchNorm the job trains exactly as one process with BatchNorm on the whole batch, and
+process_set= keeps the reduction inside the set. Prints "OK"."""
 import torch
 
 import disttrain
@@ -133,7 +134,23 @@ for bucket_bytes in (25 << 20, 0):
         loss_fn(ddp(mine(x)), mine(y)).backward()
         close([(name, p.grad) for name, p in ddp.module.named_parameters()], want,
               f"strided gradients, bucket_bytes={bucket_bytes}, step {step}")
+        # In the bucket, each gradient keeps its parameter's layout, as autograd's.
+        for name, p in ddp.module.named_parameters():
+            assert p.grad.stride() == p.stride(), (name, p.grad.stride(), p.stride())
+            assert p.grad._base is not None, name  # a view of its bucket
         opt.step()
+
+# Ranks that hold a parameter in other layouts would reduce mismatched memory: refused
+# on every rank, naming the parameter.
+if n > 1:
+    other = Strided(0)
+    if r == 1:
+        other.conv.to(memory_format=torch.contiguous_format)
+    try:
+        dt.DistributedDataParallel(other)
+        raise AssertionError("DistributedDataParallel took parameters of other layouts")
+    except disttrain.UsageError as e:
+        assert "parameter 'conv.weight' (shape (4, 3, 3, 3), strides" in str(e), e
 
 # -- no_sync: local accumulation, reduced by the next synchronised backward -----------
 ddp = dt.DistributedDataParallel(net(0), bucket_bytes=128)

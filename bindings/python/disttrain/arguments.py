@@ -1,18 +1,41 @@
 # SPDX-License-Identifier: Apache-2.0
-"""Argument spellings shared by the numpy and torch collectives.
+"""Argument spellings and checks shared by the numpy and torch collectives.
 
 The root of a broadcast is `root_rank=` everywhere, as in Horovod. The numpy functions
 used to spell it `root=`; that spelling is still accepted, with a DeprecationWarning, so
 scripts keep running while they are ported.
+
+Integer arguments (ranks, counts) are checked for their type before their value, so that
+root_rank=1.0 is told it must be an int rather than that it is not a rank.
 """
+import numbers
 import os
 import sys
 import warnings
+
+from .errors import usage
 
 _PACKAGE = os.path.dirname(os.path.abspath(__file__)) + os.sep
 
 # Stands for "not passed", so that root_rank=0 given explicitly and root= can be told apart.
 UNSET = object()
+
+
+def integer(value, what, meaning=""):
+    """value as an int, or a UsageError naming its type. numpy's integers are ints; bool
+    is not, though Python counts it as one: True for a rank or a count is a slip."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise usage(f"{what}={value!r} must be an int{meaning}, not "
+                    f"{type(value).__name__}")
+    return int(value)
+
+
+def integers(values, what):
+    """Checks each item of a list or tuple with integer() (numpy would read [1, True] as
+    the integers [1, 1]); arrays and tensors are left to a check of their dtype."""
+    if isinstance(values, (list, tuple)):
+        for i, value in enumerate(values):
+            integer(value, f"{what}[{i}]")
 
 
 def root_rank_of(root_rank, root, where):

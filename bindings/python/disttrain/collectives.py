@@ -34,7 +34,7 @@ import sys
 
 import numpy as np
 
-from .arguments import UNSET, root_rank_of
+from .arguments import UNSET, integer, integers, root_rank_of
 from .errors import usage
 from . import objects
 from .handle import GroupHandle, Handle, start_group as _start_group
@@ -110,9 +110,12 @@ def _counts(values):
 
 
 def _splits(splits, rows, size):
+    integers(splits, "splits")
     s = np.asarray(splits)
-    if s.ndim != 1 or s.shape[0] != size or not np.issubdtype(s.dtype, np.integer):
+    if s.ndim != 1 or s.shape[0] != size:
         raise usage(f"splits must hold one integer per rank ({size}); got {splits!r}")
+    if not np.issubdtype(s.dtype, np.integer):
+        raise usage(f"splits must hold ints, not {s.dtype}; got {splits!r}")
     if (s < 0).any() or int(s.sum()) != rows:
         raise usage(f"splits {s.tolist()} must be >= 0 and sum to the first dimension of "
                     f"the array ({rows})")
@@ -220,10 +223,11 @@ class NumpyCollectives:
                                     device=device).wait()
 
     def _check_root(self, root_rank):
-        if isinstance(root_rank, bool) or not isinstance(root_rank, (int, np.integer)) or \
-                not 0 <= root_rank < self.size():
+        size = self.size()
+        meaning = f" (a rank of this context, 0 <= root_rank < {size})"
+        if not 0 <= integer(root_rank, "root_rank", meaning) < size:
             raise usage(f"root_rank={root_rank!r} is not a rank of this context; use 0 <= "
-                        f"root_rank < {self.size()}")
+                        f"root_rank < {size}")
 
     # -- allgather --------------------------------------------------------------------
     def allgather_async(self, array, name=None, *, memory=None, device=None):

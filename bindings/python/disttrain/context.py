@@ -12,6 +12,7 @@ import threading
 import weakref
 
 from . import _lib
+from .arguments import integer
 from .collectives import NumpyCollectives
 from .errors import UsageError
 from .status import check
@@ -27,6 +28,9 @@ def _params(rank, size, local_rank, local_size, store_addr, job_token, transport
              "timeout_ms": None if timeout is None else int(round(timeout * 1000)),
              "ordered": None if ordered is None else int(bool(ordered)),
              "memory": memory}
+    for what in ("rank", "size", "local_rank", "local_size"):
+        if given[what] is not None:  # int() below would take rank=1.5 as rank 1
+            given[what] = integer(given[what], what)
     keep = []
     for field, value in given.items():
         if value is None:

@@ -115,6 +115,33 @@ def test_other_bad_arguments(ctx):
         disttrain.allreduce(x, op=7)
 
 
+@pytest.mark.parametrize("value", [0.0, 1.0, True, "0", np.float32(0), np.bool_(False)])
+def test_integer_arguments_of_another_type_are_told_to_be_ints(ctx, value):
+    # Told the type, not that the value is out of range: 0.0 even is in range.
+    kind = type(value).__name__
+    for call in (lambda: disttrain.broadcast(np.zeros(2), root_rank=value),
+                 lambda: disttrain.broadcast_(np.zeros(2), value),
+                 lambda: disttrain.broadcast_async(np.zeros(2), root_rank=value),
+                 lambda: disttrain.broadcast_object("x", root_rank=value)):
+        with pytest.raises(disttrain.UsageError,
+                           match=rf"root_rank={value!r} must be an int \(a rank of this "
+                                 rf"context, 0 <= root_rank < 1\), not {kind}$"):
+            call()
+    with pytest.raises(disttrain.UsageError, match=rf"splits\[0\]={value!r} must be an "
+                                                   rf"int, not {kind}$"):
+        disttrain.alltoall(np.ones((1, 2)), splits=[value])
+    for what in ("rank", "size"):
+        with pytest.raises(disttrain.UsageError,
+                           match=rf"{what}={value!r} must be an int, not {kind}$"):
+            disttrain.Context(**dict({"rank": 0, "size": 1}, **{what: value}))
+    with pytest.raises(disttrain.UsageError, match=r"splits must hold ints, not float64"):
+        disttrain.alltoall(np.ones((1, 2)), splits=np.ones(1))
+    # numpy's integers are ints.
+    assert disttrain.broadcast(np.ones(2), root_rank=np.int64(0)).tolist() == [1, 1]
+    with disttrain.Context(rank=np.int32(0), size=np.int64(1)) as c:
+        assert (c.rank(), c.size()) == (0, 1)
+
+
 def test_closed_context_refuses_work():
     c = disttrain.Context()
     c.shutdown()

@@ -83,6 +83,30 @@ def test_non_contiguous_tensor_in_place_is_refused(ctx):
     assert r.is_contiguous() and torch.equal(r, torch.arange(16.0).reshape(4, 4).t())
 
 
+@pytest.mark.parametrize("value", [0.0, True, "0"])
+def test_integer_arguments_of_another_type_are_told_to_be_ints(ctx, value):
+    kind = type(value).__name__
+    opt = torch.optim.SGD(torch.nn.Linear(2, 1).parameters(), lr=0.1)
+    for call in (lambda: dt.broadcast(torch.zeros(2), root_rank=value),
+                 lambda: dt.broadcast_(torch.zeros(2), value),
+                 lambda: dt.broadcast_async(torch.zeros(2), value),
+                 lambda: dt.broadcast_parameters({"w": torch.zeros(2)}, root_rank=value),
+                 lambda: dt.broadcast_parameters({}, root_rank=value),
+                 lambda: dt.broadcast_optimizer_state(opt, root_rank=value),
+                 lambda: dt.broadcast_object("x", root_rank=value)):
+        with pytest.raises(disttrain.UsageError,
+                           match=rf"root_rank={value!r} must be an int \(a rank of this "
+                                 rf"context, 0 <= root_rank < 1\), not {kind}$"):
+            call()
+    with pytest.raises(disttrain.UsageError, match=rf"splits\[0\]={value!r} must be an "
+                                                   rf"int, not {kind}$"):
+        dt.alltoall(torch.ones(1, 2), splits=[value])
+    with pytest.raises(disttrain.UsageError, match=r"splits must hold ints, not float32"):
+        dt.alltoall(torch.ones(1, 2), splits=torch.ones(1))
+    with pytest.raises(disttrain.UsageError, match=r"root_rank=1 is not a rank"):
+        dt.broadcast_parameters({}, root_rank=1)  # checked with nothing to broadcast
+
+
 @pytest.mark.parametrize("dtype", [torch.bool, torch.complex64, torch.int16])
 def test_unsupported_dtype_names_it(ctx, dtype):
     with pytest.raises(disttrain.UsageError) as e:

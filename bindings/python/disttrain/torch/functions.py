@@ -44,6 +44,7 @@ def broadcast_parameters(params, root_rank=UNSET, context=None, process_set=None
                         "pairs such as model.named_parameters()")
     root_rank = root_rank_of(root_rank, root, "broadcast_parameters")
     ctx = _ctx(context, process_set)
+    ctx._check_root(root_rank)  # also where there is nothing to broadcast
     # Every tensor is checked before the first broadcast starts, so a bad one leaves no
     # broadcast half-issued on this rank.
     targets = [_broadcast_target(name, p) for name, p in items if p is not None]

@@ -11,6 +11,7 @@ it done, so wait such handles in the order they were started, as every rank does
 import numpy as np
 import torch
 
+from disttrain.arguments import integers
 from disttrain.errors import usage
 from disttrain.handle import Handle
 from disttrain.types import DType
@@ -52,9 +53,12 @@ def allgather_async(ctx, src, dtype, name, params, to_name):
 def _splits(splits, rows, size):
     if isinstance(splits, torch.Tensor):
         splits = splits.detach().cpu().numpy()
+    integers(splits, "splits")
     s = np.asarray(splits)
-    if s.ndim != 1 or s.shape[0] != size or not np.issubdtype(s.dtype, np.integer):
+    if s.ndim != 1 or s.shape[0] != size:
         raise usage(f"splits must hold one integer per rank ({size}); got {splits!r}")
+    if not np.issubdtype(s.dtype, np.integer):
+        raise usage(f"splits must hold ints, not {s.dtype}; got {splits!r}")
     if (s < 0).any() or int(s.sum()) != rows:
         raise usage(f"splits {s.tolist()} must be >= 0 and sum to the first dimension of "
                     f"the tensor ({rows})")

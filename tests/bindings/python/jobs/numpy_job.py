@@ -32,6 +32,13 @@ for root in range(n):
     eq(disttrain.broadcast_(b, root_rank=root), np.full(1000, root))
     eq(disttrain.broadcast(np.array([[r, -r]], np.float64), root), [[root, -root]])
 
+# a root rank that is no int is told so, on this rank at once (no rank waits)
+try:
+    disttrain.broadcast(np.zeros(2), root_rank=float(n - 1))
+    raise AssertionError(f"root_rank={float(n - 1)} was accepted")
+except disttrain.UsageError as e:
+    assert f"root_rank={float(n - 1)} must be an int" in str(e), e
+
 # allgather: concatenated along axis 0, rank order
 g = disttrain.allgather(np.full((2, 3), r, np.int32))
 eq(g, np.repeat(np.arange(n, dtype=np.int32), 2)[:, None] * np.ones((1, 3), np.int32))

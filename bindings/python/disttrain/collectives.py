@@ -67,6 +67,22 @@ def inplace_array(array, what="array"):
     return dtype
 
 
+def output_array(out):
+    """Checks that the library can write a result into `out` (the out= of a collective,
+    whose caller already uses the out-of-place form: the fix is another `out`)."""
+    if not isinstance(out, np.ndarray):
+        raise usage(f"out must be a numpy.ndarray, got {type(out).__name__}; omit out= to "
+                    f"get a new array")
+    dtype = _dtype_of(out)
+    if not out.flags.c_contiguous:
+        raise usage(f"out must be C-contiguous (shape {out.shape}, strides {out.strides}): "
+                    f"the result is written straight into its memory; pass a C-contiguous "
+                    f"array such as np.empty_like(array), or omit out= to get a new array")
+    if not out.flags.writeable:
+        raise usage("out is read-only; the result is written into it")
+    return dtype
+
+
 def input_array(array):
     """A C-contiguous array of a supported dtype for reading (copies if needed)."""
     a = np.asarray(array)
@@ -139,7 +155,7 @@ class NumpyCollectives:
         a new array of the same shape and dtype). out=array reduces in place."""
         op = to_op(op)
         if out is not None:
-            dtype = inplace_array(out, "out")
+            dtype = output_array(out)
             if out is array:
                 a = out
             else:

@@ -84,8 +84,27 @@ def test_non_contiguous_in_place_is_refused(ctx):
         disttrain.allreduce_(x)
     with pytest.raises(disttrain.UsageError, match="not C-contiguous"):
         disttrain.broadcast_(x, 0)
-    with pytest.raises(disttrain.UsageError, match="not C-contiguous"):
-        disttrain.allreduce(np.ones(2, np.float32), out=np.zeros((2, 2), np.float32)[:, 0])
+
+
+def test_a_bad_out_is_told_what_out_must_be(ctx):
+    # The caller already uses the out-of-place form: the advice is about out itself.
+    x = np.ones(3, np.float32)
+    strided = np.ones(6, np.float32)[::2]
+    for call in (lambda: disttrain.allreduce(x, out=strided),
+                 lambda: disttrain.allreduce(strided, out=strided),
+                 lambda: disttrain.allreduce_async(x, out=strided)):
+        with pytest.raises(disttrain.UsageError) as e:
+            call()
+        assert e.value.message.startswith("out must be C-contiguous (shape (3,), strides "
+                                          "(8,)): the result is written straight into its "
+                                          "memory"), e.value.message
+        assert "out-of-place form" not in e.value.message
+    with pytest.raises(disttrain.UsageError, match="out must be a numpy.ndarray, got list"):
+        disttrain.allreduce(x, out=[0.0, 0.0, 0.0])
+    read_only = np.zeros(3, np.float32)
+    read_only.flags.writeable = False
+    with pytest.raises(disttrain.UsageError, match="out is read-only; the result is"):
+        disttrain.allreduce(x, out=read_only)
 
 
 @pytest.mark.parametrize("dtype", [np.complex64, np.bool_, np.uint16, ">f4"])

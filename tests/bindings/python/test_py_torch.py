@@ -83,6 +83,20 @@ def test_non_contiguous_tensor_in_place_is_refused(ctx):
     assert r.is_contiguous() and torch.equal(r, torch.arange(16.0).reshape(4, 4).t())
 
 
+def test_a_non_contiguous_out_is_told_to_be_contiguous(ctx):
+    # The caller already uses the out-of-place form: the advice is about out itself.
+    t = torch.ones(4, 4)
+    out = torch.zeros(4, 4).t()
+    for call in (lambda: dt.allreduce(t, out=out), lambda: dt.allreduce(out, out=out),
+                 lambda: dt.allreduce_async(t, out=out)):
+        with pytest.raises(disttrain.UsageError) as e:
+            call()
+        assert e.value.message.startswith("out must be contiguous (shape (4, 4), strides "
+                                          "(1, 4)): the result is written straight into "
+                                          "its memory"), e.value.message
+        assert "out-of-place form" not in e.value.message
+
+
 @pytest.mark.parametrize("value", [0.0, True, "0"])
 def test_integer_arguments_of_another_type_are_told_to_be_ints(ctx, value):
     kind = type(value).__name__

@@ -94,6 +94,19 @@ def inplace_tensor(tensor, what="tensor"):
     return dtype
 
 
+def output_tensor(out):
+    """Checks that the library can write a result into `out` (the out= of a collective,
+    whose caller already uses the out-of-place form: the fix is another `out`)."""
+    dtype = tensor_dtype(out, "out")
+    if not out.is_contiguous():
+        raise usage(f"out must be contiguous (shape {tuple(out.shape)}, strides "
+                    f"{out.stride()}): the result is written straight into its memory; "
+                    f"pass a contiguous tensor such as torch.empty_like(tensor, "
+                    f"memory_format=torch.contiguous_format), or omit out= to get a new "
+                    f"tensor")
+    return dtype
+
+
 def input_tensor(tensor, what="tensor"):
     dtype = tensor_dtype(tensor, what)
     t = tensor.detach()
@@ -125,13 +138,14 @@ def allreduce_(tensor, op=Average, name=None, context=None, process_set=None):
 def allreduce_async(tensor, op=Average, name=None, out=None, context=None, process_set=None):
     """Starts an allreduce into a new tensor (or `out`); wait() returns it."""
     op, ctx = to_op(op), _ctx(context, process_set)
+    out_dtype = None if out is None else output_tensor(out)
     if out is not None and out is tensor:
         return allreduce_async_(tensor, op, name, context, process_set)
     src, dtype = input_tensor(tensor)
     if out is None:
         out = torch.empty_like(src, memory_format=torch.contiguous_format)
     else:
-        if inplace_tensor(out, "out") != dtype or out.shape != src.shape:
+        if out_dtype != dtype or out.shape != src.shape:
             raise usage(f"out has dtype {out.dtype} and shape {tuple(out.shape)} but the "
                         f"input has {src.dtype} and {tuple(src.shape)}; they must match")
     req = ctx._submit("dt_allreduce_async_ex", _name(name), src.data_ptr(), out.data_ptr(),

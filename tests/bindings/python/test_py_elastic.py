@@ -61,7 +61,7 @@ def test_torch_state_survives_killed_ranks(victims, np):
 
 def test_torch_replacement_joins_and_the_job_ends_on_three_ranks():
     pytest.importorskip("torch", reason="PyTorch is not installed")
-    r = elastic_job("torch", 1, launcher_args=("--max-restarts", "1"), args=("0.5",))
+    r = elastic_job("torch", 1, launcher_args=("--max-restarts", "1"), args=("3",))
     out = r.stdout + r.stderr
     assert r.returncode == 0, out
     assert "started a replacement" in r.stderr, r.stderr
@@ -80,7 +80,7 @@ def test_falling_below_min_np_ends_the_python_job_with_the_reason():
 
 
 def test_a_replacement_joins_at_a_commit_and_the_job_ends_on_three_ranks():
-    r = elastic_job("numpy", 1, launcher_args=("--max-restarts", "1"), args=("0.3",))
+    r = elastic_job("numpy", 1, launcher_args=("--max-restarts", "1"), args=("1",))
     out = r.stdout + r.stderr
     assert r.returncode == 0, out
     assert "started a replacement" in r.stderr, r.stderr

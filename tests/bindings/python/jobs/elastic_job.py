@@ -6,8 +6,10 @@
                                   gradient (the step number on every rank), committed
                                   every 3 steps; the ranks in VICTIMS (comma-separated)
                                   kill themselves at step 7;
-                                  PAUSE seconds between steps (time for a replacement
-                                  of disttrainrun --max-restarts to start and join)
+                                  PAUSE seconds between steps while the job has fewer
+                                  ranks than it started with (time for a replacement of
+                                  disttrainrun --max-restarts to start and join: it
+                                  imports Python and torch, seconds on a loaded host)
     elastic_job.py torch VICTIMS [PAUSE]
                                   a small torch model trained on fixed data with
                                   TorchState, committed every 2 steps; same kills
@@ -35,9 +37,14 @@ def die_if_victim(step, victims, first_rank):
         os.kill(os.getpid(), signal.SIGKILL)
 
 
+def pause_while_short(ctx, first_size, pause):
+    if ctx.size() < first_size:
+        time.sleep(pause)
+
+
 def numpy_job(victims, pause=0.0):
     ctx = disttrain.init()
-    first_rank = ctx.rank()
+    first_rank, first_size = ctx.rank(), ctx.size()
     state = elastic.ObjectState(step=0, w=np.zeros(4, np.float64))
     resets = []
     # After the re-form: the new size, and the step the survivors went back to.
@@ -52,7 +59,7 @@ def numpy_job(victims, pause=0.0):
             state.step += 1
             if state.step % 3 == 0:
                 state.commit()
-            time.sleep(pause)  # time for a replacement to start and join
+            pause_while_short(ctx, first_size, pause)
         return state.w
 
     w = train(state)
@@ -69,7 +76,7 @@ def torch_job(victims, pause=0.0):
 
     dt.init()
     ctx = disttrain.context()
-    first_rank = ctx.rank()
+    first_rank, first_size = ctx.rank(), ctx.size()
     torch.manual_seed(1 + first_rank)  # different starts: sync must make them one
     model = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.ReLU(), torch.nn.Linear(16, 1))
     opt = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
@@ -92,7 +99,7 @@ def torch_job(victims, pause=0.0):
             state.step += 1
             if state.step % 2 == 0:
                 state.commit()
-            time.sleep(pause)  # time for a replacement to start and join
+            pause_while_short(ctx, first_size, pause)
 
     train(state)
     digest = float(sum(p.detach().double().sum() for p in model.parameters()))

@@ -103,6 +103,11 @@ MPI_Op op_of(int32_t dtype, int32_t op) {
     if (i < 0) return MPI_OP_NULL;
     if (dtype == DTP_FLOAT16) return half_ops().f16[static_cast<size_t>(i)];
     if (dtype == DTP_BFLOAT16) return half_ops().bf16[static_cast<size_t>(i)];
+    // Open MPI 4.1's op/avx component adds 8- and 16-bit integers with saturating vector
+    // instructions (127 + 100 = 127 for 16 or more int8s, wrapping below that), a choice
+    // its maintainers kept (open-mpi/ompi#8045). The core's algorithms wrap, as C does and
+    // as the sum of every other transport and dtype does.
+    if ((dtype == DTP_INT8 || dtype == DTP_UINT8) && op == DTP_SUM) return MPI_OP_NULL;
     static const MPI_Op kBuiltin[4] = {MPI_SUM, MPI_MIN, MPI_MAX, MPI_PROD};
     return kBuiltin[i];
 }

@@ -6,10 +6,12 @@ to the next transport of DISTTRAIN_TRANSPORT, and `disttrainrun --launcher mpi`.
 Skipped when the mpi plugin was not built or mpirun is missing. Every job has a timeout.
 """
 import shutil
+import sys
+import textwrap
 
 import pytest
 
-from conftest import BUILD, build_path, run
+from conftest import BINDING_DIR, BUILD, build_path, run
 
 PLUGINS = BUILD / "plugins" / "transport"
 MPI_PLUGIN = PLUGINS / "mpi" / "libdt-transport-mpi.so"
@@ -63,6 +65,39 @@ def test_an_abort_lets_a_send_it_cannot_cancel_finish():
     assert r.returncode == 0, out[-6000:]
     assert out.count("mpi_plugin_test: PASS") == 2, out[-6000:]
     assert "exiting improperly" not in out, out[-6000:]
+
+
+# Sums of int8 and uint8 wrap (C's arithmetic, and every other transport's), whatever the
+# count: Open MPI 4.1's AVX reductions saturate them from 16 elements on.
+WRAPPING_SUMS = textwrap.dedent("""
+    import numpy as np
+    import disttrain
+    ctx = disttrain.init()
+    n = ctx.size()
+    for count in (1, 15, 16, 64, 1000):
+        s = ctx.allreduce(np.full(count, 100, np.int8), op="sum")
+        u = ctx.allreduce(np.full(count, 200, np.uint8), op="sum")
+        a = ctx.allreduce(np.full(count, 100, np.int8), op="avg")
+        want = np.int8((100 * n + 128) % 256 - 128)
+        assert (s == want).all(), (count, s.tolist())
+        assert (u == np.uint8(200 * n % 256)).all(), (count, u.tolist())
+        assert (a == np.int8(int(want) // n if want >= 0 else -(-int(want) // n))).all(), \
+            (count, a.tolist())
+    print("wrapping sums ok", flush=True)
+    disttrain.shutdown()
+""")
+
+
+def test_8bit_integer_sums_wrap_as_on_every_other_transport(tmp_path):
+    job = tmp_path / "wrapping_sums.py"
+    job.write_text(WRAPPING_SUMS)
+    env = {"DISTTRAIN_TRANSPORT": "mpi", "DISTTRAIN_PLUGIN_PATH": plugin_path("mpi"),
+           "DISTTRAIN_LIBRARY": build_path("core", "libdisttrain.so"),
+           "PYTHONPATH": BINDING_DIR, "OMP_NUM_THREADS": "1"}
+    r = run(MPIRUN + ["-np", "3", sys.executable, job], env=env, timeout=120)
+    out = r.stdout + r.stderr
+    assert r.returncode == 0, out[-6000:]
+    assert out.count("wrapping sums ok") == 3, out[-6000:]
 
 
 def test_plugin_declines_without_mpirun():

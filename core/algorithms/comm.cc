@@ -289,8 +289,8 @@ void Comm::check_departure(const PendingTransfer &t)
     Departure left = departed_(t.peer);
     if (left.notice.empty())
         return;
-    abort_and_throw(left.status, cat(collective_, ": rank ", t.peer,
-                                     " left the job while this rank waited to ",
+    abort_and_throw(left.status, cat(collective_, ": rank ", t.peer, " ", left.verb(),
+                                     " while this rank waited to ",
                                      t.is_recv ? "receive from" : "send to", " it: ",
                                      left.notice));
 }
@@ -303,8 +303,8 @@ void Comm::poll_departure(int world_peer)
     Departure left = departed_(world_peer);
     if (left.notice.empty())
         return;
-    abort_and_throw(left.status, cat(collective_, ": rank ", world_peer,
-                                     " left the job while this rank waited for it: ",
+    abort_and_throw(left.status, cat(collective_, ": rank ", world_peer, " ", left.verb(),
+                                     " while this rank waited for it: ",
                                      left.notice));
 }
 

@@ -122,6 +122,14 @@ public:
     struct Departure {
         dt_status_t status = DT_ERR_PEER_LOST;
         std::string notice;
+        // What the peer did, for messages: it left the job, or (its notice's status is
+        // DT_ERR_MISMATCH) it found that the ranks' calls disagree and stopped; it is
+        // alive then, so "left the job" would mislead.
+        const char *verb() const
+        {
+            return status == DT_ERR_MISMATCH ? "found the ranks' calls disagree and stopped"
+                                             : "left the job";
+        }
     };
     using DepartureCheck = std::function<Departure(int world_rank)>;
     void set_departure_check(DepartureCheck check) { departed_ = std::move(check); }

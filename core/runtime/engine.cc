@@ -200,8 +200,12 @@ algo::Comm Engine::comm(uint64_t tag, const char *what, const std::vector<int> *
             notify_peers(DT_ERR_ABORTED, err->second);
         else if (status == DT_ERR_MISMATCH)
             notify_peers(DT_ERR_MISMATCH, message); // every rank's error alike
-        else
-            notify_peers(DT_ERR_PEER_LOST, root_cause(status, message).second);
+        else {
+            // A disagreement found elsewhere stays one (this rank may have lost the
+            // connection to the rank that found it before reading its notice).
+            auto [cause, text] = root_cause(status, message);
+            notify_peers(cause == DT_ERR_MISMATCH ? DT_ERR_MISMATCH : DT_ERR_PEER_LOST, text);
+        }
     });
     return c;
 }

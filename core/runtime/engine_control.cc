@@ -11,7 +11,6 @@
 #include "telemetry/log.h"
 
 #include <cstring>
-#include <string_view>
 
 namespace dt {
 
@@ -84,10 +83,12 @@ void Engine::check_control()
         if (!control_[peer] || control_[peer]->raw.status == DTP_INPROGRESS)
             continue;
         const auto &c = *control_[peer];
-        if (c.raw.status == DTP_OK)
-            throw PeerLeft(notice_status(c.buf, c.raw.bytes),
-                           cat("rank ", peer, " left the job: ",
-                               notice_text(c.buf, c.raw.bytes)));
+        if (c.raw.status == DTP_OK) {
+            const algo::Comm::Departure left{notice_status(c.buf, c.raw.bytes),
+                                             notice_text(c.buf, c.raw.bytes)};
+            throw PeerLeft(left.status, cat("rank ", peer, " ", left.verb(), ": ",
+                                            left.notice));
+        }
         if (c.raw.status != DTP_ERR_ABORTED)
             lost.push_back(peer);
     }
@@ -110,9 +111,10 @@ std::pair<dt_status_t, std::string> Engine::root_cause(dt_status_t status,
                       status == DT_ERR_TIMEOUT;
     try {
         check_control();
+    } catch (const PeerLeft &e) {
+        return {e.status(), e.what()};
     } catch (const Error &e) {
-        bool notice = std::string_view(e.what()).find(" left the job: ") != std::string_view::npos;
-        if (notice || !found_here)
+        if (!found_here)
             return {e.status(), e.what()};
     }
     return {status, message};

@@ -32,8 +32,6 @@ namespace dt::bootstrap {
 
 namespace {
 
-constexpr int64_t kMaxRanks = 1 << 20; // 1048576
-
 struct Field {
     int value = 0;
     std::string name; // where it came from, for messages

@@ -14,9 +14,14 @@
 
 #include <disttrain/disttrain.h>
 
+#include <cstdint>
 #include <string>
 
 namespace dt::bootstrap {
+
+// The most ranks a job may have: a larger DISTTRAIN_SIZE (or WORLD_SIZE, ...) is refused,
+// and so is disttrainrun -np above it.
+inline constexpr int64_t kMaxRanks = 1 << 20; // 1048576
 
 struct RankInfo {
     int rank = 0;

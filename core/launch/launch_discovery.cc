@@ -59,7 +59,7 @@ void HostDiscovery::start()
     spec.path = script_;
     spec.argv = {script_};
     spec.env = current_environment({});
-    Child c = spawn(spec); // throws SpawnError: the script was checked before the job
+    Child c = spawn(spec); // SpawnError: step() reports it as a failed run
     pid_ = c.pid;
     out_ = std::move(c.out);
     err_ = std::move(c.err);
@@ -137,7 +137,15 @@ std::optional<DiscoveryResult> HostDiscovery::step(const std::vector<pollfd> &fd
     if (pid_ < 0) {
         if (stopped_ || Clock::now() < next_run_)
             return std::nullopt;
-        start();
+        try {
+            start();
+        } catch (const SpawnError &e) {
+            // Out of processes or descriptors: a failed run, tried again at the next.
+            next_run_ = Clock::now() + interval_;
+            DiscoveryResult r;
+            r.error = "--host-discovery-script " + script_ + ": " + e.message();
+            return r;
+        }
         return std::nullopt;
     }
     read(out_, out_text_, &fds);

@@ -1,9 +1,14 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "launch/launch_hosts.h"
 
+#include "bootstrap/rank_discovery.h"
+
+#include <arpa/inet.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <climits>
 #include <cstdlib>
@@ -23,16 +28,68 @@ std::string local_hostname()
     return name;
 }
 
+// text with control and non-ASCII bytes as \xNN, for messages quoting a line.
+std::string visible(const std::string &text)
+{
+    static const char hex[] = "0123456789abcdef";
+    std::string out;
+    for (unsigned char c : text) {
+        if (c < 0x20 || c >= 0x7f) {
+            out += "\\x";
+            out += hex[c >> 4];
+            out += hex[c & 15];
+        } else {
+            out += static_cast<char>(c);
+        }
+    }
+    return out;
+}
+
 int parse_slots(const std::string &context, const std::string &entry,
                 const std::string &value, const char *form = "host:N")
 {
-    bool digits = !value.empty() && value.size() <= 6 &&
-                  value.find_first_not_of("0123456789") == std::string::npos;
+    bool digits = !value.empty() && value.find_first_not_of("0123456789") == std::string::npos;
+    size_t first = digits ? std::min(value.find_first_not_of('0'), value.size()) : 0;
+    if (digits && (value.size() - first > 9 || std::atol(value.c_str()) > bootstrap::kMaxRanks))
+        throw UsageError{context + " '" + visible(entry) + "' has more slots than the " +
+                         std::to_string(bootstrap::kMaxRanks) + " ranks a job may have"};
     int n = digits ? std::atoi(value.c_str()) : 0;
     if (n <= 0)
-        throw UsageError{context + " '" + entry +
-                         "' has a bad slot count: use " + form + " with N a positive integer"};
+        throw UsageError{context + " '" + visible(entry) + "' has a bad slot count: use " +
+                         form + " with N a positive integer"};
     return n;
+}
+
+// A host name (letters, digits, '-', '_' and '.', not starting with '-' or '.', which
+// ssh would take for an option), an IPv4 address, or an IPv6 address (with an optional
+// %zone); a name may come after a user name (user@node, as ssh takes it). Anything else
+// is a typo ("host:1:2", "slots=2", a byte-order mark...) that would otherwise reach ssh
+// as a host name.
+bool valid_host(const std::string &host)
+{
+    size_t at = host.find('@');
+    if (at != std::string::npos && host.find(':') == std::string::npos) {
+        std::string user = host.substr(0, at);
+        return !user.empty() && user.front() != '-' &&
+               std::all_of(user.begin(), user.end(), [](unsigned char c) {
+                   return std::isalnum(c) || c == '-' || c == '_' || c == '.';
+               }) &&
+               host.find('@', at + 1) == std::string::npos && valid_host(host.substr(at + 1));
+    }
+    if (host.find(':') != std::string::npos) {
+        std::string addr = host.substr(0, host.find('%'));
+        std::string zone = host.find('%') == std::string::npos ? "x" : host.substr(addr.size() + 1);
+        in6_addr a{};
+        return inet_pton(AF_INET6, addr.c_str(), &a) == 1 && !zone.empty() &&
+               std::all_of(zone.begin(), zone.end(), [](unsigned char c) {
+                   return std::isalnum(c) || c == '_' || c == '-' || c == '.';
+               });
+    }
+    if (host.size() > 253 || host.front() == '-' || host.front() == '.')
+        return false;
+    return std::all_of(host.begin(), host.end(), [](unsigned char c) {
+        return std::isalnum(c) || c == '-' || c == '_' || c == '.';
+    });
 }
 
 // One "host", "host:N" or "[v6addr]:N"; context starts the error messages ("-H entry").
@@ -60,7 +117,11 @@ HostSlots parse_entry(const std::string &context, const std::string &entry)
         h.host = entry; // a name, or a bare IPv6 address: one slot
     }
     if (h.host.empty())
-        throw UsageError{context + " '" + entry + "' has no host name"};
+        throw UsageError{context + " '" + visible(entry) + "' has no host name"};
+    if (!valid_host(h.host))
+        throw UsageError{context + " '" + visible(entry) + "' is not a host name or IP " +
+                         "address (a name has letters, digits, '-' and '.'; with its slots, " +
+                         "host:N or [ipv6-address]:N)"};
     h.local = is_local_host(h.host);
     return h;
 }
@@ -121,7 +182,8 @@ std::vector<HostSlots> parse_hostfile_text(const std::string &text, const std::s
 {
     std::vector<HostSlots> hosts;
     std::vector<int> line_of; // where each host was given
-    size_t start = 0;
+    // A UTF-8 byte-order mark, as some Windows editors write, is not part of the first host.
+    size_t start = text.rfind("\xEF\xBB\xBF", 0) == 0 ? 3 : 0;
     for (int number = 1; start < text.size(); ++number) {
         size_t nl = text.find('\n', start);
         std::string line =
@@ -167,6 +229,10 @@ std::vector<HostSlots> parse_hostfile_text(const std::string &text, const std::s
 
 std::vector<HostSlots> read_hostfile(const std::string &path)
 {
+    struct stat st {};
+    if (stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode))
+        throw UsageError{"hostfile " + path + " is a directory; give the path of a file that "
+                         "lists the hosts"};
     std::ifstream in(path, std::ios::binary);
     if (!in)
         throw UsageError{"cannot read hostfile " + path + ": " + std::strerror(errno)};
@@ -204,11 +270,10 @@ std::vector<HostSlots> host_list(const Options &opt)
     return {};
 }
 
-std::vector<Placement> place_ranks(const Options &opt)
+void check_slots(const Options &opt, const std::vector<HostSlots> &hosts)
 {
-    std::vector<HostSlots> hosts = host_list(opt);
     if (hosts.empty())
-        hosts.push_back({"localhost", opt.np, true});
+        return;
     long total = 0;
     for (const HostSlots &h : hosts)
         total += h.slots;
@@ -217,6 +282,14 @@ std::vector<Placement> place_ranks(const Options &opt)
                          std::to_string(total) + " slots in " +
                          (opt.hostfile.empty() ? "-H " + opt.hosts : "hostfile " + opt.hostfile) +
                          "; add slots (host:N) or lower -np"};
+}
+
+std::vector<Placement> place_ranks(const Options &opt)
+{
+    std::vector<HostSlots> hosts = host_list(opt);
+    if (hosts.empty())
+        hosts.push_back({"localhost", opt.np, true});
+    check_slots(opt, hosts);
 
     std::vector<Placement> ranks;
     // Ranks on aliases of this machine (localhost, 127.0.0.1, our name) share local ranks.

@@ -17,12 +17,14 @@ struct HostSlots {
 };
 
 // Parses "h1:4,h2,h3:2" ("host" alone means one slot). Throws UsageError for an empty
-// name, a slot count that is not a positive integer, or a host listed twice.
+// name, one that is not a host name or IP address, a slot count that is not a positive
+// integer (at most bootstrap::kMaxRanks), or a host listed twice.
 std::vector<HostSlots> parse_hosts(const std::string &list);
 
 // Parses a hostfile's text, one host a line: "host slots=N" (Open MPI), "host:N"
-// (Horovod) or "host" (one slot); '#' starts a comment; blank lines are skipped. Throws
-// UsageError naming path:line for anything else, a host given twice, or no host at all.
+// (Horovod) or "host" (one slot); '#' starts a comment; blank lines are skipped; a UTF-8
+// byte-order mark at the start is skipped. Throws UsageError naming path:line for
+// anything else, a host given twice, or no host at all.
 std::vector<HostSlots> parse_hostfile_text(const std::string &text, const std::string &path);
 
 // Reads and parses the hostfile at path; UsageError also when it cannot be read.
@@ -33,6 +35,9 @@ std::string format_hosts(const std::vector<HostSlots> &hosts);
 
 // The hosts of --hostfile or -H; empty when neither was given.
 std::vector<HostSlots> host_list(const Options &opt);
+
+// Throws UsageError when opt.np is more than the slots of hosts (none: any number).
+void check_slots(const Options &opt, const std::vector<HostSlots> &hosts);
 
 // True when name is this machine.
 bool is_local_host(const std::string &name);

@@ -4,8 +4,10 @@
 #include "launch/launch_output.h"
 #include "telemetry/log.h"
 
+#include <dirent.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -14,10 +16,12 @@
 #include <chrono>
 #include <cmath>
 #include <cstring>
+#include <cstdio>
 #include <deque>
 #include <map>
 #include <optional>
 #include <set>
+#include <vector>
 
 namespace dt::launch {
 namespace {
@@ -27,6 +31,71 @@ using Clock = std::chrono::steady_clock;
 // Once every rank has exited, output still held in their pipes by leftover children is
 // read for this long before we give up on it.
 constexpr auto drain_limit = std::chrono::milliseconds(1000);
+
+// When a rank exits with an error, the others are signalled this much later (or after the
+// grace period, if shorter). A rank that fails usually takes its peers down with it: they
+// see it leave (PeerLost) and exit with an error of their own, often before the failing
+// rank's own exit is done (an interpreter shutting down). Signalled at once, that rank
+// would die by our SIGTERM and its own exit code never be seen; this short wait lets the
+// ranks failing together all end on their own, so that the summary can name each.
+constexpr auto settle_limit = std::chrono::milliseconds(250);
+
+// Descriptors the launcher holds for each rank: its stdout and stderr pipes and its
+// connection to the store (and a stdin pipe for ranks started through ssh); and those
+// open only while a rank starts (the pipes' other ends and the exec report pipe).
+constexpr long fds_per_rank = 3;
+constexpr long fds_while_starting = 8;
+
+long open_descriptors()
+{
+    DIR *dir = opendir("/proc/self/fd");
+    if (!dir)
+        return 0;
+    long n = 0;
+    while (readdir(dir) != nullptr)
+        ++n;
+    closedir(dir);
+    return std::max(0L, n - 3); // ".", ".." and the directory's own descriptor
+}
+
+// The process groups, among pgids, that still hold a process that is not a zombie (one
+// that exited but was not yet reaped by its new parent counts as gone). Without /proc:
+// every group kill() still finds.
+std::set<pid_t> groups_with_members(const std::vector<pid_t> &pgids)
+{
+    std::set<pid_t> found;
+    std::set<pid_t> candidates;
+    for (pid_t g : pgids)
+        if (kill(-g, 0) == 0 || errno == EPERM)
+            candidates.insert(g);
+    if (candidates.empty())
+        return found;
+    DIR *proc = opendir("/proc");
+    if (!proc)
+        return candidates;
+    while (dirent *e = readdir(proc)) {
+        if (e->d_name[0] < '0' || e->d_name[0] > '9')
+            continue;
+        std::string path = std::string("/proc/") + e->d_name + "/stat";
+        FILE *f = std::fopen(path.c_str(), "r");
+        if (!f)
+            continue;
+        char buf[512];
+        size_t n = std::fread(buf, 1, sizeof buf - 1, f);
+        std::fclose(f);
+        buf[n] = '\0';
+        // "pid (comm) state ppid pgrp ...": comm may hold anything, so from the last ')'.
+        const char *close = std::strrchr(buf, ')');
+        char state = 0;
+        int ppid = 0, pgrp = 0;
+        if (!close || std::sscanf(close + 1, " %c %d %d", &state, &ppid, &pgrp) != 3)
+            continue;
+        if (state != 'Z' && candidates.count(pgrp))
+            found.insert(pgrp);
+    }
+    closedir(proc);
+    return found;
+}
 
 Clock::duration seconds(double s)
 {
@@ -81,6 +150,9 @@ struct Rank {
     bool replacement = false; // elastic: a joiner (for a rank that died, or on a new slot)
     bool retired = false;     // a replacement stopped because the job had ended
     bool grown = false;       // elastic: started on a free slot the discovery script gave
+    // Ended badly on its own once the job was failing: the failure that stopped the job,
+    // or a rank that ended with an error before disttrainrun signalled it.
+    bool failed_alone = false;
 
     Rank(const Placement &p, const std::string &prefix)
         : place(p), out_tag(1, prefix), err_tag(2, prefix) {}
@@ -90,12 +162,16 @@ struct Outcome {
     std::string message; // the summary line, without "disttrainrun: "
     int code = 1;
     const Rank *rank = nullptr; // the rank it names, if any
+    // "; stopped the other ranks" is added to the message at the end if any rank was
+    // signalled (the others were not signalled at once: settle_limit).
+    bool stop_suffix_later = false;
 };
 
 class Job {
 public:
     Job(SignalReader &signals, std::vector<RankLaunch> launches, const JobSettings &s)
-        : signals_(signals), launches_(std::move(launches)), settings_(s) {}
+        : signals_(signals), launches_(std::move(launches)), settings_(s),
+          fds_at_start_(open_descriptors()) {}
 
     int run()
     {
@@ -151,7 +227,10 @@ private:
                    " as pid ", r.pid);
         } catch (const SpawnError &e) {
             if (!optional) {
-                fail({e.message() + others_suffix(r), 127});
+                fail({"rank " + std::to_string(l.place.rank) + " (host " + l.place.host +
+                          ") could not be started: " + e.message() + limit_hint(e) +
+                          others_suffix(r),
+                      127});
             } else {
                 std::string line = "disttrainrun: rank " + std::to_string(l.place.rank) +
                                    " on host " + l.place.host + " could not start: " +
@@ -160,6 +239,38 @@ private:
             }
         }
         return r;
+    }
+
+    // What to do when the launcher itself ran out of descriptors or processes.
+    std::string limit_hint(const SpawnError &e) const
+    {
+        if (e.call.empty())
+            return "";
+        auto limit = [](int resource) {
+            rlimit lim{};
+            if (getrlimit(resource, &lim) != 0 || lim.rlim_cur == RLIM_INFINITY)
+                return std::string();
+            std::string text = " (now " + std::to_string(lim.rlim_cur);
+            if (lim.rlim_max != RLIM_INFINITY && lim.rlim_max != lim.rlim_cur)
+                text += ", at most " + std::to_string(lim.rlim_max) + " without root";
+            return text + ")";
+        };
+        if (e.errnum == EMFILE) {
+            long need = fds_at_start_ + fds_while_starting;
+            for (const RankLaunch &l : launches_)
+                need += fds_per_rank + (l.spec.pipe_stdin ? 1 : 0);
+            return "; disttrainrun needs about " + std::to_string(need) +
+                   " open files for " + std::to_string(launches_.size()) + " rank(s), " +
+                   std::to_string(fds_per_rank) + " a rank: raise its limit" +
+                   limit(RLIMIT_NOFILE) + " with ulimit -n " + std::to_string(need) +
+                   " or more, or start fewer ranks";
+        }
+        if (e.errnum == ENFILE)
+            return "; this machine's limit on open files was reached (sysctl fs.file-max)";
+        if (e.errnum == EAGAIN && e.call == "fork")
+            return "; the limit on processes was reached: raise it" + limit(RLIMIT_NPROC) +
+                   " with ulimit -u, or start fewer ranks";
+        return "";
     }
 
     void loop()
@@ -193,29 +304,121 @@ private:
         }
     }
 
-    // Whatever was left: flush partial lines, and kill what stayed behind in the process
-    // groups of stopped ranks or of ranks whose children still hold their pipes.
+    // Whatever was left: flush partial lines, then end every process of the job (as Slurm
+    // ends a job step's), whether the job failed or not: the process group of each rank
+    // that still has members (a rank's background children, which outlive it) gets
+    // SIGTERM and SIGCONT, then SIGKILL after the grace period. The group of a rank we
+    // stopped got its SIGTERM with it: SIGKILL once that grace period is over. Every rank
+    // has ended by now, so this only waits for what they left behind.
     void finish()
     {
         for (Rank &r : ranks_) {
-            if (r.pid > 0 && (r.signalled || r.out || r.err))
-                kill(-r.pid, SIGKILL);
             r.out_tag.finish();
             r.err_tag.finish();
         }
+        std::vector<pid_t> pgids;
+        for (const Rank &r : ranks_)
+            if (r.pid > 0)
+                pgids.push_back(r.pid);
+        std::set<pid_t> left = groups_with_members(pgids);
+        if (left.empty())
+            return;
+        auto now = Clock::now();
+        std::map<pid_t, Clock::time_point> kill_at;
+        for (const Rank &r : ranks_) {
+            if (r.pid <= 0 || !left.count(r.pid))
+                continue;
+            if (r.signalled) {
+                if (stop_signal_ != SIGTERM) { // it got SIGINT: what it left gets SIGTERM
+                    kill(-r.pid, SIGTERM);
+                    kill(-r.pid, SIGCONT);
+                }
+                kill_at[r.pid] = killed_ ? now : kill_at_;
+                continue;
+            }
+            DT_LOG(debug, "launch", "stopping what rank ", r.place.rank,
+                   " left running (process group ", r.pid, ")");
+            kill(-r.pid, SIGTERM);
+            kill(-r.pid, SIGCONT);
+            kill_at[r.pid] = now + seconds(settings_.grace_s);
+        }
+        for (;;) {
+            now = Clock::now();
+            std::vector<pid_t> waiting;
+            for (auto &[pgid, when] : kill_at) {
+                if (!left.count(pgid))
+                    continue;
+                if (now >= when)
+                    kill(-pgid, SIGKILL);
+                else
+                    waiting.push_back(pgid);
+            }
+            if (waiting.empty())
+                return;
+            // Wait in small steps; a signal to us (a second Ctrl-C) means: do not wait.
+            pollfd p{signals_.fd(), POLLIN, 0};
+            if (poll(&p, 1, 20) > 0) {
+                bool stop = false;
+                for (int sig; (sig = signals_.next()) != 0;)
+                    stop = stop || sig != SIGCHLD;
+                if (stop)
+                    for (pid_t pgid : waiting)
+                        kill_at[pgid] = now;
+            }
+            left = groups_with_members(waiting);
+        }
     }
 
-    // The first failure, then every other rank that died by a signal: one line each for
-    // those that met it on their own (a crash must not hide behind the first failure),
-    // one line per signal for those we ended while stopping the job.
+    // The first failure, with the other ranks that exited with an error on their own
+    // (before disttrainrun signalled them); then every other rank that died by a signal:
+    // one line each for those that met it on their own (a crash must not hide behind the
+    // first failure), one line per signal for those we ended while stopping the job.
+    //
+    // The exit status stays the first failure's (as with mpirun and torchrun), even when
+    // another rank's exit looks more like the cause. A rank that only reacted to a lost
+    // peer exits with an error too (a Python rank's PeerLostError exits 1, as any other
+    // uncaught exception), often before the rank that failed has finished exiting, and
+    // its code cannot be told apart from a failure of its own. So every rank that failed
+    // on its own is listed with its code, and the first is named.
     std::vector<std::string> summary() const
     {
-        // The first failure, with what a launcher in between (mpirun) said of its ranks.
+        std::vector<const Rank *> exited; // with an error, on their own, by rank
+        for (const Rank &r : ranks_)
+            if (r.failed_alone && r.reaped && WIFEXITED(r.status))
+                exited.push_back(&r);
+        std::sort(exited.begin(), exited.end(), [](const Rank *a, const Rank *b) {
+            return a->place.rank < b->place.rank;
+        });
+        bool first_exited = outcome_->rank != nullptr &&
+                            std::find(exited.begin(), exited.end(), outcome_->rank) !=
+                                exited.end();
         std::string first = outcome_->message;
+        std::string also; // the others that exited with an error, when the first did not
+        if (first_exited && exited.size() > 1) {
+            first = exit_list(exited) + " exited with errors, first " +
+                    who(*outcome_->rank);
+        } else {
+            std::vector<const Rank *> others;
+            for (const Rank *r : exited)
+                if (r != outcome_->rank)
+                    others.push_back(r);
+            if (!others.empty())
+                also = exit_list(others) +
+                       (others.size() == 1 ? " also exited with an error"
+                                           : " also exited with errors") +
+                       " before disttrainrun stopped the job";
+        }
+        if (outcome_->stop_suffix_later &&
+            std::any_of(ranks_.begin(), ranks_.end(),
+                        [](const Rank &r) { return r.signalled; }))
+            first += "; stopped the other ranks";
+        // What a launcher in between (mpirun) said of its ranks.
         for (const Rank &r : ranks_)
             if (!r.cause.empty())
                 first += "; " + r.cause;
         std::vector<std::string> lines{first};
+        if (!also.empty())
+            lines.push_back(also);
         std::map<int, std::vector<int>> ours;
         for (const Rank &r : ranks_) {
             if (!r.reaped || !WIFSIGNALED(r.status) || &r == outcome_->rank)
@@ -235,6 +438,28 @@ private:
         return lines;
     }
 
+    // "ranks 0 (code 1), 1-3 (code 3)": ranks (in order) with their exit codes, a run of
+    // consecutive ranks with one code given once.
+    static std::string exit_list(const std::vector<const Rank *> &ranks)
+    {
+        std::string text = ranks.size() == 1 ? "rank " : "ranks ";
+        for (size_t i = 0; i < ranks.size();) {
+            int code = WEXITSTATUS(ranks[i]->status);
+            size_t j = i;
+            while (j + 1 < ranks.size() && WEXITSTATUS(ranks[j + 1]->status) == code &&
+                   ranks[j + 1]->place.rank == ranks[j]->place.rank + 1)
+                ++j;
+            if (i > 0)
+                text += ", ";
+            text += std::to_string(ranks[i]->place.rank);
+            if (j > i)
+                text += "-" + std::to_string(ranks[j]->place.rank);
+            text += " (code " + std::to_string(code) + ")";
+            i = j + 1;
+        }
+        return text;
+    }
+
     int poll_timeout_ms() const
     {
         std::optional<Clock::time_point> next;
@@ -242,7 +467,9 @@ private:
             if (!next || t < *next)
                 next = t;
         };
-        if (stopping_ && !killed_)
+        if (stopping_ && !signals_sent_)
+            consider(signal_at_);
+        else if (stopping_ && !killed_)
             consider(kill_at_);
         if (settings_.timeout_s > 0 && !stopping_)
             consider(deadline_);
@@ -293,8 +520,10 @@ private:
                 continue;
             int status = 0;
             pid_t got = waitpid(r.pid, &status, WNOHANG);
-            if (got == r.pid)
+            if (got == r.pid) {
                 ended.emplace_back(&r, status);
+                r.running = false; // so that a failure among them does not signal the others
+            }
         }
         // Ranks that ended together: a rank killed by a signal is the likely cause and the
         // others' errors its consequence (they report the lost peer), so report it first.
@@ -331,6 +560,7 @@ private:
         r.ended_by_us = r.signalled && sig != 0 &&
                         (sig == stop_signal_ || (killed_ && sig == SIGKILL));
         if (stopping_) {
+            r.failed_alone = !r.signalled;
             // A rank that died by a signal we did not send, soon after the failure we
             // recorded was a non-zero exit: it is the cause, the exit its consequence
             // (that rank saw its peer vanish before the launcher reaped the peer).
@@ -348,6 +578,7 @@ private:
         if (settings_.elastic && survive_loss(r, sig))
             return;
         if (sig != 0) {
+            r.failed_alone = true;
             fail({who(r) + " was killed by signal " + signal_text(sig) + others_suffix(r),
                   128 + sig, &r});
         } else {
@@ -355,9 +586,12 @@ private:
             std::string hint = !r.place.local && code == 255
                                    ? " (ssh exits with 255 when the connection fails)"
                                    : "";
-            fail({who(r) + " exited with code " + std::to_string(code) + hint +
-                      others_suffix(r),
-                  code, &r});
+            r.failed_alone = true;
+            // The others are signalled a moment later (settle_limit), so that ranks
+            // failing with this one end on their own and are named in the summary.
+            fail({who(r) + " exited with code " + std::to_string(code) + hint, code, &r,
+                  true},
+                 SIGTERM, std::min<Clock::duration>(settle_limit, seconds(settings_.grace_s)));
             outcome_from_exit_ = true;
         }
     }
@@ -383,7 +617,9 @@ private:
             fail({"the job did not finish within " + format_seconds(settings_.timeout_s) +
                       " s (--timeout); stopped all ranks",
                   124});
-        if (stopping_ && !killed_ && now >= kill_at_)
+        if (stopping_ && !signals_sent_ && now >= signal_at_)
+            signal_ranks();
+        if (stopping_ && signals_sent_ && !killed_ && now >= kill_at_)
             kill_now();
         if (retire_at_ && now >= *retire_at_) {
             retire_at_.reset();
@@ -394,7 +630,7 @@ private:
     // Elastic jobs: the others re-form without r, as long as --min-np of them still run.
     // Says so at once (the job may go on for hours) and returns true; false when the job
     // must stop after all.
-    bool survive_loss(const Rank &r, int sig)
+    bool survive_loss(Rank &r, int sig)
     {
         std::string how = sig != 0 ? "was killed by signal " + signal_text(sig)
                                    : "exited with code " + std::to_string(WEXITSTATUS(r.status));
@@ -415,6 +651,7 @@ private:
         // Once a rank has ended well the job is done: a rank lost after that (one cut off,
         // failing late) brings nobody below --min-np.
         if (left < settings_.min_np && !finishing_) {
+            r.failed_alone = true;
             fail({who(r) + " " + how + "; " + std::to_string(left) + " rank(s) left, fewer "
                       "than --min-np " + std::to_string(settings_.min_np) + others_suffix(r),
                   sig != 0 ? 128 + sig : WEXITSTATUS(r.status), &r});
@@ -568,10 +805,10 @@ private:
         return n;
     }
 
-    // Records the first failure and stops every rank still running: sig, then SIGKILL
-    // after the grace period. SIGCONT follows sig, so that a stopped rank (SIGSTOP,
-    // SIGTSTP) acts on it now rather than only at the SIGKILL.
-    void fail(Outcome outcome, int sig = SIGTERM)
+    // Records the first failure and stops every rank still running: sig (after settle),
+    // then SIGKILL after the grace period. SIGCONT follows sig, so that a stopped rank
+    // (SIGSTOP, SIGTSTP) acts on it now rather than only at the SIGKILL.
+    void fail(Outcome outcome, int sig = SIGTERM, Clock::duration settle = {})
     {
         if (stopping_)
             return;
@@ -580,6 +817,14 @@ private:
         failed_at_ = Clock::now();
         stop_signal_ = sig;
         stopping_ = true;
+        signal_at_ = failed_at_ + settle;
+        if (settle <= Clock::duration::zero())
+            signal_ranks();
+    }
+
+    void signal_ranks()
+    {
+        signals_sent_ = true;
         kill_at_ = Clock::now() + seconds(settings_.grace_s);
         for (Rank &r : ranks_) {
             if (!r.running)
@@ -587,7 +832,7 @@ private:
             r.signalled = true;
             // A remote rank's wrapper stops the rank when its stdin (through ssh) closes.
             r.in.reset();
-            kill(-r.pid, sig);
+            kill(-r.pid, stop_signal_);
             kill(-r.pid, SIGCONT);
         }
         if (settings_.grace_s <= 0)
@@ -596,10 +841,15 @@ private:
 
     void kill_now()
     {
+        signals_sent_ = true;
         killed_ = true;
-        for (Rank &r : ranks_)
-            if (r.signalled)
-                kill(-r.pid, SIGKILL);
+        for (Rank &r : ranks_) {
+            if (!r.running && !r.signalled)
+                continue;
+            r.signalled = true;
+            r.in.reset();
+            kill(-r.pid, SIGKILL);
+        }
     }
 
     static std::string who(const Rank &r)
@@ -650,8 +900,10 @@ private:
     Clock::time_point failed_at_{};
     int stop_signal_ = SIGTERM;
     bool stopping_ = false;
+    bool signals_sent_ = false; // stop_signal_ went to the ranks (at signal_at_)
     bool killed_ = false;
-    Clock::time_point kill_at_{}, deadline_{}, drain_until_{};
+    long fds_at_start_ = 0;     // descriptors open when the job began
+    Clock::time_point signal_at_{}, kill_at_{}, deadline_{}, drain_until_{};
     std::optional<Clock::time_point> retire_at_; // elastic: when to stop replacements left
 };
 

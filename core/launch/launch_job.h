@@ -54,12 +54,16 @@ struct JobSettings {
 
 // Starts every rank and supervises them until all have ended. Returns the exit code for
 // disttrainrun: 0 when every rank exited 0; else the first failing rank's exit code (or
-// 128 + its signal), 127 when a rank could not be started, 128 + n when we received
-// signal n, 124 when --timeout expired. On failure writes a summary on stderr, after the
-// ranks' output: a line for the first failure; a line for each other rank that died by a
-// signal we did not send ("was also killed by signal 6 (Aborted), not sent by
-// disttrainrun"); a line per signal for the ranks we ended while stopping the job
-// ("ranks 0-2 were stopped by disttrainrun with signal 15 (Terminated)").
+// 128 + its signal), 127 when a rank could not be started (the ranks already started
+// are stopped), 128 + n when we received signal n, 124 when --timeout expired. On
+// failure writes a summary on stderr, after the ranks' output: a line for the first
+// failure, which names every rank that exited with an error before we signalled it
+// ("ranks 0 (code 1), 1 (code 3) exited with errors, first rank 0 (...)"); a line for
+// each other rank that died by a signal we did not send ("was also killed by signal 6
+// (Aborted), not sent by disttrainrun"); a line per signal for the ranks we ended while
+// stopping the job ("ranks 0-2 were stopped by disttrainrun with signal 15
+// (Terminated)"). Before returning, whether the job failed or not, stops what the ranks
+// left running in their process groups: SIGTERM, then SIGKILL after the grace period.
 int run_job(SignalReader &signals, std::vector<RankLaunch> ranks, const JobSettings &settings);
 
 } // namespace dt::launch

@@ -92,6 +92,9 @@ std::vector<std::string> mpirun_argv(const Options &opt, const std::string &host
 int run_with_mpirun(const Options &opt)
 {
     std::vector<HostSlots> hosts = host_list(opt);
+    // As the other launchers: with --oversubscribe below, mpirun would place more ranks
+    // than a host's slots.
+    check_slots(opt, hosts);
     bool remote = false;
     for (const HostSlots &h : hosts)
         remote = remote || !h.local;

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "launch/launch_options.h"
 
+#include "bootstrap/rank_discovery.h"
 #include "disttrain/disttrain.h"
 
 #include <algorithm>
@@ -26,13 +27,22 @@ Arg split_arg(const std::string &arg)
     return {arg, std::nullopt};
 }
 
-// A count of ranks (positive), or of restarts (zero allowed).
+// A count of ranks (positive, at most the library's limit on a job's ranks), or of
+// restarts (zero allowed).
 int parse_count(const std::string &option, const std::string &value, bool zero_ok = false)
 {
-    // strtol accepts leading blanks, '+' and trailing junk; a rank count must be digits.
-    bool digits = !value.empty() && value.size() <= 9 &&
-                  value.find_first_not_of("0123456789") == std::string::npos;
-    int n = digits ? std::atoi(value.c_str()) : -1;
+    const int64_t max = zero_ok ? std::numeric_limits<int>::max() : bootstrap::kMaxRanks;
+    // strtol accepts leading blanks, '+' and trailing junk; a count must be digits.
+    bool digits = !value.empty() && value.find_first_not_of("0123456789") == std::string::npos;
+    size_t first = digits ? std::min(value.find_first_not_of('0'), value.size()) : 0;
+    bool too_big = digits && (value.size() - first > 18 || std::stoll(value) > max);
+    if (too_big && !zero_ok)
+        throw UsageError{option + " " + value + " is more ranks than the " +
+                         std::to_string(max) + " a job may have"};
+    if (too_big)
+        throw UsageError{option + " needs a number from 0 to " + std::to_string(max) +
+                         ", got '" + value + "'"};
+    int n = digits ? static_cast<int>(std::stoll(value)) : -1;
     if (n < 0 || (n == 0 && !zero_ok))
         throw UsageError{option + " needs a " + (zero_ok ? "number" : "positive number of ranks") +
                          ", got '" + value + "'"};
@@ -258,7 +268,7 @@ const char *usage() noexcept
            "output line with the rank, e.g. \"[1] loss 0.3\".\n"
            "\n"
            "  -np N, -n N, --np N\n"
-           "                   number of ranks (required)\n"
+           "                   number of ranks (required, at most 1048576)\n"
            "  -H LIST          hosts and slots, e.g. node1:4,node2:4 (default localhost:N);\n"
            "                   ranks fill each host's slots in order\n"
            "  --hostfile FILE  hosts and slots from a file instead of -H (also -hostfile):\n"
@@ -309,8 +319,11 @@ const char *usage() noexcept
            "  --version        print the version of disttrainrun and libdisttrain\n"
            "\n"
            "When a rank fails, the others are stopped and the last lines say why: the\n"
-           "first failure, each other rank that died by a signal of its own (a crash),\n"
-           "and the ranks disttrainrun itself ended by a signal while stopping the job.\n"
+           "ranks that exited with an error on their own (the exit status is the first\n"
+           "one's), each other rank that died by a signal of its own (a crash), and the\n"
+           "ranks disttrainrun itself ended by a signal while stopping the job. When the\n"
+           "job ends, what a rank left running in its process group gets SIGTERM, then\n"
+           "SIGKILL after the grace period.\n"
            "\n"
            "Remote hosts need passwordless ssh (ssh -o BatchMode=yes host true) and the\n"
            "same working directory. DISTTRAIN_STORE_ADDR=host[:port] sets the address\n"

@@ -23,12 +23,76 @@ struct Pipe {
     Fd read, write;
 };
 
-Pipe make_pipe()
+std::string program_of(const SpawnSpec &spec)
+{
+    return spec.argv.empty() ? spec.path : spec.argv[0];
+}
+
+Pipe make_pipe(const SpawnSpec &spec)
 {
     int fds[2];
     if (pipe2(fds, O_CLOEXEC) != 0)
-        throw_error(DT_ERR_INTERNAL, "disttrainrun: pipe failed: ", std::strerror(errno));
+        throw SpawnError{program_of(spec), errno, "pipe", {}};
     return {Fd(fds[0]), Fd(fds[1])};
+}
+
+// "\r" for a carriage return and \xNN for other control bytes, so that a message shows
+// what a line holds without a terminal acting on it.
+std::string visible(const std::string &text)
+{
+    static const char hex[] = "0123456789abcdef";
+    std::string out;
+    for (unsigned char c : text) {
+        if (c == '\r') {
+            out += "\\r";
+        } else if (c < 0x20 || c == 0x7f) {
+            out += "\\x";
+            out += hex[c >> 4];
+            out += hex[c & 15];
+        } else {
+            out += static_cast<char>(c);
+        }
+    }
+    return out;
+}
+
+// The exec of path failed with ENOENT although path exists: the kernel could not find
+// the interpreter its #! line names. Says which, and why when the line ends in '\r' (the
+// script was saved with Windows line endings). For a program, that its dynamic loader is
+// missing. Empty when path is neither.
+std::string interpreter_hint(const std::string &path)
+{
+    int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return {};
+    char buf[256];
+    ssize_t n;
+    do {
+        n = read(fd, buf, sizeof buf);
+    } while (n < 0 && errno == EINTR);
+    close(fd);
+    if (n >= 4 && std::memcmp(buf, "\x7f" "ELF", 4) == 0)
+        return "the program exists, but not the dynamic loader it names (was it built for "
+               "another system?)";
+    if (n < 2 || buf[0] != '#' || buf[1] != '!')
+        return {};
+    std::string line(buf + 2, static_cast<size_t>(n) - 2);
+    line = line.substr(0, line.find('\n'));
+    // As the kernel reads it: blanks, then the interpreter up to the next blank.
+    size_t start = line.find_first_not_of(" \t");
+    if (start == std::string::npos)
+        return "its #! line names no interpreter";
+    std::string interp = line.substr(start, line.find_first_of(" \t", start) - start);
+    std::string text = "its #! line names the interpreter '" + visible(interp) + "'";
+    if (!line.empty() && line.back() == '\r')
+        return text + ": the line ends in a carriage return (\\r), so the script has "
+                      "Windows (CRLF) line endings; convert it with dos2unix " + path +
+                      " or sed -i 's/\\r$//' " + path;
+    struct stat st {};
+    if (stat(interp.c_str(), &st) != 0)
+        return text + ", which does not exist";
+    return text + ", which exists but could not be started (is its own interpreter or "
+                  "loader missing?)";
 }
 
 void set_nonblocking(int fd)
@@ -115,18 +179,21 @@ void Fd::reset(int fd) noexcept
 
 std::string SpawnError::message() const
 {
-    return "cannot run '" + program + "': " + std::strerror(errnum);
+    if (!call.empty())
+        return "cannot start '" + program + "': " + call + " failed: " + std::strerror(errnum);
+    return "cannot run '" + program + "': " + std::strerror(errnum) +
+           (hint.empty() ? "" : "; " + hint);
 }
 
 std::string resolve_executable(const std::string &name)
 {
     int err = ENOENT;
     if (name.empty())
-        throw SpawnError{name, ENOENT};
+        throw SpawnError{name, ENOENT, {}, {}};
     if (name.find('/') != std::string::npos) {
         if (is_executable_file(name, err))
             return name;
-        throw SpawnError{name, err};
+        throw SpawnError{name, err, {}, {}};
     }
     const char *path_env = getenv("PATH");
     std::string path = path_env ? path_env : "/usr/local/bin:/usr/bin:/bin";
@@ -143,7 +210,7 @@ std::string resolve_executable(const std::string &name)
         if (err != ENOENT && err != ENOTDIR && first_err == ENOENT)
             first_err = err;
     }
-    throw SpawnError{name, first_err};
+    throw SpawnError{name, first_err, {}, {}};
 }
 
 std::vector<std::string> current_environment(const std::vector<std::string> &drop)
@@ -163,15 +230,14 @@ std::vector<std::string> current_environment(const std::vector<std::string> &dro
 
 Child spawn(const SpawnSpec &spec)
 {
-    Pipe out = make_pipe(), err = make_pipe(), report = make_pipe();
+    Pipe out = make_pipe(spec), err = make_pipe(spec), report = make_pipe(spec);
     Pipe in;
     if (spec.pipe_stdin) {
-        in = make_pipe();
+        in = make_pipe(spec);
     } else {
         in.read = Fd(open("/dev/null", O_RDONLY | O_CLOEXEC));
         if (!in.read)
-            throw_error(DT_ERR_INTERNAL, "disttrainrun: cannot open /dev/null: ",
-                        std::strerror(errno));
+            throw SpawnError{program_of(spec), errno, "open /dev/null", {}};
     }
     std::vector<char *> argv = c_strings(spec.argv);
     std::vector<char *> envp = c_strings(spec.env);
@@ -183,7 +249,7 @@ Child spawn(const SpawnSpec &spec)
     pid_t parent = getpid();
     pid_t pid = fork();
     if (pid < 0)
-        throw_error(DT_ERR_INTERNAL, "disttrainrun: fork failed: ", std::strerror(errno));
+        throw SpawnError{program_of(spec), errno, "fork", {}};
     if (pid == 0)
         exec_child(spec, argv.data(), envp.data(), in.read.get(), out.write.get(),
                    err.write.get(), report.write.get(), parent,
@@ -201,7 +267,10 @@ Child spawn(const SpawnSpec &spec)
         int status;
         while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
         }
-        throw SpawnError{spec.argv.empty() ? spec.path : spec.argv[0], child_errno};
+        SpawnError e{program_of(spec), child_errno, {}, {}};
+        if (child_errno == ENOENT && access(spec.path.c_str(), F_OK) == 0)
+            e.hint = interpreter_hint(spec.path);
+        throw e;
     }
     Child c;
     c.pid = pid;

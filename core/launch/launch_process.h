@@ -6,6 +6,8 @@
 
 #include <sys/types.h>
 
+#include <cerrno>
+
 #include <optional>
 #include <string>
 #include <vector>
@@ -42,11 +44,24 @@ private:
     int fd_ = -1;
 };
 
-// The exec could not happen; errnum says why.
+// The child could not be started; errnum says why. call is empty when the exec itself
+// failed, else what failed before it ("pipe", "fork", "open /dev/null": the launcher ran
+// out of processes or descriptors).
 struct SpawnError {
     std::string program;
     int errnum = 0;
-    std::string message() const; // "cannot run 'prog': No such file or directory"
+    std::string call;
+    // An exec that failed with ENOENT for a file that exists: what its #! line names
+    // ("its #! line names the interpreter '/nonexistent/sh', which ..."), else empty.
+    std::string hint;
+    // "cannot run 'prog': No such file or directory[; hint]", or for call
+    // "cannot start 'prog': pipe failed: Too many open files".
+    std::string message() const;
+    // The launcher itself ran out of descriptors (EMFILE, ENFILE) before the exec.
+    bool out_of_descriptors() const
+    {
+        return !call.empty() && (errnum == EMFILE || errnum == ENFILE);
+    }
 };
 
 // Finds name the way execvp would (a name with '/' is used as is, otherwise each PATH
@@ -70,7 +85,8 @@ struct Child {
 
 // Starts the child in a new process group (pgid == pid) that is killed if this process
 // dies. The returned descriptors are close-on-exec and non-blocking. Throws SpawnError
-// when the exec fails (the child is reaped), dt::Error when fork or pipe fails.
+// when the exec fails (the child is reaped) and when a pipe, /dev/null or fork cannot be
+// had (with call set; nothing was started then).
 Child spawn(const SpawnSpec &spec);
 
 // The current environment as "NAME=value" strings, minus the variables in drop.

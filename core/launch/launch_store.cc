@@ -17,18 +17,45 @@ bool is_loopback(const std::string &host)
     return host == "localhost" || host == "::1" || host.rfind("127.", 0) == 0;
 }
 
-// "host", "host:port", "[v6]" or "[v6]:port".
+[[noreturn]] void bad_override(const std::string &value, const std::string &why)
+{
+    throw_error(DT_ERR_INVALID_CONFIG, "DISTTRAIN_STORE_ADDR='", value, "' ", why,
+                "; expected host, host:port, [ipv6-address] or [ipv6-address]:port, e.g. "
+                "10.0.0.1:29500");
+}
+
+// "host", "host:port", "[v6]" or "[v6]:port"; a bare IPv6 address ("::1") has no port.
+// Without a port, the store listens on any free one.
 bootstrap::HostPort parse_override(const std::string &value)
 {
-    bool has_port = value.front() == '['
-                        ? value.find("]:") != std::string::npos
-                        : value.find(':') != std::string::npos &&
-                              value.find(':') == value.rfind(':');
-    if (has_port)
-        return bootstrap::parse_host_port("DISTTRAIN_STORE_ADDR", value);
     bootstrap::HostPort hp;
-    hp.host = value.front() == '[' ? value.substr(1, value.size() - 2) : value;
+    if (value.front() == '[') {
+        size_t close = value.find(']');
+        if (close == std::string::npos)
+            bad_override(value, "has '[' without a matching ']'");
+        if (close + 1 < value.size()) // "[v6]:port", or junk after ']'
+            return bootstrap::parse_host_port("DISTTRAIN_STORE_ADDR", value);
+        hp.host = value.substr(1, close - 1);
+    } else if (value.find(':') != std::string::npos && value.find(':') == value.rfind(':')) {
+        return bootstrap::parse_host_port("DISTTRAIN_STORE_ADDR", value);
+    } else {
+        hp.host = value;
+    }
+    if (hp.host.empty())
+        bad_override(value, "has no host");
+    if (hp.host.find_first_of(" \t\r\n[]") != std::string::npos)
+        bad_override(value, "has a host with spaces or brackets");
     return hp;
+}
+
+// A rank variable of an enclosing job, when DISTTRAIN_STORE_ADDR probably came with it:
+// a launcher started by a rank of another disttrainrun job inherits both. Else null.
+const char *enclosing_job_variable()
+{
+    for (const char *name : {"DISTTRAIN_RANK", "DISTTRAIN_JOB_TOKEN"})
+        if (env::get(name))
+            return name;
+    return nullptr;
 }
 
 } // namespace
@@ -57,7 +84,8 @@ LaunchStore start_store(bool remote_ranks, const std::string &token)
 {
     bootstrap::HostPort told;
     std::string bind_host = remote_ranks ? "0.0.0.0" : "127.0.0.1";
-    if (auto value = env::get("DISTTRAIN_STORE_ADDR")) {
+    std::optional<std::string> value = env::get("DISTTRAIN_STORE_ADDR");
+    if (value) {
         told = parse_override(*value);
         if (is_loopback(told.host))
             bind_host = told.host == "localhost" ? "127.0.0.1" : told.host;
@@ -76,7 +104,26 @@ LaunchStore start_store(bool remote_ranks, const std::string &token)
     }
     bootstrap::HostPort bind{bind_host, told.port};
     LaunchStore store;
-    store.server = std::make_unique<bootstrap::StoreServer>(bind.str(), bootstrap::Auth(token));
+    try {
+        store.server =
+            std::make_unique<bootstrap::StoreServer>(bind.str(), bootstrap::Auth(token));
+    } catch (const Error &e) {
+        if (!value)
+            throw;
+        // Most often a launcher started by a rank of another job, which inherited that
+        // job's store address, in use by that job's store.
+        std::string what = e.what();
+        what = what.substr(0, what.find("; choose a free port"));
+        const char *enclosing = enclosing_job_variable();
+        std::string from =
+            enclosing ? std::string(", inherited from an enclosing disttrainrun job (") +
+                            enclosing + " is set too)"
+                      : std::string();
+        throw_error(e.status(), what, "; this address comes from DISTTRAIN_STORE_ADDR=",
+                    *value, from,
+                    ": unset it (env -u DISTTRAIN_STORE_ADDR disttrainrun ...) to let "
+                    "disttrainrun choose a free port, or set it to a free address");
+    }
     told.port = bootstrap::parse_host_port("store address", store.server->address()).port;
     store.address = told.str();
     return store;

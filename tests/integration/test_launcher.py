@@ -366,6 +366,10 @@ def test_launcher_mpi_gets_hostfile_exports_and_ssh_options(disttrainrun, tmp_pa
     ("# c\n\nnode1:two\n", 3, "has a bad slot count"),
     ("node1 slots=2 max_slots=4\n", 1, "'max_slots=4' is not supported"),
     ("a:1\nb:1\na:1\n", 3, "host 'a' is already on line 1"),
+    # Typos that used to reach ssh as host names.
+    ("localhost:1:2\n", 1, "host 'localhost:1:2' is not a host name or IP address"),
+    ("localhost:1\nslots=2\n", 2, "host 'slots=2' is not a host name or IP address"),
+    ("localhost slots=1048577\n", 1, "has more slots than the 1048576 ranks a job may have"),
 ])
 def test_bad_hostfile_line_is_named(disttrainrun, tmp_path, text, line, message):
     hostfile = tmp_path / "hosts"
@@ -378,6 +382,17 @@ def test_bad_hostfile_line_is_named(disttrainrun, tmp_path, text, line, message)
         r.stderr
     assert message in lines[0], lines[0]
     assert not marker.exists()
+
+
+def test_hostfile_with_byte_order_mark_and_large_slot_counts(disttrainrun, tmp_path):
+    # As a Windows editor saves it; and a slot count above 999999, within the rank limit.
+    hostfile = tmp_path / "hosts"
+    hostfile.write_bytes(b"\xef\xbb\xbflocalhost slots=1000000\r\n")
+    r = run([disttrainrun, "-np", "2", "--hostfile", hostfile, "sh", "-c", ENV_DUMP],
+            timeout=30)
+    assert r.returncode == 0, r.stderr
+    ranks = parse_env_lines(r.stdout)
+    assert [ranks[i]["local_rank"] for i in (0, 1)] == ["0", "1"], r.stdout
 
 
 def test_version(disttrainrun):
@@ -467,6 +482,120 @@ def test_every_rank_killed_by_a_signal_is_reported(disttrainrun, tmp_path):
     assert lines[2] == ("disttrainrun: rank 4 was stopped by disttrainrun with "
                         "signal 15 (Terminated)")
     assert r.stderr.splitlines()[-3:] == lines
+    assert_all_gone(pids_in(pidfile))
+
+
+def test_every_rank_failing_on_its_own_is_listed(disttrainrun, tmp_path):
+    # Rank 1 fails (exit 3), but rank 0, reacting to it (as a peer that sees it leave
+    # does), exits 1 a moment before rank 1 has finished exiting. The launcher cannot tell
+    # which failure came first from the codes: it names both, and the job's status is the
+    # first exit's. Rank 2 is stopped.
+    # Rank 1 exits as soon as rank 0 has been reaped, i.e. once the launcher has seen the
+    # first failure.
+    first, pidfile = tmp_path / "rank0", tmp_path / "pids"
+    script = (f'echo $$ >> {pidfile}; case "$DISTTRAIN_RANK" in '
+              f'0) echo $$ > {first}.tmp; mv {first}.tmp {first}; sleep 0.3; exit 1;; '
+              f'1) while [ ! -e {first} ]; do sleep 0.01; done; p=$(cat {first}); '
+              f'while kill -0 $p 2>/dev/null; do sleep 0.01; done; exit 3;; '
+              f'*) exec sleep 60;; esac')
+    r = run([disttrainrun, "-np", "3", "sh", "-c", script], timeout=30)
+    assert r.returncode == 1, r.stderr
+    lines = summaries(r.stderr)
+    assert len(lines) == 2, r.stderr
+    assert re.fullmatch(r"disttrainrun: ranks 0 \(code 1\), 1 \(code 3\) exited with errors, "
+                        r"first rank 0 \(host localhost, pid \d+\); stopped the other ranks",
+                        lines[0]), r.stderr
+    assert lines[1] == ("disttrainrun: rank 2 was stopped by disttrainrun with "
+                        "signal 15 (Terminated)")
+    assert_all_gone(pids_in(pidfile))
+
+
+def test_rank_failing_beside_a_crash_is_listed(disttrainrun, tmp_path):
+    # A crash (a signal) is named first; a rank that exited with an error before
+    # disttrainrun stopped the job gets a line of its own.
+    go, pidfile = tmp_path / "go", tmp_path / "pids"
+    script = (f'echo $$ >> {pidfile}; case "$DISTTRAIN_RANK" in '
+              f'0) sleep 0.3; touch {go}; kill -SEGV $$;; '
+              f'1) while [ ! -e {go} ]; do sleep 0.01; done; exit 7;; '
+              f'*) exec sleep 60;; esac')
+    r = run([disttrainrun, "-np", "3", "sh", "-c", script], timeout=30)
+    lines = summaries(r.stderr)
+    assert r.returncode == 128 + 11, r.stderr
+    assert re.fullmatch(r"disttrainrun: rank 0 \(host localhost, pid \d+\) was killed by "
+                        r"signal 11 \(.*\); stopped the other ranks", lines[0]), r.stderr
+    # Rank 1 is stopped at once with the others, or has exited 7 just before.
+    assert lines[1:] in (
+        ["disttrainrun: rank 1 (code 7) also exited with an error before disttrainrun "
+         "stopped the job",
+         "disttrainrun: rank 2 was stopped by disttrainrun with signal 15 (Terminated)"],
+        ["disttrainrun: ranks 1, 2 were stopped by disttrainrun with signal 15 (Terminated)"],
+    ), r.stderr
+    assert_all_gone(pids_in(pidfile))
+
+
+def background_script(pidfile, then):
+    """A rank that leaves a background child behind (its output away from our pipes), then
+    runs `then`."""
+    return (f'sleep 60 >/dev/null 2>&1 & echo $! >> {pidfile}; '
+            f'echo $$ >> {pidfile}; {then}')
+
+
+@pytest.mark.parametrize("outcome", ["success", "failure"])
+def test_what_a_rank_leaves_running_ends_with_the_job(disttrainrun, tmp_path, outcome):
+    # As Slurm ends a step's processes: a rank's background children are stopped when the
+    # launcher ends, also those of a rank that exited on its own, and when the job succeeds.
+    pidfile = tmp_path / "pids"
+    then = ('exit 0' if outcome == "success" else
+            'if [ "$DISTTRAIN_RANK" = 0 ]; then sleep 0.5; exit 4; fi; exec sleep 30')
+    start = time.monotonic()
+    r = run([disttrainrun, "-np", "2", "sh", "-c", background_script(pidfile, then)],
+            timeout=30)
+    assert r.returncode == (0 if outcome == "success" else 4), r.stderr
+    assert time.monotonic() - start < 10
+    assert len(pids_in(pidfile)) == 4
+    assert_all_gone(pids_in(pidfile), within=1.0)
+
+
+def test_leftover_ignoring_sigterm_is_killed_after_grace(disttrainrun, tmp_path):
+    pidfile = tmp_path / "pids"
+    child = "sh -c 'trap \"\" TERM; while :; do sleep 0.1; done' >/dev/null 2>&1 &"
+    start = time.monotonic()
+    r = run([disttrainrun, "-np", "1", "--grace", "0.5", "sh", "-c",
+             f'{child} echo $! >> {pidfile}; exit 0'], timeout=30)
+    elapsed = time.monotonic() - start
+    assert r.returncode == 0, r.stderr
+    assert 0.4 < elapsed < 8, elapsed
+    assert_all_gone(pids_in(pidfile), within=1.0)
+
+
+def test_rank_that_cannot_be_started_stops_the_job(disttrainrun, tmp_path):
+    # Out of descriptors partway through starting the ranks: the ranks already started are
+    # stopped as after any failure (SIGTERM, reaching their children), and the message
+    # names the rank and the limit to raise.
+    import resource
+    pidfile = tmp_path / "pids"
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    limit = 40 if hard == resource.RLIM_INFINITY else min(40, hard)
+
+    def low_limit():
+        resource.setrlimit(resource.RLIMIT_NOFILE, (limit, hard))
+
+    r = subprocess.run([str(disttrainrun), "-np", "30", "--bind-to", "none", "sh", "-c",
+                        f'sleep 20 & echo $! >> {pidfile}; echo $$ >> {pidfile}; wait'],
+                       env=clean_env(), capture_output=True, text=True, timeout=30,
+                       preexec_fn=low_limit)
+    assert r.returncode == 127, r.stderr
+    lines = summaries(r.stderr)
+    m = re.fullmatch(r"disttrainrun: rank (\d+) \(host localhost\) could not be started: "
+                     r"cannot start 'sh': (pipe|open /dev/null) failed: Too many open files; "
+                     r"disttrainrun "
+                     r"needs about (\d+) open files for 30 rank\(s\), 3 a rank: raise its "
+                     rf"limit \(now {limit}[^)]*\) with ulimit -n (\d+) or more, or start "
+                     r"fewer ranks; stopped the other ranks", lines[0])
+    assert m, r.stderr
+    assert 0 < int(m.group(1)) < 30 and int(m.group(3)) >= 90
+    assert re.fullmatch(r"disttrainrun: ranks? [0-9, -]+ (was|were) stopped by disttrainrun "
+                        r"with signal 15 \(Terminated\)", lines[1]), r.stderr
     assert_all_gone(pids_in(pidfile))
 
 
@@ -565,7 +694,9 @@ def test_launcher_started_with_sigchld_ignored(disttrainrun):
                        env=clean_env(), capture_output=True, text=True, timeout=30,
                        preexec_fn=lambda: signal.signal(signal.SIGCHLD, signal.SIG_IGN))
     assert r.returncode == 3, r.stderr
-    assert "exited with code 3" in r.stderr, r.stderr
+    # Both ranks exit 3, alone ("exited with code 3") or together ("0-1 (code 3)").
+    assert "exited with code 3" in r.stderr or "ranks 0-1 (code 3) exited" in r.stderr, \
+        r.stderr
 
 
 def test_hangup_under_nohup_leaves_the_job_running(disttrainrun, tmp_path):
@@ -605,6 +736,67 @@ def test_command_not_found(disttrainrun, tmp_path):
     assert not marker.exists()
 
 
+def test_script_whose_interpreter_is_missing_is_explained(disttrainrun, tmp_path):
+    crlf = tmp_path / "crlf.sh"
+    crlf.write_bytes(b"#!/bin/sh\r\necho hi\r\n")
+    crlf.chmod(0o755)
+    r = run([disttrainrun, "-np", "2", str(crlf)], timeout=30)
+    assert r.returncode == 127, r.stderr
+    assert r.stderr == (
+        f"disttrainrun: rank 0 (host localhost) could not be started: cannot run '{crlf}': "
+        "No such file or directory; its #! line names the interpreter '/bin/sh\\r': the "
+        "line ends in a carriage return (\\r), so the script has Windows (CRLF) line "
+        f"endings; convert it with dos2unix {crlf} or sed -i 's/\\r$//' {crlf}\n")
+    missing = tmp_path / "missing-interp.sh"
+    missing.write_text("#!/nonexistent/interp -x\necho hi\n")
+    missing.chmod(0o755)
+    r = run([disttrainrun, "-np", "1", str(missing)], timeout=30)
+    assert r.returncode == 127, r.stderr
+    assert r.stderr == (
+        f"disttrainrun: rank 0 (host localhost) could not be started: cannot run "
+        f"'{missing}': No such file or directory; its #! line names the interpreter "
+        "'/nonexistent/interp', which does not exist\n")
+
+
+@pytest.mark.parametrize("value, why", [
+    ("[::1", "has '[' without a matching ']'"),
+    ("[", "has '[' without a matching ']'"),
+    ("[]", "has no host"),
+    ("[]:5000", "has no host"),
+    ("[::1]x", "has no port after ']'"),
+    (":5000", "has no host"),
+])
+def test_bad_store_address_fails_at_once(disttrainrun, tmp_path, value, why):
+    marker = tmp_path / "started"
+    r = run([disttrainrun, "-np", "2", "touch", str(marker)], timeout=30,
+            env={"DISTTRAIN_STORE_ADDR": value})
+    assert r.returncode == 1, r.stderr
+    lines = r.stderr.splitlines()
+    assert len(lines) == 1, r.stderr
+    assert lines[0].startswith(f"disttrainrun: DISTTRAIN_STORE_ADDR='{value}' {why}; "
+                               "expected "), r.stderr
+    assert not marker.exists()
+
+
+def test_nested_launcher_names_the_inherited_store_address(disttrainrun):
+    # A rank that runs disttrainrun inherits the job's DISTTRAIN_STORE_ADDR, whose port
+    # the outer launcher's store holds.
+    r = run([disttrainrun, "-np", "1", disttrainrun, "-np", "2", "true"], timeout=30)
+    assert r.returncode == 1, r.stderr
+    inner = [l for l in r.stderr.splitlines() if l.startswith("[0] disttrainrun: ")]
+    assert len(inner) == 1, r.stderr
+    assert re.fullmatch(
+        r"\[0\] disttrainrun: the rendezvous store cannot listen on 127\.0\.0\.1:\d+: .*; "
+        r"this address comes from DISTTRAIN_STORE_ADDR=127\.0\.0\.1:\d+, inherited from an "
+        r"enclosing disttrainrun job \(DISTTRAIN_RANK is set too\): unset it \(env -u "
+        r"DISTTRAIN_STORE_ADDR disttrainrun \.\.\.\) to let disttrainrun choose a free "
+        r"port, or set it to a free address", inner[0]), r.stderr
+    # Unset, the inner job runs.
+    r = run([disttrainrun, "-np", "1", "env", "-u", "DISTTRAIN_STORE_ADDR", disttrainrun,
+             "-np", "2", "true"], timeout=30)
+    assert r.returncode == 0, r.stderr
+
+
 # --- arguments and hosts checked before anything starts ---------------------------------
 
 @pytest.mark.parametrize("args, message", [
@@ -613,6 +805,9 @@ def test_command_not_found(disttrainrun, tmp_path):
     (["-np", "0", "TOUCH"], "-np needs a positive number of ranks, got '0'"),
     (["-np", "-2", "TOUCH"], "-np needs a positive number of ranks, got '-2'"),
     (["-np", "two", "TOUCH"], "-np needs a positive number of ranks, got 'two'"),
+    (["-np", "99999999", "TOUCH"], "-np 99999999 is more ranks than the 1048576 a job may have"),
+    (["-np", "1000000000", "TOUCH"],
+     "-np 1000000000 is more ranks than the 1048576 a job may have"),
     (["-np"], "-np needs a value"),
     (["-np", "2"], "no command given"),
     (["-np", "2", "--"], "no command given"),
@@ -637,6 +832,12 @@ def test_command_not_found(disttrainrun, tmp_path):
     (["-np", "1", "--hostfile", "/nonexistent/hosts", "TOUCH"],
      "cannot read hostfile /nonexistent/hosts: No such file or directory"),
     (["-np", "1", "--hostfile", "/dev/null", "TOUCH"], "hostfile /dev/null lists no hosts"),
+    (["-np", "1", "--hostfile", "/tmp", "TOUCH"], "hostfile /tmp is a directory"),
+    (["-np", "1", "-H", "localhost:1:2", "TOUCH"],
+     "-H entry 'localhost:1:2' is not a host name or IP address"),
+    # mpirun, which gets --oversubscribe, would run 3 ranks on the 2 slots.
+    (["-np", "3", "--launcher", "mpi", "-H", "localhost:2", "TOUCH"],
+     "-np 3 asks for more ranks than the 2 slots in -H localhost:2"),
     (["-np", "1", "-x", "2BAD", "TOUCH"], "-x needs VAR or VAR=VALUE"),
     (["-np", "1", "-x", "DISTTRAIN_JOB_TOKEN=x", "TOUCH"],
      "-x cannot set DISTTRAIN_JOB_TOKEN: disttrainrun sets it for each rank"),

@@ -83,6 +83,86 @@ TEST(Hostfile, ErrorsNameFileAndLine)
     EXPECT_EQ(error_of(""), "hostfile hf lists no hosts");
 }
 
+TEST(Hostfile, SlotCountsUpToTheRankLimit)
+{
+    EXPECT_EQ(parse_hostfile_text("localhost slots=1000000\n", "hf")[0].slots, 1000000);
+    EXPECT_EQ(parse_hosts("a:1048576")[0].slots, 1048576);
+    EXPECT_EQ(error_of("a slots=1048577\n"),
+              "hf:1: host 'a slots=1048577' has more slots than the 1048576 ranks a job may "
+              "have");
+    EXPECT_EQ(error_of("a:99999999999999999999\n"),
+              "hf:1: host 'a:99999999999999999999' has more slots than the 1048576 ranks a "
+              "job may have");
+}
+
+TEST(Hostfile, HostsMustBeNamesOrAddresses)
+{
+    // Typos that used to reach ssh as host names.
+    const std::string what = "' is not a host name or IP address (a name has letters, digits, "
+                             "'-' and '.'; with its slots, host:N or [ipv6-address]:N)";
+    EXPECT_EQ(error_of("localhost:1:2\n"), "hf:1: host 'localhost:1:2" + what);
+    EXPECT_EQ(error_of("a:1\nslots=2\n"), "hf:2: host 'slots=2" + what);
+    EXPECT_EQ(error_of("-oProxyCommand=x\n"), "hf:1: host '-oProxyCommand=x" + what);
+    EXPECT_EQ(error_of("a\xc3\xa9\n"), "hf:1: host 'a\\xc3\\xa9" + what);
+    EXPECT_EQ(error_of("[nope::x]:2\n"), "hf:1: host '[nope::x]:2" + what);
+    try {
+        parse_hosts("a:1,b:2:3");
+        ADD_FAILURE() << "b:2:3 taken";
+    } catch (const UsageError &e) {
+        EXPECT_EQ(e.message, "-H entry 'b:2:3" + what);
+    }
+    // What is valid stays so: names, IPv4 and IPv6 addresses (bare, bracketed, zoned).
+    auto hosts = parse_hostfile_text("node-1.cluster_a\n10.0.0.1:2\n::1\n"
+                                     "[fe80::1%eth0]:2\n2001:db8::7 slots=3\nme@node2:2\n",
+                                     "hf");
+    ASSERT_EQ(hosts.size(), 6u);
+    EXPECT_EQ(hosts[5].host, "me@node2");
+    EXPECT_EQ(error_of("a@b@c\n"), "hf:1: host 'a@b@c" + what);
+    EXPECT_EQ(error_of("@b\n"), "hf:1: host '@b" + what);
+    EXPECT_EQ(hosts[3].host, "fe80::1%eth0");
+    EXPECT_EQ(hosts[4].slots, 3);
+}
+
+TEST(Hostfile, ByteOrderMarkIsSkipped)
+{
+    auto hosts = parse_hostfile_text("\xEF\xBB\xBFlocalhost slots=2\nnodeA\n", "hf");
+    ASSERT_EQ(hosts.size(), 2u);
+    EXPECT_EQ(hosts[0].host, "localhost");
+    EXPECT_TRUE(hosts[0].local);
+    EXPECT_EQ(hosts[0].slots, 2);
+    // Only at the start of the file.
+    EXPECT_EQ(error_of("a\n\xEF\xBB\xBF" "b\n").rfind("hf:2: host '\\xef\\xbb\\xbfb' is not", 0),
+              0u);
+}
+
+TEST(Hostfile, DirectoryIsNamed)
+{
+    try {
+        read_hostfile("/tmp");
+        ADD_FAILURE() << "a directory read as a hostfile";
+    } catch (const UsageError &e) {
+        EXPECT_EQ(e.message,
+                  "hostfile /tmp is a directory; give the path of a file that lists the hosts");
+    }
+}
+
+TEST(Hostfile, SlotCheckIsShared)
+{
+    Options opt;
+    opt.np = 3;
+    opt.hosts = "localhost:2";
+    try {
+        check_slots(opt, parse_hosts(opt.hosts));
+        ADD_FAILURE() << "3 ranks on 2 slots";
+    } catch (const UsageError &e) {
+        EXPECT_EQ(e.message, "-np 3 asks for more ranks than the 2 slots in -H localhost:2; "
+                             "add slots (host:N) or lower -np");
+    }
+    opt.np = 2;
+    check_slots(opt, parse_hosts(opt.hosts));
+    check_slots(opt, {}); // no hosts given: localhost with -np slots
+}
+
 TEST(Hostfile, ReadFromDisk)
 {
     char path[] = "/tmp/dt_hostfile_XXXXXX";

@@ -33,6 +33,31 @@ TEST(LaunchOptions, RankCountSpellings)
     EXPECT_EQ(parse({"--np=4", "prog"}).np, 4);
 }
 
+TEST(LaunchOptions, RankCountLimit)
+{
+    // The library refuses a job of more ranks (bootstrap::kMaxRanks): said at once, not
+    // after building a million ranks' launches.
+    EXPECT_EQ(parse({"-np", "1048576", "prog"}).np, 1048576);
+    EXPECT_EQ(parse({"-np", "0003", "prog"}).np, 3);
+    EXPECT_EQ(error_of({"-np", "1048577", "prog"}),
+              "-np 1048577 is more ranks than the 1048576 a job may have");
+    EXPECT_EQ(error_of({"-np", "99999999", "prog"}),
+              "-np 99999999 is more ranks than the 1048576 a job may have");
+    EXPECT_EQ(error_of({"-np", "1000000000", "prog"}),
+              "-np 1000000000 is more ranks than the 1048576 a job may have");
+    EXPECT_EQ(error_of({"-np", "123456789012345678901234567890", "prog"}),
+              "-np 123456789012345678901234567890 is more ranks than the 1048576 a job may "
+              "have");
+    EXPECT_EQ(error_of({"-np", "2", "--elastic", "--max-np", "2000000", "prog"}),
+              "--max-np 2000000 is more ranks than the 1048576 a job may have");
+    EXPECT_EQ(error_of({"-np", "+3", "prog"}), "-np needs a positive number of ranks, got '+3'");
+    EXPECT_EQ(error_of({"-np", "2", "--elastic", "--max-restarts", "99999999999", "prog"}),
+              "--max-restarts needs a number from 0 to 2147483647, got '99999999999'");
+    EXPECT_EQ(parse({"-np", "2", "--elastic", "--max-restarts", "1000000000", "prog"})
+                  .max_restarts,
+              1000000000);
+}
+
 TEST(LaunchOptions, CommandIsTakenVerbatim)
 {
     Options o = parse({"-np", "1", "prog", "-x", "A", "--version", "-np", "9"});

@@ -7,6 +7,8 @@ request is done and freed. Dropping an unfinished Handle frees the request, whic
 library waits for it first: memory is never written after the Handle is gone.
 """
 import ctypes
+import math
+import numbers
 import threading
 
 from . import _lib
@@ -15,6 +17,22 @@ from .errors import usage
 from .status import check, last_error, raise_status
 
 _DONE = object()
+_INT_MAX = 2**31 - 1  # dt_request_wait's timeout is a C int of milliseconds
+
+
+def _timeout_ms(timeout):
+    """wait()'s timeout in seconds as dt_request_wait's milliseconds: -1 (no limit but
+    DISTTRAIN_TIMEOUT) for None, inf and anything beyond a C int; 0 (poll) for a negative
+    one. A timeout that is not a number, or NaN, is a UsageError."""
+    if timeout is None:
+        return -1
+    if isinstance(timeout, bool) or not isinstance(timeout, numbers.Real) or \
+            math.isnan(timeout):
+        raise usage(f"timeout={timeout!r} must be a number of seconds (or None or "
+                    f"float('inf') for no limit but DISTTRAIN_TIMEOUT)")
+    if timeout * 1000 >= _INT_MAX:
+        return -1
+    return max(0, int(timeout * 1000))
 
 
 class Handle:
@@ -58,13 +76,14 @@ class Handle:
 
     def wait(self, timeout=None):
         """Blocks until the operation completes and returns its result. timeout in
-        seconds (None: no limit but the context's DISTTRAIN_TIMEOUT). On time-out raises
-        disttrain.TimeoutError and the handle stays valid, so it can be waited again."""
+        seconds (None or inf: no limit but the context's DISTTRAIN_TIMEOUT). On time-out
+        raises disttrain.TimeoutError and the handle stays valid, so it can be waited
+        again."""
+        ms = _timeout_ms(timeout)
         with self._lock:
             if self._request is not None:
-                ms = -1 if timeout is None else max(0, int(timeout * 1000))
                 status = _lib.lib().dt_request_wait(self._request, ms)
-                if status == -400 and timeout is not None:
+                if status == -400 and ms >= 0:
                     # Only a time-out of our own deadline leaves the request pending.
                     done = ctypes.c_int(0)
                     _lib.lib().dt_request_test(self._request, ctypes.byref(done))

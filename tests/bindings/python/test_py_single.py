@@ -48,6 +48,17 @@ def test_out_and_in_place_forms(ctx):
     np.testing.assert_array_equal(disttrain.broadcast([1, 2], 0), [1, 2])
 
 
+def test_wait_takes_any_number_of_seconds_and_refuses_what_is_not_one(ctx):
+    for timeout in (float("inf"), 1e12, 30, 0.5):
+        h = disttrain.allreduce_async(np.ones(3, np.float32))
+        np.testing.assert_array_equal(h.wait(timeout=timeout), np.ones(3))
+    for timeout in (float("nan"), "1", True):
+        h = disttrain.allreduce_async(np.ones(3, np.float32))
+        with pytest.raises(disttrain.UsageError, match="must be a number of seconds"):
+            h.wait(timeout=timeout)
+        h.wait()  # the handle stays valid
+
+
 def test_shape_changing_collectives(ctx):
     x = np.arange(6, dtype=np.int32).reshape(3, 2)
     np.testing.assert_array_equal(disttrain.allgather(x), x)

@@ -2,6 +2,7 @@
 #include "launch/launch_hosts.h"
 
 #include "bootstrap/rank_discovery.h"
+#include "launch/launch_text.h"
 
 #include <arpa/inet.h>
 #include <sys/stat.h>
@@ -26,23 +27,6 @@ std::string local_hostname()
     if (gethostname(name, sizeof name - 1) != 0)
         return {};
     return name;
-}
-
-// text with control and non-ASCII bytes as \xNN, for messages quoting a line.
-std::string visible(const std::string &text)
-{
-    static const char hex[] = "0123456789abcdef";
-    std::string out;
-    for (unsigned char c : text) {
-        if (c < 0x20 || c >= 0x7f) {
-            out += "\\x";
-            out += hex[c >> 4];
-            out += hex[c & 15];
-        } else {
-            out += static_cast<char>(c);
-        }
-    }
-    return out;
 }
 
 int parse_slots(const std::string &context, const std::string &entry,

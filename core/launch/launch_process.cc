@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "launch/launch_process.h"
 
+#include "launch/launch_text.h"
 #include "runtime/error.h"
 
 #include <fcntl.h>
@@ -34,26 +35,6 @@ Pipe make_pipe(const SpawnSpec &spec)
     if (pipe2(fds, O_CLOEXEC) != 0)
         throw SpawnError{program_of(spec), errno, "pipe", {}};
     return {Fd(fds[0]), Fd(fds[1])};
-}
-
-// "\r" for a carriage return and \xNN for other control bytes, so that a message shows
-// what a line holds without a terminal acting on it.
-std::string visible(const std::string &text)
-{
-    static const char hex[] = "0123456789abcdef";
-    std::string out;
-    for (unsigned char c : text) {
-        if (c == '\r') {
-            out += "\\r";
-        } else if (c < 0x20 || c == 0x7f) {
-            out += "\\x";
-            out += hex[c >> 4];
-            out += hex[c & 15];
-        } else {
-            out += static_cast<char>(c);
-        }
-    }
-    return out;
 }
 
 // The exec of path failed with ENOENT although path exists: the kernel could not find

@@ -6,8 +6,6 @@
 
 #include <sys/types.h>
 
-#include <cerrno>
-
 #include <optional>
 #include <string>
 #include <vector>
@@ -57,11 +55,6 @@ struct SpawnError {
     // "cannot run 'prog': No such file or directory[; hint]", or for call
     // "cannot start 'prog': pipe failed: Too many open files".
     std::string message() const;
-    // The launcher itself ran out of descriptors (EMFILE, ENFILE) before the exec.
-    bool out_of_descriptors() const
-    {
-        return !call.empty() && (errnum == EMFILE || errnum == ENFILE);
-    }
 };
 
 // Finds name the way execvp would (a name with '/' is used as is, otherwise each PATH

@@ -10,7 +10,7 @@
 #include "data/dataset.h"
 #include "nn/compute.h"
 #include "nn/profile.h"
-#include "train/cli_checks.h"
+#include "train/cli_validators.h"
 #include "train/distributed.h"
 #include "train/model_state.h"
 #include "train/step.h"

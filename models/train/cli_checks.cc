@@ -5,9 +5,11 @@
 
 #include <cerrno>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <limits>
 #include <sys/stat.h>
 
 namespace dt::models {
@@ -16,14 +18,6 @@ namespace {
 bool all_digits(const std::string &s)
 {
     return !s.empty() && s.find_first_not_of("0123456789") == std::string::npos;
-}
-
-std::string whole_range(uint64_t min, uint64_t max)
-{
-    const bool open_top = max == std::numeric_limits<uint64_t>::max() ||
-                          max == uint64_t(std::numeric_limits<int>::max()) ||
-                          max == uint64_t(std::numeric_limits<int64_t>::max());
-    return open_top ? cat("at least ", min) : cat("from ", min, " to ", max);
 }
 
 std::string real(double v)
@@ -35,10 +29,18 @@ std::string real(double v)
 
 } // namespace
 
+std::string describe_whole(uint64_t min, uint64_t max)
+{
+    const bool open_top = max == std::numeric_limits<uint64_t>::max() ||
+                          max == uint64_t(std::numeric_limits<int>::max()) ||
+                          max == uint64_t(std::numeric_limits<int64_t>::max());
+    return open_top ? cat("at least ", min) : cat("from ", min, " to ", max);
+}
+
 std::string check_whole_number(const std::string &text, uint64_t min, uint64_t max,
                                std::string *canonical)
 {
-    const std::string range = whole_range(min, max);
+    const std::string range = describe_whole(min, max);
     std::string digits = text;
     bool negative = false;
     if (!digits.empty() && (digits[0] == '+' || digits[0] == '-')) {
@@ -93,50 +95,27 @@ std::string check_real_number(const std::string &text, const RealRange &r)
     return "";
 }
 
-CLI::Validator whole_number_at_least(uint64_t min, uint64_t max)
+std::string check_creatable_folder(const std::string &text)
 {
-    return CLI::Validator(
-        [min, max](std::string &text) {
-            std::string canonical;
-            std::string err = check_whole_number(text, min, max, &canonical);
-            if (err.empty())
-                text = canonical; // CLI11 would read "010" as octal
-            return err;
-        },
-        whole_range(min, max));
-}
-
-CLI::Validator real_number_in(const RealRange &r)
-{
-    return CLI::Validator([r](std::string &text) { return check_real_number(text, r); },
-                          describe(r));
-}
-
-CLI::Validator creatable_folder()
-{
-    return CLI::Validator(
-        [](std::string &text) -> std::string {
-            if (text.empty())
-                return "must name a folder, got ''";
-            // The path itself, else its nearest existing ancestor: a folder either way.
-            for (std::filesystem::path p(text); !p.empty(); p = p.parent_path()) {
-                struct stat st {};
-                if (::stat(p.c_str(), &st) == 0) {
-                    if (S_ISDIR(st.st_mode))
-                        return "";
-                    if (p == std::filesystem::path(text))
-                        return cat(text, " is not a folder");
-                    return cat(text, " cannot be created: ", p.string(), " is not a folder");
-                }
-                if (errno != ENOENT && errno != ENOTDIR)
-                    return cat("cannot use ", text, ": ", p.string(), ": ",
-                               std::strerror(errno));
-                if (p == p.parent_path())
-                    break;
-            }
-            return "";
-        },
-        "");
+    if (text.empty())
+        return "must name a folder, got ''";
+    // The path itself, else its nearest existing ancestor: a folder either way.
+    for (std::filesystem::path p(text); !p.empty(); p = p.parent_path()) {
+        struct stat st {};
+        if (::stat(p.c_str(), &st) == 0) {
+            if (S_ISDIR(st.st_mode))
+                return "";
+            if (p == std::filesystem::path(text))
+                return cat(text, " is not a folder");
+            return cat(text, " cannot be created: ", p.string(), " is not a folder");
+        }
+        if (errno != ENOENT && errno != ENOTDIR)
+            return cat("cannot use ", text, ": ", p.string(), ": ",
+                       std::strerror(errno));
+        if (p == p.parent_path())
+            break;
+    }
+    return "";
 }
 
 } // namespace dt::models

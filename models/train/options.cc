@@ -3,7 +3,7 @@
 
 #include "common/error.h"
 #include "data/dataset.h"
-#include "train/cli_checks.h"
+#include "train/cli_validators.h"
 
 #include <CLI/CLI.hpp>
 

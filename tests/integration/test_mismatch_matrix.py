@@ -88,8 +88,11 @@ def verdict(r, elapsed, np, ordered, case):
             return f"rank {rank} saw no error in the disagreeing call: {calls.get(rank)}"
     if ordered == "1" and not re.search(r"disagree|another name", r.stdout):
         return "no rank named the disagreement"
-    # Every rank is alive: the one that found the disagreement is not said to have left.
-    if any("left the job" in l for ls in calls.values() for l in ls if l.startswith("call case")):
+    # Ordered mode fails every rank's disagreeing call before any rank leaves: the one
+    # that found the disagreement is not said to have left. (In negotiated mode a rank
+    # whose calls timed out may leave while another still waits in one.)
+    if ordered == "1" and any("left the job" in l for ls in calls.values() for l in ls
+                              if l.startswith("call case")):
         return "a rank that found the disagreement was said to have left the job"
     return ""
 

@@ -336,6 +336,12 @@ void Engine::loop()
                      cat("rank ", rank_, " has destroyed its context after: ", err->second));
     else if (graceful)
         notify_peers(DT_ERR_PEER_LOST, cat("rank ", rank_, " has destroyed its context"));
+    else if (!notified_)
+        // Broken outside a collective (a lost connection seen while idle), where no
+        // failure hook told the peers why: without this notice they would see only this
+        // rank's connection close, and blame this rank instead of the one it lost.
+        notify_peers(err->first == DT_ERR_MISMATCH ? DT_ERR_MISMATCH : DT_ERR_PEER_LOST,
+                     err->second);
     if (graceful)
         await_peers_leaving();
     note_lost_peers();

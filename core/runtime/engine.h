@@ -200,6 +200,7 @@ private:
     std::mutex lost_mutex_;
     std::vector<int> lost_peers_; // noted when a collective fails and as the engine leaves
     bool departure_only_ = false; // error_ came from a peer's clean exit (break_context)
+    std::atomic<bool> notified_{false}; // notify_peers has sent this rank's notice
     std::atomic<bool> cancel_{false};
     mutable std::mutex groups_mutex_;
     std::unordered_map<uint32_t, std::vector<int>> groups_;

@@ -146,6 +146,7 @@ void Engine::notify_peers(dt_status_t status, const std::string &message)
     }
     if (!any)
         return;
+    notified_ = true;
     // Best effort and brief: a peer that cannot take the notice learns from the closed
     // connection instead.
     auto until = Clock::now() + std::chrono::milliseconds(200);

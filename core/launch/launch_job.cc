@@ -2,12 +2,12 @@
 #include "launch/launch_job.h"
 
 #include "launch/launch_output.h"
+#include "launch/launch_limits.h"
 #include "launch/launch_proc.h"
 #include "telemetry/log.h"
 
 #include <poll.h>
 #include <signal.h>
-#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -38,12 +38,6 @@ constexpr auto drain_limit = std::chrono::milliseconds(1000);
 // would die by our SIGTERM and its own exit code never be seen; this short wait lets the
 // ranks failing together all end on their own, so that the summary can name each.
 constexpr auto settle_limit = std::chrono::milliseconds(250);
-
-// Descriptors the launcher holds for each rank: its stdout and stderr pipes and its
-// connection to the store (and a stdin pipe for ranks started through ssh); and those
-// open only while a rank starts (the pipes' other ends and the exec report pipe).
-constexpr long fds_per_rank = 3;
-constexpr long fds_while_starting = 8;
 
 Clock::duration seconds(double s)
 {
@@ -176,7 +170,8 @@ private:
         } catch (const SpawnError &e) {
             if (!optional) {
                 fail({"rank " + std::to_string(l.place.rank) + " (host " + l.place.host +
-                          ") could not be started: " + e.message() + limit_hint(e) +
+                          ") could not be started: " + e.message() +
+                          limit_advice(e, fds_at_start_, launches_.size(), with_stdin()) +
                           others_suffix(r),
                       127});
             } else {
@@ -189,36 +184,11 @@ private:
         return r;
     }
 
-    // What to do when the launcher itself ran out of descriptors or processes.
-    std::string limit_hint(const SpawnError &e) const
+    // The ranks that get a stdin pipe of their own (started through ssh).
+    size_t with_stdin() const
     {
-        if (e.call.empty())
-            return "";
-        auto limit = [](int resource) {
-            rlimit lim{};
-            if (getrlimit(resource, &lim) != 0 || lim.rlim_cur == RLIM_INFINITY)
-                return std::string();
-            std::string text = " (now " + std::to_string(lim.rlim_cur);
-            if (lim.rlim_max != RLIM_INFINITY && lim.rlim_max != lim.rlim_cur)
-                text += ", at most " + std::to_string(lim.rlim_max) + " without root";
-            return text + ")";
-        };
-        if (e.errnum == EMFILE) {
-            long need = fds_at_start_ + fds_while_starting;
-            for (const RankLaunch &l : launches_)
-                need += fds_per_rank + (l.spec.pipe_stdin ? 1 : 0);
-            return "; disttrainrun needs about " + std::to_string(need) +
-                   " open files for " + std::to_string(launches_.size()) + " rank(s), " +
-                   std::to_string(fds_per_rank) + " a rank: raise its limit" +
-                   limit(RLIMIT_NOFILE) + " with ulimit -n " + std::to_string(need) +
-                   " or more, or start fewer ranks";
-        }
-        if (e.errnum == ENFILE)
-            return "; this machine's limit on open files was reached (sysctl fs.file-max)";
-        if (e.errnum == EAGAIN && e.call == "fork")
-            return "; the limit on processes was reached: raise it" + limit(RLIMIT_NPROC) +
-                   " with ulimit -u, or start fewer ranks";
-        return "";
+        return size_t(std::count_if(launches_.begin(), launches_.end(),
+                                    [](const RankLaunch &l) { return l.spec.pipe_stdin; }));
     }
 
     void loop()

@@ -110,7 +110,13 @@ void Endpoint::flush_sends() {
                 can_write_ = false;
                 return;
             }
-            lost(std::strerror(errno));
+            const int err = errno;
+            // What the peer sent before it closed is still readable after its reset, and
+            // may say why it left (a rank's notice that the ranks disagree): deliver it
+            // before the connection fails, or the closure alone would be the news.
+            can_read_ = true;
+            pump_recv();
+            lost(std::strerror(err));
             return;
         }
         size_t left = static_cast<size_t>(w);
@@ -218,12 +224,14 @@ void Endpoint::pump_recv() {
         }
         if (staged > 0) {
             size_t take = std::min(staged, need);
-            std::memcpy(dst + got_, stage_.data() + stage_begin_, take);
+            if (rstate_ != RecvState::discard)
+                std::memcpy(dst + got_, stage_.data() + stage_begin_, take);
             stage_begin_ += take;
             got_ += take;
             continue;
         }
-        if (need < kDirectRead) {
+        // A discarded payload passes through the staging buffer, a piece at a time.
+        if (need < kDirectRead || rstate_ == RecvState::discard) {
             if (!fill_stage()) return;
             continue;
         }
@@ -272,6 +280,7 @@ void Endpoint::on_header() {
 void Endpoint::start_direct(const RecvOp &op) {
     if (header_.length > op.cap) {
         oversized(op.req, header_.length, op.cap, header_.tag);
+        rstate_ = RecvState::discard; // the frame is read and dropped; the stream goes on
         return;
     }
     current_ = op;
@@ -280,6 +289,10 @@ void Endpoint::start_direct(const RecvOp &op) {
 }
 
 void Endpoint::finish_payload() {
+    if (rstate_ == RecvState::discard) {
+        rstate_ = RecvState::header;
+        return;
+    }
     if (rstate_ == RecvState::direct) {
         complete_request(current_.req, DTP_OK, header_.length);
         current_ = RecvOp{};
@@ -313,11 +326,13 @@ void Endpoint::oversized(dt_transport_request_t *req, uint64_t sent, size_t cap,
     std::snprintf(msg, sizeof(msg),
                   "rank %d sent %" PRIu64 " bytes for tag 0x%" PRIx64
                   ", but the receive posted %zu bytes; do all ranks pass the same count? "
-                  "(connection to %s closed)",
+                  "(from %s)",
                   peer_, sent, tag, cap, addr_.c_str());
-    // The rest of the frame cannot be skipped safely without reading it all; closing the
-    // connection is the bounded, never-overflowing answer.
-    fail(DTP_ERR_PROTOCOL, msg);
+    // Only this receive fails: the frame is dropped whole (read in full already, or
+    // discarded as it arrives), so the stream stays in step and the connection open. A
+    // rank that finds the ranks disagree on a count can still tell its peers why before
+    // it leaves; a closed connection would reach them first, as a lost rank.
+    host_.log(DT_LOG_WARN, msg);
     complete_request(req, DTP_ERR_PROTOCOL, 0);
     host_.set_error(msg);
 }

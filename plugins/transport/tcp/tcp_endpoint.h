@@ -13,8 +13,10 @@
 // all); any other unexpected frame stops reading from this peer until a matching receive
 // is posted, so memory stays bounded and the kernel's flow control holds the sender.
 //
-// Any failure (EOF, reset, invalid frame, oversized frame) closes the connection and
-// fails every pending request with this peer; later requests fail the same way.
+// A frame larger than its posted receive fails that receive alone and is discarded
+// (RecvState::discard while it arrives). Any other failure (EOF, reset, invalid frame)
+// closes the connection and fails every pending request with this peer; later requests
+// fail the same way.
 #pragma once
 
 #include "tcp_config.h"
@@ -92,7 +94,7 @@ private:
         uint8_t *buf;
         size_t cap;
     };
-    enum class RecvState { header, direct, buffered, blocked };
+    enum class RecvState { header, direct, buffered, blocked, discard };
 
     void flush_sends();
     bool copy_and_send(SendOp &op);

@@ -15,6 +15,7 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cstring>
 #include <thread>
 
@@ -66,6 +67,14 @@ public:
             if (r <= 0) return true;
         }
         return false;
+    }
+
+    // Closes with a reset (SO_LINGER 0), as a process that exits with bytes unread does.
+    void reset() {
+        linger l{1, 0};
+        setsockopt(fd_, SOL_SOCKET, SO_LINGER, &l, sizeof(l));
+        close(fd_);
+        fd_ = -1;
     }
 
     // Plays the connector side of the handshake as `rank` to `peer`, written from the
@@ -303,6 +312,32 @@ TEST(TcpFaults, ReceivePostedWhileAnUnexpectedFrameArrivesGetsThatFrame) {
     EXPECT_TRUE(check(in1, in1.size(), 1));
     EXPECT_EQ(r2.bytes, second.size());
     EXPECT_TRUE(check(in2, in2.size(), 2));
+}
+
+TEST(TcpFaults, AFrameSentBeforeAResetArrivesWhenASendMeetsTheReset) {
+    // A rank that leaves sends its notice, then exits with bytes of ours unread: its
+    // reset reaches us before we read the notice. The send that meets the reset must
+    // not throw the notice away with the connection: it is why the peer left.
+    RawRank1 pair;
+    ASSERT_TRUE(pair.start());
+    const std::string why = "rank 1 found the ranks disagree";
+    char in[64] = {};
+    dt_transport_request_t notice{};
+    ASSERT_EQ(pair.rank0.irecv(1, 9, in, sizeof in, &notice), DTP_INPROGRESS);
+    auto h = dt::tcp::make_frame(9, why.size());
+    ASSERT_TRUE(pair.peer->send_all(&h, sizeof(h)));
+    ASSERT_TRUE(pair.peer->send_all(why.data(), why.size()));
+    std::vector<uint8_t> data(1 << 20);
+    dt_transport_request_t unread{};
+    pair.rank0.isend(1, 5, data.data(), 1000, &unread); // left unread by rank 1
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    pair.peer->reset();
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    dt_transport_request_t send{};
+    pair.rank0.isend(1, 6, data.data(), data.size(), &send);
+    EXPECT_EQ(pair.rank0.wait(&send, 10000), DTP_ERR_PEER_LOST);
+    EXPECT_EQ(pair.rank0.wait(&notice, 10000), DTP_OK) << pair.rank0.host.last_error();
+    EXPECT_EQ(std::string(in, notice.bytes), why);
 }
 
 TEST(TcpFaults, PeerThatFinalizesBetweenFramesIsInfoNotWarning) {

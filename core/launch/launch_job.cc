@@ -4,6 +4,8 @@
 #include "launch/launch_output.h"
 #include "launch/launch_limits.h"
 #include "launch/launch_proc.h"
+#include "launch/launch_rank.h"
+#include "launch/launch_summary.h"
 #include "telemetry/log.h"
 
 #include <poll.h>
@@ -44,12 +46,6 @@ Clock::duration seconds(double s)
     return std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(s));
 }
 
-std::string signal_text(int sig)
-{
-    const char *name = strsignal(sig);
-    return std::to_string(sig) + " (" + (name ? name : "unknown signal") + ")";
-}
-
 std::string format_seconds(double s)
 {
     std::string text = std::to_string(s);
@@ -58,56 +54,6 @@ std::string format_seconds(double s)
         text.pop_back();
     return text;
 }
-
-// "ranks 0-2, 5" (or "rank 3"): a compact list for jobs of many ranks.
-std::string rank_list(const std::vector<int> &ranks)
-{
-    std::string text = ranks.size() == 1 ? "rank " : "ranks ";
-    for (size_t i = 0; i < ranks.size();) {
-        size_t j = i;
-        while (j + 1 < ranks.size() && ranks[j + 1] == ranks[j] + 1)
-            ++j;
-        if (i > 0)
-            text += ", ";
-        text += std::to_string(ranks[i]);
-        if (j > i)
-            text += (j == i + 1 ? ", " : "-") + std::to_string(ranks[j]);
-        i = j + 1;
-    }
-    return text;
-}
-
-struct Rank {
-    Placement place;
-    std::string label; // RankLaunch::label
-    std::string cause; // the first answer of RankLaunch::explain
-    pid_t pid = -1;
-    Fd in, out, err;
-    LineTagger out_tag, err_tag;
-    bool running = false;   // started and not yet reaped
-    bool signalled = false; // among the ranks we are stopping
-    bool reaped = false;
-    int status = 0;         // the wait status, once reaped
-    bool ended_by_us = false; // died by the signal we sent to stop it
-    bool replacement = false; // elastic: a joiner (for a rank that died, or on a new slot)
-    bool retired = false;     // a replacement stopped because the job had ended
-    bool grown = false;       // elastic: started on a free slot the discovery script gave
-    // Ended badly on its own once the job was failing: the failure that stopped the job,
-    // or a rank that ended with an error before disttrainrun signalled it.
-    bool failed_alone = false;
-
-    Rank(const Placement &p, const std::string &prefix)
-        : place(p), out_tag(1, prefix), err_tag(2, prefix) {}
-};
-
-struct Outcome {
-    std::string message; // the summary line, without "disttrainrun: "
-    int code = 1;
-    const Rank *rank = nullptr; // the rank it names, if any
-    // "; stopped the other ranks" is added to the message at the end if any rank was
-    // signalled (the others were not signalled at once: settle_limit).
-    bool stop_suffix_later = false;
-};
 
 class Job {
 public:
@@ -125,7 +71,7 @@ public:
         if (!outcome_)
             return 0;
         std::string text;
-        for (const std::string &line : summary())
+        for (const std::string &line : summary_lines(ranks_, *outcome_))
             text += "disttrainrun: " + line + "\n";
         write_all(2, text.data(), text.size());
         return outcome_->code;
@@ -285,97 +231,6 @@ private:
             }
             left = groups_with_members(waiting);
         }
-    }
-
-    // The first failure, with the other ranks that exited with an error on their own
-    // (before disttrainrun signalled them); then every other rank that died by a signal:
-    // one line each for those that met it on their own (a crash must not hide behind the
-    // first failure), one line per signal for those we ended while stopping the job.
-    //
-    // The exit status stays the first failure's (as with mpirun and torchrun), even when
-    // another rank's exit looks more like the cause. A rank that only reacted to a lost
-    // peer exits with an error too (a Python rank's PeerLostError exits 1, as any other
-    // uncaught exception), often before the rank that failed has finished exiting, and
-    // its code cannot be told apart from a failure of its own. So every rank that failed
-    // on its own is listed with its code, and the first is named.
-    std::vector<std::string> summary() const
-    {
-        std::vector<const Rank *> exited; // with an error, on their own, by rank
-        for (const Rank &r : ranks_)
-            if (r.failed_alone && r.reaped && WIFEXITED(r.status))
-                exited.push_back(&r);
-        std::sort(exited.begin(), exited.end(), [](const Rank *a, const Rank *b) {
-            return a->place.rank < b->place.rank;
-        });
-        bool first_exited = outcome_->rank != nullptr &&
-                            std::find(exited.begin(), exited.end(), outcome_->rank) !=
-                                exited.end();
-        std::string first = outcome_->message;
-        std::string also; // the others that exited with an error, when the first did not
-        if (first_exited && exited.size() > 1) {
-            first = exit_list(exited) + " exited with errors, first " +
-                    who(*outcome_->rank);
-        } else {
-            std::vector<const Rank *> others;
-            for (const Rank *r : exited)
-                if (r != outcome_->rank)
-                    others.push_back(r);
-            if (!others.empty())
-                also = exit_list(others) +
-                       (others.size() == 1 ? " also exited with an error"
-                                           : " also exited with errors") +
-                       " before disttrainrun stopped the job";
-        }
-        if (outcome_->stop_suffix_later &&
-            std::any_of(ranks_.begin(), ranks_.end(),
-                        [](const Rank &r) { return r.signalled; }))
-            first += "; stopped the other ranks";
-        // What a launcher in between (mpirun) said of its ranks.
-        for (const Rank &r : ranks_)
-            if (!r.cause.empty())
-                first += "; " + r.cause;
-        std::vector<std::string> lines{first};
-        if (!also.empty())
-            lines.push_back(also);
-        std::map<int, std::vector<int>> ours;
-        for (const Rank &r : ranks_) {
-            if (!r.reaped || !WIFSIGNALED(r.status) || &r == outcome_->rank)
-                continue;
-            int sig = WTERMSIG(r.status);
-            if (r.ended_by_us)
-                ours[sig].push_back(r.place.rank);
-            else
-                lines.push_back(who(r) + " was also killed by signal " + signal_text(sig) +
-                                ", not sent by disttrainrun");
-        }
-        for (auto &[sig, ranks] : ours) {
-            std::sort(ranks.begin(), ranks.end());
-            lines.push_back(rank_list(ranks) + (ranks.size() == 1 ? " was" : " were") +
-                            " stopped by disttrainrun with signal " + signal_text(sig));
-        }
-        return lines;
-    }
-
-    // "ranks 0 (code 1), 1-3 (code 3)": ranks (in order) with their exit codes, a run of
-    // consecutive ranks with one code given once.
-    static std::string exit_list(const std::vector<const Rank *> &ranks)
-    {
-        std::string text = ranks.size() == 1 ? "rank " : "ranks ";
-        for (size_t i = 0; i < ranks.size();) {
-            int code = WEXITSTATUS(ranks[i]->status);
-            size_t j = i;
-            while (j + 1 < ranks.size() && WEXITSTATUS(ranks[j + 1]->status) == code &&
-                   ranks[j + 1]->place.rank == ranks[j]->place.rank + 1)
-                ++j;
-            if (i > 0)
-                text += ", ";
-            text += std::to_string(ranks[i]->place.rank);
-            if (j > i)
-                text += "-" + std::to_string(ranks[j]->place.rank);
-            text += " (code " + std::to_string(code) + ")";
-            i = j + 1;
-        }
-        return text;
     }
 
     int poll_timeout_ms() const
@@ -768,14 +623,6 @@ private:
             r.in.reset();
             kill(-r.pid, SIGKILL);
         }
-    }
-
-    static std::string who(const Rank &r)
-    {
-        if (!r.label.empty())
-            return r.label + " (pid " + std::to_string(r.pid) + ")";
-        return "rank " + std::to_string(r.place.rank) + " (host " + r.place.host +
-               (r.place.local ? ", pid " : ", ssh pid ") + std::to_string(r.pid) + ")";
     }
 
     // "; stopped the other ranks" when any rank other than r is still running.

@@ -74,9 +74,9 @@ bool mpi_without_store(ContextConfig &cfg)
 
 // Rank 0 binds all interfaces at the port of a launcher-given address unless the host is
 // a loopback one (a single-host job keeps its store off the network).
-std::string bind_address_for(const std::string &addr)
+std::string bind_address_for(const std::string &from, const std::string &addr)
 {
-    bootstrap::HostPort hp = bootstrap::parse_host_port("the store address", addr);
+    bootstrap::HostPort hp = bootstrap::parse_host_port(from, addr);
     if (hp.host == "localhost" || hp.host == "::1" || hp.host.rfind("127.", 0) == 0)
         return {};
     bool v6 = hp.host.find(':') != std::string::npos;
@@ -135,8 +135,12 @@ ContextConfig read_config(const dt_context_params_t *params)
     } else if (!cfg.ranks.store_addr.empty()) {
         cfg.store_addr = cfg.ranks.store_addr;
         cfg.store_from = cfg.ranks.store_from;
-        cfg.store_bind = bind_address_for(cfg.store_addr);
+        cfg.store_bind = bind_address_for(cfg.store_from, cfg.store_addr);
     }
+    // Checked here, where its source is known: rank 0 binds it and the others connect to
+    // it, and either would otherwise name it by its role only ("store bind address").
+    if (!cfg.store_addr.empty())
+        bootstrap::parse_host_port(cfg.store_from, cfg.store_addr);
 
     if (auto v = env::get("DISTTRAIN_STORE_SERVER")) {
         if (*v == "launcher")

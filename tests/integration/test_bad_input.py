@@ -93,6 +93,27 @@ def test_multi_rank_without_store_address(worker):
     assert "DISTTRAIN_STORE_ADDR is not set" in r.stderr
 
 
+OURS = {"DISTTRAIN_SIZE": "2", "DISTTRAIN_JOB_TOKEN": "t" * 16, "DISTTRAIN_TIMEOUT": "5"}
+
+
+@pytest.mark.parametrize("env,expect", [
+    ({**OURS, "DISTTRAIN_RANK": "0", "DISTTRAIN_STORE_ADDR": "[::1"},
+     "DISTTRAIN_STORE_ADDR='[::1' has '[' without"),
+    ({**OURS, "DISTTRAIN_RANK": "1", "DISTTRAIN_STORE_ADDR": "localhost"},
+     "DISTTRAIN_STORE_ADDR='localhost' has no port"),
+    ({"RANK": "0", "WORLD_SIZE": "2", "MASTER_ADDR": "a b", "MASTER_PORT": "5",
+      "DISTTRAIN_JOB_TOKEN": "t" * 16},
+     "MASTER_ADDR:MASTER_PORT+1 (a b:5)='a b:6' has a host with spaces"),
+])
+def test_malformed_store_address_names_its_source(worker, env, expect):
+    # Rank 0 binds the address and the others connect to it: either way the message
+    # names the variables the user set, not the store's role.
+    r = run([worker, "info"], env=env)
+    assert r.returncode == 1
+    assert "DT_ERR_INVALID_CONFIG" in r.stderr
+    assert expect in r.stderr, r.stderr
+
+
 def test_multi_rank_without_token(worker):
     r = run([worker, "info"], env={"DISTTRAIN_RANK": "0", "DISTTRAIN_SIZE": "2",
                                    "DISTTRAIN_STORE_ADDR": "127.0.0.1:1"})

@@ -134,7 +134,9 @@ typedef enum dt_reduce_op {
     DT_SUM = 0,
     /** Sum divided by the number of ranks. Integers divide the sum (truncating), which
      *  wraps as DT_SUM's does; float16 divides each rank's value before the sum, as NCCL
-     *  does, so that the mean of values near 65504 does not overflow. */
+     *  does, so that the mean of values near 65504 does not overflow (a quotient that
+     *  would round up past 65504 / ranks rounds toward zero; beyond three ranks the
+     *  rounding of partial sums can still overflow within a few steps of 65504). */
     DT_AVG = 1,
     DT_MIN = 2,
     DT_MAX = 3,

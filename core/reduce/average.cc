@@ -2,7 +2,8 @@
 // finish_average(): the division that turns a DT_AVG sum into a mean. Floats divide (not
 // multiply by a reciprocal) so the result is the correctly rounded quotient every rank
 // computes alike; integers use C++ division, which truncates toward zero.
-// divide_float16(): float16's division of each contribution before the sum.
+// divide_float16(): float16's division of each contribution before the sum, rounded so
+// that the sum of the quotients stays finite.
 
 // -O3 for this file whatever the build type: the kernels rely on the vectoriser, and
 // Meson cannot give single files of core_internal their own flags. Before any include
@@ -55,6 +56,29 @@ void divide_16bit(void *dst, const void *src, size_t n, int divisor, Widen widen
     }
 }
 
+// The largest float16 whose product with divisor stays within float16's range (65504).
+uint16_t largest_quotient(int divisor)
+{
+    uint16_t bound = float_to_half(65504.0f / static_cast<float>(divisor));
+    if (static_cast<double>(half_to_float(bound)) * divisor > 65504.0)
+        --bound; // one step toward zero: the magnitude bits of a positive float16
+    return bound;
+}
+
+// Rounded to nearest, a quotient of a finite value can land one step above
+// value / divisor, and divisor of those sum past 65504 (3 ranks averaging 65504: 21840 * 3
+// = 65520, which rounds to inf). Such a quotient, and only such, is rounded toward zero
+// instead, so that no sum of the ranks' quotients leaves float16's range.
+void keep_sums_finite(uint16_t *q, size_t n, int divisor)
+{
+    const uint16_t bound = largest_quotient(divisor);
+    for (size_t i = 0; i < n; ++i) {
+        const uint16_t magnitude = q[i] & 0x7fffu;
+        if (magnitude > bound && magnitude < 0x7c00u) // 0x7c00 and above: inf, NaN
+            q[i] = static_cast<uint16_t>((q[i] & 0x8000u) | bound);
+    }
+}
+
 } // namespace
 
 void finish_average(void *buf, size_t count, dt_dtype_t dtype, int divisor)
@@ -101,6 +125,7 @@ void divide_float16(void *dst, const void *src, size_t count, int divisor)
         return;
     }
     divide_16bit(dst, src, count, divisor, detail::widen_f16, detail::narrow_f16);
+    keep_sums_finite(static_cast<uint16_t *>(dst), count, divisor);
 }
 
 } // namespace dt::reduce

@@ -30,6 +30,12 @@ void finish_average(void *buf, size_t count, dt_dtype_t dtype, int divisor);
 // contribution before the sum instead, so that the partial sums stay within float16's
 // range (two ranks averaging 60000 would overflow to inf). NCCL does the same for its
 // floating types, and PyTorch's DDP divides float16 gradients before their allreduce.
+// Each quotient is correctly rounded, except one that would round up past
+// 65504 / divisor: it rounds toward zero, so that the exact sum of divisor quotients
+// stays within float16's range (three ranks averaging 65504 get 65472, not inf). Up to
+// three ranks that holds for the rounded sums too; with more, the rounding of the
+// partial sums (each step of a ring rounds to float16) can still carry the mean of
+// values within a few steps of 65504 to inf, as with NCCL's.
 void divide_float16(void *dst, const void *src, size_t count, int divisor);
 
 // Scalar conversions, exposed for tests and other kernels.

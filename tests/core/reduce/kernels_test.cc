@@ -197,6 +197,52 @@ TEST(FinishAverage, DividesEveryDtype)
         ASSERT_EQ(v, 1.5f);
 }
 
+TEST(DivideFloat16, QuotientsSumWithinRangeAndStayCorrectlyRounded)
+{
+    // Every finite float16, divided before the sum by each rank count: the ranks'
+    // quotients sum (exactly) to at most 65504 in magnitude, and a quotient differs from
+    // the correctly rounded one only where that one would sum past it (then by one step,
+    // toward zero).
+    std::vector<uint16_t> all;
+    for (uint32_t bits = 0; bits < 0x10000; ++bits)
+        if ((bits & 0x7c00u) != 0x7c00u) // not inf or NaN
+            all.push_back(static_cast<uint16_t>(bits));
+    std::vector<uint16_t> q(all.size());
+    for (int ranks = 2; ranks <= 17; ++ranks) {
+        divide_float16(q.data(), all.data(), all.size(), ranks);
+        for (size_t i = 0; i < all.size(); ++i) {
+            const uint16_t nearest =
+                float_to_half(half_to_float(all[i]) / static_cast<float>(ranks));
+            ASSERT_LE(std::fabs(double{half_to_float(q[i])}) * ranks, 65504.0)
+                << half_to_float(all[i]) << " averaged over " << ranks << " ranks";
+            if (q[i] != nearest) {
+                ASSERT_EQ(q[i], nearest - 1) << half_to_float(all[i]) << " / " << ranks;
+                ASSERT_GT(std::fabs(double{half_to_float(nearest)}) * ranks, 65504.0);
+            }
+        }
+    }
+    // Up to three ranks, the sums stay finite whatever the order and the rounding of the
+    // partial sums: three ranks averaging the largest float16 get 65472, not inf.
+    for (int ranks = 2; ranks <= 3; ++ranks) {
+        divide_float16(q.data(), all.data(), all.size(), ranks);
+        for (size_t i = 0; i < all.size(); ++i) {
+            float sum = half_to_float(q[i]);
+            for (int r = 1; r < ranks; ++r)
+                sum = half_to_float(float_to_half(sum + half_to_float(q[i])));
+            ASSERT_TRUE(std::isfinite(sum)) << half_to_float(all[i]) << " / " << ranks;
+        }
+    }
+    uint16_t big[2] = {float_to_half(65504.0f), float_to_half(-65504.0f)};
+    divide_float16(big, big, 2, 3);
+    EXPECT_EQ(half_to_float(big[0]), 21824.0f);
+    EXPECT_EQ(half_to_float(big[1]), -21824.0f);
+    // inf and NaN are left as the division makes them.
+    uint16_t special[2] = {0x7c00, 0x7e00};
+    divide_float16(special, special, 2, 3);
+    EXPECT_EQ(special[0], 0x7c00);
+    EXPECT_TRUE(std::isnan(half_to_float(special[1])));
+}
+
 TEST(Arguments, BadDtypeOpAndDivisorAreRefused)
 {
     float a = 1, b = 2, o;

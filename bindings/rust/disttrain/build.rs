@@ -2,7 +2,7 @@
 //! Adds an rpath to the folder where disttrain-sys found libdisttrain.so, so this crate's
 //! tests and examples run from a build tree without LD_LIBRARY_PATH (a build script's
 //! link arguments only reach its own package's binaries), and tells the tests where the
-//! build tree's transport plugin is.
+//! build tree's transport plugin, launcher and test plugins are.
 fn main() {
     if let Ok(dir) = std::env::var("DEP_DISTTRAIN_LIB_DIR") {
         println!("cargo:rustc-link-arg=-Wl,-rpath,{dir}");
@@ -17,4 +17,10 @@ fn main() {
         .map(|p| p.display().to_string())
         .unwrap_or_default();
     println!("cargo:rustc-env=DISTTRAIN_BUILD_LAUNCHER={launcher}");
+    // <build>/core -> <build>, for the tests that need the build tree's test plugins.
+    let tree = std::env::var("DEP_DISTTRAIN_LIB_DIR")
+        .ok()
+        .and_then(|d| std::path::Path::new(&d).parent().map(|p| p.display().to_string()))
+        .unwrap_or_default();
+    println!("cargo:rustc-env=DISTTRAIN_BUILD_TREE={tree}");
 }

@@ -220,7 +220,9 @@ impl Context {
     }
 
     /// The collectives of this context with per-call parameters (where the buffers
-    /// live): `ctx.with_op_params(&OpParams { memory: Memory::Auto, ..Default::default() })`.
+    /// live): `ctx.with_op_params(&OpParams::auto())`. Safe: parameters that declare
+    /// slices device memory or pass a stream come only from `OpParams`'s `unsafe`
+    /// constructors, whose callers vouch for them.
     pub fn with_op_params(&self, params: &OpParams) -> Named<'_> {
         Named { ctx: self, name: None, params: Some(params.to_sys()) }
     }

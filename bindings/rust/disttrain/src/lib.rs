@@ -17,8 +17,10 @@
 //!   buffers and cannot outlive them.
 //! - [`Error`]: status code, [`ErrorKind`] and the library's message.
 //! - [`OpParams`] with [`Context::with_op_params`]: where a call's buffers live
-//!   ([`Memory`]); slices are host memory, the default. Asynchronous collectives in a
-//!   [`Scope`] run on host memory.
+//!   ([`Memory`]); slices are host memory, the default, and `OpParams::auto()` asks the
+//!   memory providers. Device memory and the producer's stream are promises only the
+//!   caller can keep, so they come from `unsafe` constructors ([`OpParams::on_device`]).
+//!   Asynchronous collectives in a [`Scope`] run on host memory.
 //!
 //! Run a job with `disttrainrun -np 2 -- ./my_program`; a single process needs nothing.
 //! Process groups will come as further types offering the same collective methods.

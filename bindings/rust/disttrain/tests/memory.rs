@@ -8,8 +8,9 @@ use disttrain::{ErrorKind, Memory, OpParams, ReduceOp};
 #[test]
 fn host_and_auto_run_on_slices() {
     let ctx = common::single();
-    for memory in [Memory::Host, Memory::Auto] {
-        let params = OpParams { memory, ..Default::default() };
+    let cases = [(OpParams::default(), Memory::Host), (OpParams::auto(), Memory::Auto)];
+    for (params, memory) in cases {
+        assert_eq!(params.memory(), memory);
         let mut recv = [0f32; 3];
         ctx.with_op_params(&params)
             .allreduce(&[1.0, 2.0, 3.0], &mut recv, ReduceOp::Sum)
@@ -24,7 +25,8 @@ fn host_and_auto_run_on_slices() {
 #[test]
 fn device_memory_is_unsupported_without_a_memory_provider() {
     let ctx = common::single();
-    let params = OpParams::on_device(0, std::ptr::null_mut());
+    // SAFETY: the call is refused before it touches the buffers (no memory provider).
+    let params = unsafe { OpParams::on_device(0, std::ptr::null_mut()) };
     let mut buf = [1i32, 2];
     let err = ctx.named("grad.w").with_op_params(&params)
         .allreduce_in_place(&mut buf, ReduceOp::Sum).unwrap_err();
@@ -39,7 +41,7 @@ fn device_memory_is_unsupported_without_a_memory_provider() {
 #[test]
 fn a_negative_device_is_named() {
     let ctx = common::single();
-    let params = OpParams { device: Some(-3), ..Default::default() };
+    let params = OpParams::host().with_device(-3);
     let err = ctx.with_op_params(&params).barrier().unwrap_err();
     assert_eq!(err.status, disttrain::sys::DT_ERR_INVALID_ARGUMENT);
     assert!(err.message.contains("params->device -3"), "{}", err.message);

@@ -9,10 +9,10 @@ Memory rules:
   array-like and copy it first when it is not C-contiguous (documented cost: one copy).
 Every rank must call the same collectives in the same order with the same shapes, but
 for the first dimension of allgather's array and alltoall's splits, which may differ per
-rank (as in Horovod): the sizes are exchanged first, then an allgatherv or alltoallv
-(API 1.2) moves the data. Their *_async forms start the size exchange; the data moves
-when wait() (or test()) finds it done, so wait such handles in the order they were
-started, as every rank does.
+rank (as in Horovod): the sizes (for allgather, the whole shapes: row_shapes.py) are
+exchanged first, then an allgatherv or alltoallv (API 1.2) moves the data. Their *_async
+forms start the size exchange; the data moves when wait() (or test()) finds it done, so
+wait such handles in the order they were started, as every rank does.
 
 allgather and alltoall also take CPU torch tensors (without copying them where they are
 contiguous) and then return torch tensors.
@@ -36,7 +36,7 @@ import numpy as np
 
 from .arguments import UNSET, integer, integers, root_rank_of
 from .errors import usage
-from . import objects
+from . import objects, row_shapes
 from .handle import GroupHandle, Handle, start_group as _start_group
 from .memory import op_params, params_arg
 from .types import numpy_dtype, to_op
@@ -249,9 +249,10 @@ class NumpyCollectives:
     def allgather_async(self, array, name=None, *, memory=None, device=None):
         """Starts an allgather; wait() returns every rank's array concatenated along
         axis 0, rank 0 first. The first dimension may differ per rank; the others, and
-        the dtype, must agree (a 0-d array counts as shape (1,)). Sizes are exchanged
-        first (an allgather of one int64 per rank), then an allgatherv moves the data
-        when wait() finds the sizes."""
+        the dtype, must agree (a 0-d array counts as shape (1,)). Shapes are exchanged
+        first (an allgather of a few int64 per rank, row_shapes.py): ranks whose other
+        dimensions disagree all raise DT_ERR_MISMATCH naming the shapes; then an
+        allgatherv moves the data when wait() finds the shapes."""
         return self._allgather_rows_async(array, name, memory, device, with_rows=False)
 
     def allgather(self, array, name=None, *, memory=None, device=None):
@@ -264,13 +265,15 @@ class NumpyCollectives:
         a, dtype = input_array(array)
         if a.ndim == 0:
             a = a.reshape(1)
-        mine = np.array([a.shape[0]], dtype=np.int64)
-        rows = np.empty(self.size(), dtype=np.int64)
+        mine = row_shapes.record(a.shape)
+        records = row_shapes.records_of(self.size())
         req = self._submit("dt_allgather_async_ex", _name(_sizes_name(name)),
-                           mine.ctypes.data, rows.ctypes.data, 1, int(numpy_dtype(rows.dtype)),
-                           None)  # the sizes live in host memory
+                           mine.ctypes.data, records.ctypes.data, mine.size,
+                           int(numpy_dtype(records.dtype)), None)  # host memory
 
         def gather_data(_):
+            row_shapes.check_row_shapes(records, row_shapes.call_label("allgather", name))
+            rows = row_shapes.rows(records)
             row = int(np.prod(a.shape[1:], dtype=np.int64))
             out = np.empty((int(rows.sum()),) + a.shape[1:], dtype=a.dtype)
             counts = _counts(rows * row)  # held here: the call reads it
@@ -281,7 +284,7 @@ class NumpyCollectives:
                             was_torch)
             return (out, rows) if with_rows else out
 
-        return Handle(self, req, (a, mine, rows), on_complete=gather_data, name=name)
+        return Handle(self, req, (a, mine, records), on_complete=gather_data, name=name)
 
     # -- Python objects -----------------------------------------------------------------
     def allgather_object(self, obj, name=None):

@@ -75,3 +75,9 @@ def class_for(status):
 def usage(message):
     """A UsageError raised by the binding (no C call failed)."""
     return UsageError(-1, "DT_ERR_INVALID_ARGUMENT", message)
+
+
+def mismatch(message):
+    """The UsageError of ranks that disagree on a call's arguments, found by the binding
+    from what the ranks exchanged (DT_ERR_MISMATCH, as the library raises it)."""
+    return UsageError(-6, "DT_ERR_MISMATCH", message)

@@ -223,8 +223,9 @@ def broadcast(tensor, root_rank=UNSET, name=None, context=None, process_set=None
 # -- allgather, reduce_scatter, alltoall ----------------------------------------------
 def allgather_async(tensor, name=None, context=None, process_set=None):
     """Starts an allgather; wait() returns every rank's tensor concatenated along dim 0,
-    rank 0 first. dim 0 may differ per rank (the sizes are exchanged first); the other
-    dimensions and the dtype must agree."""
+    rank 0 first. dim 0 may differ per rank (the shapes are exchanged first); the other
+    dimensions and the dtype must agree: ranks whose other dimensions differ all raise
+    DT_ERR_MISMATCH naming the shapes."""
     src, dtype = input_tensor(tensor)
     return uneven.allgather_async(_ctx(context, process_set), src, dtype, name, _params,
                                   _name)

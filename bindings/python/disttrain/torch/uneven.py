@@ -1,7 +1,8 @@
 # SPDX-License-Identifier: Apache-2.0
 """allgather with a first dimension that differs per rank, and alltoall with splits, on
-torch tensors (as horovod.torch's): the sizes travel first, then dt_allgatherv or
-dt_alltoallv moves the data.
+torch tensors (as horovod.torch's): the sizes travel first (for allgather, the whole
+shapes, so ranks whose other dimensions disagree all fail: disttrain/row_shapes.py), then
+dt_allgatherv or dt_alltoallv moves the data.
 
 The sizes are small host arrays; the data stays where the tensor is (CPU, or CUDA with a
 memory provider, ordered after torch's current stream like every disttrain.torch call).
@@ -11,6 +12,7 @@ it done, so wait such handles in the order they were started, as every rank does
 import numpy as np
 import torch
 
+from disttrain import row_shapes
 from disttrain.arguments import integers
 from disttrain.errors import usage
 from disttrain.handle import Handle
@@ -34,12 +36,15 @@ def allgather_async(ctx, src, dtype, name, params, to_name):
     """Every rank's src (dim 0 may differ) concatenated along dim 0, rank 0 first."""
     if src.dim() == 0:
         src = src.reshape(1)
-    mine = np.array([src.shape[0]], dtype=np.int64)
-    rows = np.empty(ctx.size(), dtype=np.int64)
+    mine = row_shapes.record(tuple(src.shape))
+    records = row_shapes.records_of(ctx.size())
     req = ctx._submit("dt_allgather_async_ex", to_name(_sizes_name(name)),
-                      mine.ctypes.data, rows.ctypes.data, 1, int(DType.INT64), None)
+                      mine.ctypes.data, records.ctypes.data, mine.size, int(DType.INT64),
+                      None)
 
     def gather_data(_):
+        row_shapes.check_row_shapes(records, row_shapes.call_label("allgather", name))
+        rows = row_shapes.rows(records)
         out = src.new_empty((int(rows.sum()),) + tuple(src.shape[1:]))
         counts = _counts(rows * _row(src))
         data = ctx._submit("dt_allgatherv_async_ex", to_name(name), src.data_ptr(),
@@ -47,7 +52,7 @@ def allgather_async(ctx, src, dtype, name, params, to_name):
                            params(src))
         return Handle(ctx, data, (src, out), result=out, name=name).wait()
 
-    return Handle(ctx, req, (src, mine, rows), on_complete=gather_data, name=name)
+    return Handle(ctx, req, (src, mine, records), on_complete=gather_data, name=name)
 
 
 def _splits(splits, rows, size):

@@ -41,21 +41,42 @@ for bad in ([1] * (n + 1), [-1] + [0] * (n - 1), [0] * n):
     else:
         raise AssertionError(f"splits={bad} were accepted")
 
-# ranks that disagree on the trailing dimensions: every rank gets a MismatchError-class
-# error naming the counts, and the context goes on
-try:
-    disttrain.allgather(np.ones((1, 2 + (r == n - 1)), np.float32), name="ag.bad")
-except disttrain.DisttrainError as e:
-    assert e.status_name == "DT_ERR_MISMATCH" and "recvcounts" in e.message, e
-else:
-    raise AssertionError("an allgather with different trailing dimensions succeeded")
-eq(disttrain.allgather(np.array([r]), name="ag.after"), np.arange(n))
+
+def expect_shape_mismatch(gather, array, name, shapes):
+    """Every rank gets DT_ERR_MISMATCH naming each shape, and the context goes on."""
+    try:
+        gather(array, name=name)
+    except disttrain.DisttrainError as e:
+        assert e.status_name == "DT_ERR_MISMATCH", e
+        assert f"allgather '{name}'" in e.message, e
+        for ranks, shape in shapes:
+            assert f"{ranks} pass" in e.message and shape in e.message, (ranks, shape, e)
+    else:
+        raise AssertionError(f"{name}: an allgather with other trailing dimensions on "
+                             f"rank {n - 1} returned")
+    eq(disttrain.allgather(np.array([r]), name=f"{name}.after"), np.arange(n))
+
+
+# ranks that disagree on the trailing dimensions, with rows of other sizes and of the
+# same size (which dt_allgatherv's counts cannot tell apart)
+others = "rank 0" if n == 2 else f"ranks {', '.join(map(str, range(n - 1)))}"
+last_differs = r == n - 1
+expect_shape_mismatch(disttrain.allgather, np.ones((1, 2 + last_differs), np.float32),
+                      "ag.bad", [(others, "(1, 2)"), (f"rank {n - 1}", "(1, 3)")])
+expect_shape_mismatch(disttrain.allgather,
+                      np.zeros((2, 3, 2) if last_differs else (2, 2, 3), np.float32),
+                      "ag.same_size", [(others, "(2, 2, 3)"), (f"rank {n - 1}", "(2, 3, 2)")])
+expect_shape_mismatch(lambda a, name: disttrain.allgather_async(a, name=name).wait(),
+                      np.zeros((r + 1, 2, 1) if last_differs else (r + 1, 1, 2)),
+                      "ag.async_bad", [(others, "(*, 1, 2)" if n > 2 else "(1, 1, 2)"),
+                                       (f"rank {n - 1}", f"({n}, 2, 1)")])
 
 try:
     import torch
 except ImportError:
     torch = None
 if torch is not None:
+    import disttrain.torch
     t = torch.full((r + 1, 2), float(r))
     g = disttrain.allgather(t, name="ag.torch")
     assert isinstance(g, torch.Tensor) and g.shape == (n * (n + 1) // 2, 2), g
@@ -65,6 +86,9 @@ if torch is not None:
     assert isinstance(out, torch.Tensor) and isinstance(received, torch.Tensor)
     assert received.tolist() == [r + 1] * n
     assert out.tolist() == [10 * i + r for i in range(n) for _ in range(r + 1)]
+    expect_shape_mismatch(disttrain.torch.allgather,
+                          torch.zeros((2, 3, 2) if last_differs else (2, 2, 3)), "ag.torch_bad",
+                          [(others, "(2, 2, 3)"), (f"rank {n - 1}", "(2, 3, 2)")])
 
 disttrain.shutdown()
 print("OK")

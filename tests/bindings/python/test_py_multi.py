@@ -21,3 +21,12 @@ def test_a_failing_rank_fails_the_job_not_hangs():
     r = dtpy.run_job("failing_job.py", np=2, timeout=90)
     assert r.returncode != 0
     assert "rank 1 gives up" in r.stdout + r.stderr
+
+
+def test_an_object_a_rank_cannot_pickle_fails_on_every_rank_and_later_calls_work():
+    dtpy.assert_ranks_ok(dtpy.run_job("objects_job.py", np=2, timeout=90), np=2)
+
+
+def test_an_object_a_rank_cannot_pickle_fails_on_every_rank_on_three_ranks_ordered():
+    r = dtpy.run_job("objects_job.py", np=3, env={"DISTTRAIN_ORDERED": "1"}, timeout=90)
+    dtpy.assert_ranks_ok(r, np=3)

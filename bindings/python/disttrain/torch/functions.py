@@ -13,6 +13,7 @@ import numpy as np
 import torch
 
 import disttrain
+from disttrain import objects
 from disttrain.arguments import UNSET, root_rank_of
 from disttrain.errors import usage
 from disttrain.process_set import resolve
@@ -83,25 +84,12 @@ def _broadcast_target(name, p):
 def broadcast_object(obj, root_rank=UNSET, name=None, context=None, process_set=None, *,
                      root=UNSET):
     """Returns root_rank's `obj` on every rank (serialised with torch.save, so tensors
-    keep their storage sharing)."""
+    keep their storage sharing). An object torch.save cannot serialise fails the call on
+    every rank, naming root_rank and the error (disttrain/objects.py)."""
     root_rank = root_rank_of(root_rank, root, "broadcast_object")
-    ctx = _ctx(context, process_set)
-    ctx._check_root(root_rank)
-    name = name or "object"
-    length = np.zeros(1, np.int64)
-    data = None
-    if ctx.rank() == root_rank:
-        buf = io.BytesIO()
-        torch.save(obj, buf)
-        data = np.frombuffer(buf.getvalue(), dtype=np.uint8).copy()
-        length[0] = data.size
-    ctx.broadcast_(length, root_rank, name=f"{name}.length")
-    if data is None:
-        data = np.empty(int(length[0]), np.uint8)
-    ctx.broadcast_(data, root_rank, name=f"{name}.data")
-    if ctx.rank() == root_rank:
-        return obj
-    return torch.load(io.BytesIO(data.tobytes()))
+    return objects.broadcast_object(_ctx(context, process_set), obj, root_rank,
+                                    name or "object", dump=torch.save,
+                                    load=lambda data: torch.load(io.BytesIO(data)))
 
 
 def allgather_object(obj, name=None, context=None, process_set=None):

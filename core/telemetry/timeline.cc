@@ -11,22 +11,65 @@
 
 namespace dt {
 
+namespace {
+
+// The length of the well-formed UTF-8 sequence at s[i] (Unicode's table 3-7: no overlong
+// forms, no surrogates, nothing past U+10FFFF), or 0 when the bytes there are not one.
+size_t utf8_sequence(const std::string &s, size_t i)
+{
+    const auto byte = [&](size_t k) { return static_cast<unsigned char>(s[k]); };
+    const unsigned char b = byte(i);
+    size_t len;
+    unsigned char lo = 0x80, hi = 0xbf; // the second byte's range
+    if (b >= 0xc2 && b <= 0xdf) {
+        len = 2;
+    } else if (b >= 0xe0 && b <= 0xef) {
+        len = 3;
+        lo = b == 0xe0 ? 0xa0 : 0x80;
+        hi = b == 0xed ? 0x9f : 0xbf;
+    } else if (b >= 0xf0 && b <= 0xf4) {
+        len = 4;
+        lo = b == 0xf0 ? 0x90 : 0x80;
+        hi = b == 0xf4 ? 0x8f : 0xbf;
+    } else {
+        return 0;
+    }
+    if (i + len > s.size() || byte(i + 1) < lo || byte(i + 1) > hi)
+        return 0;
+    for (size_t k = 2; k < len; ++k)
+        if (byte(i + k) < 0x80 || byte(i + k) > 0xbf)
+            return 0;
+    return len;
+}
+
+} // namespace
+
 std::string json_escape(const std::string &s)
 {
     std::string out;
-    for (char c : s) {
+    for (size_t i = 0; i < s.size(); ++i) {
+        const char c = s[i];
+        const auto u = static_cast<unsigned char>(c);
+        char buf[8];
         switch (c) {
         case '"': out += "\\\""; break;
         case '\\': out += "\\\\"; break;
         case '\n': out += "\\n"; break;
         case '\t': out += "\\t"; break;
         default:
-            if (static_cast<unsigned char>(c) < 0x20) {
-                char buf[8];
-                std::snprintf(buf, sizeof buf, "\\u%04x", c);
+            if (u < 0x20) {
+                std::snprintf(buf, sizeof buf, "\\u%04x", u);
                 out += buf;
-            } else {
+            } else if (u < 0x80) {
                 out += c;
+            } else if (size_t len = utf8_sequence(s, i)) {
+                out.append(s, i, len);
+                i += len - 1;
+            } else {
+                // Not UTF-8 (a name is the caller's bytes): the text \xNN keeps the file
+                // valid JSON and still shows the byte.
+                std::snprintf(buf, sizeof buf, "\\\\x%02x", u);
+                out += buf;
             }
         }
     }

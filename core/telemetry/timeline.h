@@ -50,6 +50,9 @@ private:
     std::unordered_map<std::string, int> rows_;
 };
 
+// s as the inside of a JSON string: quotes, backslashes and control characters escaped,
+// well-formed UTF-8 kept, and any other byte written as the text \xNN, so that a name of
+// arbitrary bytes still gives a valid file.
 std::string json_escape(const std::string &s);
 
 } // namespace dt

@@ -9,10 +9,10 @@ Memory rules:
   array-like and copy it first when it is not C-contiguous (documented cost: one copy).
 Every rank must call the same collectives in the same order with the same shapes, but
 for the first dimension of allgather's array and alltoall's splits, which may differ per
-rank (as in Horovod): the sizes (for allgather, the whole shapes: row_shapes.py) are
-exchanged first, then an allgatherv or alltoallv (API 1.2) moves the data. Their *_async
-forms start the size exchange; the data moves when wait() (or test()) finds it done, so
-wait such handles in the order they were started, as every rank does.
+rank (as in Horovod): the sizes, with the shapes (row_shapes.py), are exchanged first,
+then an allgatherv or alltoallv (API 1.2) moves the data. Their *_async forms start the
+size exchange; the data moves when wait() (or test()) finds it done, so wait such handles
+in the order they were started, as every rank does.
 
 allgather and alltoall also take CPU torch tensors (without copying them where they are
 contiguous) and then return torch tensors.
@@ -336,12 +336,15 @@ class NumpyCollectives:
         if a.ndim == 0:
             raise usage("alltoall with splits needs an array of at least one dimension")
         send_splits = _splits(splits, a.shape[0], self.size())
-        recv_splits = np.empty(self.size(), dtype=np.int64)
+        sent = row_shapes.split_records(a.shape, send_splits)
+        records = row_shapes.split_records_of(self.size())
         req = self._submit("dt_alltoall_async_ex", _name(_sizes_name(name)),
-                           send_splits.ctypes.data, recv_splits.ctypes.data, 1,
-                           int(numpy_dtype(recv_splits.dtype)), None)
+                           sent.ctypes.data, records.ctypes.data, row_shapes.SPLIT_WORDS,
+                           int(numpy_dtype(records.dtype)), None)  # host memory
 
         def exchange_data(_):
+            row_shapes.check_split_shapes(records, row_shapes.call_label("alltoall", name))
+            recv_splits = row_shapes.received_splits(records)
             row = int(np.prod(a.shape[1:], dtype=np.int64))
             out = np.empty((int(recv_splits.sum()),) + a.shape[1:], dtype=a.dtype)
             sendcounts, recvcounts = _counts(send_splits * row), _counts(recv_splits * row)
@@ -351,8 +354,7 @@ class NumpyCollectives:
             Handle(self, data, (a, out), name=name).wait()
             return _to_torch(out, was_torch), _to_torch(recv_splits, was_torch)
 
-        return Handle(self, req, (a, send_splits, recv_splits), on_complete=exchange_data,
-                      name=name)
+        return Handle(self, req, (a, sent, records), on_complete=exchange_data, name=name)
 
     def alltoall(self, array, splits=None, name=None, *, memory=None, device=None):
         """The array of blocks received from every rank, or with splits the tuple

@@ -1,16 +1,20 @@
 # SPDX-License-Identifier: Apache-2.0
-"""What the ranks of an uneven allgather exchange before its data: one fixed-size int64
-record per rank holding its row count (the first dimension) and its row shape (every
-other dimension).
+"""What the ranks of an uneven allgather or alltoall exchange before its data: one
+fixed-size int64 record per rank holding its row count (the first dimension) and its row
+shape (every other dimension).
 
 The row shape travels with the row count, in the same exchange, because the data step
-(dt_allgatherv) sees only element counts: rows of shape (2, 3) on one rank and (3, 2) on
-another have the same count, and each rank would read the other's rows in its own shape.
-Every rank gets every record, so every rank finds a disagreement alike and raises
-DT_ERR_MISMATCH before the data step, and the ranks stay in step.
+(dt_allgatherv, dt_alltoallv, dt_alltoall) sees only element counts: rows of shape (2, 3)
+on one rank and (3, 2) on another have the same count, and each rank would read the
+other's rows in its own shape. Every rank gets every rank's record, so every rank finds a
+disagreement alike and raises DT_ERR_MISMATCH before the data step, and the ranks stay in
+step.
 
 A record is [rows, digest, ndim, d1 .. d6]: the digest covers the whole row shape; the
-first NAMED_DIMS dimensions are there so the error can name each rank's shape.
+first NAMED_DIMS dimensions are there so the error can name each rank's shape. An
+alltoall with splits sends each peer [split, record]: the split sent to that peer, then
+the sender's record, so the receivers learn their splits and every sender's shape in the
+one exchange that the splits need anyway.
 """
 import hashlib
 
@@ -20,6 +24,7 @@ from .errors import mismatch
 
 NAMED_DIMS = 6
 WORDS = 3 + NAMED_DIMS  # int64 words of a record
+SPLIT_WORDS = 1 + WORDS  # int64 words an alltoall with splits sends each peer
 _SHOWN_GROUPS = 4
 _SHOWN_RANKS = 8
 
@@ -41,6 +46,29 @@ def records_of(size):
 def rows(records):
     """Every rank's row count."""
     return records[:, 0]
+
+
+def split_records(shape, splits):
+    """What an alltoall with splits of an input of `shape` sends, row j going to rank j:
+    splits[j], then this rank's record."""
+    mine = record(shape)
+    return np.ascontiguousarray(np.column_stack(
+        [np.asarray(splits, np.int64), np.broadcast_to(mine, (len(splits), WORDS))]))
+
+
+def split_records_of(size):
+    """An array to receive every rank's split record, rank r's at row r."""
+    return np.empty((size, SPLIT_WORDS), np.int64)
+
+
+def received_splits(received):
+    """The rows each rank sends this one, as a new int64 array."""
+    return np.ascontiguousarray(received[:, 0])
+
+
+def check_split_shapes(received, what):
+    """check_row_shapes on the records of an alltoall with splits."""
+    check_row_shapes(received[:, 1:], what)
 
 
 def _shape_text(records, ranks):

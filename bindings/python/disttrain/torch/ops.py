@@ -260,7 +260,8 @@ def alltoall_async(tensor, splits=None, name=None, context=None, process_set=Non
     """Without splits, block j of dim 0 goes to rank j, which stores it as block i (i the
     sender); wait() returns the new tensor. With splits (one row count per rank, summing
     to dim 0, as horovod.torch's), splits[j] rows go to rank j; wait() returns (received
-    tensor, received splits), the rows from rank i being block i."""
+    tensor, received splits), the rows from rank i being block i. With splits, ranks whose
+    dimensions after the first disagree all raise DT_ERR_MISMATCH naming the shapes."""
     src, dtype = input_tensor(tensor)
     ctx = _ctx(context, process_set)
     if splits is not None:

@@ -1,8 +1,8 @@
 # SPDX-License-Identifier: Apache-2.0
 """allgather with a first dimension that differs per rank, and alltoall with splits, on
-torch tensors (as horovod.torch's): the sizes travel first (for allgather, the whole
-shapes, so ranks whose other dimensions disagree all fail: disttrain/row_shapes.py), then
-dt_allgatherv or dt_alltoallv moves the data.
+torch tensors (as horovod.torch's): the sizes travel first, with the shapes, so ranks
+whose other dimensions disagree all fail (disttrain/row_shapes.py), then dt_allgatherv or
+dt_alltoallv moves the data.
 
 The sizes are small host arrays; the data stays where the tensor is (CPU, or CUDA with a
 memory provider, ordered after torch's current stream like every disttrain.torch call).
@@ -76,12 +76,14 @@ def alltoall_async(ctx, src, splits, dtype, name, params, to_name):
     if src.dim() == 0:
         raise usage("alltoall with splits needs a tensor of at least one dimension")
     send_splits = _splits(splits, src.shape[0], ctx.size())
-    recv_splits = np.empty(ctx.size(), dtype=np.int64)
-    req = ctx._submit("dt_alltoall_async_ex", to_name(_sizes_name(name)),
-                      send_splits.ctypes.data, recv_splits.ctypes.data, 1,
-                      int(DType.INT64), None)
+    sent = row_shapes.split_records(tuple(src.shape), send_splits)
+    records = row_shapes.split_records_of(ctx.size())
+    req = ctx._submit("dt_alltoall_async_ex", to_name(_sizes_name(name)), sent.ctypes.data,
+                      records.ctypes.data, row_shapes.SPLIT_WORDS, int(DType.INT64), None)
 
     def exchange_data(_):
+        row_shapes.check_split_shapes(records, row_shapes.call_label("alltoall", name))
+        recv_splits = row_shapes.received_splits(records)
         row = _row(src)
         out = src.new_empty((int(recv_splits.sum()),) + tuple(src.shape[1:]))
         sendcounts, recvcounts = _counts(send_splits * row), _counts(recv_splits * row)
@@ -91,5 +93,4 @@ def alltoall_async(ctx, src, splits, dtype, name, params, to_name):
         Handle(ctx, data, (src, out), name=name).wait()
         return out, torch.from_numpy(recv_splits)
 
-    return Handle(ctx, req, (src, send_splits, recv_splits), on_complete=exchange_data,
-                  name=name)
+    return Handle(ctx, req, (src, sent, records), on_complete=exchange_data, name=name)

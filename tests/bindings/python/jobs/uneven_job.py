@@ -42,17 +42,17 @@ for bad in ([1] * (n + 1), [-1] + [0] * (n - 1), [0] * n):
         raise AssertionError(f"splits={bad} were accepted")
 
 
-def expect_shape_mismatch(gather, array, name, shapes):
+def expect_shape_mismatch(call, array, name, shapes, what="allgather"):
     """Every rank gets DT_ERR_MISMATCH naming each shape, and the context goes on."""
     try:
-        gather(array, name=name)
+        call(array, name=name)
     except disttrain.DisttrainError as e:
         assert e.status_name == "DT_ERR_MISMATCH", e
-        assert f"allgather '{name}'" in e.message, e
+        assert f"{what} '{name}'" in e.message, e
         for ranks, shape in shapes:
             assert f"{ranks} pass" in e.message and shape in e.message, (ranks, shape, e)
     else:
-        raise AssertionError(f"{name}: an allgather with other trailing dimensions on "
+        raise AssertionError(f"{name}: an {what} with another shape on "
                              f"rank {n - 1} returned")
     eq(disttrain.allgather(np.array([r]), name=f"{name}.after"), np.arange(n))
 
@@ -70,6 +70,28 @@ expect_shape_mismatch(lambda a, name: disttrain.allgather_async(a, name=name).wa
                       np.zeros((r + 1, 2, 1) if last_differs else (r + 1, 1, 2)),
                       "ag.async_bad", [(others, "(*, 1, 2)" if n > 2 else "(1, 1, 2)"),
                                        (f"rank {n - 1}", f"({n}, 2, 1)")])
+
+
+def alltoall_splits(array, name):
+    """One row to each rank."""
+    return disttrain.alltoall(array, splits=[1] * n, name=name)
+
+
+# alltoall with splits: the same, the shapes travelling with the splits (rows of the same
+# size would pass dt_alltoallv's counts and be read in the receiver's shape)
+expect_shape_mismatch(alltoall_splits,
+                      np.zeros((n, 3, 2) if last_differs else (n, 2, 3), np.float32),
+                      "a2a.same_size", [(others, f"({n}, 2, 3)"), (f"rank {n - 1}",
+                                                                   f"({n}, 3, 2)")],
+                      "alltoall")
+expect_shape_mismatch(lambda a, name: disttrain.alltoall_async(
+                          a, [0] * (n - 1) + [r + 1], name=name).wait(),
+                      np.ones((r + 1, 3) if last_differs else (r + 1, 2), np.int32),
+                      "a2a.async_bad", [(others, "(*, 2)" if n > 2 else "(1, 2)"),
+                                        (f"rank {n - 1}", f"({n}, 3)")], "alltoall")
+out, received = alltoall_splits(np.full((n, 3, 2), r, np.float32), "a2a.after")
+eq(received, [1] * n)
+eq(out, np.concatenate([np.full((1, 3, 2), i, np.float32) for i in range(n)]))
 
 try:
     import torch
@@ -89,6 +111,11 @@ if torch is not None:
     expect_shape_mismatch(disttrain.torch.allgather,
                           torch.zeros((2, 3, 2) if last_differs else (2, 2, 3)), "ag.torch_bad",
                           [(others, "(2, 2, 3)"), (f"rank {n - 1}", "(2, 3, 2)")])
+    same_size = torch.zeros((n, 3, 2) if last_differs else (n, 2, 3))
+    expect_shape_mismatch(lambda t, name: disttrain.torch.alltoall(t, [1] * n, name=name),
+                          same_size, "a2a.torch_bad",
+                          [(others, f"({n}, 2, 3)"), (f"rank {n - 1}", f"({n}, 3, 2)")],
+                          "alltoall")
 
 disttrain.shutdown()
 print("OK")

@@ -458,7 +458,11 @@ enum dt_op_param_field {
 typedef struct dt_op_params {
     uint64_t field_mask;
     /** Where sendbuf and recvbuf live (both the same). Default DT_MEMORY_HOST. An
-     *  unknown value is DT_ERR_INVALID_ARGUMENT. */
+     *  unknown value is DT_ERR_INVALID_ARGUMENT. While a memory provider is loaded it is
+     *  asked about each buffer, whatever this says: host memory called DT_MEMORY_DEVICE,
+     *  or device memory (the cuda provider counts managed memory as device memory)
+     *  called DT_MEMORY_HOST, is DT_ERR_INVALID_ARGUMENT at the call, naming the buffer;
+     *  nothing is queued, so the context and the peers go on. */
     dt_memory_type_t memory_type;
     /** Device ordinal of device buffers (CUDA's device index), >= 0; a negative value
      *  is DT_ERR_INVALID_ARGUMENT. Default: the device the memory provider finds the
@@ -477,8 +481,9 @@ typedef struct dt_op_params {
 /**
  * dt_allreduce and dt_allreduce_async with per-call parameters (params may be NULL:
  * host memory). Besides the errors of the forms without _ex: DT_ERR_INVALID_ARGUMENT
- * for a bad params field (named in the message); DT_ERR_UNSUPPORTED, at once, for
- * device memory while no memory provider is loaded.
+ * for a bad params field (named in the message) or a memory type the memory provider
+ * finds a buffer contradicts; DT_ERR_UNSUPPORTED, at once, for device memory while no
+ * memory provider is loaded.
  */
 DT_API dt_status_t dt_allreduce_ex(dt_context_h ctx, const char *name, const void *sendbuf,
                                    void *recvbuf, size_t count, dt_dtype_t dtype,

@@ -13,10 +13,44 @@ bool has(const dt_op_params_t *params, uint64_t bit)
     return params != nullptr && (params->field_mask & bit) != 0;
 }
 
+// What the caller said of the buffers' memory, for messages.
+std::string said(const dt_op_params_t *params, dt_memory_type_t requested)
+{
+    if (!has(params, DT_OP_PARAM_FIELD_MEMORY_TYPE))
+        return "params->memory_type is not set, which means DT_MEMORY_HOST";
+    return requested == DT_MEMORY_DEVICE ? "params->memory_type is DT_MEMORY_DEVICE"
+                                         : "params->memory_type is DT_MEMORY_HOST";
+}
+
+// A buffer the caller calls `requested` memory (host or device) that the provider knows
+// as the other: refused before anything is queued. The staging copies would fail in the
+// engine (breaking the context, and the peers' calls with it), and a CPU read of device
+// memory would kill the process.
+[[noreturn]] void refuse_contradiction(const char *fn, const char *name,
+                                       const dt_op_params_t *params,
+                                       dt_memory_type_t requested,
+                                       const MemoryClassifier &classifier, const char *what,
+                                       const void *buf, const PointerMemory &found)
+{
+    if (requested == DT_MEMORY_DEVICE)
+        throw_error(DT_ERR_INVALID_ARGUMENT, call_label(fn, name), ": ",
+                    said(params, requested), ", but ", what, " (", buf, ") is host memory "
+                    "to the ", classifier.provider(), " memory provider (not device memory "
+                    "of its runtime); pass DT_MEMORY_HOST for host memory, DT_MEMORY_AUTO "
+                    "to let the provider tell, or a buffer in device memory");
+    throw_error(DT_ERR_INVALID_ARGUMENT, call_label(fn, name), ": ", said(params, requested),
+                ", but ", what, " (", buf, ") is device memory (device ", found.device,
+                ") to the ", classifier.provider(), " memory provider, which the library "
+                "must not read with the CPU; pass DT_MEMORY_DEVICE for device memory, "
+                "DT_MEMORY_AUTO to let the provider tell, or copy the data to host memory "
+                "first");
+}
+
 // What the classifier says of the buffers: one memory type for all of them (a call's
-// buffers are one memory, as dt_op_params_t documents), host when there are none.
-PointerMemory classify_all(const char *fn, const char *name,
-                           const MemoryClassifier &classifier,
+// buffers are one memory, as dt_op_params_t documents). `requested`: what the caller
+// said (host, device or auto); a buffer the provider knows as the other type is refused.
+PointerMemory classify_all(const char *fn, const char *name, const dt_op_params_t *params,
+                           dt_memory_type_t requested, const MemoryClassifier &classifier,
                            std::initializer_list<const void *> buffers,
                            std::initializer_list<const char *> names)
 {
@@ -28,6 +62,8 @@ PointerMemory classify_all(const char *fn, const char *name,
         if (buf == nullptr)
             continue;
         PointerMemory m = classifier.classify(buf);
+        if (requested != DT_MEMORY_AUTO && m.type != requested)
+            refuse_contradiction(fn, name, params, requested, classifier, this_name, buf, m);
         if (first_name == nullptr) {
             found = m;
             first_name = this_name;
@@ -86,16 +122,20 @@ BufferMemory resolve_buffer_memory(const char *fn, const char *name,
         out.stream = params->stream;
 
     out.type = requested;
-    if (requested == DT_MEMORY_AUTO) {
-        // No provider loaded: nothing in this process can have made device memory that
-        // the library could move, so the buffers are taken as host memory.
-        out.type = DT_MEMORY_HOST;
-        if (classifier != nullptr) {
-            PointerMemory m = classify_all(fn, name, *classifier, buffers, buffer_names);
+    if (classifier != nullptr) {
+        // Asked whatever the caller said: a memory type that contradicts what the
+        // provider knows of a pointer is refused here, where it costs only this call.
+        PointerMemory m = classify_all(fn, name, params, requested, *classifier, buffers,
+                                       buffer_names);
+        if (requested == DT_MEMORY_AUTO) {
             out.type = m.type;
             if (out.device < 0)
                 out.device = m.device;
         }
+    } else if (requested == DT_MEMORY_AUTO) {
+        // No provider loaded: nothing in this process can have made device memory that
+        // the library could move, so the buffers are taken as host memory.
+        out.type = DT_MEMORY_HOST;
     }
     if (out.type == DT_MEMORY_DEVICE && classifier == nullptr) {
         std::string what;

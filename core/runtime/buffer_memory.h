@@ -32,9 +32,11 @@ void check_op_params(const char *fn, const char *name, const dt_op_params_t *par
 
 // Resolves params (NULL: all defaults, host memory) for the call `fn` named `name`
 // whose buffers are `buffers` (named by `buffer_names`, same order; NULL entries are skipped).
-// classifier: the context's, or null when no memory provider is loaded.
-// Builds no string unless it throws. Throws DT_ERR_INVALID_ARGUMENT for an unknown memory type or a negative device (naming
-// the field), or for AUTO buffers that a provider finds in different memories;
+// classifier: the context's, or null when no memory provider is loaded; when there is
+// one it is asked about every buffer, whatever params says (but not for NULL params).
+// Builds no string unless it throws. Throws DT_ERR_INVALID_ARGUMENT for an unknown memory
+// type or a negative device (naming the field), for AUTO buffers that a provider finds in
+// different memories, or for host or device buffers that it finds in the other memory;
 // DT_ERR_UNSUPPORTED for device memory while no memory provider is loaded.
 BufferMemory resolve_buffer_memory(const char *fn, const char *name,
                                    const dt_op_params_t *params,

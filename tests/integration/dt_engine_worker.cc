@@ -12,6 +12,8 @@
 //   join             rank 1 runs out of data early and joins
 //   join_device      the same on device memory of DISTTRAIN_MEMORY's provider, with two
 //                    small sums in flight at once (fused where negotiated)
+//   wrong_memory     rank 0 calls device memory host memory, the others call host memory
+//                    device memory (refused at the call); then each rank's sums of both
 //   groups           process sets {0,2} and {1,3} (4 ranks)
 //   nested_groups    a set made inside a set, then a set of ranks that never saw it, and
 //                    unnamed calls in each (4 ranks)
@@ -325,6 +327,35 @@ int cmd_join_device()
     return 0;
 }
 
+// A memory type that contradicts what DISTTRAIN_MEMORY's provider knows of the buffers is
+// the caller's error, refused at the call like a bad root: its context and its peers'
+// calls go on.
+int cmd_wrong_memory()
+{
+    dt::testing::DeviceMemory device;
+    constexpr size_t kCount = 64;
+    const size_t bytes = kCount * sizeof(float);
+    void *dev = device.alloc(bytes);
+    std::vector<float> host(kCount, float(rank + 1)), got(kCount);
+    device.to_device(dev, host.data(), bytes);
+    dt_op_params_t p = {};
+    p.field_mask = DT_OP_PARAM_FIELD_MEMORY_TYPE;
+    p.memory_type = rank == 0 ? DT_MEMORY_HOST : DT_MEMORY_DEVICE;
+    void *wrong_buf = rank == 0 ? dev : static_cast<void *>(host.data());
+    dt_status_t s = dt_allreduce_ex(ctx, "wrong", wrong_buf, wrong_buf, kCount, DT_FLOAT32,
+                                    DT_SUM, &p);
+    std::printf("wrong memory: %s: %s\n", dt_status_string(s), dt_last_error());
+    check(dt_allreduce(ctx, "host", host.data(), host.data(), kCount, DT_FLOAT32, DT_SUM),
+          "host sum");
+    p.memory_type = DT_MEMORY_DEVICE;
+    check(dt_allreduce_ex(ctx, "device", dev, dev, kCount, DT_FLOAT32, DT_SUM, &p),
+          "device sum");
+    device.to_host(got.data(), dev, bytes);
+    std::printf("after: host sum=%g device sum=%g\n", host[kCount - 1], got[kCount - 1]);
+    device.free(dev);
+    return s == DT_ERR_INVALID_ARGUMENT ? 0 : 1;
+}
+
 int cmd_groups()
 {
     int even[] = {0, 2}, odd[] = {1, 3};
@@ -528,6 +559,7 @@ int main(int argc, char **argv)
     else if (cmd == "leak") rc = cmd_leak(arg(2));
     else if (cmd == "join") rc = cmd_join();
     else if (cmd == "join_device") rc = cmd_join_device();
+    else if (cmd == "wrong_memory") rc = cmd_wrong_memory();
     else if (cmd == "groups") rc = cmd_groups();
     else if (cmd == "nested_groups") rc = cmd_nested_groups();
     else if (cmd == "abort") rc = cmd_abort();

@@ -197,6 +197,34 @@ def test_join_on_device_memory(disttrainrun, worker):
     assert "[0] joined last=1" in r.stdout and "[1] joined last=1" in r.stdout
 
 
+def fake_device_env(extra=None):
+    fake = BUILD / "tests" / "plugins" / "fakedevice"
+    if not (fake / "libdt-memory-fakedevice.so").exists():
+        pytest.skip("the fake device was not built")
+    return clean_env({"DISTTRAIN_MEMORY": "fakedevice",
+                      "DISTTRAIN_PLUGIN_PATH": f"{BUILD / 'plugins/transport/tcp'}:{fake}",
+                      **(extra or {})})
+
+
+@pytest.mark.parametrize("ordered", ["0", "1"])
+def test_a_memory_type_the_pointer_contradicts_fails_that_call_alone(disttrainrun, worker,
+                                                                     ordered):
+    """Rank 0 calls fake-device memory host memory (a CPU read of it would kill the
+    process), rank 1 calls host memory device memory (the provider's copies would fail in
+    the engine): each call is refused at once, and both ranks' next calls run."""
+    env = fake_device_env({"DISTTRAIN_ORDERED": ordered, "DISTTRAIN_TIMEOUT": "20"})
+    r = job(disttrainrun, worker, 2, "wrong_memory", env=env, timeout=60)
+    out = r.stdout + r.stderr
+    assert r.returncode == 0, out
+    wrong = rank_lines(r.stdout, "wrong memory: ")
+    assert "DT_ERR_INVALID_ARGUMENT" in wrong[0] and "is device memory (device 0) to the " \
+        "fakedevice memory provider" in wrong[0], out
+    assert "DT_ERR_INVALID_ARGUMENT" in wrong[1] and "is host memory to the fakedevice " \
+        "memory provider" in wrong[1], out
+    assert len(rank_lines(r.stdout, "after: host sum=3 device sum=3")) == 2, out
+    assert "left the job" not in out, out
+
+
 @pytest.mark.parametrize("ordered", ["0", "1"])
 def test_groups_reduce_among_members_only(disttrainrun, worker, ordered):
     env = clean_env({"DISTTRAIN_ORDERED": ordered, "DISTTRAIN_TIMEOUT": "20"})

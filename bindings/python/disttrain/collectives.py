@@ -20,8 +20,9 @@ contiguous) and then return torch tensors.
 Every collective takes memory= and device= keywords (dt_op_params_t, memory.py). numpy
 arrays live in host memory, the default; memory='auto' lets the library ask its loaded
 memory providers (host while there are none), and memory='device' is refused by the
-library (DT_ERR_UNSUPPORTED) until a memory provider is loaded. Ranks must agree on the
-memory type, as on dtype and shape.
+library (DT_ERR_UNSUPPORTED) until a memory provider is loaded; once one is, a numpy array
+passed as memory='device' is refused at the call (UsageError naming the buffer). Ranks
+must agree on the memory type, as on dtype and shape.
 
 Reductions average by default (op="avg"), as Horovod and disttrain.torch do; pass
 op="sum" for a sum. Integer arrays average with integer division. A broadcast's root is

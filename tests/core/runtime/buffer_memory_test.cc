@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // How a call's dt_op_params_t becomes the memory of its buffers: defaults, bad fields
-// named, device memory refused while no memory provider is loaded, and DT_MEMORY_AUTO
-// answered by the context's classifier when there is one (a fake here).
+// named, device memory refused while no memory provider is loaded, DT_MEMORY_AUTO
+// answered by the context's classifier when there is one (a fake here), and host or
+// device memory that the classifier knows as the other refused.
 #include "runtime/buffer_memory.h"
 
 #include "runtime/error.h"
@@ -149,6 +150,46 @@ TEST(BufferMemory, DeviceWithAProviderPassesToTheRouter)
     FakeClassifier fake;
     dt_op_params_t p = params_of(DT_MEMORY_DEVICE);
     EXPECT_EQ(resolve(&p, &device_a, &device_b, &fake).type, DT_MEMORY_DEVICE);
+}
+
+// The error of resolving p for the buffers with the fake provider, or "" when it resolves.
+std::string refusal(const dt_op_params_t &p, const void *send, const void *recv)
+{
+    FakeClassifier fake;
+    try {
+        resolve(&p, send, recv, &fake);
+        return "";
+    } catch (const Error &e) {
+        EXPECT_EQ(e.status(), DT_ERR_INVALID_ARGUMENT) << e.what();
+        return e.what();
+    }
+}
+
+TEST(BufferMemory, HostMemoryCalledDeviceIsRefusedNamingTheBuffer)
+{
+    const std::string why = refusal(params_of(DT_MEMORY_DEVICE), &device_a, &host_b);
+    EXPECT_TRUE(contains(why, "dt_allreduce 'grad.w': params->memory_type is "
+                              "DT_MEMORY_DEVICE, but recvbuf ("))
+        << why;
+    EXPECT_TRUE(contains(why, ") is host memory to the fake memory provider")) << why;
+    EXPECT_TRUE(contains(why, "pass DT_MEMORY_HOST for host memory, DT_MEMORY_AUTO")) << why;
+}
+
+TEST(BufferMemory, DeviceMemoryCalledHostIsRefusedNamingTheBuffer)
+{
+    std::string why = refusal(params_of(DT_MEMORY_HOST), &device_a, &device_b);
+    EXPECT_TRUE(contains(why, "params->memory_type is DT_MEMORY_HOST, but sendbuf (")) << why;
+    EXPECT_TRUE(contains(why, ") is device memory (device 5) to the fake memory provider"))
+        << why;
+    EXPECT_TRUE(contains(why, "pass DT_MEMORY_DEVICE for device memory")) << why;
+    // Params without a memory type mean host memory, and are checked alike.
+    dt_op_params_t stream_only = {};
+    stream_only.field_mask = DT_OP_PARAM_FIELD_STREAM;
+    why = refusal(stream_only, &host_a, &device_b);
+    EXPECT_TRUE(contains(why, "params->memory_type is not set, which means DT_MEMORY_HOST, "
+                              "but recvbuf ("))
+        << why;
+    EXPECT_EQ(refusal(params_of(DT_MEMORY_HOST), &host_a, &host_b), "");
 }
 
 TEST(BufferMemory, MessagesNameTheCall)

@@ -2,8 +2,9 @@
 // A one-rank context with DISTTRAIN_MEMORY=fakedevice: the provider loads through the
 // plugin path, DT_MEMORY_AUTO asks it, and a collective on its device memory runs through
 // staging (a CPU touch of the memory would kill the process) with the right values; a
-// device that never finishes its copies is a time-out, not a hang. A wrong
-// DISTTRAIN_MEMORY fails dt_context_create naming the variable.
+// device that never finishes its copies is a time-out, not a hang; host memory called
+// device memory, or the reverse, is refused at the call. A wrong DISTTRAIN_MEMORY fails
+// dt_context_create naming the variable.
 #include "fakedevice_test_util.h"
 
 #include <disttrain/disttrain.h>
@@ -150,6 +151,33 @@ TEST_F(Context, MixedHostAndDeviceBuffersAreAnError)
     EXPECT_TRUE(has(dt_last_error(), "fakedevice memory provider finds sendbuf in host"))
         << dt_last_error();
     EXPECT_EQ(device_.ops().device_free(device_.m(), dev), DTP_OK);
+}
+
+TEST_F(Context, AMemoryTypeThePointerContradictsIsRefusedAtTheCallAndTheContextGoesOn)
+{
+    void *dev = device_.device_alloc(16 * sizeof(float));
+    void *dev_out = device_.device_alloc(16 * sizeof(float));
+    std::vector<float> host(16, 3.0f), out(16);
+    dt_op_params_t p{};
+    p.field_mask = DT_OP_PARAM_FIELD_MEMORY_TYPE;
+    p.memory_type = DT_MEMORY_DEVICE;
+    EXPECT_EQ(dt_allreduce_ex(ctx_, "host as device", host.data(), out.data(), 16, DT_FLOAT32,
+                              DT_SUM, &p), DT_ERR_INVALID_ARGUMENT);
+    EXPECT_TRUE(has(dt_last_error(), "is host memory to the fakedevice memory provider"))
+        << dt_last_error();
+    // The other way round the CPU would read memory it cannot touch (SIGSEGV here).
+    p.memory_type = DT_MEMORY_HOST;
+    EXPECT_EQ(dt_allreduce_ex(ctx_, "device as host", dev, dev_out, 16, DT_FLOAT32, DT_SUM,
+                              &p), DT_ERR_INVALID_ARGUMENT);
+    EXPECT_TRUE(has(dt_last_error(), "is device memory (device 0) to the fakedevice memory "
+                                     "provider"))
+        << dt_last_error();
+    EXPECT_EQ(dt_context_status(ctx_), DT_OK) << "a refused call broke the context";
+    ASSERT_EQ(dt_allreduce(ctx_, "after", host.data(), out.data(), 16, DT_FLOAT32, DT_SUM),
+              DT_OK) << dt_last_error();
+    EXPECT_EQ(out, host);
+    EXPECT_EQ(device_.ops().device_free(device_.m(), dev), DTP_OK);
+    EXPECT_EQ(device_.ops().device_free(device_.m(), dev_out), DTP_OK);
 }
 
 TEST(MemoryVariable, AMissingProviderFailsCreateNamingTheVariableAndTheFolders)

@@ -122,13 +122,20 @@ public:
     struct Departure {
         dt_status_t status = DT_ERR_PEER_LOST;
         std::string notice;
-        // What the peer did, for messages: it left the job, or (its notice's status is
-        // DT_ERR_MISMATCH) it found that the ranks' calls disagree and stopped; it is
-        // alive then, so "left the job" would mislead.
+        // The status the peer's notice carries: why its context ended.
+        dt_status_t cause = DT_ERR_PEER_LOST;
+        // What the peer did, for messages. It left the job (destroyed or aborted its
+        // context, or lost a peer of its own and passes that on), or it is alive with a
+        // broken context: it found that the ranks' calls disagree (DT_ERR_MISMATCH), or
+        // it hit an error of its own (a device copy that failed, a time-out); "left the
+        // job" would mislead then.
         const char *verb() const
         {
-            return status == DT_ERR_MISMATCH ? "found the ranks' calls disagree and stopped"
-                                             : "left the job";
+            if (cause == DT_ERR_MISMATCH)
+                return "found the ranks' calls disagree and stopped";
+            if (cause == DT_ERR_PEER_LOST || cause == DT_ERR_ABORTED)
+                return "left the job";
+            return "hit an error and stopped";
         }
     };
     using DepartureCheck = std::function<Departure(int world_rank)>;

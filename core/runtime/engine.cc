@@ -202,9 +202,11 @@ algo::Comm Engine::comm(uint64_t tag, const char *what, const std::vector<int> *
             notify_peers(DT_ERR_MISMATCH, message); // every rank's error alike
         else {
             // A disagreement found elsewhere stays one (this rank may have lost the
-            // connection to the rank that found it before reading its notice).
+            // connection to the rank that found it before reading its notice). The
+            // notice carries the cause's status, so the peers can tell a rank that left
+            // from one that is alive with an error of its own (Comm::Departure::verb).
             auto [cause, text] = root_cause(status, message);
-            notify_peers(cause == DT_ERR_MISMATCH ? DT_ERR_MISMATCH : DT_ERR_PEER_LOST, text);
+            notify_peers(cause, text);
         }
     });
     return c;
@@ -340,8 +342,7 @@ void Engine::loop()
         // Broken outside a collective (a lost connection seen while idle), where no
         // failure hook told the peers why: without this notice they would see only this
         // rank's connection close, and blame this rank instead of the one it lost.
-        notify_peers(err->first == DT_ERR_MISMATCH ? DT_ERR_MISMATCH : DT_ERR_PEER_LOST,
-                     err->second);
+        notify_peers(err->first, err->second);
     if (graceful)
         await_peers_leaving();
     note_lost_peers();

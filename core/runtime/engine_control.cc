@@ -41,14 +41,24 @@ std::string notice_text(const char *buf, size_t len)
     return std::string(buf + sizeof(int32_t), len - sizeof(int32_t));
 }
 
-// What a rank fails with when a peer's notice ends its operation: the peer left, unless
-// it left because the ranks disagree on a call, which is every rank's error alike.
-dt_status_t notice_status(const char *buf, size_t len)
+// The status a notice carries: why the peer's context ended (DT_ERR_PEER_LOST when the
+// notice is malformed, or says nothing more than that the peer is gone).
+dt_status_t notice_cause(const char *buf, size_t len)
 {
-    int32_t s = 0;
+    int32_t s = DT_ERR_PEER_LOST;
     if (len >= sizeof s)
         std::memcpy(&s, buf, sizeof s);
-    return s == DT_ERR_MISMATCH ? DT_ERR_MISMATCH : DT_ERR_PEER_LOST;
+    return s < 0 ? static_cast<dt_status_t>(s) : DT_ERR_PEER_LOST;
+}
+
+// What a peer's notice says, and what a rank fails with when it ends its operation: the
+// peer is gone for this context, unless the ranks disagree on a call, which is every
+// rank's error alike.
+algo::Comm::Departure departure_of(const char *buf, size_t len)
+{
+    const dt_status_t cause = notice_cause(buf, len);
+    return {cause == DT_ERR_MISMATCH ? DT_ERR_MISMATCH : DT_ERR_PEER_LOST,
+            notice_text(buf, len), cause};
 }
 
 } // namespace
@@ -60,7 +70,7 @@ algo::Comm::Departure Engine::departure_notice(int peer) const
     const auto &c = *control_[peer];
     if (c.raw.status != DTP_OK)
         return {};
-    return {notice_status(c.buf, c.raw.bytes), notice_text(c.buf, c.raw.bytes)};
+    return departure_of(c.buf, c.raw.bytes);
 }
 
 std::vector<int> Engine::failed_control_receives() const
@@ -84,8 +94,7 @@ void Engine::check_control()
             continue;
         const auto &c = *control_[peer];
         if (c.raw.status == DTP_OK) {
-            const algo::Comm::Departure left{notice_status(c.buf, c.raw.bytes),
-                                             notice_text(c.buf, c.raw.bytes)};
+            const algo::Comm::Departure left = departure_of(c.buf, c.raw.bytes);
             throw PeerLeft(left.status, cat("rank ", peer, " ", left.verb(), ": ",
                                             left.notice));
         }

@@ -14,6 +14,9 @@
 //                    small sums in flight at once (fused where negotiated)
 //   wrong_memory     rank 0 calls device memory host memory, the others call host memory
 //                    device memory (refused at the call); then each rank's sums of both
+//   device_error     a device allreduce whose buffer runs past the end of rank 1's fake
+//                    device (DISTTRAIN_FAKE_DEVICE_BYTES=1 MiB), which only its copies
+//                    find: each rank prints what the call failed with
 //   groups           process sets {0,2} and {1,3} (4 ranks)
 //   nested_groups    a set made inside a set, then a set of ranks that never saw it, and
 //                    unnamed calls in each (4 ranks)
@@ -356,6 +359,27 @@ int cmd_wrong_memory()
     return s == DT_ERR_INVALID_ARGUMENT ? 0 : 1;
 }
 
+// Rank 1's context breaks on an error of its own while it stays alive: its peers must
+// hear that it stopped and why, not that it left the job.
+int cmd_device_error()
+{
+    dt::testing::DeviceMemory device;
+    constexpr size_t kDevice = size_t(1) << 20; // the test's DISTTRAIN_FAKE_DEVICE_BYTES
+    constexpr size_t kCount = 16384;
+    const size_t bytes = kCount * sizeof(float);
+    // Rank 1's buffer starts 4 KiB before the end of its device: a pointer the provider
+    // calls device memory, whose range only the copy finds too long.
+    char *base = static_cast<char *>(device.alloc(rank == 1 ? kDevice : bytes));
+    void *buf = rank == 1 ? base + kDevice - 4096 : base;
+    dt_op_params_t p = {};
+    p.field_mask = DT_OP_PARAM_FIELD_MEMORY_TYPE;
+    p.memory_type = DT_MEMORY_DEVICE;
+    dt_status_t s = dt_allreduce_ex(ctx, "overrun", buf, buf, kCount, DT_FLOAT32, DT_SUM, &p);
+    std::printf("device error: %s: %s\n", dt_status_string(s), dt_last_error());
+    device.free(base);
+    return s != DT_OK ? 0 : 1;
+}
+
 int cmd_groups()
 {
     int even[] = {0, 2}, odd[] = {1, 3};
@@ -560,6 +584,7 @@ int main(int argc, char **argv)
     else if (cmd == "join") rc = cmd_join();
     else if (cmd == "join_device") rc = cmd_join_device();
     else if (cmd == "wrong_memory") rc = cmd_wrong_memory();
+    else if (cmd == "device_error") rc = cmd_device_error();
     else if (cmd == "groups") rc = cmd_groups();
     else if (cmd == "nested_groups") rc = cmd_nested_groups();
     else if (cmd == "abort") rc = cmd_abort();

@@ -226,6 +226,25 @@ def test_a_memory_type_the_pointer_contradicts_fails_that_call_alone(disttrainru
 
 
 @pytest.mark.parametrize("ordered", ["0", "1"])
+def test_a_rank_that_hits_an_error_of_its_own_is_said_to_have_stopped(disttrainrun, worker,
+                                                                      ordered):
+    """Rank 1's device copy fails (its buffer runs past the end of its fake device), which
+    breaks its context while the process lives on: rank 0 hears that rank 1 hit an error
+    and stopped, and why, not that it left the job."""
+    env = fake_device_env({"DISTTRAIN_ORDERED": ordered, "DISTTRAIN_TIMEOUT": "20",
+                           "DISTTRAIN_FAKE_DEVICE_BYTES": str(1 << 20)})
+    r = job(disttrainrun, worker, 2, "device_error", env=env, timeout=60)
+    out = r.stdout + r.stderr
+    assert r.returncode == 0, out
+    failed = rank_lines(r.stdout, "device error: ")
+    assert "copy_async" in failed[1], out
+    assert "DT_ERR_PEER_LOST" in failed[0], out
+    assert "rank 1 hit an error and stopped: " in failed[0], out
+    assert "copy_async" in failed[0], out
+    assert "left the job" not in out, out
+
+
+@pytest.mark.parametrize("ordered", ["0", "1"])
 def test_groups_reduce_among_members_only(disttrainrun, worker, ordered):
     env = clean_env({"DISTTRAIN_ORDERED": ordered, "DISTTRAIN_TIMEOUT": "20"})
     r = job(disttrainrun, worker, 4, "groups", env=env)

@@ -466,7 +466,12 @@ typedef struct dt_op_params {
     dt_memory_type_t memory_type;
     /** Device ordinal of device buffers (CUDA's device index), >= 0; a negative value
      *  is DT_ERR_INVALID_ARGUMENT. Default: the device the memory provider finds the
-     *  buffers on. Ignored for host memory. */
+     *  buffers on. Ignored for host memory. A check, not a choice: the library moves
+     *  the buffers where they are. An ordinal other than the one the memory provider
+     *  finds the buffers on (one that does not exist included) is
+     *  DT_ERR_INVALID_ARGUMENT at the call, as are buffers it finds on two devices. It
+     *  is not compared with the device the context works on (DISTTRAIN_DEVICE), which
+     *  the library cannot ask the plugins for. */
     int device;
     /** The producer's stream (e.g. a cudaStream_t), opaque to the library: the
      *  collective starts after the work queued on it so far. Default NULL, the device's

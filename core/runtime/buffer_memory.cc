@@ -46,13 +46,21 @@ std::string said(const dt_op_params_t *params, dt_memory_type_t requested)
                 "first");
 }
 
-// What the classifier says of the buffers: one memory type for all of them (a call's
-// buffers are one memory, as dt_op_params_t documents). `requested`: what the caller
-// said (host, device or auto); a buffer the provider knows as the other type is refused.
-PointerMemory classify_all(const char *fn, const char *name, const dt_op_params_t *params,
-                           dt_memory_type_t requested, const MemoryClassifier &classifier,
-                           std::initializer_list<const void *> buffers,
-                           std::initializer_list<const char *> names)
+// What the classifier says of the buffers, and the first buffer it was asked about
+// (null: none was, all being NULL).
+struct Classified {
+    PointerMemory memory;
+    const char *first_name = nullptr;
+};
+
+// What the classifier says of the buffers: one memory type, and for device memory one
+// device, for all of them (a call's buffers are one memory, as dt_op_params_t
+// documents). `requested`: what the caller said (host, device or auto); a buffer the
+// provider knows as the other type is refused.
+Classified classify_all(const char *fn, const char *name, const dt_op_params_t *params,
+                        dt_memory_type_t requested, const MemoryClassifier &classifier,
+                        std::initializer_list<const void *> buffers,
+                        std::initializer_list<const char *> names)
 {
     PointerMemory found;
     const char *first_name = nullptr;
@@ -74,9 +82,30 @@ PointerMemory classify_all(const char *fn, const char *name, const dt_op_params_
                         " in ", dt_memory_type_name(found.type), " memory but ", this_name,
                         " in ", dt_memory_type_name(m.type),
                         " memory; a call's buffers must live in the same memory");
+        } else if (m.type == DT_MEMORY_DEVICE && m.device >= 0 && found.device >= 0 &&
+                   m.device != found.device) {
+            throw_error(DT_ERR_INVALID_ARGUMENT, call_label(fn, name), ": the ",
+                        classifier.provider(), " memory provider finds ", first_name,
+                        " on device ", found.device, " but ", this_name, " on device ",
+                        m.device, "; a call's buffers must be on one device");
         }
     }
-    return found;
+    return {found, first_name};
+}
+
+// params->device against the device the provider finds the buffers on: the ordinal is
+// the caller's word for where they are, and nothing in the library acts on it, so one
+// that is wrong (or names no device at all) would pass silently.
+void check_device(const char *fn, const char *name, const dt_op_params_t *params,
+                  const MemoryClassifier &classifier, const Classified &found)
+{
+    const int device = found.memory.device;
+    if (!has(params, DT_OP_PARAM_FIELD_DEVICE) || device < 0 || params->device == device)
+        return;
+    throw_error(DT_ERR_INVALID_ARGUMENT, call_label(fn, name), ": params->device is ",
+                params->device, ", but the ", classifier.provider(), " memory provider "
+                "finds ", found.first_name, " on device ", device, "; pass device ", device,
+                ", or clear DT_OP_PARAM_FIELD_DEVICE to take the buffers' device");
 }
 
 } // namespace
@@ -125,12 +154,14 @@ BufferMemory resolve_buffer_memory(const char *fn, const char *name,
     if (classifier != nullptr) {
         // Asked whatever the caller said: a memory type that contradicts what the
         // provider knows of a pointer is refused here, where it costs only this call.
-        PointerMemory m = classify_all(fn, name, params, requested, *classifier, buffers,
-                                       buffer_names);
-        if (requested == DT_MEMORY_AUTO) {
-            out.type = m.type;
-            if (out.device < 0)
-                out.device = m.device;
+        const Classified found = classify_all(fn, name, params, requested, *classifier,
+                                              buffers, buffer_names);
+        if (requested == DT_MEMORY_AUTO)
+            out.type = found.memory.type;
+        if (out.type == DT_MEMORY_DEVICE) {
+            check_device(fn, name, params, *classifier, found);
+            if (found.memory.device >= 0)
+                out.device = found.memory.device;
         }
     } else if (requested == DT_MEMORY_AUTO) {
         // No provider loaded: nothing in this process can have made device memory that

@@ -16,7 +16,9 @@ namespace dt {
 
 struct BufferMemory {
     dt_memory_type_t type = DT_MEMORY_HOST; // host or device, never auto
-    int device = -1;                        // -1: the provider's choice
+    // The buffers' device: where the provider finds them, else params->device; -1: not
+    // known. The copies go by address, so nothing selects a device with it.
+    int device = -1;
     void *stream = nullptr;
 };
 
@@ -36,7 +38,8 @@ void check_op_params(const char *fn, const char *name, const dt_op_params_t *par
 // one it is asked about every buffer, whatever params says (but not for NULL params).
 // Builds no string unless it throws. Throws DT_ERR_INVALID_ARGUMENT for an unknown memory
 // type or a negative device (naming the field), for AUTO buffers that a provider finds in
-// different memories, or for host or device buffers that it finds in the other memory;
+// different memories, for host or device buffers that it finds in the other memory, and
+// for device buffers it finds on two devices or on another than params->device;
 // DT_ERR_UNSUPPORTED for device memory while no memory provider is loaded.
 BufferMemory resolve_buffer_memory(const char *fn, const char *name,
                                    const dt_op_params_t *params,

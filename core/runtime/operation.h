@@ -48,7 +48,7 @@ struct OpDesc {
     // DT_MEMORY_AUTO. Ranks must agree on it (signature.h); device and stream are this
     // rank's own and are not compared.
     dt_memory_type_t memory = DT_MEMORY_HOST;
-    int device = -1;          // device ordinal of device memory; -1: the provider's choice
+    int device = -1;          // the buffers' device (runtime/buffer_memory.h); -1: unknown
     void *stream = nullptr;   // the producer's stream (opaque), for device memory
     // Device memory: an event recorded on stream when the call was made (null: none),
     // after which staging's copies may start (plugin/memory_provider.h). Released when

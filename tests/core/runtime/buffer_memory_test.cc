@@ -16,8 +16,9 @@ namespace {
 
 int host_a = 0, host_b = 0;
 int device_a = 0, device_b = 0; // "device" addresses as far as the fake provider knows
+int device_c = 0;
 
-// Knows device_a and device_b as device memory on device 5.
+// Knows device_a and device_b as device memory on device 5, device_c on device 6.
 class FakeClassifier : public MemoryClassifier {
 public:
     const char *provider() const noexcept override { return "fake"; }
@@ -25,6 +26,8 @@ public:
     {
         if (p == &device_a || p == &device_b)
             return {DT_MEMORY_DEVICE, 5};
+        if (p == &device_c)
+            return {DT_MEMORY_DEVICE, 6};
         return {};
     }
 };
@@ -129,10 +132,10 @@ TEST(BufferMemory, AutoAsksTheProvider)
     EXPECT_EQ(m.type, DT_MEMORY_DEVICE);
     EXPECT_EQ(m.device, 5) << "the provider's device when the call names none";
     p.field_mask |= DT_OP_PARAM_FIELD_DEVICE | DT_OP_PARAM_FIELD_STREAM;
-    p.device = 1;
+    p.device = 5;
     p.stream = &host_a;
     m = resolve(&p, &device_a, nullptr, &fake); // NULL buffers are not asked about
-    EXPECT_EQ(m.device, 1);
+    EXPECT_EQ(m.device, 5);
     EXPECT_EQ(m.stream, &host_a);
 
     try {
@@ -190,6 +193,35 @@ TEST(BufferMemory, DeviceMemoryCalledHostIsRefusedNamingTheBuffer)
                               "but recvbuf ("))
         << why;
     EXPECT_EQ(refusal(params_of(DT_MEMORY_HOST), &host_a, &host_b), "");
+}
+
+TEST(BufferMemory, ADeviceOtherThanTheBuffersIsRefused)
+{
+    for (dt_memory_type_t type : {DT_MEMORY_DEVICE, DT_MEMORY_AUTO}) {
+        dt_op_params_t p = params_of(type);
+        p.field_mask |= DT_OP_PARAM_FIELD_DEVICE;
+        p.device = 5;
+        EXPECT_EQ(refusal(p, &device_a, &device_b), "");
+        p.device = 7; // no such device, or another one: the provider finds them on 5
+        const std::string why = refusal(p, &device_a, &device_b);
+        EXPECT_TRUE(contains(why, "dt_allreduce 'grad.w': params->device is 7, but the fake "
+                                  "memory provider finds sendbuf on device 5; pass device 5, "
+                                  "or clear DT_OP_PARAM_FIELD_DEVICE"))
+            << why;
+    }
+    // Host memory has no device: the field means nothing there.
+    dt_op_params_t host = params_of(DT_MEMORY_HOST);
+    host.field_mask |= DT_OP_PARAM_FIELD_DEVICE;
+    host.device = 7;
+    EXPECT_EQ(refusal(host, &host_a, &host_b), "");
+}
+
+TEST(BufferMemory, BuffersOnTwoDevicesAreRefused)
+{
+    const std::string why = refusal(params_of(DT_MEMORY_DEVICE), &device_a, &device_c);
+    EXPECT_TRUE(contains(why, "the fake memory provider finds sendbuf on device 5 but recvbuf "
+                              "on device 6; a call's buffers must be on one device"))
+        << why;
 }
 
 TEST(BufferMemory, MessagesNameTheCall)

@@ -3,8 +3,9 @@
 // plugin path, DT_MEMORY_AUTO asks it, and a collective on its device memory runs through
 // staging (a CPU touch of the memory would kill the process) with the right values; a
 // device that never finishes its copies is a time-out, not a hang; host memory called
-// device memory, or the reverse, is refused at the call. A wrong DISTTRAIN_MEMORY fails
-// dt_context_create naming the variable.
+// device memory, or the reverse, and a device ordinal the buffers are not on, are
+// refused at the call. A wrong DISTTRAIN_MEMORY fails dt_context_create naming the
+// variable.
 #include "fakedevice_test_util.h"
 
 #include <disttrain/disttrain.h>
@@ -178,6 +179,24 @@ TEST_F(Context, AMemoryTypeThePointerContradictsIsRefusedAtTheCallAndTheContextG
     EXPECT_EQ(out, host);
     EXPECT_EQ(device_.ops().device_free(device_.m(), dev), DTP_OK);
     EXPECT_EQ(device_.ops().device_free(device_.m(), dev_out), DTP_OK);
+}
+
+TEST_F(Context, ADeviceOrdinalTheBuffersAreNotOnIsRefusedAtTheCall)
+{
+    void *dev = device_.device_alloc(16 * sizeof(float));
+    dt_op_params_t p{};
+    p.field_mask = DT_OP_PARAM_FIELD_MEMORY_TYPE | DT_OP_PARAM_FIELD_DEVICE;
+    p.memory_type = DT_MEMORY_DEVICE;
+    p.device = 7; // the fake has device 0 only
+    EXPECT_EQ(dt_allreduce_ex(ctx_, "dev7", dev, dev, 16, DT_FLOAT32, DT_SUM, &p),
+              DT_ERR_INVALID_ARGUMENT);
+    EXPECT_TRUE(has(dt_last_error(), "params->device is 7, but the fakedevice memory provider "
+                                     "finds sendbuf on device 0"))
+        << dt_last_error();
+    p.device = 0;
+    EXPECT_EQ(dt_allreduce_ex(ctx_, "dev0", dev, dev, 16, DT_FLOAT32, DT_SUM, &p), DT_OK)
+        << dt_last_error();
+    EXPECT_EQ(device_.ops().device_free(device_.m(), dev), DTP_OK);
 }
 
 TEST(MemoryVariable, AMissingProviderFailsCreateNamingTheVariableAndTheFolders)

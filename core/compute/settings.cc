@@ -85,9 +85,14 @@ Settings read_settings(const dt_compute_params_t *params)
             throw_error(DT_ERR_INVALID_CONFIG, "dt_compute_params_t.device=", params->device,
                         " must be >= 0 (a GPU ordinal)");
         s.device = params->device;
-    } else if (env::get("DISTTRAIN_DEVICE")) {
-        // The same variable the CUDA memory provider reads, so both use one GPU.
-        s.device = static_cast<int>(env::get_int("DISTTRAIN_DEVICE", 0, 0, 1 << 16));
+    } else if (auto device = env::get("DISTTRAIN_DEVICE")) {
+        // The same variable the CUDA memory provider and the nccl transport read, so all
+        // use one GPU; read as strictly as they read it (plugins/common/device_ordinal.h).
+        if (device->find_first_not_of("0123456789") != std::string::npos)
+            throw_error(DT_ERR_INVALID_CONFIG, "DISTTRAIN_DEVICE='", *device, "' is not a "
+                        "GPU ordinal: write the GPU's number in digits only (0, 1, ...), or "
+                        "unset it for the local rank modulo the GPU count");
+        s.device = static_cast<int>(env::parse_int("DISTTRAIN_DEVICE", *device, 0, 1 << 16));
     } else {
         // The plugin picks local_rank modulo its device count (dt_compute_init_args_t).
         s.device = -1 - static_cast<int>(env::get_int("DISTTRAIN_LOCAL_RANK", 0, 0, 1 << 20));

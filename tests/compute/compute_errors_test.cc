@@ -210,7 +210,8 @@ TEST_F(Settings, BadDtypeAndThreads)
 
 TEST_F(Settings, ADeviceThatIsNoOrdinalNamesTheVariable)
 {
-    for (const char *bad : {"gpu1", "-1", ""}) {
+    // Digits only, as the cuda memory provider and the nccl transport read it.
+    for (const char *bad : {"gpu1", "-1", " 1", "+1", "1 ", "0x1", ""}) {
         setenv("DISTTRAIN_DEVICE", bad, 1);
         if (*bad == '\0')
             continue; // empty counts as unset, as everywhere in the library

@@ -3,8 +3,8 @@
 // core left behind at the end.
 #include "cuda_instance.h"
 #include "cuda_ops.h"
+#include "device_ordinal.h"
 
-#include <cerrno>
 #include <cstddef>
 #include <cstdlib>
 #include <memory>
@@ -23,17 +23,16 @@ int32_t choose_device(const Instance *in, int32_t local_rank, int *device)
         *device = (local_rank > 0 ? local_rank : 0) % in->device_count;
         return DTP_OK;
     }
-    char *end = nullptr;
-    errno = 0;
-    long ordinal = std::strtol(value, &end, 10);
-    if (errno != 0 || end == value || *end != '\0' || ordinal < 0)
+    int ordinal = -1;
+    if (!dtp::parse_device_ordinal(value, &ordinal))
         return fail(in, DTP_ERR_INVALID_CONFIG, std::string("DISTTRAIN_DEVICE='") + value +
-                    "' is not a GPU ordinal (an integer >= 0)");
+                    "' is not a GPU ordinal: write the GPU's number in digits only (0, 1, "
+                    "...), or unset it for the local rank modulo the GPU count");
     if (ordinal >= in->device_count)
         return fail(in, DTP_ERR_INVALID_CONFIG, std::string("DISTTRAIN_DEVICE='") + value +
                     "', but this machine has " + std::to_string(in->device_count) +
                     " GPU(s), numbered from 0");
-    *device = static_cast<int>(ordinal);
+    *device = ordinal;
     return DTP_OK;
 }
 

@@ -3,7 +3,8 @@
 // the non-blocking communicator, each bounded by the init arguments' timeout.
 #include "nccl_context.h"
 
-#include <cerrno>
+#include "device_ordinal.h"
+
 #include <cstdlib>
 #include <cstring>
 #include <map>
@@ -76,16 +77,20 @@ std::string Context::local_verdict(const dt_transport_init_args_t &args) {
         device_ = (args.local_rank > 0 ? args.local_rank : 0) % count;
         return gpu_verdict();
     }
-    char *end = nullptr;
-    errno = 0;
-    long ordinal = std::strtol(value, &end, 10);
-    if (errno != 0 || end == value || *end != '\0' || ordinal < 0 || ordinal >= count) {
+    int ordinal = -1;
+    if (!dtp::parse_device_ordinal(value, &ordinal)) {
+        return verdict(DTP_ERR_INVALID_CONFIG,
+                       std::string("DISTTRAIN_DEVICE='") + value + "' is not a GPU ordinal: "
+                       "write the GPU's number in digits only (0, 1, ...), or unset it for "
+                       "the local rank modulo the GPU count");
+    }
+    if (ordinal >= count) {
         return verdict(DTP_ERR_INVALID_CONFIG,
                        std::string("DISTTRAIN_DEVICE='") + value + "' is not a GPU ordinal "
                        "of this machine, which has " + std::to_string(count) +
                        " GPU(s) numbered from 0");
     }
-    device_ = static_cast<int>(ordinal);
+    device_ = ordinal;
     return gpu_verdict();
 }
 

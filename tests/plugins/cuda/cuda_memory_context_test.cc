@@ -3,7 +3,8 @@
 // with DISTTRAIN_MEMORY=cuda loads it from DISTTRAIN_PLUGIN_PATH. Without a GPU (the CI
 // machines) dt_context_create must fail with the provider's own "no GPU" reason and the
 // variable's name; with one, it must succeed. Which case applies is asked of the plugin
-// itself, opened with dlopen the way the core opens it.
+// itself, opened with dlopen the way the core opens it. The test runs a second time on
+// the mock CUDA runtime (cuda_memory_mock), which has GPUs.
 #include <disttrain/disttrain.h>
 #include <disttrain/plugin/memory.h>
 #include <gtest/gtest.h>
@@ -162,13 +163,21 @@ TEST_F(CudaMemory, ContextCreateLoadsItThroughDisttrainMemory)
     EXPECT_TRUE(has(why, "cudaGetDeviceCount failed")) << why;
 }
 
+// Digits only, as the nccl transport and the core read it: spaces, a sign or a base
+// prefix are refused alike (the mock's four GPUs would make " 1" a GPU).
 TEST_F(CudaMemory, AMalformedDisttrainDeviceIsAConfigError)
 {
     if (plugin_.init_status() != DTP_OK)
         GTEST_SKIP() << "needs a GPU: without one init stops at 'no GPU' first";
-    Env device("DISTTRAIN_DEVICE", "gpu1");
-    EXPECT_EQ(plugin_.init_status(), DTP_ERR_INVALID_CONFIG) << g_error;
-    EXPECT_TRUE(has(g_error, "DISTTRAIN_DEVICE='gpu1'")) << g_error;
+    for (const char *bad : {"gpu1", " 1", "+1", "1 ", "1x", "0x1", "-1", "99999999999"}) {
+        Env device("DISTTRAIN_DEVICE", bad);
+        EXPECT_EQ(plugin_.init_status(), DTP_ERR_INVALID_CONFIG) << bad << ": " << g_error;
+        EXPECT_TRUE(has(g_error, std::string("DISTTRAIN_DEVICE='") + bad + "' is not a GPU "
+                                 "ordinal: write the GPU's number in digits only"))
+            << g_error;
+    }
+    Env device("DISTTRAIN_DEVICE", "0");
+    EXPECT_EQ(plugin_.init_status(), DTP_OK) << g_error;
 }
 
 } // namespace

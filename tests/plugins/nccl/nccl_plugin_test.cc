@@ -84,6 +84,25 @@ TEST(NcclMock, BadDeviceOrdinalIsAConfigError) {
         << one.inst.host.last_error();
 }
 
+// Digits only, as the cuda memory provider and the core read it: spaces, a sign or a
+// base prefix are refused alike, though the mock's four GPUs would make " 1" a GPU.
+TEST(NcclMock, AnOrdinalThatIsNotJustDigitsIsAConfigError) {
+    UseMocks mocks;
+    ScopedEnv devices("DISTTRAIN_MOCK_CUDA_DEVICES", "4");
+    for (const char *bad : {" 1", "+1", "1 ", "1x", "0x1", "-1", "99999999999"}) {
+        ScopedEnv device("DISTTRAIN_DEVICE", bad);
+        OneRank one;
+        const std::string err = one.inst.host.last_error();
+        EXPECT_EQ(one.rc, DTP_ERR_INVALID_CONFIG) << "'" << bad << "': " << err;
+        EXPECT_NE(err.find(std::string("DISTTRAIN_DEVICE='") + bad + "' is not a GPU ordinal: "
+                           "write the GPU's number in digits only"),
+                  std::string::npos) << err;
+    }
+    ScopedEnv device("DISTTRAIN_DEVICE", "1");
+    OneRank one;
+    EXPECT_EQ(one.rc, DTP_OK) << one.inst.host.last_error();
+}
+
 TEST(NcclMock, AnswersDeviceOnlyWithoutControl) {
     UseMocks mocks;
     OneRank one;

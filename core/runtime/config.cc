@@ -52,24 +52,30 @@ std::string parse_memory(const char *what, const std::string &value)
     return value;
 }
 
+bool mpi_only(const ContextConfig &cfg)
+{
+    return cfg.transports == std::vector<std::string>{"mpi"};
+}
+
 // A job that mpirun started, with no store given (bare `mpirun -np N prog`): MPI already
 // wires the ranks up, so with the mpi transport no shared store is needed and each rank
 // gets a private one. "auto" means mpi here, the one transport that can work without a
 // store. Any other choice keeps the store requirement (and its error below). Under srun
 // only an explicit DISTTRAIN_TRANSPORT=mpi takes this path (MPI then wires itself through
-// srun's PMIx or PMI2); "auto" meets through Slurm's PMI2 instead (meet_through_slurm).
+// srun's PMIx or PMI2), although srun --mpi=pmi2 sets the same PMI_RANK as mpirun's
+// Hydra: "auto" meets through Slurm's PMI2 instead (meet_through_slurm).
 bool mpi_without_store(ContextConfig &cfg)
 {
     const std::string &src = cfg.ranks.source;
-    bool mpi_launch = src.find("Open MPI") != std::string::npos ||
-                      src.find("PMI") != std::string::npos ||
-                      (bootstrap::ranks_from_slurm(cfg.ranks) &&
-                       cfg.transports == std::vector<std::string>{"mpi"});
+    bool mpi_launch = bootstrap::ranks_from_slurm(cfg.ranks)
+                          ? mpi_only(cfg)
+                          : src.find("Open MPI") != std::string::npos ||
+                                src.find("PMI") != std::string::npos;
     if (cfg.ranks.size <= 1 || !cfg.store_addr.empty() || !mpi_launch)
         return false;
     if (cfg.transports == std::vector<std::string>{"auto"})
         cfg.transports = {"mpi"};
-    return cfg.transports == std::vector<std::string>{"mpi"};
+    return mpi_only(cfg);
 }
 
 // Rank 0 binds all interfaces at the port of a launcher-given address unless the host is
@@ -102,13 +108,27 @@ std::string token_from_torchrun()
 }
 
 // srun started the ranks and nobody gave a store or a token: they meet through Slurm's
-// PMI2 (bootstrap/slurm_pmi2.h). An explicit DISTTRAIN_TRANSPORT=mpi keeps the store-less
-// MPI path below, as under mpirun.
+// PMI2 (bootstrap/slurm_pmi2.h). What is set by hand is used as given, never replaced by
+// PMI2's, so a store or a token alone is an error naming the other, here where the cause
+// is known. An explicit DISTTRAIN_TRANSPORT=mpi keeps the store-less MPI path below, as
+// under mpirun.
 void meet_through_slurm(ContextConfig &cfg)
 {
-    if (cfg.ranks.size <= 1 || !cfg.store_addr.empty() || !cfg.job_token.empty() ||
-        cfg.launcher_serves_store || !bootstrap::ranks_from_slurm(cfg.ranks) ||
-        cfg.transports == std::vector<std::string>{"mpi"})
+    if (cfg.ranks.size <= 1 || cfg.launcher_serves_store ||
+        !bootstrap::ranks_from_slurm(cfg.ranks) || mpi_only(cfg))
+        return;
+    if (cfg.store_addr.empty() != cfg.job_token.empty()) {
+        bool store_given = !cfg.store_addr.empty();
+        const std::string &given = store_given ? cfg.store_from : cfg.token_from;
+        throw_error(DT_ERR_INVALID_CONFIG, given, " is set but ",
+                    store_given ? "DISTTRAIN_JOB_TOKEN" : "DISTTRAIN_STORE_ADDR",
+                    " is not (rank ", cfg.ranks.rank, " of ", cfg.ranks.size, " from srun); "
+                    "a store address or token set by hand is used as given, so set both "
+                    "on every rank (DISTTRAIN_STORE_ADDR=host:port of rank 0 and the same "
+                    "DISTTRAIN_JOB_TOKEN=$(openssl rand -hex 32)), or neither, and the "
+                    "ranks meet through Slurm's PMI2");
+    }
+    if (!cfg.store_addr.empty())
         return;
     bootstrap::SlurmRendezvous met =
         bootstrap::rendezvous_through_slurm_pmi2(cfg.ranks, cfg.timeout);

@@ -121,6 +121,26 @@ def test_multi_rank_without_token(worker):
     assert "DISTTRAIN_JOB_TOKEN is not set" in r.stderr
 
 
+# What srun --mpi=pmi2 sets for task 0 of 2 (its PMI_RANK as mpirun's Hydra does).
+SRUN_PMI2 = {"SLURM_PROCID": "0", "SLURM_NTASKS": "2", "SLURM_STEP_ID": "0",
+             "SLURM_JOB_ID": "7", "PMI_RANK": "0", "PMI_SIZE": "2"}
+
+
+@pytest.mark.parametrize("given,missing", [
+    ({"DISTTRAIN_JOB_TOKEN": "t" * 32}, "DISTTRAIN_STORE_ADDR"),
+    ({"DISTTRAIN_STORE_ADDR": "127.0.0.1:1"}, "DISTTRAIN_JOB_TOKEN"),
+])
+def test_srun_task_with_store_or_token_alone_names_the_other(worker, given, missing):
+    # Either alone keeps the ranks from meeting through Slurm's PMI2, which would replace
+    # what was set by hand: the error names the one missing, before any transport or PMI2.
+    r = run([worker, "info"], env={**SRUN_PMI2, **given}, timeout=30)
+    assert r.returncode == 1
+    assert "DT_ERR_INVALID_CONFIG" in r.stderr, r.stderr
+    assert f"{next(iter(given))} is set but {missing} is not (rank 0 of 2 from srun)" \
+        in r.stderr, r.stderr
+    assert "Slurm's PMI2" in r.stderr, r.stderr
+
+
 def test_store_that_never_answers_times_out(worker):
     """A server that accepts connections but never speaks: the rank must give up."""
     server = socket.socket()

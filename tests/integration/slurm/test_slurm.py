@@ -5,8 +5,9 @@ ranks meet through Slurm's PMI2 (core/bootstrap/slurm_pmi2.h).
 A one-node cluster (slurm_cluster.py) runs: srun --mpi=pmi2 of disttrain-perf; an sbatch
 --wait script whose plain srun (the cluster's MpiDefault is pmi2) runs a short
 disttrain-train; disttrainrun inside an srun task (its DISTTRAIN_* win over Slurm); srun
---mpi=pmix with DISTTRAIN_TRANSPORT=mpi (MPI wires itself, no store); and srun
---mpi=none, which must fail at once with the message saying how to start the job. The
+--mpi=pmix with DISTTRAIN_TRANSPORT=mpi (MPI wires itself, no store); srun --mpi=none,
+which must fail at once with the message saying how to start the job; and a job token set
+alone, which must be told that its store address is missing. The
 jobs' only DISTTRAIN_* variables are the plugin folders of the build tree, a short
 DISTTRAIN_TIMEOUT and, where a test is about them, the transport or the log level that
 shows where rank, store and token came from. Skipped, with the daemon's own words, where
@@ -133,3 +134,16 @@ def test_srun_without_pmi_fails_promptly_with_what_to_do(cluster):
         assert words in r.stderr, r.stderr
     assert "rank 0 of 2" in r.stderr and "rank 1 of 2" in r.stderr, r.stderr
     assert elapsed < 30, f"took {elapsed:.1f} s"
+
+
+def test_srun_with_a_token_alone_names_the_store_address(cluster):
+    # srun --mpi=pmi2 sets PMI_RANK as mpirun's Hydra does: the job must still be taken for
+    # an srun job that lacks its store address, not for a bare mpirun one (no store, mpi).
+    worker = build_path("tests", "integration", "dt_worker")
+    r = cluster.run(["srun", "-n", "2", "--mpi=pmi2", "--time=1", worker, "info"],
+                    extra_env=job_env(DISTTRAIN_JOB_TOKEN="t" * 32, DISTTRAIN_TIMEOUT="5"),
+                    timeout=60)
+    assert r.returncode != 0, r.stdout + r.stderr
+    for rank in range(2):
+        assert (f"DISTTRAIN_JOB_TOKEN is set but DISTTRAIN_STORE_ADDR is not (rank {rank} "
+                "of 2 from srun)") in r.stderr, r.stderr

@@ -56,8 +56,11 @@ public:
     // answers in time, DT_ERR_AUTH when the server refuses the token (or proves a
     // different one), DT_ERR_CONNECT for a bad address, DT_ERR_PROTOCOL when the process at
     // addr is not a store. timeout <= 0 means no limit. The same timeout bounds each later
-    // round trip on top of any wait the call asks for.
-    StoreClient(const std::string &addr, Auth auth, Millis timeout);
+    // round trip on top of any wait the call asks for. addr_from says where addr came from
+    // (a variable, or the launcher's variables it was made of), which those errors name as
+    // the thing to check.
+    StoreClient(const std::string &addr, Auth auth, Millis timeout,
+                std::string addr_from = "DISTTRAIN_STORE_ADDR");
     ~StoreClient();
     StoreClient(const StoreClient &) = delete;
     StoreClient &operator=(const StoreClient &) = delete;

@@ -73,14 +73,16 @@ Fd connect_one(const SockAddr &sa, const Deadline &deadline, int &err)
 
 struct StoreClient::Impl {
     std::string address;
+    std::string address_from; // where address came from, for messages
     HostPort hp;
     Auth auth;
     Millis timeout;
     std::mutex mu;
     Fd sock;
 
-    Impl(std::string addr, Auth a, Millis t)
-        : address(std::move(addr)), auth(std::move(a)), timeout(t)
+    Impl(std::string addr, std::string from, Auth a, Millis t)
+        : address(std::move(addr)), address_from(std::move(from)), auth(std::move(a)),
+          timeout(t)
     {
     }
 
@@ -99,7 +101,7 @@ void StoreClient::Impl::throw_no_answer(const std::string &detail) const
 {
     throw_error(DT_ERR_TIMEOUT, "no rendezvous store answered at ", address, " within ",
                 ms_text(timeout), " (", detail,
-                "); check DISTTRAIN_STORE_ADDR and that the launcher or rank 0 is running");
+                "); check ", address_from, " and that the launcher or rank 0 is running");
 }
 
 Fd StoreClient::Impl::connect()
@@ -131,7 +133,7 @@ Fd StoreClient::Impl::connect()
             case Handshake::bad_magic:
                 throw_error(DT_ERR_PROTOCOL, "the process listening at ", address,
                             " is not a disttrain rendezvous store (it sent an unknown "
-                            "greeting); check DISTTRAIN_STORE_ADDR");
+                            "greeting); check ", address_from);
             case Handshake::io:
                 break;
             }
@@ -203,8 +205,9 @@ proto::Reply StoreClient::Impl::round_trip(const proto::Request &req,
     }
 }
 
-StoreClient::StoreClient(const std::string &addr, Auth auth, Millis timeout)
-    : impl_(std::make_unique<Impl>(addr, std::move(auth), timeout))
+StoreClient::StoreClient(const std::string &addr, Auth auth, Millis timeout,
+                         std::string addr_from)
+    : impl_(std::make_unique<Impl>(addr, std::move(addr_from), std::move(auth), timeout))
 {
     try {
         impl_->hp = parse_host_port("store address", addr);

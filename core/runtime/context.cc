@@ -105,7 +105,8 @@ void Context::watch_deaths()
     // Connected now, not at each re-form, which would wait for it.
     watch_store_ = std::make_unique<bootstrap::StoreClient>(
         store_->address(), *auth_,
-        cfg_.timeout.count() > 0 ? cfg_.timeout : std::chrono::hours(24 * 365));
+        cfg_.timeout.count() > 0 ? cfg_.timeout : std::chrono::hours(24 * 365),
+        cfg_.store_from);
     watch_deaths_ = std::make_unique<DeathNotices>(*watch_store_);
     if (!cfg_.elastic_join)
         for (int r = 0; r < size(); ++r)
@@ -303,7 +304,7 @@ void Context::open_store()
     }
     shared_store_ = !local_only;
     auto timeout = cfg_.timeout.count() > 0 ? cfg_.timeout : std::chrono::hours(24 * 365);
-    store_ = std::make_unique<bootstrap::StoreClient>(addr, *auth_, timeout);
+    store_ = std::make_unique<bootstrap::StoreClient>(addr, *auth_, timeout, cfg_.store_from);
 }
 
 void Context::check_agreement()

@@ -88,6 +88,17 @@ def test_torchrun_run_id_serves_as_token_only_when_unguessable(worker):
         assert rc == 0, f"rank {rank}:\n{stdout}\n{stderr}"
 
 
+def test_torchrun_rank_without_rank_0_names_master_addr_and_port(worker):
+    # The store's address was made of MASTER_ADDR and MASTER_PORT, which are what to check.
+    port = free_ports(2)
+    r = run([worker, "info"], env=torchrun_env(1, 2, port, DISTTRAIN_TIMEOUT="1"), timeout=60)
+    assert r.returncode == 1
+    assert "DT_ERR_TIMEOUT" in r.stderr, r.stderr
+    assert f"no rendezvous store answered at 127.0.0.1:{port + 1}" in r.stderr, r.stderr
+    assert f"check MASTER_ADDR:MASTER_PORT+1 (127.0.0.1:{port}) and that" in r.stderr, r.stderr
+    assert "DISTTRAIN_STORE_ADDR" not in r.stderr, r.stderr
+
+
 def test_tf_config_workers_started_out_of_order(worker):
     ports = [free_ports(1), free_ports(1)]
     base = {"DISTTRAIN_JOB_TOKEN": TOKEN, "DISTTRAIN_TRANSPORT": "tcp",

@@ -43,6 +43,13 @@ public:
     std::string address() const;
     // Number of connections refused so far because they failed the token challenge.
     uint64_t refused_connections() const;
+    // Those of them that proved another job token (a process of this job started with
+    // another token, or of another job): how many, and the address of the last one.
+    struct TokenRefusals {
+        uint64_t count = 0;
+        std::string last_peer; // "host:port"; empty when count is 0
+    };
+    TokenRefusals token_refusals() const;
 
 private:
     struct Impl;

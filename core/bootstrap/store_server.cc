@@ -55,6 +55,8 @@ struct StoreServer::Impl {
     Fd wake; // eventfd, written once at shutdown and never drained
     std::string address;
     std::atomic<uint64_t> refused{0};
+    std::mutex token_refusals_mu;
+    TokenRefusals token_refusals;
     std::atomic<bool> stopping{false};
     StoreState state;
     std::mutex conns_mu;
@@ -68,6 +70,7 @@ struct StoreServer::Impl {
     void reap(bool all);
     void serve(Fd fd);
     bool authenticate(int fd, const std::string &peer);
+    void note_token_refusal(const std::string &peer);
     proto::Reply execute(const proto::Request &req, int fd);
     void stop();
 };
@@ -170,6 +173,13 @@ void StoreServer::Impl::accept_loop()
     }
 }
 
+void StoreServer::Impl::note_token_refusal(const std::string &peer)
+{
+    std::lock_guard lock(token_refusals_mu);
+    ++token_refusals.count;
+    token_refusals.last_peer = peer;
+}
+
 bool StoreServer::Impl::authenticate(int fd, const std::string &peer)
 {
     const Deadline deadline = Deadline::after(kHandshakeTimeout);
@@ -179,6 +189,7 @@ bool StoreServer::Impl::authenticate(int fd, const std::string &peer)
         return true;
     case Handshake::refused:
         ++refused;
+        note_token_refusal(peer);
         DT_LOG(warn, "store", "refused connection from ", peer,
                ": wrong job token; every rank must have the same DISTTRAIN_JOB_TOKEN");
         send_refusal(fd, deadline, wake.get());
@@ -320,6 +331,12 @@ std::string StoreServer::address() const
 uint64_t StoreServer::refused_connections() const
 {
     return impl_->refused.load();
+}
+
+StoreServer::TokenRefusals StoreServer::token_refusals() const
+{
+    std::lock_guard lock(impl_->token_refusals_mu);
+    return impl_->token_refusals;
 }
 
 } // namespace dt::bootstrap

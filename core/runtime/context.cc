@@ -317,7 +317,23 @@ void Context::check_agreement()
     mine.ordered = cfg_.ordered;
     mine.api_major = DT_API_MAJOR;
     mine.api_minor = DT_API_MINOR;
-    check_job_agreement(*store_, ns_, rank(), mine, time_left());
+    check_job_agreement(*store_, ns_, rank(), mine, time_left(),
+                        [this] { return token_refusals(); });
+}
+
+std::string Context::token_refusals() const
+{
+    if (!store_server_)
+        return {}; // the launcher serves the store, and logs what it refuses
+    bootstrap::StoreServer::TokenRefusals refused = store_server_->token_refusals();
+    if (refused.count == 0)
+        return {};
+    // The token is proved before any rank number is sent, so which rank it was is unknown.
+    return cat("; meanwhile the store this rank serves refused ", refused.count,
+               refused.count == 1 ? " connection" : " connections",
+               " that proved another job token (the last from ", refused.last_peer,
+               "): a rank started with another ", cfg_.token_from,
+               " cannot join, so give every rank the same one");
 }
 
 std::chrono::milliseconds Context::time_left() const

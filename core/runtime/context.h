@@ -71,6 +71,9 @@ public:
 private:
     void open_store();
     void check_agreement();
+    // Rank 0: the connections its store refused for another token, for the message
+    // naming a rank that never arrived ("" when none).
+    std::string token_refusals() const;
     void open_transport();
     void open_device_transport(); // DISTTRAIN_DEVICE_TRANSPORT, beside transport_
     void open_device_transport_auto(); // ... =auto (device_transport_auto.cc)

@@ -126,7 +126,8 @@ std::string disagreement(int rank_a, const JobSettings &a, int rank_b, const Job
 }
 
 void check_job_agreement(bootstrap::StoreClient &store, const std::string &prefix, int rank,
-                         const JobSettings &mine, std::chrono::milliseconds timeout)
+                         const JobSettings &mine, std::chrono::milliseconds timeout,
+                         const std::function<std::string()> &missing_hint)
 {
     const std::string verdict_key = prefix + "agree/verdict";
     if (rank != 0) {
@@ -177,7 +178,8 @@ void check_job_agreement(bootstrap::StoreClient &store, const std::string &prefi
                 throw;
             std::string why = cat("rank ", r, " of ", mine.size, " did not reach "
                                   "dt_context_create within ", timeout.count() / 1000.0,
-                                  " s (DISTTRAIN_TIMEOUT); ranks 0..", r - 1, " did");
+                                  " s (DISTTRAIN_TIMEOUT); ranks 0..", r - 1, " did",
+                                  missing_hint ? missing_hint() : std::string());
             publish_failure(store, prefix, "fail\ntimeout:" + why, r - 1, mine.size - 1);
             throw_error(DT_ERR_TIMEOUT, why);
         }

@@ -16,6 +16,7 @@
 #include "bootstrap/store.h"
 
 #include <chrono>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -39,8 +40,11 @@ JobSettings decode(const std::string &from, const std::string &text);
 std::string disagreement(int rank_a, const JobSettings &a, int rank_b, const JobSettings &b);
 
 // The store protocol above. Throws DT_ERR_INVALID_CONFIG on a disagreement and
-// DT_ERR_TIMEOUT when a rank does not arrive within timeout (<= 0: no limit).
+// DT_ERR_TIMEOUT when a rank does not arrive within timeout (<= 0: no limit). On rank 0,
+// what missing_hint returns (when given) is added to the message naming a rank that did
+// not arrive: what else rank 0 knows of it, such as connections its store refused.
 void check_job_agreement(bootstrap::StoreClient &store, const std::string &prefix, int rank,
-                         const JobSettings &mine, std::chrono::milliseconds timeout);
+                         const JobSettings &mine, std::chrono::milliseconds timeout,
+                         const std::function<std::string()> &missing_hint = {});
 
 } // namespace dt

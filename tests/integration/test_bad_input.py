@@ -200,9 +200,14 @@ def test_wrong_job_token_is_refused(worker):
     assert r1.returncode == 1
     assert "DT_ERR_AUTH" in r1.stderr
     assert "DISTTRAIN_JOB_TOKEN" in r1.stderr
-    # Rank 0 logged the refusal and gave up waiting for its peer.
+    # Rank 0 logged the refusal and gave up waiting for its peer, saying that a process
+    # came with another token rather than that nothing came.
     assert rank0.returncode == 1
     assert "refused" in err0
+    assert "rank 1 of 2 did not reach dt_context_create" in err0, err0
+    assert ("meanwhile the store this rank serves refused 1 connection that proved another "
+            "job token (the last from 127.0.0.1:") in err0, err0
+    assert "a rank started with another DISTTRAIN_JOB_TOKEN cannot join" in err0, err0
 
 
 def test_invalid_arguments_return_clear_errors(worker):

@@ -56,6 +56,10 @@ TEST_F(Robustness, WrongTokenIsRefusedAndCounted)
     EXPECT_NE(msg.find(server.address()), std::string::npos) << msg;
     EXPECT_NE(msg.find("DISTTRAIN_JOB_TOKEN"), std::string::npos) << msg;
     EXPECT_EQ(server.refused_connections(), 1u);
+    // Counted as a token refusal too, with where it came from, for rank 0's messages.
+    StoreServer::TokenRefusals refused = server.token_refusals();
+    EXPECT_EQ(refused.count, 1u);
+    EXPECT_EQ(refused.last_peer.rfind("127.0.0.1:", 0), 0u) << refused.last_peer;
     expect_still_serving();
     EXPECT_EQ(server.refused_connections(), 1u);
 }
@@ -66,6 +70,7 @@ TEST_F(Robustness, GarbageBeforeTheChallengeIsRefused)
     send(s.get(), "GET / HTTP/1.1\r\nHost: x\r\n\r\n" + std::string(200, '\xff'));
     EXPECT_TRUE(test::closed_by_peer(s.get()));
     EXPECT_TRUE(test::eventually([&] { return server.refused_connections() == 1; }));
+    EXPECT_EQ(server.token_refusals().count, 0u); // it proved no token at all
     expect_still_serving();
 }
 

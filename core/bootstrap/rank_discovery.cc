@@ -366,10 +366,14 @@ RankInfo discover_ranks(const dt_context_params_t *params)
     if (used_env && info.size > 1) {
         if (launcher == "torchrun (env://)") {
             info.store_addr = store_from_torchrun(info.store_from);
+            info.store_port_hint = "give the job another MASTER_PORT (torchrun "
+                                   "--master-port, or the port of --rdzv-endpoint) whose next "
+                                   "port is free too";
         } else if (launcher == "TF_CONFIG") {
             TfConfig tf = parse_tf_config("TF_CONFIG", *env::get("TF_CONFIG"));
             info.store_addr = tf.members.front();
             info.store_from = cat("TF_CONFIG's first member (", tf.members.front(), ")");
+            info.store_port_hint = "give the first member of TF_CONFIG a free port";
         }
     }
     if (!any_params)

@@ -38,6 +38,8 @@ struct RankInfo {
     // torchrun's MASTER_ADDR:MASTER_PORT+1, TF_CONFIG's first member. Empty otherwise.
     std::string store_addr;
     std::string store_from; // the variables it came from, for messages
+    // How to give the store another port in those variables, for a port already taken.
+    std::string store_port_hint;
 };
 
 // Each field comes from params when its field_mask bit is set, else from the first

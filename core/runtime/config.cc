@@ -150,11 +150,15 @@ ContextConfig read_config(const dt_context_params_t *params)
     if (has(params, DT_CONTEXT_PARAM_FIELD_STORE_ADDR) && params->store_addr != nullptr) {
         cfg.store_addr = params->store_addr;
         cfg.store_from = "dt_context_params_t.store_addr";
+        cfg.store_port_hint = "give dt_context_params_t.store_addr a free port, the same on "
+                              "every rank";
     } else if (auto v = env::get("DISTTRAIN_STORE_ADDR")) {
         cfg.store_addr = *v;
     } else if (!cfg.ranks.store_addr.empty()) {
         cfg.store_addr = cfg.ranks.store_addr;
         cfg.store_from = cfg.ranks.store_from;
+        cfg.store_port_hint = cat(cfg.ranks.store_port_hint, ", or set DISTTRAIN_STORE_ADDR="
+                                  "host:port with a free port on every rank");
         cfg.store_bind = bind_address_for(cfg.store_from, cfg.store_addr);
     }
     // Checked here, where its source is known: rank 0 binds it and the others connect to

@@ -21,6 +21,8 @@ struct ContextConfig {
     bootstrap::RankInfo ranks;
     std::string store_addr;          // empty: none given
     std::string store_from = "DISTTRAIN_STORE_ADDR"; // where store_addr came from
+    // What to change there when rank 0 cannot listen at store_addr, for messages.
+    std::string store_port_hint = "give DISTTRAIN_STORE_ADDR a free port, the same on every rank";
     // Where rank 0's store listens when it is not store_addr itself: all interfaces at
     // its port, for addresses a launcher gave (MASTER_ADDR, TF_CONFIG) that may name a
     // service or alias this host cannot bind. Empty: store_addr.

@@ -11,6 +11,8 @@
 #include "telemetry/log.h"
 
 #include <atomic>
+#include <cerrno>
+#include <cstring>
 #include <unistd.h>
 #include <optional>
 
@@ -47,6 +49,30 @@ std::vector<std::string> expand_auto(const std::vector<std::string> &names)
             out.push_back("tcp"); // so the not-found error lists the folders searched
     }
     return out;
+}
+
+// Rank 0's store at the address a user or a launcher chose: a port it cannot listen on
+// (most often one another job holds) is named with where it came from and what to change
+// there, since the store's own advice (a free port, or port 0) may not be the user's to
+// follow (a torchrun user sets MASTER_PORT, not the store's port).
+std::unique_ptr<bootstrap::StoreServer> serve_store(const std::string &bind,
+                                                    const bootstrap::Auth &auth,
+                                                    const ContextConfig &cfg)
+{
+    try {
+        return std::make_unique<bootstrap::StoreServer>(bind, auth);
+    } catch (const Error &e) {
+        if (e.status() != DT_ERR_CONNECT)
+            throw;
+        std::string what = e.what();
+        what = what.substr(0, what.find("; choose a free port"));
+        if (what.find(std::strerror(EADDRINUSE)) == std::string::npos)
+            throw_error(e.status(), what, "; this address is ", cfg.store_from,
+                        ", where rank 0 serves the store: it must be an address of rank "
+                        "0's host, at a port this process may listen on");
+        throw_error(e.status(), what, "; this address is ", cfg.store_from,
+                    ", and another job may hold its port: ", cfg.store_port_hint);
+    }
 }
 
 bool ends_with(const std::string &s, const std::string &tail)
@@ -298,7 +324,7 @@ void Context::open_store()
                store_server_->address(), " (", cfg_.store_from, ")");
     } else if (!cfg_.launcher_serves_store && rank() == 0) {
         const std::string &bind = cfg_.store_bind.empty() ? addr : cfg_.store_bind;
-        store_server_ = std::make_unique<bootstrap::StoreServer>(bind, *auth_);
+        store_server_ = serve_store(bind, *auth_, cfg_);
         DT_LOG(info, "context", "rank 0 serves the rendezvous store at ",
                store_server_->address(), " (", cfg_.store_from, ")");
     }

@@ -4,6 +4,7 @@ env:// variables and TensorFlow's TF_CONFIG, and the settings check at dt_contex
 (ranks that disagree on the size, transport list or ordered mode fail fast on every rank).
 Every process has a hard timeout; a hang fails the test."""
 import json
+import socket
 import subprocess
 import time
 
@@ -97,6 +98,20 @@ def test_torchrun_rank_without_rank_0_names_master_addr_and_port(worker):
     assert f"no rendezvous store answered at 127.0.0.1:{port + 1}" in r.stderr, r.stderr
     assert f"check MASTER_ADDR:MASTER_PORT+1 (127.0.0.1:{port}) and that" in r.stderr, r.stderr
     assert "DISTTRAIN_STORE_ADDR" not in r.stderr, r.stderr
+
+
+def test_torchrun_rank_0_on_a_taken_store_port_names_master_port(worker):
+    # Another job's store holds MASTER_PORT+1: the user can only change MASTER_PORT.
+    port = free_ports(2)
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", port + 1))
+        taken.listen(1)
+        r = run([worker, "info"], env=torchrun_env(0, 2, port), timeout=60)
+    assert r.returncode == 1
+    assert "DT_ERR_CONNECT" in r.stderr, r.stderr
+    assert (f"this address is MASTER_ADDR:MASTER_PORT+1 (127.0.0.1:{port}), and another job "
+            "may hold its port: give the job another MASTER_PORT") in r.stderr, r.stderr
+    assert "port 0" not in r.stderr, r.stderr
 
 
 def test_tf_config_workers_started_out_of_order(worker):

@@ -57,6 +57,21 @@ bool mpi_only(const ContextConfig &cfg)
     return cfg.transports == std::vector<std::string>{"mpi"};
 }
 
+// DISTTRAIN_JOB_ID becomes part of every store key of the job: a short name of safe
+// characters, so that no value can reach into another job's keys.
+std::string parse_job_id(const std::string &value)
+{
+    bool valid = !value.empty() && value.size() <= 128 &&
+                 std::all_of(value.begin(), value.end(), [](unsigned char c) {
+                     return std::isalnum(c) || c == '.' || c == '_' || c == '-';
+                 });
+    if (!valid)
+        throw_error(DT_ERR_INVALID_CONFIG, "DISTTRAIN_JOB_ID='", value, "' is not a job id; "
+                    "use 1 to 128 letters, digits, '.', '_' or '-', the same on every rank "
+                    "of the job and another for each job (e.g. $(uuidgen))");
+    return value;
+}
+
 // A job that mpirun started, with no store given (bare `mpirun -np N prog`): MPI already
 // wires the ranks up, so with the mpi transport no shared store is needed and each rank
 // gets a private one. "auto" means mpi here, the one transport that can work without a
@@ -184,6 +199,9 @@ ContextConfig read_config(const dt_context_params_t *params)
         cfg.job_token = token_from_torchrun();
         cfg.token_from = "TORCHELASTIC_RUN_ID";
     }
+
+    if (auto v = env::get("DISTTRAIN_JOB_ID"))
+        cfg.job_id = parse_job_id(*v);
 
     if (has(params, DT_CONTEXT_PARAM_FIELD_TRANSPORT) && params->transport != nullptr)
         cfg.transports = parse_transports("params.transport", params->transport);

@@ -33,6 +33,9 @@ struct ContextConfig {
     std::unique_ptr<bootstrap::StoreServer> store_server;
     std::string job_token;           // empty: none given
     std::string token_from = "DISTTRAIN_JOB_TOKEN"; // where job_token came from
+    // DISTTRAIN_JOB_ID: the job's own part of a store that several jobs share (one served
+    // outside them); its keys go under "job/<id>/". Empty: none.
+    std::string job_id;
     // Every rank serves itself a private in-process store: a job started by mpirun with
     // no DISTTRAIN_STORE_ADDR, whose transport (mpi) wires the ranks up by itself.
     bool private_store = false;

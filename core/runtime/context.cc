@@ -99,7 +99,7 @@ Context::Context(const dt_context_params_t *params)
                                          : std::chrono::steady_clock::time_point::max();
     log::set_rank(cfg_.ranks.size > 1 ? cfg_.ranks.rank : -1);
     id_ = g_next_context_id.fetch_add(1);
-    ns_ = cat("ctx", id_, "/");
+    ns_ = cat(context_root(), "/");
     DT_LOG(info, "context", "rank ", rank(), " of ", size(), " (from ", cfg_.ranks.source,
            "), local rank ", local_rank(), " of ", local_size());
     open_store();
@@ -175,7 +175,7 @@ void Context::adopt(const ElasticMembership &m, int old_rank)
     member_ids_.clear();
     for (const ElasticMember &member : m.members)
         member_ids_.push_back(member.launch_id);
-    ns_ = cat("ctx", id_, ".", epoch_, "/");
+    ns_ = cat(context_root(), ".", epoch_, "/");
     log::set_rank(m.size > 1 ? m.rank : -1);
     if (old_rank >= 0)
         DT_LOG(info, "context", "re-formed (epoch ", epoch_, "): rank ", old_rank,
@@ -303,6 +303,11 @@ Context::~Context()
     deaths_.reset();
     store_.reset();
     store_server_.reset();
+}
+
+std::string Context::context_root() const
+{
+    return cfg_.job_id.empty() ? cat("ctx", id_) : cat("job/", cfg_.job_id, "/ctx", id_);
 }
 
 void Context::open_store()
@@ -481,7 +486,7 @@ void Context::open_memory()
     if (cfg_.memory == "none")
         return;
     memory_host_ = std::make_unique<HostBridge>(store_.get(), auth_.get(),
-                                                cat("ctx", id_, "/memory/", cfg_.memory, "/"),
+                                                cat(context_root(), "/memory/", cfg_.memory, "/"),
                                                 cfg_.timeout);
     dt_memory_init_args_t args{};
     args.struct_size = sizeof(args);

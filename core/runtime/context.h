@@ -69,6 +69,8 @@ public:
     bool register_group(uint32_t id, std::vector<int> members);
 
 private:
+    // This context's part of the store: "ctx<id>", under "job/<id>/" with DISTTRAIN_JOB_ID.
+    std::string context_root() const;
     void open_store();
     void check_agreement();
     // Rank 0: the connections its store refused for another token, for the message
@@ -81,7 +83,7 @@ private:
     dt_transport_init_args_t transport_args(HostBridge &bridge) const;
     void open_memory();
     // Elastic membership (elastic_membership.h).
-    std::string elastic_root() const { return cat("ctx", id_, "/elastic/"); }
+    std::string elastic_root() const { return cat(context_root(), "/elastic/"); }
     ElasticRendezvous rendezvous_for(int old_rank); // also restarts deadline_
     void adopt(const ElasticMembership &m, int old_rank);
     void join_running_job();
@@ -104,7 +106,9 @@ private:
     uint64_t epoch_ = 0;
     // Set when a re-form failed and left no engine: what every later call fails with.
     std::optional<std::pair<dt_status_t, std::string>> unformed_;
-    std::string ns_; // this membership's store namespace: "ctx<id>/", then "ctx<id>.<epoch>/"
+    // This membership's store namespace: context_root() + "/", and context_root() +
+    // ".<epoch>/" once re-formed.
+    std::string ns_;
     std::chrono::steady_clock::time_point deadline_; // of the whole creation
     std::unique_ptr<bootstrap::Auth> auth_;
     std::unique_ptr<bootstrap::StoreServer> store_server_;

@@ -37,7 +37,7 @@ void Context::open_device_transport_auto()
     if (size() > 1 && !shared_store_) {
         why = "the ranks share no store to agree through";
     } else if (size() > 1) {
-        const std::string prefix = cat("ctx", id_, "/device/auto/");
+        const std::string prefix = cat(context_root(), "/device/auto/");
         store_->set(cat(prefix, rank()), mine.empty() ? "ok" : "!" + mine);
         for (int r = 0; r < size() && why.empty(); ++r) {
             std::string v = r == rank() ? (mine.empty() ? "ok" : "!" + mine)
@@ -49,9 +49,9 @@ void Context::open_device_transport_auto()
         why = mine;
     }
     if (why.empty()) {
-        device_host_ = std::make_unique<HostBridge>(store_.get(), auth_.get(),
-                                                    cat("ctx", id_, "/device/", kCandidate, "/"),
-                                                    cfg_.timeout);
+        device_host_ = std::make_unique<HostBridge>(
+            store_.get(), auth_.get(), cat(context_root(), "/device/", kCandidate, "/"),
+            cfg_.timeout);
         const dt_transport_init_args_t args = transport_args(*device_host_);
         try {
             device_transport_ = plugin::open_device_transport(kCandidate, args,

@@ -30,6 +30,40 @@ std::chrono::milliseconds wait_for(std::chrono::milliseconds timeout)
 
 constexpr std::chrono::milliseconds kVerdictGrace{5000};
 
+std::string already_served(bootstrap::StoreClient &store, int rank)
+{
+    return cat("a rank ", rank, " met in the rendezvous store at ", store.address(),
+               " before this one: this store already served a job, whose entries this job "
+               "would take for its own; give each job its own store, or a DISTTRAIN_JOB_ID "
+               "of its own (the same on every rank of one job); or two processes of this "
+               "job were started as rank ", rank);
+}
+
+// Each rank claims its number once per namespace, before it reads or writes anything
+// there: a number claimed before means an earlier job met under these keys (a store served
+// outside the jobs, shared without DISTTRAIN_JOB_ID), whose settings, verdict and
+// addresses would be read as this job's and blame ranks that agree.
+void claim(bootstrap::StoreClient &store, const std::string &prefix, int rank)
+{
+    if (store.add(cat(prefix, "agree/claim", rank), 1) != 1)
+        throw_error(DT_ERR_INVALID_CONFIG, already_served(store, rank));
+}
+
+// A rank > 0 about to fail on rank 0's verdict: an earlier job's verdict reaches the ranks
+// that job did not have (their claims were new) before this job's rank 0 finds the earlier
+// claim of its own number. Where rank 0 has claimed its number again, that is the error.
+void fail_if_served_before(bootstrap::StoreClient &store, const std::string &prefix)
+{
+    int64_t rank0_claims = 0;
+    try {
+        rank0_claims = store.add(prefix + "agree/claim0", 0);
+    } catch (const Error &) {
+        return; // the store is gone: the verdict's own message is all there is
+    }
+    if (rank0_claims > 1)
+        throw_error(DT_ERR_INVALID_CONFIG, already_served(store, 0));
+}
+
 // Rank 0 sets a failed verdict, then keeps its store (which it may serve) up until the
 // `arrived` ranks it heard from have read it, and for a moment longer for the others up to
 // `expected` that may be waiting unheard; it is about to fail, so this bounded wait is the
@@ -130,6 +164,7 @@ void check_job_agreement(bootstrap::StoreClient &store, const std::string &prefi
                          const std::function<std::string()> &missing_hint)
 {
     const std::string verdict_key = prefix + "agree/verdict";
+    claim(store, prefix, rank);
     if (rank != 0) {
         store.set(cat(prefix, "agree/rank", rank), encode(mine));
         std::string verdict;
@@ -145,6 +180,7 @@ void check_job_agreement(bootstrap::StoreClient &store, const std::string &prefi
                         "with the same store address and token?");
         }
         if (verdict.rfind("fail\n", 0) == 0) {
+            fail_if_served_before(store, prefix); // while rank 0 waits for the reads
             // Rank 0 keeps its store up until the ranks it heard from have read this.
             try {
                 store.add(prefix + "agree/read", 1);
@@ -157,10 +193,15 @@ void check_job_agreement(bootstrap::StoreClient &store, const std::string &prefi
         if (verdict.rfind("ok\n", 0) != 0)
             throw_error(DT_ERR_PROTOCOL, "rank 0's verdict on the job's settings is "
                         "malformed: '", verdict, "'");
-        std::string why = disagreement(0, decode("rank 0", verdict.substr(3)), rank, mine);
-        if (!why.empty())
-            throw_error(DT_ERR_INVALID_CONFIG, why);
-        return;
+        JobSettings theirs = decode("rank 0", verdict.substr(3));
+        std::string why = disagreement(0, theirs, rank, mine);
+        if (why.empty())
+            return;
+        fail_if_served_before(store, prefix);
+        if (rank >= theirs.size) // rank 0 never waited for this rank: its verdict may be old
+            why += " (if this store served an earlier job, that job's rank 0 said so: give "
+                   "each job its own store, or a DISTTRAIN_JOB_ID of its own)";
+        throw_error(DT_ERR_INVALID_CONFIG, why);
     }
     // One deadline for the whole wait, so that rank 0 gives up before the others do.
     const auto deadline = std::chrono::steady_clock::now() + timeout;

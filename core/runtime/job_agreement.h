@@ -4,13 +4,16 @@
 // transport list, ordered mode or library API fails create with DT_ERR_INVALID_CONFIG
 // naming the ranks and their values, on every rank, instead of hanging until the timeout.
 //
-// Protocol (keys under the context's prefix): each rank r > 0 sets "agree/rank<r>" and
-// waits for "agree/verdict"; rank 0 reads ranks 1..size-1 in turn, comparing each with its
-// own as it arrives, and sets the verdict: "ok" with its own settings, or "fail" with the
-// message (the first disagreement it sees, or the rank it gave up waiting for). A rank > 0
-// also compares its settings with rank 0's from an "ok" verdict, which catches a rank
-// beyond rank 0's idea of the size. Cost: two store round trips for a rank > 0, size for
-// rank 0; nothing for a single process or a job without a shared store.
+// Protocol (keys under the context's prefix): every rank r first adds 1 to "agree/claim<r>"
+// and fails unless it was the first (the namespace served a job before: DT_ERR_INVALID_CONFIG
+// saying to give each job its own store or DISTTRAIN_JOB_ID). Each rank r > 0 then sets
+// "agree/rank<r>" and waits for "agree/verdict"; rank 0 reads ranks 1..size-1 in turn,
+// comparing each with its own as it arrives, and sets the verdict: "ok" with its own
+// settings, or "fail" with the message (the first disagreement it sees, or the rank it gave
+// up waiting for). A rank > 0 also compares its settings with rank 0's from an "ok"
+// verdict, which catches a rank beyond rank 0's idea of the size. Cost: three store round
+// trips for a rank > 0, size + 1 for rank 0; nothing for a single process or a job without
+// a shared store.
 #pragma once
 
 #include "bootstrap/store.h"

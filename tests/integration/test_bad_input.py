@@ -58,6 +58,8 @@ def test_malformed_transport_name(worker):
     ("DISTTRAIN_FUSION_THRESHOLD", "64MB", "DISTTRAIN_FUSION_THRESHOLD='64MB' is not an integer"),
     ("DISTTRAIN_CYCLE_TIME_MS", "1e3", "DISTTRAIN_CYCLE_TIME_MS='1e3' is not an integer"),
     ("DISTTRAIN_LOG_LEVEL", "loud", "DISTTRAIN_LOG_LEVEL='loud' is not a log level"),
+    ("DISTTRAIN_JOB_ID", "a/b", "DISTTRAIN_JOB_ID='a/b' is not a job id"),
+    ("DISTTRAIN_JOB_ID", "x" * 129, "is not a job id; use 1 to 128 letters"),
 ])
 def test_malformed_variable_is_named(worker, var, value, expect):
     r = run([worker, "info"], env={var: value})

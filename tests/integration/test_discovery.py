@@ -244,3 +244,54 @@ def test_a_rank_that_cannot_start_the_only_transport_fails_the_others_promptly(w
         assert rc == 1, f"rank {rank}:\n{stdout}\n{stderr}"
     assert "rank 1 could not start it" in results[0][2], results[0][2]
     assert took < TIMEOUT_S / 3, f"took {took:.1f} s against DISTTRAIN_TIMEOUT={TIMEOUT_S}"
+
+
+def serve_store_outside_the_jobs(disttrainrun, tmp_path):
+    """A one-rank disttrainrun job that only keeps its store up: (launcher, address, token)."""
+    where = tmp_path / "store.txt"
+    launcher = subprocess.Popen(
+        [str(disttrainrun), "-np", "1", "--", "sh", "-c",
+         f'echo "$DISTTRAIN_STORE_ADDR $DISTTRAIN_JOB_TOKEN" > {where}.part && '
+         f'mv {where}.part {where} && exec sleep 120'],
+        env=clean_env(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 30
+    while not where.exists():
+        if launcher.poll() is not None or time.monotonic() > deadline:
+            launcher.kill()
+            pytest.fail("the store's disttrainrun did not start")
+        time.sleep(0.05)
+    address, token = where.read_text().split()
+    return launcher, address, token
+
+
+def test_jobs_sharing_a_store_served_outside_them(worker, disttrainrun, tmp_path):
+    """Jobs meet in one store under DISTTRAIN_JOB_ID; without one, a second job is told that
+    the store served one already, where it read the first job's entries as its own."""
+    launcher, address, token = serve_store_outside_the_jobs(disttrainrun, tmp_path)
+
+    def job(size, **extra):
+        return finish([start(worker, ["allreduce", "1000", "2"],
+                             {"DISTTRAIN_RANK": str(r), "DISTTRAIN_SIZE": str(size),
+                              "DISTTRAIN_STORE_ADDR": address, "DISTTRAIN_JOB_TOKEN": token,
+                              "DISTTRAIN_STORE_SERVER": "launcher",
+                              "DISTTRAIN_TRANSPORT": "tcp", "DISTTRAIN_TIMEOUT": "20",
+                              **extra})
+                       for r in range(size)])
+
+    try:
+        for rank, (rc, stdout, stderr) in enumerate(job(2)):
+            assert rc == 0, f"first job, rank {rank}:\n{stdout}\n{stderr}"
+        for rank, (rc, stdout, stderr) in enumerate(job(3)):
+            assert rc == 1, f"second job, rank {rank}:\n{stdout}\n{stderr}"
+            assert "DT_ERR_INVALID_CONFIG" in stderr, stderr
+            assert "a DISTTRAIN_JOB_ID of its own" in stderr, stderr
+            if rank < 2:  # the numbers the first job had
+                assert "this store already served a job" in stderr, stderr
+        for job_id in ("second", "third"):
+            for rank, (rc, stdout, stderr) in enumerate(job(3, DISTTRAIN_JOB_ID=job_id)):
+                assert rc == 0, f"job {job_id}, rank {rank}:\n{stdout}\n{stderr}"
+                assert "allreduce ok count=1000 iterations=2" in stdout
+    finally:
+        launcher.terminate()
+        launcher.wait(timeout=30)
+

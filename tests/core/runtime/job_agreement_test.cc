@@ -66,14 +66,15 @@ struct Job : ::testing::Test {
     // Runs check_job_agreement for each rank on its own thread and client; returns each
     // rank's status (DT_OK or the error's) and message.
     std::vector<std::pair<dt_status_t, std::string>> run(const std::vector<JobSettings> &ranks,
-                                                         std::chrono::milliseconds timeout)
+                                                         std::chrono::milliseconds timeout,
+                                                         const std::string &prefix = "ctx0/")
     {
         std::vector<std::future<std::pair<dt_status_t, std::string>>> results;
         for (size_t r = 0; r < ranks.size(); ++r)
             results.push_back(std::async(std::launch::async, [&, r] {
                 try {
                     bootstrap::StoreClient store(server.address(), auth, 5000ms);
-                    check_job_agreement(store, "ctx0/", static_cast<int>(r), ranks[r], timeout);
+                    check_job_agreement(store, prefix, static_cast<int>(r), ranks[r], timeout);
                     return std::make_pair(DT_OK, std::string());
                 } catch (const Error &e) {
                     return std::make_pair(e.status(), std::string(e.what()));
@@ -111,7 +112,48 @@ TEST_F(Job, ARankBeyondRankZerosSizeFailsItself)
     EXPECT_EQ(out[0].first, DT_OK);
     EXPECT_EQ(out[1].first, DT_OK);
     EXPECT_EQ(out[2].first, DT_ERR_INVALID_CONFIG);
-    EXPECT_EQ(out[2].second, "ranks disagree on the job size: rank 0 says 2, rank 2 says 3");
+    EXPECT_EQ(out[2].second, "ranks disagree on the job size: rank 0 says 2, rank 2 says 3 "
+                             "(if this store served an earlier job, that job's rank 0 said "
+                             "so: give each job its own store, or a DISTTRAIN_JOB_ID of its "
+                             "own)");
+}
+
+TEST_F(Job, ASecondJobInTheSameNamespaceIsToldTheStoreServedOne)
+{
+    for (auto &[status, message] : run({settings(2), settings(2)}, 10s))
+        ASSERT_EQ(status, DT_OK) << message;
+    // Without its claims each rank would read the first job's entries as its own peers'.
+    for (auto &[status, message] : run({settings(2), settings(2)}, 10s)) {
+        EXPECT_EQ(status, DT_ERR_INVALID_CONFIG);
+        EXPECT_NE(message.find("this store already served a job"), std::string::npos)
+            << message;
+        EXPECT_NE(message.find("a DISTTRAIN_JOB_ID of its own"), std::string::npos) << message;
+    }
+}
+
+TEST_F(Job, ALargerSecondJobIsNotBlamedForTheFirstJobsSize)
+{
+    for (auto &[status, message] : run({settings(2), settings(2)}, 10s))
+        ASSERT_EQ(status, DT_OK) << message;
+    auto out = run({settings(3), settings(3), settings(3)}, 10s);
+    for (int r = 0; r < 2; ++r) {
+        EXPECT_EQ(out[r].first, DT_ERR_INVALID_CONFIG);
+        EXPECT_NE(out[r].second.find(cat("a rank ", r, " met in the rendezvous store at ")),
+                  std::string::npos) << out[r].second;
+    }
+    // Rank 2 is new to the namespace: it reads the first job's verdict, and is told so
+    // however it ran against this job's rank 0.
+    EXPECT_EQ(out[2].first, DT_ERR_INVALID_CONFIG);
+    EXPECT_NE(out[2].second.find("a DISTTRAIN_JOB_ID of its own"), std::string::npos)
+        << out[2].second;
+}
+
+TEST_F(Job, JobsInNamespacesOfTheirOwnShareAStore)
+{
+    for (const char *prefix : {"job/a/ctx0/", "job/b/ctx0/"})
+        for (auto &[status, message] : run({settings(3), settings(3), settings(3)}, 10s,
+                                           prefix))
+            EXPECT_EQ(status, DT_OK) << prefix << ": " << message;
 }
 
 TEST_F(Job, AMissingRankTimesOutOnEveryRankNamingIt)

@@ -284,15 +284,40 @@ void Comm::cancelled(const PendingTransfer &t)
 
 void Comm::check_departure(const PendingTransfer &t)
 {
-    if (!departed_ || t.peer < 0)
+    if (!departed_)
         return;
+    if (t.peer < 0) {
+        check_departures_of_members();
+        return;
+    }
     Departure left = departed_(t.peer);
-    if (left.notice.empty())
+    // A lost connection fails the transfer itself, with the transport's own message.
+    if (left.notice.empty() || left.lost)
         return;
     abort_and_throw(left.status, cat(collective_, ": rank ", t.peer, " ", left.verb(),
                                      " while this rank waited to ",
                                      t.is_recv ? "receive from" : "send to", " it: ",
                                      left.notice));
+}
+
+void Comm::check_departures_of_members()
+{
+    // Every member takes part in a native collective, and the transport may never finish
+    // it once one has failed (MPI waits on). A member that left cleanly did its part, and
+    // may have left before this rank's part completed. Transport::abort in
+    // abort_and_throw hands the request back to the plugin, which leaves it to MPI and
+    // calls MPI no more (plugins/transport/mpi), so nothing writes into the buffers later.
+    for (int r = 0; r < size_; ++r) {
+        if (r == rank_)
+            continue;
+        Departure left = departed_(global(r));
+        if (left.notice.empty() || left.clean)
+            continue;
+        abort_and_throw(left.status, cat(collective_, ": rank ", global(r), " ", left.verb(),
+                                         " while this rank waited for the native ",
+                                         collective_, " of transport '", transport_.name(),
+                                         "': ", left.notice));
+    }
 }
 
 void Comm::poll_departure(int world_peer)
@@ -301,7 +326,7 @@ void Comm::poll_departure(int world_peer)
     if (!departed_)
         return;
     Departure left = departed_(world_peer);
-    if (left.notice.empty())
+    if (left.notice.empty() || left.lost) // shared memory sees a dead peer itself
         return;
     abort_and_throw(left.status, cat(collective_, ": rank ", world_peer, " ", left.verb(),
                                      " while this rank waited for it: ",

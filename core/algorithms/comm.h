@@ -118,12 +118,22 @@ public:
     // its connection finally drops; its data sent before the notice still completes the
     // wait, since the notice follows it on the same connection. The status is the one
     // this rank fails with: DT_ERR_PEER_LOST, or DT_ERR_MISMATCH when the peer left
-    // because the ranks disagree on a call.
+    // because the ranks disagree on a call. A native collective (peer -1) involves every
+    // member: any member's notice but a clean exit's, or its lost connection, fails the
+    // wait for it.
     struct Departure {
         dt_status_t status = DT_ERR_PEER_LOST;
         std::string notice;
-        // The status the peer's notice carries: why its context ended.
+        // The status the peer's notice carries: why its context ended (DT_ERR_PEER_LOST
+        // for a clean exit or a notice that says no more).
         dt_status_t cause = DT_ERR_PEER_LOST;
+        // No notice came: the connection to the peer failed (notice says how). A wait on
+        // that peer's own transfer learns it from the transfer, so only the wait for a
+        // native collective, whose transport may never report it, acts on it.
+        bool lost = false;
+        // The peer destroyed its context with every call done (its notice said so): it
+        // took its part in a native collective this rank may still be finishing.
+        bool clean = false;
         // What the peer did, for messages. It left the job (destroyed or aborted its
         // context, or lost a peer of its own and passes that on), or it is alive with a
         // broken context: it found that the ranks' calls disagree (DT_ERR_MISMATCH), or
@@ -131,6 +141,8 @@ public:
         // job" would mislead then.
         const char *verb() const
         {
+            if (lost)
+                return "was lost";
             if (cause == DT_ERR_MISMATCH)
                 return "found the ranks' calls disagree and stopped";
             if (cause == DT_ERR_PEER_LOST || cause == DT_ERR_ABORTED)
@@ -207,6 +219,8 @@ private:
     [[noreturn]] void abort_and_throw(dt_status_t code, std::string message);
     [[noreturn]] void cancelled(const PendingTransfer &t);
     void check_departure(const PendingTransfer &t);
+    // For a native collective: the first member that left or was lost fails the wait.
+    void check_departures_of_members();
 
     Transport &transport_;
     int rank_;

@@ -337,7 +337,9 @@ void Engine::loop()
         notify_peers(err->first == DT_ERR_MISMATCH ? DT_ERR_MISMATCH : DT_ERR_PEER_LOST,
                      cat("rank ", rank_, " has destroyed its context after: ", err->second));
     else if (graceful)
-        notify_peers(DT_ERR_PEER_LOST, cat("rank ", rank_, " has destroyed its context"));
+        // DT_OK: every call of this rank completed. A peer still finishing a native
+        // collective with this rank may complete it; any other notice ends that wait.
+        notify_peers(DT_OK, cat("rank ", rank_, " has destroyed its context"));
     else if (!notified_)
         // Broken outside a collective (a lost connection seen while idle), where no
         // failure hook told the peers why: without this notice they would see only this

@@ -41,14 +41,14 @@ std::string notice_text(const char *buf, size_t len)
     return std::string(buf + sizeof(int32_t), len - sizeof(int32_t));
 }
 
-// The status a notice carries: why the peer's context ended (DT_ERR_PEER_LOST when the
-// notice is malformed, or says nothing more than that the peer is gone).
-dt_status_t notice_cause(const char *buf, size_t len)
+// The status a peer's notice carries: DT_OK for a clean exit (see loop()), else why its
+// context ended; DT_ERR_PEER_LOST when the notice is malformed.
+int32_t notice_sent_status(const char *buf, size_t len)
 {
     int32_t s = DT_ERR_PEER_LOST;
     if (len >= sizeof s)
         std::memcpy(&s, buf, sizeof s);
-    return s < 0 ? static_cast<dt_status_t>(s) : DT_ERR_PEER_LOST;
+    return s;
 }
 
 // What a peer's notice says, and what a rank fails with when it ends its operation: the
@@ -56,9 +56,13 @@ dt_status_t notice_cause(const char *buf, size_t len)
 // rank's error alike.
 algo::Comm::Departure departure_of(const char *buf, size_t len)
 {
-    const dt_status_t cause = notice_cause(buf, len);
-    return {cause == DT_ERR_MISMATCH ? DT_ERR_MISMATCH : DT_ERR_PEER_LOST,
-            notice_text(buf, len), cause};
+    const int32_t sent = notice_sent_status(buf, len);
+    algo::Comm::Departure left;
+    left.cause = sent < 0 ? static_cast<dt_status_t>(sent) : DT_ERR_PEER_LOST;
+    left.status = left.cause == DT_ERR_MISMATCH ? DT_ERR_MISMATCH : DT_ERR_PEER_LOST;
+    left.notice = notice_text(buf, len);
+    left.clean = sent == DT_OK;
+    return left;
 }
 
 } // namespace
@@ -68,8 +72,16 @@ algo::Comm::Departure Engine::departure_notice(int peer) const
     if (peer < 0 || peer >= static_cast<int>(control_.size()) || !control_[peer])
         return {};
     const auto &c = *control_[peer];
-    if (c.raw.status != DTP_OK)
-        return {};
+    if (c.raw.status == DTP_INPROGRESS || c.raw.status == DTP_ERR_ABORTED)
+        return {}; // still in, or this rank's own transport was aborted
+    if (c.raw.status != DTP_OK) {
+        algo::Comm::Departure left;
+        left.lost = true;
+        left.notice = cat("the connection to it failed (",
+                          dt_status_string(static_cast<dt_status_t>(c.raw.status)),
+                          "): the process died or its network failed");
+        return left;
+    }
     return departure_of(c.buf, c.raw.bytes);
 }
 

@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include <array>
+#include <memory>
 #include <thread>
 
 namespace dt::test {
@@ -205,6 +206,75 @@ TEST(Comm, CancelFlagAbortsAWait)
     EXPECT_EQ(outcomes[1].status, DT_ERR_ABORTED) << outcomes[1].message;
     EXPECT_TRUE(contains(outcomes[1].message, "rank 0")) << outcomes[1].message;
     EXPECT_LT(algo::Clock::now() - start, 5s);
+}
+
+// A native collective of the transport (peer -1) that never completes, as MPI's does when
+// a member has gone; the fabric's progress never touches it.
+void wait_for_native(algo::Comm &comm)
+{
+    auto req = std::make_unique<algo::PendingTransfer>();
+    req->raw.status = DTP_INPROGRESS;
+    comm.wait(req);
+}
+
+// Rank 0 waits for a native collective while rank 2 has gone as `departure` says.
+RankOutcome native_wait_after(const algo::Comm::Departure &departure,
+                              std::chrono::milliseconds timeout)
+{
+    auto outcomes = run_ranks(
+        3,
+        [&](algo::Comm &comm) {
+            comm.set_departure_check([&](int peer) {
+                return peer == 2 ? departure : algo::Comm::Departure{};
+            });
+            if (comm.rank() == 0)
+                wait_for_native(comm);
+        },
+        {.timeout = timeout, .collective = "allreduce"});
+    return outcomes[0];
+}
+
+TEST(Comm, AMemberThatLeftEndsTheWaitForANativeCollective)
+{
+    // A native collective involves every member, so any member's notice ends it; the
+    // deadline, long after, would make it a timeout.
+    algo::Comm::Departure left;
+    left.notice = "rank 2 aborted its context";
+    RankOutcome o = native_wait_after(left, 10s);
+    EXPECT_EQ(o.status, DT_ERR_PEER_LOST) << o.message;
+    EXPECT_TRUE(contains(o.message, "allreduce: rank 2 left the job while this rank waited "
+                                    "for the native allreduce of transport 'mem': rank 2 "
+                                    "aborted its context"))
+        << o.message;
+
+    left.status = DT_ERR_MISMATCH;
+    left.notice = "allreduce 'x': rank 2 passes count 3, rank 0 count 4";
+    o = native_wait_after(left, 10s);
+    EXPECT_EQ(o.status, DT_ERR_MISMATCH) << o.message;
+    EXPECT_TRUE(contains(o.message, "rank 2 found the ranks' calls disagree")) << o.message;
+}
+
+TEST(Comm, AMemberLostEndsTheWaitForANativeCollective)
+{
+    algo::Comm::Departure lost;
+    lost.lost = true;
+    lost.notice = "the connection to it failed (DT_ERR_PEER_LOST)";
+    RankOutcome o = native_wait_after(lost, 10s);
+    EXPECT_EQ(o.status, DT_ERR_PEER_LOST) << o.message;
+    EXPECT_TRUE(contains(o.message, "allreduce: rank 2 was lost while this rank waited for "
+                                    "the native allreduce"))
+        << o.message;
+}
+
+TEST(Comm, AMemberThatLeftCleanlyLetsANativeCollectiveFinish)
+{
+    // It did its part before it left: the collective may still complete here, so only
+    // the deadline ends a wait that it never completes.
+    algo::Comm::Departure clean;
+    clean.clean = true;
+    clean.notice = "rank 2 has destroyed its context";
+    RankOutcome o = native_wait_after(clean, 300ms);
+    EXPECT_EQ(o.status, DT_ERR_TIMEOUT) << o.message;
 }
 
 } // namespace

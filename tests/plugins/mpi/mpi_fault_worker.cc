@@ -1,11 +1,13 @@
 // SPDX-License-Identifier: Apache-2.0
 // A rank program for test_mpi_faults.py: an allreduce loop through the public C API in
-// which one rank, the victim, is hit by a signal, so the test can see what the others
-// report and that every process ends.
-//   mpi_fault_worker stop VICTIM K   the victim raises SIGSTOP at iteration K
-//   mpi_fault_worker kill VICTIM K   the victim raises SIGKILL at iteration K
+// which one rank, the victim, is hit by a signal or gives up, so the test can see what
+// the others report and that every process ends.
+//   mpi_fault_worker stop VICTIM K    the victim raises SIGSTOP at iteration K
+//   mpi_fault_worker kill VICTIM K    the victim raises SIGKILL at iteration K
+//   mpi_fault_worker abort VICTIM K   the victim calls dt_context_abort at iteration K
+//                                     instead of the allreduce the others wait in
 // The victim prints "rank V signalled at T" first (T: seconds since the epoch, as the
-// test's clock reads them). A survivor prints "rank R failed after N iterations at T:
+// test's clock reads them). A rank prints "rank R failed after N iterations at T:
 // STATUS: message" when a call fails and exits 3 for DT_ERR_TIMEOUT, 4 for any other
 // error: exit codes of the program's own, which the transport must not change.
 #include <disttrain/disttrain.h>
@@ -30,11 +32,13 @@ double now_s()
 
 int main(int argc, char **argv)
 {
-    if (argc != 4 || (std::strcmp(argv[1], "stop") != 0 && std::strcmp(argv[1], "kill") != 0)) {
-        std::fprintf(stderr, "usage: mpi_fault_worker stop|kill VICTIM K\n");
+    const char *mode = argc == 4 ? argv[1] : "";
+    const bool aborts = std::strcmp(mode, "abort") == 0;
+    if (!aborts && std::strcmp(mode, "stop") != 0 && std::strcmp(mode, "kill") != 0) {
+        std::fprintf(stderr, "usage: mpi_fault_worker stop|kill|abort VICTIM K\n");
         return 2;
     }
-    const int sig = std::strcmp(argv[1], "stop") == 0 ? SIGSTOP : SIGKILL;
+    const int sig = std::strcmp(mode, "stop") == 0 ? SIGSTOP : SIGKILL;
     const int victim = std::atoi(argv[2]), signal_at = std::atoi(argv[3]);
     dt_context_h ctx = nullptr;
     dt_status_t s = dt_context_create(nullptr, &ctx);
@@ -50,7 +54,10 @@ int main(int argc, char **argv)
         if (rank == victim && it == signal_at) {
             std::printf("rank %d signalled at %.3f\n", rank, now_s());
             std::fflush(stdout);
-            raise(sig);
+            if (aborts)
+                dt_context_abort(ctx); // the allreduce below then fails at once
+            else
+                raise(sig);
         }
         s = dt_allreduce(ctx, "loop", buf.data(), buf.data(), buf.size(), DT_FLOAT32, DT_SUM);
         if (s != DT_OK) {

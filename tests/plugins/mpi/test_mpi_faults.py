@@ -1,12 +1,13 @@
 # SPDX-License-Identifier: Apache-2.0
-"""A rank of an mpi job stopped (SIGSTOP) or killed (SIGKILL) mid-loop: the survivors
-report it, and every process of the job ends, none left behind.
+"""A rank of an mpi job stopped (SIGSTOP), killed (SIGKILL) or aborting its context
+mid-loop: the survivors report it, and every process of the job ends, none left behind.
 
 Stopped: the survivors time out (DISTTRAIN_TIMEOUT), wait at exit up to 2 s for every
 rank, and exit without MPI_Finalize (which in Open MPI would wait for the stopped rank
 too); mpirun then ends the job and kills the stopped rank. Killed: mpirun itself ends the
 job about 1 s later (the survivors are killed before they could report), and names the
-rank that died.
+rank that died. Aborted: the survivors, waiting in MPI's allreduce for the victim, fail
+on its notice at once.
 
 Skipped when the mpi plugin was not built or mpirun is missing.
 """
@@ -108,3 +109,25 @@ def test_killed_rank_ends_the_job_and_is_named(disttrainrun, victim, ordered):
                      r.stderr, re.M), \
         r.stderr[-4000:]
     print(f"victim {victim} ordered={ordered}: job ended {ended - killed:.2f} s after the kill")
+
+
+@pytest.mark.parametrize("victim", [1, 3])
+def test_a_rank_aborting_fails_the_survivors_in_the_native_allreduce_at_once(disttrainrun,
+                                                                            victim):
+    """Ordered mode: the survivors are in MPI's allreduce (the call check's), which waits
+    for the victim, when it calls dt_context_abort instead. Its notice ends their wait:
+    MPI cannot cancel the collective, and it would have run to DISTTRAIN_TIMEOUT. The
+    timeout is far beyond the job's own limit, so only a survivor that failed on the
+    notice reports: one still waiting is killed by mpirun once the others have exited
+    without MPI_Finalize (or by disttrainrun's --timeout)."""
+    r, out, _, _ = fault_job(disttrainrun, "abort", victim, 15, "1", 600)
+    survivors = {0, 1, 2, 3} - {victim}
+    failed = failures(r.stdout)
+    assert survivors <= set(failed), out[-6000:]
+    for rank in survivors:
+        _, status, message = failed[rank]
+        assert status == "DT_ERR_PEER_LOST", (rank, status, message)
+        assert f"rank {victim} aborted its context" in message, (rank, message)
+        assert "DISTTRAIN_TIMEOUT passed" not in message, (rank, message)
+    assert failed[victim][1] == "DT_ERR_ABORTED", out[-6000:]
+    assert leftovers() == []

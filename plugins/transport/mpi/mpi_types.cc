@@ -108,6 +108,13 @@ MPI_Op op_of(int32_t dtype, int32_t op) {
     // its maintainers kept (open-mpi/ompi#8045). The core's algorithms wrap, as C does and
     // as the sum of every other transport and dtype does.
     if ((dtype == DTP_INT8 || dtype == DTP_UINT8) && op == DTP_SUM) return MPI_OP_NULL;
+    // MPI_MIN and MPI_MAX keep whichever operand a comparison picks ((a < b) ? a : b in
+    // Open MPI 4.1, and its AVX min/max), so a NaN survives or vanishes with the order in
+    // which the ranks' values meet. The core's kernels propagate it, as every other
+    // transport does; its algorithms, over this plugin's point-to-point, run these calls.
+    if ((dtype == DTP_FLOAT32 || dtype == DTP_FLOAT64) && (op == DTP_MIN || op == DTP_MAX)) {
+        return MPI_OP_NULL;
+    }
     static const MPI_Op kBuiltin[4] = {MPI_SUM, MPI_MIN, MPI_MAX, MPI_PROD};
     return kBuiltin[i];
 }

@@ -19,10 +19,11 @@ struct TypeInfo {
 
 TypeInfo datatype_of(int32_t dtype);
 
-// MPI_OP_NULL when MPI cannot reduce dtype with op here (avg, an unknown value, or a sum
-// of 8-bit integers, which Open MPI 4.1's AVX reductions saturate where every other
-// transport wraps: the core's algorithm then runs it). The user operators are created on
-// first use and live until MPI_Finalize.
+// MPI_OP_NULL when MPI cannot reduce dtype with op here (avg, an unknown value, a sum of
+// 8-bit integers, which Open MPI 4.1's AVX reductions saturate where every other
+// transport wraps, or min/max of float32 and float64, whose NaN MPI keeps or drops by the
+// order of the operands where every other transport keeps it: the core's algorithm then
+// runs it). The user operators are created on first use and live until MPI_Finalize.
 MPI_Op op_of(int32_t dtype, int32_t op);
 
 } // namespace dt::mpi

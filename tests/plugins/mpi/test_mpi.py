@@ -100,6 +100,53 @@ def test_8bit_integer_sums_wrap_as_on_every_other_transport(tmp_path):
     assert out.count("wrapping sums ok") == 3, out[-6000:]
 
 
+# min and max of float32 and float64 are NaN wherever some rank's value is (core/reduce/
+# ops.h, and every other transport), whichever rank holds it: MPI_MIN and MPI_MAX keep or
+# drop a NaN by the order the values meet in.
+NAN_MIN_MAX = textwrap.dedent("""
+    import numpy as np
+    import disttrain
+    ctx = disttrain.init()
+    n, me = ctx.size(), ctx.rank()
+
+    def values(rank, count):
+        v = np.arange(count, dtype=np.float64) + rank
+        holder = np.arange(count) % (n + 1)  # the rank with a NaN there; n: none
+        v[holder == rank] = np.nan
+        return v, holder < n
+
+    for dtype in (np.float32, np.float64):
+        for op, fn in (("min", np.min), ("max", np.max)):
+            mine, has_nan = values(me, 64)
+            got = ctx.allreduce(mine.astype(dtype), op=op)
+            ranks = np.array([values(r, 64)[0] for r in range(n)])
+            want = np.where(has_nan, np.nan, fn(np.nan_to_num(ranks, nan=0), axis=0))
+            np.testing.assert_array_equal(got, want.astype(dtype), err_msg=f"{dtype} {op}")
+            mine, _ = values(me, 64 * n)
+            got = ctx.reduce_scatter(mine.astype(dtype), op=op)
+            block = slice(64 * me, 64 * (me + 1))
+            ranks = np.array([values(r, 64 * n)[0] for r in range(n)])[:, block]
+            _, has_nan = values(0, 64 * n)
+            want = np.where(has_nan[block], np.nan, fn(np.nan_to_num(ranks, nan=0), axis=0))
+            np.testing.assert_array_equal(got, want.astype(dtype), err_msg=f"{dtype} {op} rs")
+    print("nan min max ok", flush=True)
+    disttrain.shutdown()
+""")
+
+
+@pytest.mark.parametrize("shm", ["0", "1"])
+def test_float_min_and_max_keep_nan_as_on_every_other_transport(tmp_path, shm):
+    job = tmp_path / "nan_min_max.py"
+    job.write_text(NAN_MIN_MAX)
+    env = {"DISTTRAIN_TRANSPORT": "mpi", "DISTTRAIN_PLUGIN_PATH": plugin_path("mpi"),
+           "DISTTRAIN_LIBRARY": build_path("core", "libdisttrain.so"),
+           "PYTHONPATH": BINDING_DIR, "OMP_NUM_THREADS": "1", "DISTTRAIN_SHM": shm}
+    r = run(MPIRUN + ["-np", "3", sys.executable, job], env=env, timeout=120)
+    out = r.stdout + r.stderr
+    assert r.returncode == 0, out[-6000:]
+    assert out.count("nan min max ok") == 3, out[-6000:]
+
+
 def test_plugin_declines_without_mpirun():
     prog = build_path("tests", "plugins", "mpi", "mpi_plugin_test")
     r = run([prog, "--decline"], timeout=60)

@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 // The transport's native collectives (MPI, NCCL) as a router path: it applies to a call
-// over the whole job when the plugin's table has the kind's member, and the plugin may
-// still decline one call (DTP_ERR_UNSUPPORTED), which the router then runs by the next
-// path. Ordered mode's call check runs before the data moves (native_check_passes).
+// over the whole job when the plugin's table has the kind's member and DISTTRAIN_ALGORITHM
+// does not send an allreduce elsewhere, and the plugin may still decline one call
+// (DTP_ERR_UNSUPPORTED), which the router then runs by the next path. Ordered mode's call
+// check runs before the data moves (native_check_passes).
 #include "routing/native_call.h"
 #include "routing/paths.h"
 #include "runtime/call_check.h"
@@ -77,11 +78,28 @@ bool native_check_passes(algo::Comm &comm, const Args &a)
     comm.fail_collective(DT_ERR_MISMATCH, std::move(mismatch));
 }
 
+// DISTTRAIN_ALGORITHM forces how a host allreduce runs on every transport alike: a
+// point-to-point algorithm over the transport's isend/irecv, as it keeps the call off
+// shared memory, so that the algorithm named is the one measured; "shm" runs it in shared
+// memory wherever that serves, and is "auto" elsewhere.
+bool forced_off_native(const Call &call, const Topology &t, const Policy &p)
+{
+    if (call.kind != OpKind::allreduce)
+        return false;
+    switch (p.algorithm) {
+    case algo::AllreduceChoice::automatic: return false;
+    case algo::AllreduceChoice::shm:
+        return kShmLocalAllreduce.applies(call, t, p) || kShmHierarchical.applies(call, t, p);
+    default: return true;
+    }
+}
+
 // A group's members would need a communicator of their own; the plugin ABI's
 // collectives span every rank.
-bool applies(const Call &call, const Topology &t, const Policy &)
+bool applies(const Call &call, const Topology &t, const Policy &p)
 {
-    return t.whole_job && (t.native & kind_bit(call.kind)) != 0;
+    return t.whole_job && (t.native & kind_bit(call.kind)) != 0 &&
+           !forced_off_native(call, t, p);
 }
 
 bool run(const Services &, algo::Comm &comm, const Args &a)

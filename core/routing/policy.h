@@ -16,7 +16,8 @@ namespace dt::routing {
 
 struct Policy {
     // DISTTRAIN_ALGORITHM: automatic (by size), one forced point-to-point allreduce
-    // algorithm (which also keeps allreduce off shared memory), or shm.
+    // algorithm (which also keeps allreduce off shared memory and off the transport's
+    // native allreduce), or shm (ahead of the native allreduce where shared memory serves).
     algo::AllreduceChoice algorithm = algo::AllreduceChoice::automatic;
     // DISTTRAIN_SHM and DISTTRAIN_SHM_*.
     shm::Settings shm;

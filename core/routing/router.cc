@@ -69,6 +69,14 @@ Router::Router(const Policy &policy, const Transport &transport, Transport *devi
     services_.device_wait = device_wait_.get();
     services_.router = this;
     services_.device_transport = device;
+    // Shared memory stays off beside a transport's native collectives (shm/attach.cc),
+    // so forcing it changes nothing: say so once rather than let it look obeyed.
+    if (policy_.algorithm == algo::AllreduceChoice::shm && domain == nullptr &&
+        (native_ & kind_bit(OpKind::allreduce)) != 0)
+        DT_LOG(info, "routing", "DISTTRAIN_ALGORITHM=shm: shared memory stays off beside the "
+               "native collectives of transport '", transport.name(), "', so allreduce "
+               "runs on them, as with auto; a point-to-point algorithm (ring, ...) can be "
+               "forced instead");
     if (domain != nullptr) {
         my_host_ = domain->host_of(domain->world_rank());
         scratch_.reserve(static_cast<size_t>(job_size));

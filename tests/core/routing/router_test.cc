@@ -220,6 +220,29 @@ TEST(Router, AForcedAlgorithmKeepsAllreduceOffSharedMemory)
     EXPECT_EQ(chosen(apart, OpKind::allreduce, size_t{1} << 20, forced(C::shm)), "ring");
 }
 
+TEST(Router, AForcedAlgorithmTakesAllreduceOffNativeCollectives)
+{
+    using C = algo::AllreduceChoice;
+    Job job{{0, 1, 2}, 0, false, kAllNative};
+    for (auto [choice, name] : {std::pair{C::ring, "ring"},
+                                std::pair{C::halving_doubling, "halving_doubling"},
+                                std::pair{C::recursive_doubling, "recursive_doubling"}}) {
+        for (size_t bytes : {size_t{4}, size_t{1} << 20})
+            EXPECT_EQ(chosen(job, OpKind::allreduce, bytes, forced(choice)), name);
+        // Only allreduce: the other kinds stay native.
+        EXPECT_EQ(chosen(job, OpKind::reduce_scatter, 4, forced(choice)), "native");
+        EXPECT_EQ(chosen(job, OpKind::barrier, 0, forced(choice)), "native");
+    }
+    EXPECT_EQ(chosen(job, OpKind::allreduce, 4), "native");
+    // "shm" where shared memory cannot serve is "auto", which is native here ...
+    EXPECT_EQ(chosen(job, OpKind::allreduce, 4, forced(C::shm)), "native");
+    // ... and shared memory where it can (it never attaches beside native collectives
+    // today, but the policy says who wins).
+    Job local{{0, 0, 0}, 0, true, kAllNative};
+    EXPECT_EQ(chosen(local, OpKind::allreduce, 4, forced(C::shm)), "shm_local");
+    EXPECT_EQ(chosen(local, OpKind::broadcast, 4, forced(C::shm)), "native");
+}
+
 TEST(Router, OneRankRunsTheAlgorithms)
 {
     // Nothing to share with: the algorithms return at once.

@@ -5,6 +5,7 @@ to the next transport of DISTTRAIN_TRANSPORT, and `disttrainrun --launcher mpi`.
 
 Skipped when the mpi plugin was not built or mpirun is missing. Every job has a timeout.
 """
+import re
 import shutil
 import sys
 import textwrap
@@ -145,6 +146,26 @@ def test_float_min_and_max_keep_nan_as_on_every_other_transport(tmp_path, shm):
     out = r.stdout + r.stderr
     assert r.returncode == 0, out[-6000:]
     assert out.count("nan min max ok") == 3, out[-6000:]
+
+
+@pytest.mark.parametrize("algorithm,path", [
+    ("ring", "ring"), ("halving_doubling", "halving_doubling"),
+    ("recursive_doubling", "recursive_doubling"), ("auto", "native"), ("shm", "native")])
+def test_a_forced_allreduce_algorithm_runs_over_mpi_point_to_point(algorithm, path):
+    """DISTTRAIN_ALGORITHM names the algorithm every allreduce runs, on mpi as on every
+    transport; auto leaves it to MPI's own. Shared memory stays off beside MPI's native
+    collectives, so shm is auto there, and the log says so."""
+    worker = build_path("tests", "integration", "dt_worker")
+    env = {"DISTTRAIN_PLUGIN_PATH": plugin_path("mpi"), "DISTTRAIN_ALGORITHM": algorithm,
+           "DISTTRAIN_LOG_LEVEL": "debug"}
+    r = run(MPIRUN + ["-np", "3", worker, "allreduce", "100000", "3"], env=env, timeout=120)
+    assert r.returncode == 0, (r.stdout + r.stderr)[-6000:]
+    assert r.stdout.count("allreduce ok") == 3, r.stdout
+    ran = re.findall(r"routing: allreduce '[^']+' \(\d+ B, 3 ranks, host memory\): (\w+)",
+                     r.stderr)
+    assert ran and set(ran) == {path}, r.stderr[-6000:]
+    told = "DISTTRAIN_ALGORITHM=shm: shared memory stays off beside the native collectives"
+    assert (told in r.stderr) == (algorithm == "shm"), r.stderr[-6000:]
 
 
 def test_plugin_declines_without_mpirun():

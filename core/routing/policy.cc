@@ -78,6 +78,11 @@ Policy parse_policy(const Lookup &lookup)
     Policy p;
     p.algorithm = parse_algorithm(lookup("DISTTRAIN_ALGORITHM"));
     p.shm = parse_shm(r);
+    // Each asks for the opposite of the other; running either would ignore one silently.
+    if (p.algorithm == algo::AllreduceChoice::shm && !p.shm.enabled)
+        throw_error(DT_ERR_INVALID_CONFIG, "DISTTRAIN_ALGORITHM=shm forces allreduce into "
+                    "shared memory, but DISTTRAIN_SHM=0 turns shared memory off; unset one "
+                    "of them");
     return p;
 }
 

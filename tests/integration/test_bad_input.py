@@ -77,6 +77,9 @@ def test_malformed_variable_is_named(worker, var, value, expect):
     ({"DISTTRAIN_SHM": "0", "DISTTRAIN_SHM_SPIN_US": "-1"},
      "DISTTRAIN_SHM_SPIN_US='-1' is out of range"),
     ({"DISTTRAIN_SHM_ONESHOT": "big"}, "DISTTRAIN_SHM_ONESHOT='big' is not an integer"),
+    ({"DISTTRAIN_SHM": "0", "DISTTRAIN_ALGORITHM": "shm"},
+     "DISTTRAIN_ALGORITHM=shm forces allreduce into shared memory, but DISTTRAIN_SHM=0 "
+     "turns shared memory off; unset one of them"),
 ])
 def test_malformed_routing_variable_fails_create(worker, env, expect):
     # The routing policy is parsed once at dt_context_create: a setting of a path that

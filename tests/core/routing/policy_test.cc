@@ -101,6 +101,19 @@ TEST(Policy, UnknownAlgorithmNamesTheChoices)
         << m;
 }
 
+TEST(Policy, ForcingSharedMemoryWhileItIsOffIsRefused)
+{
+    EXPECT_NE(config_error({{"DISTTRAIN_SHM", "0"}, {"DISTTRAIN_ALGORITHM", "shm"}})
+                  .find("DISTTRAIN_ALGORITHM=shm forces allreduce into shared memory, but "
+                        "DISTTRAIN_SHM=0 turns shared memory off; unset one of them"),
+              std::string::npos);
+    // Shared memory on, or another algorithm: no contradiction.
+    EXPECT_EQ(parse({{"DISTTRAIN_SHM", "1"}, {"DISTTRAIN_ALGORITHM", "shm"}}).algorithm,
+              algo::AllreduceChoice::shm);
+    EXPECT_EQ(parse({{"DISTTRAIN_SHM", "0"}, {"DISTTRAIN_ALGORITHM", "ring"}}).algorithm,
+              algo::AllreduceChoice::ring);
+}
+
 TEST(Policy, MalformedValuesFailEvenWithSharedMemoryOff)
 {
     // DISTTRAIN_SHM=0 leaves the shm path unused, but a bad value is still an error now

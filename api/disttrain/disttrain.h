@@ -281,7 +281,9 @@ DT_API dt_status_t dt_join(dt_context_h ctx, int *last_joined_rank);
  * ctx meanwhile. Membership closes once every rank not known dead (by the launcher's death
  * notices where it publishes them, else by the survivors' lost connections) and every
  * waiting new rank have arrived, or DISTTRAIN_ELASTIC_SETTLE_MS (default 1000) after the
- * last arrival when a rank is neither. Errors: DT_ERR_INVALID_STATE when the job is not
+ * last arrival when a rank is neither; where the launcher publishes deaths, a rank that no
+ * survivor saw lost is alive, only late, and is waited for up to DISTTRAIN_TIMEOUT, then
+ * left out. Errors: DT_ERR_INVALID_STATE when the job is not
  * elastic or this rank arrived after the job re-formed without it; DT_ERR_TIMEOUT when
  * fewer than DISTTRAIN_MIN_SIZE ranks arrived within DISTTRAIN_TIMEOUT;
  * DT_ERR_INVALID_ARGUMENT for a group's context; then the errors of dt_context_create.

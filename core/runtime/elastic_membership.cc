@@ -3,11 +3,13 @@
 
 #include "runtime/env.h"
 #include "runtime/error.h"
+#include "telemetry/log.h"
 
 #include <algorithm>
 #include <numeric>
 #include <optional>
 #include <thread>
+#include <tuple>
 
 namespace dt {
 
@@ -95,6 +97,39 @@ bool epoch_passed(bootstrap::StoreClient &store, const ElasticRendezvous &r)
            env::parse_int("elastic epoch", last, 0, INT64_MAX) > static_cast<int64_t>(r.epoch);
 }
 
+// How long a rank past its deadline gives a close it saw claimed: the closer may be
+// closing at its own deadline, a moment before this one's.
+constexpr Millis kLateCloseGrace{1000};
+
+// Where the launcher publishes deaths: whether an old rank that neither arrived nor is
+// known dead was reported lost by none of the ranks that came. Such a rank is alive as
+// far as anyone can tell (a long step, a slow data load, a process stuck in user code)
+// and is waited for up to DISTTRAIN_TIMEOUT; one a rank reported lost (a broken link, or
+// one that left to re-form first) only up to the settle time. The answer changes only
+// when a rank arrives, is first reported or is known dead, so it is read again only then.
+class UnreportedAbsence {
+public:
+    bool any(bootstrap::StoreClient &store, const ElasticRendezvous &r, const std::string &p,
+             int64_t arrived)
+    {
+        auto key = std::make_tuple(arrived, store.add(p + "lost_total", 0),
+                                   r.deaths->dead().size());
+        if (key == key_)
+            return any_;
+        key_ = key;
+        any_ = false;
+        // The state key of an old rank: 0 until it is reported lost or arrives.
+        for (int i = 0; i < r.old_size && !any_; ++i)
+            any_ = !r.deaths->dead().count(r.old_ids[static_cast<size_t>(i)]) &&
+                   store.add(cat(p, "state/", i), 0) == 0;
+        return any_;
+    }
+
+private:
+    std::optional<std::tuple<int64_t, int64_t, size_t>> key_;
+    bool any_ = false;
+};
+
 Millis time_left(Clock::time_point deadline)
 {
     return std::max(Millis{1}, std::chrono::duration_cast<Millis>(deadline - Clock::now()));
@@ -124,6 +159,20 @@ std::string read_arrival(bootstrap::StoreClient &store, const ElasticRendezvous 
         if (newcomer && epoch_passed(store, r))
             throw_error(DT_ERR_INVALID_STATE, "re-form epoch ", r.epoch, " was given up");
     }
+}
+
+// The closer that gives up on live ranks at its deadline says so, here and to them.
+void leave_out_absent(bootstrap::StoreClient &store, const ElasticRendezvous &r,
+                      const std::string &p, int64_t size)
+{
+    DT_LOG(warn, "context", "re-form epoch ", r.epoch, " closes with ", size, " rank(s): ",
+           "the job's other ranks are alive, as far as the launcher knows, but did not call ",
+           "dt_context_reform within DISTTRAIN_TIMEOUT");
+    store.set(p + "left_out",
+              cat("the ", size, " rank(s) that re-formed waited DISTTRAIN_TIMEOUT for it to ",
+                  "call dt_context_reform and went on without it; a rank that can spend ",
+                  "longer between collectives (a long step, a data load) needs a larger ",
+                  "DISTTRAIN_TIMEOUT"));
 }
 
 } // namespace
@@ -181,17 +230,17 @@ ElasticMembership elastic_rendezvous(bootstrap::StoreClient &store, const Elasti
     }
     const bool vouched = !newcomer && r.deaths != nullptr && r.deaths->vouched() &&
                          static_cast<int>(r.old_ids.size()) == r.old_size;
-    // Where the launcher vouches for deaths, its notices say who is gone and reports
-    // count for nothing (the closing rule below): only the others file them.
-    if (!vouched)
-        for (int lost : r.lost)
-            if (store.add(cat(p, "state/", lost), 1) == 1)
-                store.add(p + "lost_total", 1);
+    // Where the launcher vouches for deaths, its notices say who is gone: a report only
+    // tells a rank that lost its link from one that is merely late (UnreportedAbsence).
+    for (int lost : r.lost)
+        if (store.add(cat(p, "state/", lost), 1) == 1)
+            store.add(p + "lost_total", 1);
 
     std::string closed;
     int64_t seen = -1;
     auto changed_at = Clock::now();
     std::optional<Clock::time_point> claimed_at; // when another rank claimed the close
+    UnreportedAbsence absence;
     while (!exists(store, p + "closed", &closed)) {
         auto now = Clock::now();
         if (claimed_at) {
@@ -204,15 +253,17 @@ ElasticMembership elastic_rendezvous(bootstrap::StoreClient &store, const Elasti
                             r.epoch, " died before its membership closed");
         } else if (!newcomer) {
             int64_t arrived = store.add(p + "arrived", 0);
-            bool everyone;
+            if (arrived != seen) {
+                seen = arrived;
+                changed_at = now;
+            }
+            const bool settled = now - changed_at >= r.settle;
+            bool may_close;
             if (vouched) {
                 retire_dead_joiners(store, r.root, r.deaths->refresh());
-                // Every old rank accounted for: arrived, or known dead. A report of a
-                // rank lost is not enough here: that rank may only have left to re-form
-                // (its connections closed before it arrived), so it is waited for, up to
-                // the settle time, unless the launcher says it died. Read in this order
-                // (the count, then the marks, which are set before the count), a rank is
-                // counted at most once, at worst not yet.
+                // Every old rank accounted for: arrived, or known dead. Read in this
+                // order (the count, then the marks, which are set before the count), a
+                // rank is counted at most once, at worst not yet.
                 int64_t old_in = store.add(p + "old_arrived", 0);
                 // The dead not counted in: never arrived, or arrived and died before
                 // counting itself in.
@@ -222,23 +273,28 @@ ElasticMembership elastic_rendezvous(bootstrap::StoreClient &store, const Elasti
                     if (r.deaths->dead().count(r.old_ids[static_cast<size_t>(i)]) &&
                         !exists(store, cat(p, "in/", i), &mark))
                         ++dead_out;
-                everyone = old_in + dead_out >= r.old_size &&
-                           arrived - old_in >= waiting_joiners(store, r.root);
+                const bool old_done = old_in + dead_out >= r.old_size;
+                may_close = (old_done && arrived - old_in >= waiting_joiners(store, r.root)) ||
+                            (settled && (old_done || !absence.any(store, r, p, arrived)));
             } else {
                 int64_t alive = r.old_size - store.add(p + "lost_total", 0);
-                everyone = arrived >= std::max<int64_t>(alive, 1) + waiting_joiners(store, r.root);
+                may_close = arrived >= std::max<int64_t>(alive, 1) +
+                                           waiting_joiners(store, r.root) ||
+                            settled;
             }
-            if (arrived != seen) {
-                seen = arrived;
-                changed_at = now;
-            }
-            bool settled = now - changed_at >= r.settle;
-            if (arrived >= r.min_size && (everyone || settled)) {
+            // Past the deadline, where deaths are known, the ranks that came go on without
+            // the live ones that did not.
+            const bool give_up = !may_close && vouched && now >= r.deadline;
+            if (arrived >= r.min_size && (may_close || give_up)) {
                 if (store.add(p + "closer", 1) == 1) {
-                    // The epoch first: a joiner that finds this one closed goes on to the
+                    // A rank that finds this epoch closed without it learns why (first).
+                    // Then the epoch: a joiner that finds this one closed goes on to the
                     // next. Read the count again: a rank that took a ticket since is in.
+                    int64_t size = store.add(p + "arrived", 0);
+                    if (give_up)
+                        leave_out_absent(store, r, p, size);
                     store.set(r.root + "epoch", std::to_string(r.epoch));
-                    store.set(p + "closed", std::to_string(store.add(p + "arrived", 0)));
+                    store.set(p + "closed", std::to_string(size));
                     continue;
                 }
                 claimed_at = now; // the closer's value is the one every rank takes
@@ -247,7 +303,7 @@ ElasticMembership elastic_rendezvous(bootstrap::StoreClient &store, const Elasti
             // The ranks met in a later epoch without closing this one (its closer died).
             throw_error(DT_ERR_INVALID_STATE, "re-form epoch ", r.epoch, " was given up");
         }
-        if (now >= r.deadline) {
+        if (now >= r.deadline && !(claimed_at && now - *claimed_at < kLateCloseGrace)) {
             if (newcomer)
                 throw_error(DT_ERR_TIMEOUT, "no re-form of the running job let this rank in "
                             "before DISTTRAIN_TIMEOUT; its ranks let joiners in when they "
@@ -261,6 +317,9 @@ ElasticMembership elastic_rendezvous(bootstrap::StoreClient &store, const Elasti
     }
 
     const int size = static_cast<int>(env::parse_int("elastic membership", closed, 1, INT32_MAX));
+    std::string why;
+    if (ticket >= size && !newcomer && exists(store, p + "left_out", &why))
+        throw_error(DT_ERR_INVALID_STATE, "the job re-formed without this rank: ", why);
     if (ticket >= size)
         throw_error(DT_ERR_INVALID_STATE, "the job re-formed without this rank (it arrived "
                     "after the ", size, " that make up the new job)");

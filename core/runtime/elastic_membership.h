@@ -6,7 +6,8 @@
 // them in when its ranks re-form, at a step boundary (dt_context_poll_joiners) or after a
 // loss. Membership closes as soon as every rank not known dead (the launcher's death
 // notices, else the survivors' reports) and every registered joiner has arrived, or,
-// when nobody can say who is missing, once arrivals have settled; the first member of
+// when nobody can say who is missing, once arrivals have settled (with notices, a rank
+// nobody reported lost is waited for up to the deadline instead); the first member of
 // the old job to see that closes it for all (a joiner never does). The new ranks follow
 // the old ranks' order (so rank 0 stays rank 0 when it lives), then the joiners, in
 // arrival order.
@@ -49,15 +50,17 @@ struct ElasticRendezvous {
     // Where a launcher publishes deaths (deaths->vouched()): membership then closes as
     // soon as every old rank has arrived or is known dead, and dead joiners no longer
     // count as waiting; a rank only reported lost is waited for, up to the settle time
-    // (it may have left to re-form). Null or not vouched: the survivors' reports of lost
-    // ranks count, and arrivals settle where nobody reported one.
+    // (it may have left to re-form), and one nobody reported lost (alive, but late: a
+    // long step) up to the deadline, after which the others go on without it. Null or
+    // not vouched: the survivors' reports of lost ranks count, and arrivals settle where
+    // nobody reported one.
     DeathNotices *deaths = nullptr;
     std::vector<int64_t> old_ids; // launch id of each old rank (with deaths)
 };
 
 // Throws DT_ERR_TIMEOUT when fewer than min_size ranks arrived by the deadline (naming
 // how many did), DT_ERR_INVALID_STATE when this rank arrived after membership closed
-// without it.
+// without it (saying why when the others gave up waiting for it at their deadline).
 ElasticMembership elastic_rendezvous(bootstrap::StoreClient &store, const ElasticRendezvous &r);
 
 // A new process joining a running job: registers, then takes part in re-forms as a joiner

@@ -19,6 +19,8 @@
  *   DT_WORKER_DIE_IN_REFORM=R[:MS]  the rank first numbered R dies (SIGKILL) MS ms
  *                            (default 2) into its first re-form, while the others are
  *                            re-forming with it (one takes about 10 ms on one machine)
+ *   DT_WORKER_SLOW_RANK=R:MS  at step 3 the rank first numbered R spends MS ms before
+ *                            the step's allreduce (a straggler: a long data load)
  *   DT_WORKER_STEPS_AFTER_REFORM=N  after a re-form that lost ranks, run N more steps
  *                            and end (for a job whose STEPS is "until something breaks")
  *   DT_WORKER_POLL_FROM_STEP=K  ask for joiners only from step K on (a replacement then
@@ -174,6 +176,9 @@ int main(int argc, char **argv)
     const int die_after_ms = die_ms ? atoi(die_ms + 1) : 2;
     const int steps_after_reform = env_int("DT_WORKER_STEPS_AFTER_REFORM", -1);
     const int poll_from_step = env_int("DT_WORKER_POLL_FROM_STEP", 0);
+    const char *slow_spec = getenv("DT_WORKER_SLOW_RANK");
+    const char *slow_ms = slow_spec ? strchr(slow_spec, ':') : NULL;
+    int slow_pending = slow_ms && !replacement && atoi(slow_spec) == first_rank;
     int step = 0;
     int just_reformed = 0; /* print "recovered" after the next allreduce */
     if ((s = sync_step(ctx, &step)) != DT_OK)
@@ -198,6 +203,12 @@ int main(int argc, char **argv)
         if (step == 3 && !replacement && (first_rank == victim || first_rank == victim2)) {
             printf("killing t_ms=%.1f\n", now_ms());
             raise(SIGKILL);
+        }
+        if (step == 3 && slow_pending) {
+            slow_pending = 0;
+            const int ms = atoi(slow_ms + 1);
+            struct timespec slow = {ms / 1000, (long)(ms % 1000) * 1000 * 1000};
+            nanosleep(&slow, NULL);
         }
         int64_t one = 1;
         if (s == DT_OK)

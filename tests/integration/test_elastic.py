@@ -293,6 +293,20 @@ def test_a_kill_during_the_reform_recovers_well_before_the_timeout(disttrainrun,
     assert took < 15, f"took {took:.1f} s\n{r.stdout}{r.stderr}"
 
 
+def test_a_slow_survivor_is_waited_for_not_left_out(disttrainrun, worker):
+    # Rank 1 dies at step 3 while rank 2 spends a second before that step's allreduce (a
+    # long data load). disttrainrun publishes the death and nobody saw rank 2 lost, so
+    # rank 0's re-form waits for rank 2 (up to DISTTRAIN_TIMEOUT), not only for the
+    # settle time (made short here): both end in a job of 2.
+    r = run([disttrainrun, "-np", "3", "--elastic", worker, str(STEPS), "1"],
+            env={"DISTTRAIN_TIMEOUT": "30", "DISTTRAIN_ELASTIC_SETTLE_MS": "100",
+                 "DT_WORKER_SLOW_RANK": "2:1000"}, timeout=90)
+    assert r.returncode == 0, r.stdout + r.stderr
+    done = {int(m.group(1)): m.group(2) for m in lines(r.stdout, "^done ")}
+    assert done == {0: f"done rank=0 size=2 steps={STEPS}",
+                    2: f"done rank=1 size=2 steps={STEPS}"}, r.stdout + r.stderr
+
+
 def test_a_joiner_killed_while_waiting_is_no_longer_counted(disttrainrun, worker):
     # Rank 1 dies at step 3 and its replacement dies 300 ms after it starts, while it
     # waits: the ranks ask for joiners only from step 60 on (about 0.6 s later). Counted

@@ -4,7 +4,8 @@
 // ranks believed alive arrived, falls back to the settle time when no death was seen,
 // refuses a rank that comes after it closed, and times out below the minimum size. Where
 // a launcher publishes deaths (death_notices.h): closes without settling once the dead
-// are known, no longer counts a dead joiner, and gives up an epoch whose closer died.
+// are known, waits for a live rank nobody reported lost up to the deadline and then
+// leaves it out, no longer counts a dead joiner, and gives up an epoch whose closer died.
 #include "runtime/elastic_membership.h"
 
 #include "bootstrap/store.h"
@@ -255,6 +256,50 @@ TEST_F(Reform, WithDeathNoticesARankReportedLostThatNeverComesIsLeftAfterTheSett
     DeathPublisher deaths(launcher); // publishes none
     launcher_vouches = true;
     expect_settled({survivor(0, {1}, 3, 300ms), survivor(2, {1}, 3, 300ms)});
+}
+
+TEST_F(Reform, WithDeathNoticesARankNobodyReportedLostIsWaitedForPastTheSettleTime)
+{
+    // Rank 1 died and rank 0 saw it; rank 2 is alive but comes late (a long step), and
+    // nobody reported it lost. No settle time leaves it out: the meeting waits for it.
+    bootstrap::StoreClient launcher(server.address(), auth, 10000ms);
+    DeathPublisher deaths(launcher);
+    deaths.publish(1);
+    launcher_vouches = true;
+    auto out = run_with_latecomer({survivor(0, {1}, 3, 0ms)}, survivor(2, {}, 3, 0ms));
+    for (int i = 0; i < 2; ++i) {
+        ASSERT_EQ(out[i].first, DT_OK) << i;
+        EXPECT_EQ(out[i].second.size, 2) << i;
+        EXPECT_EQ(out[i].second.rank, i) << i;
+    }
+}
+
+TEST_F(Reform, WithDeathNoticesALiveRankThatNeverComesIsLeftOutAtTheDeadline)
+{
+    // Rank 1 died; rank 2 is alive but does not come before rank 0's deadline (a step
+    // longer than DISTTRAIN_TIMEOUT): rank 0 goes on alone, and rank 2 is told why.
+    bootstrap::StoreClient launcher(server.address(), auth, 10000ms);
+    DeathPublisher deaths(launcher);
+    deaths.publish(1);
+    launcher_vouches = true;
+    auto out = run({survivor(0, {1}, 3, 30s, 1, 300ms)});
+    ASSERT_EQ(out[0].first, DT_OK);
+    EXPECT_EQ(out[0].second.size, 1);
+
+    bootstrap::StoreClient store(server.address(), auth, 10000ms);
+    DeathNotices notices(store);
+    ElasticRendezvous late = survivor(2, {}, 3, 30s);
+    late.deaths = &notices;
+    late.old_ids = {0, 1, 2};
+    try {
+        elastic_rendezvous(store, late);
+        ADD_FAILURE() << "the job re-formed without rank 2";
+    } catch (const Error &e) {
+        EXPECT_EQ(e.status(), DT_ERR_INVALID_STATE);
+        EXPECT_NE(std::string(e.what()).find("waited DISTTRAIN_TIMEOUT for it"),
+                  std::string::npos)
+            << e.what();
+    }
 }
 
 TEST_F(Reform, WithoutDeathNoticesTheSettleTimeStillPasses)

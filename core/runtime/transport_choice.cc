@@ -116,11 +116,18 @@ void TransportChoice::confirm_started(const std::string &name)
     int64_t count = store_.add(base + "started", 1);
     if (rank_ != 0) {
         // Rank 0 decides by the deadline; the grace covers its last poll and the store's
-        // round trip (a rank 0 that is gone fails the store call itself).
-        auto verdict = try_get(store_, base + "verdict", left(deadline_) + kVerdictGrace);
-        if (!verdict)
-            throw_error(DT_ERR_TIMEOUT, "rank 0 did not say whether transport '", name,
-                        "' started on every rank before DISTTRAIN_TIMEOUT");
+        // round trip (a rank 0 that is gone fails the store call itself). A rank 0 whose
+        // own start failed because the job gave the transport up (a member died while it
+        // connected: member_death_watch.h) says nothing: the abandon notice is the answer.
+        const Clock::time_point until = deadline_ + kVerdictGrace;
+        std::optional<std::string> verdict;
+        while (!(verdict = try_get(store_, base + "verdict", std::min(kPollSlice, left(until))))) {
+            if (auto why = abandoned(name))
+                throw_error(DT_ERR_CONNECT, "transport '", name, "' was given up: ", *why);
+            if (Clock::now() >= until)
+                throw_error(DT_ERR_TIMEOUT, "rank 0 did not say whether transport '", name,
+                            "' started on every rank before DISTTRAIN_TIMEOUT");
+        }
         if (*verdict == "ok")
             return;
         const bool timed_out = verdict->rfind("timeout:", 0) == 0;

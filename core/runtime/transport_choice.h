@@ -37,8 +37,8 @@ public:
     std::optional<std::string> abandoned(const std::string &name);
 
     // After this rank started `name`: returns once every rank has, as rank 0 saw it (one
-    // verdict for all). Throws DT_ERR_CONNECT naming the reason when a rank gave it up,
-    // DT_ERR_TIMEOUT when rank 0's deadline passed first.
+    // verdict for all). Throws DT_ERR_CONNECT naming the reason when a rank gave it up
+    // (or the job did: a member died), DT_ERR_TIMEOUT when rank 0's deadline passed first.
     void confirm_started(const std::string &name);
 
     Clock::time_point deadline() const { return deadline_; }

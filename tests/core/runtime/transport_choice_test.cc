@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // Choosing the host transport together, in a real store: a transport counts as chosen on
 // every rank or on none. A rank that starts it just after rank 0's deadline must not go
-// on with it alone; a rank that gives it up stops the others at once.
+// on with it alone; a rank that gives it up stops the others at once, and so does the job
+// giving it up while they wait for rank 0's verdict.
 #include "runtime/transport_choice.h"
 
 #include "bootstrap/store.h"
@@ -73,6 +74,19 @@ TEST_F(Choice, ARankThatGivesUpStopsTheOthersAtOnce)
     EXPECT_EQ(r0.get(), DT_ERR_CONNECT);
     EXPECT_EQ(r1.get(), DT_ERR_CONNECT);
     EXPECT_LT(Clock::now() - t0, 5s) << "not waited out to the deadline";
+}
+
+TEST_F(Choice, ARankWaitingForTheVerdictStopsWhenTheJobGivesTheTransportUp)
+{
+    // Rank 1 started the transport and waits for rank 0's verdict. Rank 0 never gets that
+    // far: a member died while the job connected and the job gave the transport up (what
+    // a member death watch writes), so rank 0's own start failed and it says nothing.
+    auto r1 = start(1, 3, 10s);
+    bootstrap::StoreClient store(server.address(), auth, 10000ms);
+    std::this_thread::sleep_for(100ms);
+    store.set(TransportChoice::abandon_key_in("ctx0/", "tcp"),
+              "rank 2 (launch id 2) died while the re-formed job connected");
+    EXPECT_EQ(r1.get(), DT_ERR_CONNECT);
 }
 
 } // namespace

@@ -213,9 +213,13 @@ DT_API dt_status_t dt_context_create_versioned(int api_major, int api_minor,
  * Collective: every rank of the job must call it. Blocks until all ranks are connected
  * or the timeout (DISTTRAIN_TIMEOUT, default 300 s) passes. params may be NULL (all from
  * the environment). The caller owns *out and frees it with dt_context_destroy.
+ * A new process joining a running elastic job (a launcher's replacement) blocks until the
+ * job lets it in (dt_context_reform), then connects as the others do, meeting again with
+ * them when a member dies meanwhile.
  * Errors: DT_ERR_VERSION, DT_ERR_INVALID_CONFIG (a bad variable, named in the message),
  * DT_ERR_PLUGIN_NOT_FOUND (message lists the folders searched), DT_ERR_CONNECT,
- * DT_ERR_AUTH, DT_ERR_TIMEOUT.
+ * DT_ERR_AUTH, DT_ERR_TIMEOUT; for a joining process, DT_ERR_PEER_LOST when members kept
+ * dying while it connected.
  */
 static inline dt_status_t dt_context_create(const dt_context_params_t *params,
                                             dt_context_h *out)

@@ -107,7 +107,6 @@ Context::Context(const dt_context_params_t *params)
     if (cfg_.elastic_join) {
         open_memory();
         join_running_job();
-        connect_peers();
         return;
     }
     check_agreement(); // before anything waits on the other ranks
@@ -190,9 +189,19 @@ void Context::join_running_job()
 {
     DT_LOG(info, "context", "joining a running elastic job: waiting for its ranks to let "
            "this one in (at their next step boundary)");
-    auto [m, epoch] = elastic_join(*store_, rendezvous_for(-1));
-    epoch_ = epoch;
-    adopt(m, -1);
+    form_membership(rendezvous_for(-1));
+}
+
+void Context::meet(ElasticRendezvous &r)
+{
+    if (r.me.old_rank < 0) {
+        auto [m, epoch] = elastic_join(*store_, r);
+        epoch_ = epoch;
+        adopt(m, -1);
+        return;
+    }
+    r.epoch = ++epoch_;
+    adopt(elastic_rendezvous(*store_, r), r.me.old_rank);
 }
 
 int64_t Context::waiting_joiners()
@@ -235,14 +244,17 @@ void Context::reform()
                     "DISTTRAIN_ELASTIC=1 on every rank (disttrainrun --elastic does)");
     if (!engine_)
         throw_error(unformed_->first, "dt_context_reform: ", unformed_->second);
-    const int old_rank = rank();
-    ElasticRendezvous r = rendezvous_for(old_rank);
+    ElasticRendezvous r = rendezvous_for(rank());
     r.lost = engine_->stop(); // who this membership saw lost, before it goes
     disconnect_peers();
+    form_membership(std::move(r));
+}
+
+void Context::form_membership(ElasticRendezvous r)
+{
     for (int attempt = 1;; ++attempt) {
         try {
-            r.epoch = ++epoch_;
-            adopt(elastic_rendezvous(*store_, r), r.me.old_rank);
+            meet(r);
         } catch (const Error &e) {
             // A rank died after it arrived and before the membership closed (it may have
             // been the one closing it): the same ranks meet again in the next epoch.
@@ -272,9 +284,9 @@ void Context::reform()
                 throw why;
             }
             // A member died after it arrived, while the new membership connected: the
-            // others all fail to connect, and meet again without it. Where the launcher
-            // publishes deaths that meeting knows who is gone; elsewhere it closes once
-            // arrivals have settled.
+            // others all fail to connect, and meet again without it, a joiner just let in
+            // as a member like the rest. Where the launcher publishes deaths that meeting
+            // knows who is gone; elsewhere it closes once arrivals have settled.
             DT_LOG(warn, "context", "the re-formed job (epoch ", epoch_, ", ", size(),
                    " ranks) could not connect, a member may have died: meeting again (",
                    why.what(), ")");

@@ -87,6 +87,11 @@ private:
     ElasticRendezvous rendezvous_for(int old_rank); // also restarts deadline_
     void adopt(const ElasticMembership &m, int old_rank);
     void join_running_job();
+    // Meets the others and connects the membership that closes; when a member dies first,
+    // meets again without it (a few times at most). r.me.old_rank -1: as a joiner.
+    void form_membership(ElasticRendezvous r);
+    // One meeting in the store: the next re-form (a joiner: the next that lets it in).
+    void meet(ElasticRendezvous &r);
     // A re-form that failed: the context refuses every later call with e's reason.
     void fail_reform(const Error &e);
     // Everything that talks to peers, built for the current rank and size.

@@ -25,6 +25,11 @@
  *                            and end (for a job whose STEPS is "until something breaks")
  *   DT_WORKER_POLL_FROM_STEP=K  ask for joiners only from step K on (a replacement then
  *                            waits to be let in until then, unless a loss lets it in)
+ *   DT_WORKER_DIE_IN_GROW=R[:MS]  the rank first numbered R dies (SIGKILL) MS ms
+ *                            (default 2) into the first re-form that lets a replacement
+ *                            in; every rank goes on past STEPS until 10 steps after it
+ *   DT_WORKER_JOINER_WAITS_MS=MS  a replacement waits MS ms before it creates its context
+ *                            (past the re-form after the loss: a step boundary lets it in)
  *   DT_WORKER_JOINER_DIES_MS=MS  a replacement waits 200 ms (past the re-form after the
  *                            loss), prints "joining", and dies (SIGKILL) MS ms later,
  *                            while it waits to be let in
@@ -159,6 +164,12 @@ int main(int argc, char **argv)
         printf("joining t_ms=%.1f\n", now_ms());
         die_in(env_int("DT_WORKER_JOINER_DIES_MS", 0));
     }
+    const int joiner_waits_ms = env_int("DT_WORKER_JOINER_WAITS_MS", 0);
+    if (getenv("DISTTRAIN_ELASTIC_JOIN") != NULL && joiner_waits_ms > 0) {
+        struct timespec wait = {joiner_waits_ms / 1000,
+                                (long)(joiner_waits_ms % 1000) * 1000 * 1000};
+        nanosleep(&wait, NULL);
+    }
     dt_context_h ctx = NULL;
     dt_status_t s = dt_context_create(NULL, &ctx);
     if (s != DT_OK)
@@ -174,6 +185,9 @@ int main(int argc, char **argv)
     const char *die_spec = getenv("DT_WORKER_DIE_IN_REFORM");
     const char *die_ms = die_spec ? strchr(die_spec, ':') : NULL;
     const int die_after_ms = die_ms ? atoi(die_ms + 1) : 2;
+    const char *grow_spec = getenv("DT_WORKER_DIE_IN_GROW");
+    const char *grow_ms = grow_spec ? strchr(grow_spec, ':') : NULL;
+    int await_grow = grow_spec != NULL && !replacement; /* not yet let a replacement in */
     const int steps_after_reform = env_int("DT_WORKER_STEPS_AFTER_REFORM", -1);
     const int poll_from_step = env_int("DT_WORKER_POLL_FROM_STEP", 0);
     const char *slow_spec = getenv("DT_WORKER_SLOW_RANK");
@@ -181,22 +195,40 @@ int main(int argc, char **argv)
     int slow_pending = slow_ms && !replacement && atoi(slow_spec) == first_rank;
     int step = 0;
     int just_reformed = 0; /* print "recovered" after the next allreduce */
-    if ((s = sync_step(ctx, &step)) != DT_OK)
+    /* A member can die as a replacement comes in: the ranks then re-form without it. */
+    s = sync_step(ctx, &step);
+    if (is_loss(s) && reform_after_loss(ctx, &rank, &size, &step) != 0)
+        return 1;
+    if (s != DT_OK && !is_loss(s))
         return fail("sync_step", s);
-    while (step < steps || size < until_size) {
+    if (grow_spec && replacement && steps < step + 10)
+        steps = step + 10;
+    while (step < steps || size < until_size || await_grow) {
         s = DT_OK; /* a failed dt_context_poll_joiners below is this step's failure */
         int waiting = 0;
         if (step >= poll_from_step &&
             (s = dt_context_poll_joiners(ctx, &waiting)) == DT_OK && waiting > 0) {
+            const int first_grow = await_grow;
+            if (first_grow && atoi(grow_spec) == first_rank) {
+                const int ms = grow_ms ? atoi(grow_ms + 1) : 2;
+                printf("killing t_ms=%.1f\n", now_ms() + ms);
+                die_in(ms);
+            }
+            await_grow = 0;
             if ((s = dt_context_reform(ctx)) != DT_OK)
                 return fail("dt_context_reform (growing)", s);
             dt_context_rank(ctx, &rank);
             dt_context_size(ctx, &size);
             printf("grew step=%d rank=%d size=%d\n", step, rank, size);
             int from_step = step;
-            if ((s = sync_step(ctx, &step)) != DT_OK)
+            if ((s = sync_step(ctx, &step)) == DT_OK)
+                printf("resumed from_step=%d step=%d\n", from_step, step);
+            else if (!is_loss(s))
                 return fail("sync_step", s);
-            printf("resumed from_step=%d step=%d\n", from_step, step);
+            else if (reform_after_loss(ctx, &rank, &size, &step) != 0)
+                return 1;
+            if (first_grow && steps < step + 10)
+                steps = step + 10;
             just_reformed = 1;
             continue; /* as a replacement does after its sync: ask again, then the step */
         }
@@ -218,8 +250,11 @@ int main(int argc, char **argv)
                 printf("killing t_ms=%.1f\n", now_ms() + die_after_ms);
                 die_in(die_after_ms);
             }
+            const int size_before = size;
             if (reform_after_loss(ctx, &rank, &size, &step) != 0)
                 return 1;
+            if (size >= size_before)
+                await_grow = 0; /* a replacement came in with the loss: no grow to die in */
             just_reformed = 1;
             if (steps_after_reform >= 0)
                 steps = step + steps_after_reform;

@@ -307,6 +307,26 @@ def test_a_slow_survivor_is_waited_for_not_left_out(disttrainrun, worker):
                     2: f"done rank=1 size=2 steps={STEPS}"}, r.stdout + r.stderr
 
 
+@pytest.mark.parametrize("die_after_ms", [2, 5])
+def test_a_replacement_meets_again_when_a_member_dies_as_it_is_let_in(disttrainrun, worker,
+                                                                     die_after_ms):
+    # Rank 1 dies at step 3; its replacement waits past the re-form after the loss, so a
+    # step boundary lets it in. Rank 2 dies some ms into that re-form: before it arrived,
+    # or while the re-formed job connects, when every member meets again without it, the
+    # replacement as much as rank 0. Either way the two end as a job of 2.
+    r = run([disttrainrun, "-np", "3", "--elastic", "--max-restarts", "1", worker, str(STEPS),
+             "1"],
+            env={"DISTTRAIN_TIMEOUT": "30", "DT_WORKER_JOINER_WAITS_MS": "300",
+                 "DT_WORKER_DIE_IN_GROW": f"2:{die_after_ms}"}, timeout=90)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "DT_ERR_PLUGIN_NOT_FOUND" not in r.stderr, r.stderr
+    done = {int(m.group(1)): m.group(2) for m in lines(r.stdout, "^done ")}
+    # Rank 0, and the replacement (tagged [1]) after it.
+    assert sorted(done) == [0, 1], r.stdout + r.stderr
+    for new_rank, tag in enumerate([0, 1]):
+        assert done[tag].startswith(f"done rank={new_rank} size=2 "), r.stdout + r.stderr
+
+
 def test_a_joiner_killed_while_waiting_is_no_longer_counted(disttrainrun, worker):
     # Rank 1 dies at step 3 and its replacement dies 300 ms after it starts, while it
     # waits: the ranks ask for joiners only from step 60 on (about 0.6 s later). Counted

@@ -247,7 +247,7 @@ TEST(Comm, AMemberThatLeftEndsTheWaitForANativeCollective)
                                     "aborted its context"))
         << o.message;
 
-    left.status = DT_ERR_MISMATCH;
+    left.status = left.cause = DT_ERR_MISMATCH;
     left.notice = "allreduce 'x': rank 2 passes count 3, rank 0 count 4";
     o = native_wait_after(left, 10s);
     EXPECT_EQ(o.status, DT_ERR_MISMATCH) << o.message;

@@ -69,9 +69,8 @@ uint16_t largest_quotient(int divisor)
 // value / divisor, and divisor of those sum past 65504 (3 ranks averaging 65504: 21840 * 3
 // = 65520, which rounds to inf). Such a quotient, and only such, is rounded toward zero
 // instead, so that no sum of the ranks' quotients leaves float16's range.
-void keep_sums_finite(uint16_t *q, size_t n, int divisor)
+void keep_sums_finite(uint16_t *q, size_t n, uint16_t bound)
 {
-    const uint16_t bound = largest_quotient(divisor);
     for (size_t i = 0; i < n; ++i) {
         const uint16_t magnitude = q[i] & 0x7fffu;
         if (magnitude > bound && magnitude < 0x7c00u) // 0x7c00 and above: inf, NaN
@@ -124,8 +123,17 @@ void divide_float16(void *dst, const void *src, size_t count, int divisor)
             std::memcpy(dst, src, count * sizeof(uint16_t));
         return;
     }
-    divide_16bit(dst, src, count, divisor, detail::widen_f16, detail::narrow_f16);
-    keep_sums_finite(static_cast<uint16_t *>(dst), count, divisor);
+    // Block by block, so that the bound is applied while the quotients are in cache
+    // rather than in a second pass over the whole buffer.
+    constexpr size_t kBlock = 4096;
+    const uint16_t bound = largest_quotient(divisor);
+    const auto *in = static_cast<const uint16_t *>(src);
+    auto *out = static_cast<uint16_t *>(dst);
+    for (size_t off = 0; off < count; off += kBlock) {
+        const size_t len = count - off < kBlock ? count - off : kBlock;
+        divide_16bit(out + off, in + off, len, divisor, detail::widen_f16, detail::narrow_f16);
+        keep_sums_finite(out + off, len, bound);
+    }
 }
 
 } // namespace dt::reduce

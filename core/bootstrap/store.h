@@ -13,6 +13,7 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -63,26 +64,37 @@ public:
     // answers in time, DT_ERR_AUTH when the server refuses the token (or proves a
     // different one), DT_ERR_CONNECT for a bad address, DT_ERR_PROTOCOL when the process at
     // addr is not a store. timeout <= 0 means no limit. The same timeout bounds each later
-    // round trip on top of any wait the call asks for. addr_from says where addr came from
-    // (a variable, or the launcher's variables it was made of), which those errors name as
-    // the thing to check.
+    // call on top of any wait it asks for, a reconnect included. addr_from says where addr
+    // came from (a variable, or the launcher's variables it was made of), which those errors
+    // name as the thing to check. served_by names the server's owner for the error when it
+    // closes ("rank 0", "the launcher"; empty: unknown).
     StoreClient(const std::string &addr, Auth auth, Millis timeout,
-                std::string addr_from = "DISTTRAIN_STORE_ADDR");
+                std::string addr_from = "DISTTRAIN_STORE_ADDR", std::string served_by = "");
     ~StoreClient();
     StoreClient(const StoreClient &) = delete;
     StoreClient &operator=(const StoreClient &) = delete;
 
     // Thread safe: each call holds the connection for one round trip. A call that loses
-    // the connection throws DT_ERR_STORE (it is not retried); the next call reconnects.
+    // the connection throws DT_ERR_STORE (it is not retried); the next call reconnects
+    // within its own deadline. Once the store has answered, a reconnect that is refused
+    // means its server has gone: DT_ERR_STORE at once, saying the store closed and who
+    // served it, not a wait for a store that will not come back. A store that does not
+    // answer in time is DT_ERR_TIMEOUT naming the call.
     // For get and wait, a negative timeout waits without limit and 0 checks once.
     void set(const std::string &key, const std::string &value);
     // Waits for key up to timeout; DT_ERR_TIMEOUT names the key and the wait.
     std::string get(const std::string &key, Millis timeout);
+    // The same, but nullopt when the key did not appear in time, so that a caller that
+    // polls can tell an absent key from a store that failed (which still throws).
+    std::optional<std::string> try_get(const std::string &key, Millis timeout);
     int64_t add(const std::string &key, int64_t delta);
     // Waits until every key exists; DT_ERR_TIMEOUT names the keys still missing.
     void wait(const std::vector<std::string> &keys, Millis timeout);
 
     const std::string &address() const;
+    // Why the last call could not reach the store (it closed, refused or fell silent),
+    // until a call reaches it again.
+    std::optional<std::string> lost() const;
 
 private:
     struct Impl;

@@ -2,7 +2,9 @@
 // StoreClient: one authenticated connection, one round trip at a time under a mutex. Every
 // read waits with poll() against a deadline, so neither a silent store nor a store that
 // dies mid-request can hang a rank. A connection that broke is dropped and the next call
-// connects again (the failed call itself is not retried: add() is not idempotent).
+// connects again (the failed call itself is not retried: add() is not idempotent), within
+// that call's own deadline: callers poll the store in loops, and a reconnect that took a
+// fresh timeout each time would multiply the caller's wait.
 #include "bootstrap/store.h"
 
 #include "bootstrap/net_address.h"
@@ -15,6 +17,7 @@
 #include <mutex>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <optional>
 #include <poll.h>
 #include <sys/socket.h>
 #include <thread>
@@ -77,12 +80,18 @@ struct StoreClient::Impl {
     HostPort hp;
     Auth auth;
     Millis timeout;
+    std::string served_by;
     std::mutex mu;
     Fd sock;
+    // Once the store has answered, a refused connection means its server is gone; before,
+    // it may simply not be listening yet.
+    bool answered = false;
+    // Why the last call could not reach the store; cleared by the next call that does.
+    std::optional<std::string> lost;
 
-    Impl(std::string addr, std::string from, Auth a, Millis t)
+    Impl(std::string addr, std::string from, Auth a, Millis t, std::string served)
         : address(std::move(addr)), address_from(std::move(from)), auth(std::move(a)),
-          timeout(t)
+          timeout(t), served_by(std::move(served))
     {
     }
 
@@ -91,10 +100,13 @@ struct StoreClient::Impl {
         return timeout.count() <= 0 ? Deadline::never() : Deadline::after(timeout);
     }
     [[noreturn]] void throw_no_answer(const std::string &detail) const;
-    Fd connect();
+    [[noreturn]] void throw_closed(const std::string &how) const;
+    Fd connect(const Deadline &call_deadline, const std::string &what);
     Deadline reply_deadline(Millis server_wait) const;
     proto::Reply round_trip(const proto::Request &req, const Deadline &deadline,
                             const std::string &what);
+    proto::Reply exchange(proto::Op op, const std::string &frame, const Deadline &deadline,
+                          const std::string &what);
 };
 
 void StoreClient::Impl::throw_no_answer(const std::string &detail) const
@@ -104,23 +116,35 @@ void StoreClient::Impl::throw_no_answer(const std::string &detail) const
                 "); check ", address_from, " and that the launcher or rank 0 is running");
 }
 
-Fd StoreClient::Impl::connect()
+void StoreClient::Impl::throw_closed(const std::string &how) const
 {
-    const Deadline deadline = connect_deadline();
+    const std::string who = served_by.empty() ? "the launcher or rank 0 that served it"
+                                              : served_by;
+    throw_error(DT_ERR_STORE, "the rendezvous store at ", address,
+                served_by.empty() ? "" : cat(" (served by ", served_by, ")"), " closed ", how,
+                ": ", who, " has probably failed or exited; its own error says why");
+}
+
+Fd StoreClient::Impl::connect(const Deadline &call_deadline, const std::string &what)
+{
+    const Deadline deadline = Deadline::earliest(connect_deadline(), call_deadline);
     const std::vector<SockAddr> addrs = resolve("the store address", hp, false);
     std::string last = "nothing tried";
     auto backoff = std::chrono::milliseconds(10);
     for (;;) {
+        size_t refused = 0;
         for (const SockAddr &sa : addrs) {
             int err = 0;
             Fd s = connect_one(sa, deadline, err);
             if (!s.valid()) {
+                refused += err == ECONNREFUSED;
                 last = cat("last attempt: ", std::strerror(err));
                 continue;
             }
             HandshakeResult hs = client_handshake(s.get(), auth, deadline);
             switch (hs.outcome) {
             case Handshake::ok:
+                answered = true;
                 return s;
             case Handshake::refused:
                 throw_error(DT_ERR_AUTH, "the rendezvous store at ", address,
@@ -143,6 +167,10 @@ Fd StoreClient::Impl::connect()
             last = cat("last attempt: the connection ended during the token challenge: ",
                        hs.io.describe());
         }
+        // Nothing listens where the store was: retrying would only wait out the deadline
+        // for a server that is not coming back.
+        if (answered && refused == addrs.size())
+            throw_closed(cat("(it refuses connections) before ", what));
         if (deadline.expired())
             throw_no_answer(last);
         // The store may not be up yet: retry with a growing pause, never past the deadline.
@@ -164,22 +192,38 @@ Deadline StoreClient::Impl::reply_deadline(Millis server_wait) const
     return Deadline::after(server_wait + timeout);
 }
 
+// One call: records whether it reached the store, for lost().
 proto::Reply StoreClient::Impl::round_trip(const proto::Request &req,
                                            const Deadline &deadline, const std::string &what)
 {
     std::string frame = proto::encode_request(req); // bad arguments fail before any I/O
     std::lock_guard lock(mu);
-    if (!sock.valid())
-        sock = connect();
+    try {
+        if (!sock.valid())
+            sock = connect(deadline, what);
+        proto::Reply reply = exchange(req.op, frame, deadline, what);
+        lost.reset();
+        return reply;
+    } catch (const Error &e) {
+        // A store that answered (an error reply, a malformed one, a refused token) is
+        // still there; one that closed or fell silent is not.
+        if (!sock.valid() && e.status() != DT_ERR_PROTOCOL && e.status() != DT_ERR_AUTH)
+            lost = e.what();
+        throw;
+    }
+}
+
+proto::Reply StoreClient::Impl::exchange(proto::Op op, const std::string &frame,
+                                         const Deadline &deadline, const std::string &what)
+{
     auto broken = [&](const IoResult &io) {
         sock.reset();
         if (io.status == IoStatus::timeout)
             throw_error(DT_ERR_TIMEOUT, "the rendezvous store at ", address,
                         " did not answer ", what, " in time; the launcher or rank 0 may be "
                         "overloaded or stopped");
-        throw_error(DT_ERR_STORE, "lost the connection to the rendezvous store at ", address,
-                    " during ", what, ": ", io.describe(),
-                    "; the launcher or rank 0 may have exited");
+        throw_closed(cat("the connection during ", what,
+                         io.status == IoStatus::eof ? "" : cat(" (", io.describe(), ")")));
     };
     IoResult io = write_full(sock.get(), frame.data(), frame.size(), deadline);
     if (!io.ok())
@@ -191,7 +235,7 @@ proto::Reply StoreClient::Impl::round_trip(const proto::Request &req,
     try {
         if (!fr.problem.empty())
             throw_error(DT_ERR_PROTOCOL, fr.problem);
-        proto::Reply reply = proto::decode_reply(req.op, body);
+        proto::Reply reply = proto::decode_reply(op, body);
         if (reply.status == proto::Status::error)
             throw_error(DT_ERR_STORE, "the rendezvous store at ", address, " failed ", what,
                         ": ", reply.message);
@@ -206,15 +250,16 @@ proto::Reply StoreClient::Impl::round_trip(const proto::Request &req,
 }
 
 StoreClient::StoreClient(const std::string &addr, Auth auth, Millis timeout,
-                         std::string addr_from)
-    : impl_(std::make_unique<Impl>(addr, std::move(addr_from), std::move(auth), timeout))
+                         std::string addr_from, std::string served_by)
+    : impl_(std::make_unique<Impl>(addr, std::move(addr_from), std::move(auth), timeout,
+                                   std::move(served_by)))
 {
     try {
         impl_->hp = parse_host_port("store address", addr);
     } catch (const Error &e) {
         throw Error(DT_ERR_CONNECT, e.what());
     }
-    impl_->sock = impl_->connect();
+    impl_->sock = impl_->connect(Deadline::never(), "the first request");
     DT_LOG(debug, "store", "connected to the rendezvous store at ", addr);
 }
 
@@ -223,6 +268,12 @@ StoreClient::~StoreClient() = default;
 const std::string &StoreClient::address() const
 {
     return impl_->address;
+}
+
+std::optional<std::string> StoreClient::lost() const
+{
+    std::lock_guard lock(impl_->mu);
+    return impl_->lost;
 }
 
 void StoreClient::set(const std::string &key, const std::string &value)
@@ -234,7 +285,7 @@ void StoreClient::set(const std::string &key, const std::string &value)
     impl_->round_trip(req, impl_->reply_deadline(Millis(0)), cat("a set of key '", key, "'"));
 }
 
-std::string StoreClient::get(const std::string &key, Millis timeout)
+std::optional<std::string> StoreClient::try_get(const std::string &key, Millis timeout)
 {
     proto::Request req;
     req.op = proto::Op::get;
@@ -243,10 +294,17 @@ std::string StoreClient::get(const std::string &key, Millis timeout)
     proto::Reply reply = impl_->round_trip(req, impl_->reply_deadline(timeout),
                                            cat("a get of key '", key, "'"));
     if (reply.status == proto::Status::timeout)
-        throw_error(DT_ERR_TIMEOUT, "timed out after ", ms_text(timeout), " waiting for key '",
-                    key, "' in the rendezvous store at ", impl_->address,
-                    "; the rank that should set it may have failed or not started yet");
+        return std::nullopt;
     return std::move(reply.value);
+}
+
+std::string StoreClient::get(const std::string &key, Millis timeout)
+{
+    if (std::optional<std::string> value = try_get(key, timeout))
+        return std::move(*value);
+    throw_error(DT_ERR_TIMEOUT, "timed out after ", ms_text(timeout), " waiting for key '",
+                key, "' in the rendezvous store at ", impl_->address,
+                "; the rank that should set it may have failed or not started yet");
 }
 
 int64_t StoreClient::add(const std::string &key, int64_t delta)

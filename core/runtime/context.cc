@@ -131,7 +131,7 @@ void Context::watch_deaths()
     watch_store_ = std::make_unique<bootstrap::StoreClient>(
         store_->address(), *auth_,
         cfg_.timeout.count() > 0 ? cfg_.timeout : std::chrono::hours(24 * 365),
-        cfg_.store_from);
+        cfg_.store_from, "the launcher");
     watch_deaths_ = std::make_unique<DeathNotices>(*watch_store_);
     if (!cfg_.elastic_join)
         for (int r = 0; r < size(); ++r)
@@ -347,7 +347,11 @@ void Context::open_store()
     }
     shared_store_ = !local_only;
     auto timeout = cfg_.timeout.count() > 0 ? cfg_.timeout : std::chrono::hours(24 * 365);
-    store_ = std::make_unique<bootstrap::StoreClient>(addr, *auth_, timeout, cfg_.store_from);
+    // Named in the error a rank gets when the store closes under it.
+    std::string served_by = local_only ? "" : cfg_.launcher_serves_store ? "the launcher"
+                                                                         : "rank 0";
+    store_ = std::make_unique<bootstrap::StoreClient>(addr, *auth_, timeout, cfg_.store_from,
+                                                      served_by);
 }
 
 void Context::check_agreement()

@@ -168,6 +168,37 @@ TEST(StoreClientTimeout, BadAddressesAreConnectErrors)
     error_of([] { StoreClient c("host.invalid:1", Auth(kToken), 100ms); }, DT_ERR_CONNECT);
 }
 
+// The store's server exits (the rank 0 that served it failed): the call that meets the
+// closed connection and every later one fail at once, saying so. A reconnect that took
+// the store for one not started yet would wait out the client's timeout on each call.
+TEST(StoreClientLoss, AClosedStoreFailsEveryCallAtOnceNamingWhoServedIt)
+{
+    auto server = std::make_unique<StoreServer>("127.0.0.1:0", Auth(kToken));
+    const std::string addr = server->address();
+    StoreClient c(addr, Auth(kToken), 3000ms, "DISTTRAIN_STORE_ADDR", "rank 0");
+    c.set("k", "v");
+    server.reset();
+    for (int call = 0; call < 3; ++call) {
+        std::string msg = error_of([&] { c.get("k", 0ms); }, DT_ERR_STORE);
+        EXPECT_NE(msg.find("the rendezvous store at " + addr + " (served by rank 0) closed"),
+                  std::string::npos)
+            << "call " << call << ": " << msg;
+        EXPECT_NE(msg.find("rank 0 has probably failed or exited"), std::string::npos) << msg;
+        EXPECT_EQ(c.lost(), std::optional<std::string>(msg));
+    }
+}
+
+// What a polling caller relies on: an absent key is no failure of the store.
+TEST(StoreClientLoss, AnAbsentKeyIsNotALostStore)
+{
+    StoreServer server("127.0.0.1:0", Auth(kToken));
+    StoreClient c(server.address(), Auth(kToken), 3000ms);
+    EXPECT_EQ(c.try_get("absent", 0ms), std::nullopt);
+    EXPECT_EQ(c.lost(), std::nullopt);
+    c.set("present", "v");
+    EXPECT_EQ(c.try_get("present", 0ms), std::optional<std::string>("v"));
+}
+
 // A fake store that completes the challenge with a proof of a different token.
 TEST(StoreClientAuth, ServerWithADifferentTokenIsRejected)
 {

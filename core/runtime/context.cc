@@ -423,6 +423,7 @@ void Context::open_transport()
         // Each transport gets its own keys, so one that fails half-way cannot confuse
         // the next in the list.
         host_->key_prefix = cat(ns_, name, "/");
+        host_->given_up.reset();
         dt_transport_init_args_t args = transport_args(*host_);
         args.timeout_ms = static_cast<int32_t>(std::min<int64_t>(time_left().count(), INT32_MAX));
         if (choice) {
@@ -440,19 +441,8 @@ void Context::open_transport()
         } catch (const Error &e) {
             transport_.reset();
             std::string why = e.what();
-            if (choice) {
-                // A plugin that lost its peers says what it missed; the rank that gave up
-                // first says why, which is what the user needs.
-                try {
-                    auto first = choice->abandoned(name);
-                    if (first && !ends_with(*first, why))
-                        why += cat(" (", *first, ")");
-                    if (!first)
-                        choice->abandon(name, e.what());
-                } catch (const Error &) {
-                    // The store is gone: the peers will hear of it through their own waits.
-                }
-            }
+            if (choice)
+                why += start_failure_cause(*choice, name, why);
             if (cfg_.transports.size() == 1 && cfg_.transports[0] != "auto") {
                 if (why == e.what())
                     throw; // one explicit choice: its own error says it best
@@ -463,11 +453,40 @@ void Context::open_transport()
             failures += cat("\n  ", name, ": ", why);
             if (e.status() == DT_ERR_TIMEOUT)
                 break; // DISTTRAIN_TIMEOUT is spent: the next would have no time at all
+            if (store_->lost())
+                break; // without the store no transport can find its peers
         }
     }
     host_->abandon_key.clear();
     throw_error(DT_ERR_PLUGIN_NOT_FOUND, "no transport could be started (tried in the "
                 "order of DISTTRAIN_TRANSPORT):", failures);
+}
+
+std::string Context::start_failure_cause(TransportChoice &choice, const std::string &name,
+                                         const std::string &own)
+{
+    // A plugin that lost its peers says what it missed; the rank that gave up first says
+    // why, which is what the user needs. The notice the plugin's wait already read is
+    // not read again: the store may have gone since (its rank failed and exited).
+    std::optional<std::string> first = host_->given_up;
+    if (!first) {
+        if (auto lost = store_->lost()) {
+            // Nobody can read a notice now, and each try to leave one would wait for the
+            // store again.
+            return own.find(*lost) == std::string::npos ? cat(" (", *lost, ")") : "";
+        }
+        try {
+            first = choice.abandoned(name);
+            if (!first) {
+                choice.abandon(name, own);
+                return "";
+            }
+        } catch (const Error &store_error) {
+            // The store is gone: the peers will hear of it through their own waits.
+            return cat(" (", store_error.what(), ")");
+        }
+    }
+    return ends_with(*first, own) ? "" : cat(" (", *first, ")");
 }
 
 void Context::open_device_transport()

@@ -24,6 +24,8 @@
 
 namespace dt {
 
+class TransportChoice;
+
 class Context {
 public:
     explicit Context(const dt_context_params_t *params);
@@ -77,6 +79,11 @@ private:
     // naming a rank that never arrived ("" when none).
     std::string token_refusals() const;
     void open_transport();
+    // What to add to the error of a transport that failed to start (own): the reason
+    // the first rank gave it up for, or why the store failed under it. Leaves this
+    // rank's own reason for the others when it is the first.
+    std::string start_failure_cause(TransportChoice &choice, const std::string &name,
+                                    const std::string &own);
     void open_device_transport(); // DISTTRAIN_DEVICE_TRANSPORT, beside transport_
     void open_device_transport_auto(); // ... =auto (device_transport_auto.cc)
     // A transport plugin's init arguments, its host services through bridge.

@@ -32,13 +32,7 @@ void DeathPublisher::publish(int64_t launch_id)
 
 DeathNotices::DeathNotices(bootstrap::StoreClient &store) : store_(store)
 {
-    try {
-        store_.get(kWatchedKey, Millis{0});
-        vouched_ = true;
-    } catch (const Error &e) {
-        if (e.status() != DT_ERR_TIMEOUT)
-            throw;
-    }
+    vouched_ = store_.try_get(kWatchedKey, Millis{0}).has_value();
 }
 
 std::vector<int64_t> DeathNotices::refresh()

@@ -42,16 +42,14 @@ ElasticMember decode(const std::string &s)
     return m;
 }
 
+// A store that failed throws: only an absent key is false, so the loops polling with this
+// stop at the store's first failure instead of meeting it again on every round.
 bool exists(bootstrap::StoreClient &store, const std::string &key, std::string *value)
 {
-    try {
-        *value = store.get(key, Millis{0});
-        return true;
-    } catch (const Error &e) {
-        if (e.status() != DT_ERR_TIMEOUT)
-            throw;
-        return false;
-    }
+    std::optional<std::string> found = store.try_get(key, Millis{0});
+    if (found)
+        *value = std::move(*found);
+    return found.has_value();
 }
 
 // A joiner leaves the wait once, whoever sees it first: the rank 0 that lets it in, the
@@ -147,12 +145,10 @@ std::string read_arrival(bootstrap::StoreClient &store, const ElasticRendezvous 
         return store.get(key, time_left(r.deadline));
     for (;;) {
         Millis left = time_left(r.deadline);
-        try {
-            return store.get(key, std::min(left, Millis{10}));
-        } catch (const Error &e) {
-            if (e.status() != DT_ERR_TIMEOUT || left <= Millis{10})
-                throw;
-        }
+        if (left <= Millis{10})
+            return store.get(key, left); // the last wait: its timeout names the key
+        if (std::optional<std::string> arrival = store.try_get(key, Millis{10}))
+            return std::move(*arrival);
         if (vouched && arrived_member_died(store, r, p))
             throw_error(DT_ERR_PEER_LOST, "a rank that arrived in re-form epoch ", r.epoch,
                         " died before it said who it is");

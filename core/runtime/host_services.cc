@@ -67,11 +67,27 @@ int32_t host_store_get(void *host, const char *key, void *buf, size_t cap, size_
         if (timeout.count() == 0)
             timeout = std::chrono::hours(24 * 365);
         std::string value;
-        if (b->abandon_key.empty()) {
-            value = b->store->get(b->key_prefix + key, timeout);
-        } else {
-            auto end = std::min(b->deadline, std::chrono::steady_clock::now() + timeout);
-            value = get_unless_abandoned(*b->store, b->key_prefix + key, b->abandon_key, end);
+        try {
+            if (b->abandon_key.empty()) {
+                value = b->store->get(b->key_prefix + key, timeout);
+            } else {
+                auto end = std::min(b->deadline, std::chrono::steady_clock::now() + timeout);
+                std::string notice;
+                try {
+                    value = get_unless_abandoned(*b->store, b->key_prefix + key,
+                                                 b->abandon_key, end, &notice);
+                } catch (const Error &) {
+                    if (!notice.empty())
+                        b->given_up = notice;
+                    throw;
+                }
+            }
+        } catch (const Error &e) {
+            // Plugins poll with short waits and read DTP_ERR_TIMEOUT as "not there yet": a
+            // store that fell silent must not look like that, or each poll waits for it.
+            if (e.status() == DT_ERR_TIMEOUT && b->store->lost())
+                throw Error(DT_ERR_STORE, e.what());
+            throw;
         }
         std::memcpy(buf, value.data(), std::min(cap, value.size()));
         *len = value.size();

@@ -10,6 +10,7 @@
 #include <disttrain/plugin/common.h>
 
 #include <chrono>
+#include <optional>
 #include <string>
 
 namespace dt {
@@ -34,6 +35,9 @@ public:
     // gives up when this key appears or the deadline passes. Empty: a plain wait.
     std::string abandon_key;
     std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max();
+    // The reason in that key, once a store_get has given up on it: kept, since the store
+    // may be gone by the time the core explains the plugin's failure.
+    std::optional<std::string> given_up;
 };
 
 } // namespace dt

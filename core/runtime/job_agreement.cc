@@ -7,6 +7,7 @@
 #include "telemetry/log.h"
 
 #include <algorithm>
+#include <optional>
 #include <sstream>
 #include <thread>
 
@@ -167,18 +168,15 @@ void check_job_agreement(bootstrap::StoreClient &store, const std::string &prefi
     claim(store, prefix, rank);
     if (rank != 0) {
         store.set(cat(prefix, "agree/rank", rank), encode(mine));
-        std::string verdict;
-        try {
-            // Longer than rank 0's own wait, so that rank 0's message naming a missing
-            // rank arrives here before this rank gives up on its own.
-            verdict = store.get(verdict_key, wait_for(timeout + kVerdictGrace));
-        } catch (const Error &e) {
-            if (e.status() != DT_ERR_TIMEOUT)
-                throw;
+        // Longer than rank 0's own wait, so that rank 0's message naming a missing rank
+        // arrives here before this rank gives up on its own. A store that fails says so.
+        std::optional<std::string> answer =
+            store.try_get(verdict_key, wait_for(timeout + kVerdictGrace));
+        if (!answer)
             throw_error(DT_ERR_TIMEOUT, "rank 0 did not confirm the job's settings within ",
                         timeout.count() / 1000.0, " s (DISTTRAIN_TIMEOUT): is rank 0 running "
                         "with the same store address and token?");
-        }
+        const std::string &verdict = *answer;
         if (verdict.rfind("fail\n", 0) == 0) {
             fail_if_served_before(store, prefix); // while rank 0 waits for the reads
             // Rank 0 keeps its store up until the ranks it heard from have read this.
@@ -206,17 +204,14 @@ void check_job_agreement(bootstrap::StoreClient &store, const std::string &prefi
     // One deadline for the whole wait, so that rank 0 gives up before the others do.
     const auto deadline = std::chrono::steady_clock::now() + timeout;
     for (int r = 1; r < mine.size; ++r) {
-        std::string theirs;
-        try {
-            auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
-                deadline - std::chrono::steady_clock::now());
-            theirs = store.get(cat(prefix, "agree/rank", r),
-                               wait_for(timeout.count() > 0
-                                            ? std::max(left, std::chrono::milliseconds(0))
-                                            : timeout));
-        } catch (const Error &e) {
-            if (e.status() != DT_ERR_TIMEOUT)
-                throw;
+        auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+            deadline - std::chrono::steady_clock::now());
+        // Only an absent key is a missing rank; a store that fails throws as it is.
+        std::optional<std::string> published = store.try_get(
+            cat(prefix, "agree/rank", r),
+            wait_for(timeout.count() > 0 ? std::max(left, std::chrono::milliseconds(0))
+                                         : timeout));
+        if (!published) {
             std::string why = cat("rank ", r, " of ", mine.size, " did not reach "
                                   "dt_context_create within ", timeout.count() / 1000.0,
                                   " s (DISTTRAIN_TIMEOUT); ranks 0..", r - 1, " did",
@@ -224,7 +219,7 @@ void check_job_agreement(bootstrap::StoreClient &store, const std::string &prefi
             publish_failure(store, prefix, "fail\ntimeout:" + why, r - 1, mine.size - 1);
             throw_error(DT_ERR_TIMEOUT, why);
         }
-        std::string why = disagreement(0, mine, r, decode(cat("rank ", r), theirs));
+        std::string why = disagreement(0, mine, r, decode(cat("rank ", r), *published));
         if (!why.empty()) {
             publish_failure(store, prefix, "fail\n" + why, r, mine.size - 1);
             throw_error(DT_ERR_INVALID_CONFIG, why);

@@ -44,19 +44,6 @@ std::vector<std::string> split(const std::string &list)
     return out;
 }
 
-// store.get that waits at most `wait` and says "not there" instead of throwing.
-std::optional<std::string> try_get(bootstrap::StoreClient &store, const std::string &key,
-                                   Millis wait)
-{
-    try {
-        return store.get(key, wait);
-    } catch (const Error &e) {
-        if (e.status() != DT_ERR_TIMEOUT)
-            throw;
-        return std::nullopt;
-    }
-}
-
 } // namespace
 
 TransportChoice::TransportChoice(bootstrap::StoreClient &store, std::string prefix, int rank,
@@ -77,8 +64,8 @@ std::vector<std::string> TransportChoice::candidates(const std::vector<std::stri
     try {
         return split(get_unless_abandoned(store_, key, abandon_key(mine.front()), deadline_));
     } catch (const Error &e) {
-        if (e.status() != DT_ERR_TIMEOUT)
-            throw;
+        if (e.status() != DT_ERR_TIMEOUT || store_.lost())
+            throw; // a store that fell silent says so itself
         throw_error(DT_ERR_TIMEOUT, "rank 0 did not publish its transport candidates "
                     "before DISTTRAIN_TIMEOUT");
     }
@@ -103,7 +90,7 @@ void TransportChoice::abandon(const std::string &name, const std::string &reason
 
 std::optional<std::string> TransportChoice::abandoned(const std::string &name)
 {
-    return try_get(store_, abandon_key(name), Millis{0});
+    return store_.try_get(abandon_key(name), Millis{0});
 }
 
 // Rank 0 alone says whether `name` is chosen. Were every rank to decide by its own count,
@@ -121,7 +108,7 @@ void TransportChoice::confirm_started(const std::string &name)
         // connected: member_death_watch.h) says nothing: the abandon notice is the answer.
         const Clock::time_point until = deadline_ + kVerdictGrace;
         std::optional<std::string> verdict;
-        while (!(verdict = try_get(store_, base + "verdict", std::min(kPollSlice, left(until))))) {
+        while (!(verdict = store_.try_get(base + "verdict", std::min(kPollSlice, left(until))))) {
             if (auto why = abandoned(name))
                 throw_error(DT_ERR_CONNECT, "transport '", name, "' was given up: ", *why);
             if (Clock::now() >= until)
@@ -156,13 +143,18 @@ void TransportChoice::confirm_started(const std::string &name)
 
 std::string get_unless_abandoned(bootstrap::StoreClient &store, const std::string &key,
                                  const std::string &abandon_key,
-                                 TransportChoice::Clock::time_point deadline)
+                                 TransportChoice::Clock::time_point deadline,
+                                 std::string *notice)
 {
+    // A store that failed throws from either read: only an absent key is waited for again.
     for (;;) {
-        if (auto value = try_get(store, key, std::min(kPollSlice, left(deadline))))
+        if (auto value = store.try_get(key, std::min(kPollSlice, left(deadline))))
             return *value;
-        if (auto why = try_get(store, abandon_key, Millis{0}))
+        if (auto why = store.try_get(abandon_key, Millis{0})) {
+            if (notice != nullptr)
+                *notice = *why;
             throw_error(DT_ERR_CONNECT, "given up while waiting for '", key, "': ", *why);
+        }
         if (TransportChoice::Clock::now() >= deadline)
             throw_error(DT_ERR_TIMEOUT, "store key '", key, "' did not appear before "
                         "DISTTRAIN_TIMEOUT");

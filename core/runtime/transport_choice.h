@@ -52,9 +52,11 @@ private:
 };
 
 // store->get(key) that also gives up when abandon_key appears (DT_ERR_CONNECT with the
-// reason stored there) or deadline passes (DT_ERR_TIMEOUT naming the key).
+// reason stored there, also written to *notice when given) or deadline passes
+// (DT_ERR_TIMEOUT naming the key). A store that fails ends it with the store's error.
 std::string get_unless_abandoned(bootstrap::StoreClient &store, const std::string &key,
                                  const std::string &abandon_key,
-                                 TransportChoice::Clock::time_point deadline);
+                                 TransportChoice::Clock::time_point deadline,
+                                 std::string *notice = nullptr);
 
 } // namespace dt

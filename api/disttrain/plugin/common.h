@@ -101,7 +101,8 @@ typedef struct dt_host_services {
 
     /** Waits up to timeout_ms (< 0: the context's timeout) for key to exist, then copies
      *  at most cap bytes of its value into buf and writes its full length to *len.
-     *  DTP_ERR_TIMEOUT if the key did not appear in time. */
+     *  DTP_ERR_TIMEOUT if the key did not appear in time; another error (DTP_ERR_STORE:
+     *  the store closed or stopped answering) if the store failed. */
     int32_t (*store_get)(void *host, const char *key, void *buf, size_t cap, size_t *len,
                          int32_t timeout_ms);
 

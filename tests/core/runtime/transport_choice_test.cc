@@ -6,18 +6,39 @@
 #include "runtime/transport_choice.h"
 
 #include "bootstrap/store.h"
+#include "bootstrap/store_handshake.h"
 #include "runtime/error.h"
 
 #include <gtest/gtest.h>
 
+#include <arpa/inet.h>
+#include <atomic>
+#include <functional>
 #include <future>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
 #include <thread>
+#include <vector>
 
 namespace dt {
 namespace {
 
 using namespace std::chrono_literals;
 using Clock = TransportChoice::Clock;
+
+// Runs f, expects a dt::Error with the status, returns its message ("" if none thrown).
+std::string error_of(const std::function<void()> &f, dt_status_t status)
+{
+    try {
+        f();
+    } catch (const Error &e) {
+        EXPECT_EQ(e.status(), status) << e.what();
+        return e.what();
+    }
+    ADD_FAILURE() << "expected a dt::Error with status " << status;
+    return "";
+}
 
 struct Choice : ::testing::Test {
     bootstrap::Auth auth{std::string(64, 't')};
@@ -87,6 +108,91 @@ TEST_F(Choice, ARankWaitingForTheVerdictStopsWhenTheJobGivesTheTransportUp)
     store.set(TransportChoice::abandon_key_in("ctx0/", "tcp"),
               "rank 2 (launch id 2) died while the re-formed job connected");
     EXPECT_EQ(r1.get(), DT_ERR_CONNECT);
+}
+
+// Rank 0 served the store and exited while rank 2 waited in a transport's set-up for rank
+// 1's address: the wait, and the abandon notice rank 2 would read and leave next, each
+// fail at once saying the store closed. Taking the store for one not started yet, each
+// would wait out the timeout and then read as "no notice".
+TEST(ChoiceWithoutStore, AStoreThatClosedEndsTheWaitAndTheNoticesAtOnce)
+{
+    bootstrap::Auth auth{std::string(64, 't')};
+    auto server = std::make_unique<bootstrap::StoreServer>("127.0.0.1:0", auth);
+    bootstrap::StoreClient store(server->address(), auth, 3000ms, "DISTTRAIN_STORE_ADDR", "rank 0");
+    TransportChoice choice(store, "ctx0/", 2, 3, Clock::now() + 60s);
+    auto waiting = std::async(std::launch::async, [&] {
+        return error_of([&] {
+            get_unless_abandoned(store, "ctx0/tcp/addr/1", choice.abandon_key("tcp"),
+                                 choice.deadline());
+        }, DT_ERR_STORE);
+    });
+    std::this_thread::sleep_for(100ms);
+    server.reset();
+    const std::string closed = "(served by rank 0) closed";
+    std::string msg = waiting.get();
+    EXPECT_NE(msg.find(closed), std::string::npos) << msg;
+    msg = error_of([&] { choice.abandoned("tcp"); }, DT_ERR_STORE);
+    EXPECT_NE(msg.find(closed), std::string::npos) << msg;
+    msg = error_of([&] { choice.abandon("tcp", "its plugin failed"); }, DT_ERR_STORE);
+    EXPECT_NE(msg.find(closed), std::string::npos) << msg;
+}
+
+// A store that accepts and authenticates every connection, then never answers a request.
+struct SilentStore {
+    bootstrap::Auth auth{std::string(64, 't')};
+    bootstrap::Fd listener;
+    uint16_t port = 0;
+    std::atomic<bool> stop{false};
+    std::vector<bootstrap::Fd> held;
+    std::thread server;
+
+    SilentStore()
+    {
+        listener.reset(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+        sockaddr_in a{};
+        a.sin_family = AF_INET;
+        a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        EXPECT_EQ(::bind(listener.get(), reinterpret_cast<sockaddr *>(&a), sizeof a), 0);
+        EXPECT_EQ(::listen(listener.get(), 16), 0);
+        socklen_t len = sizeof a;
+        ::getsockname(listener.get(), reinterpret_cast<sockaddr *>(&a), &len);
+        port = ntohs(a.sin_port);
+        server = std::thread([this] {
+            while (!stop) {
+                pollfd p{listener.get(), POLLIN, 0};
+                if (::poll(&p, 1, 20) != 1)
+                    continue;
+                bootstrap::Fd conn(::accept(listener.get(), nullptr, nullptr));
+                bootstrap::server_handshake(conn.get(), auth,
+                                            bootstrap::Deadline::after(5000ms), -1);
+                held.push_back(std::move(conn));
+            }
+        });
+    }
+    ~SilentStore()
+    {
+        stop = true;
+        server.join();
+    }
+    std::string address() const { return "127.0.0.1:" + std::to_string(port); }
+};
+
+// A store that falls silent (its host is gone) ends a wait with its own error. Were it
+// taken for an absent key, every poll of the wait, and every wait after it, would wait for
+// the store again.
+TEST(ChoiceWithoutStore, AStoreThatFallsSilentEndsTheWaitNamingTheStore)
+{
+    SilentStore silent;
+    bootstrap::StoreClient store(silent.address(), silent.auth, 300ms);
+    std::string msg = error_of([&] {
+        get_unless_abandoned(store, "ctx0/tcp/addr/1", "ctx0/transport/tcp/abandoned",
+                             Clock::now() + 200ms);
+    }, DT_ERR_TIMEOUT);
+    EXPECT_NE(msg.find("the rendezvous store at " + silent.address() +
+                       " did not answer a get of key 'ctx0/tcp/addr/1'"),
+              std::string::npos)
+        << msg;
+    EXPECT_NE(store.lost(), std::nullopt);
 }
 
 } // namespace

@@ -79,8 +79,16 @@ void Mesh::check_given_up() {
     std::string ignored;
     int32_t rc = host_.store_get("given_up", &ignored, 1);
     if (rc == DTP_OK || rc == DTP_ERR_TIMEOUT) return;
-    throw TcpError(rc, "tcp: rank " + std::to_string(rank_) + " gave up connecting: the job "
-                       "gave up on this transport");
+    read_failed(rc, "lost the store while connecting to its peers");
+}
+
+void Mesh::read_failed(int32_t rc, const std::string &what) const {
+    // Every read fails with DTP_ERR_CONNECT once the job gives up on this transport.
+    throw TcpError(rc, "tcp: rank " + std::to_string(rank_) + " " +
+                           (rc == DTP_ERR_CONNECT
+                                ? "gave up connecting: the job gave up on this transport"
+                                : what) +
+                           "; still missing: " + missing());
 }
 
 void Mesh::connect_step(int wait_ms) {
@@ -104,8 +112,8 @@ void Mesh::fetch_addresses(int wait_ms) {
         first = false;
         if (rc == DTP_ERR_TIMEOUT) continue;
         if (rc != DTP_OK) {
-            throw TcpError(rc, "tcp: rank " + std::to_string(rank_) +
-                                   " could not read " + key + " from the store");
+            read_failed(rc, "could not read the address of rank " + std::to_string(p) + " (" +
+                                key + ") from the store");
         }
         if (!parse_endpoint(l.addr_text, &l.addr)) {
             throw TcpError(DTP_ERR_PROTOCOL, "tcp: rank " + std::to_string(p) +

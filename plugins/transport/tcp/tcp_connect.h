@@ -47,8 +47,8 @@ public:
     void connect_step(int wait_ms);
 
     // Init only: throws TcpError when the host has given up on this transport while the
-    // mesh waits (a peer could not start it, or a member of the job died). Looks at most
-    // every few milliseconds.
+    // mesh waits (a peer could not start it, or a member of the job died), or when the
+    // store fails. Looks at most every few milliseconds.
     void check_given_up();
 
     // epoll events.
@@ -76,6 +76,9 @@ private:
     };
 
     void fetch_addresses(int wait_ms);
+    // A store read failed with rc while this rank did `what`, or the job gave up on this
+    // transport: names the peers still missing, which the host's reason cannot know.
+    [[noreturn]] void read_failed(int32_t rc, const std::string &what) const;
     void start_connect(int peer);
     void add(Handshake h);
     void refused(const Handshake &h, const std::string &why);

@@ -125,6 +125,24 @@ TEST(TcpInit, TimesOutNamingTheMissingRank) {
     }
 }
 
+// The store goes away while init waits for a peer's address (the rank serving it failed):
+// init fails with the store's status and names the peers still missing, which the host's
+// reason cannot know; it is not the job giving up on the transport.
+TEST(TcpInit, AStoreThatGoesAwayNamesThePeersStillMissing) {
+    struct GoneStore : MemStore {
+        bool get(const std::string &, std::string *, int) override {
+            throw StoreGone("the store closed");
+        }
+    };
+    Instance inst(std::make_shared<GoneStore>(), "tok");
+    EXPECT_EQ(inst.init(1, 2, 30000), DTP_ERR_STORE);
+    const std::string err = inst.host.last_error();
+    EXPECT_NE(err.find("tcp: rank 1 "), std::string::npos) << err;
+    EXPECT_NE(err.find("still missing: rank 0 (no address in the store"), std::string::npos)
+        << err;
+    EXPECT_EQ(err.find("gave up"), std::string::npos) << err;
+}
+
 TEST(TcpInit, RejectsAnAddressThatIsNotAnIp) {
     ScopedEnv env("DISTTRAIN_TCP_ADDR", "not-an-ip");
     Instance inst(std::make_shared<MemStore>(), "tok");

@@ -115,8 +115,13 @@ struct HostCallbacks {
     static int32_t store_get(void *host, const char *key, void *buf, size_t cap, size_t *len,
                              int32_t timeout_ms) {
         std::string v;
-        if (!self(host).read_store->get(key, &v, timeout_ms < 0 ? 30000 : timeout_ms)) {
-            return DTP_ERR_TIMEOUT;
+        try {
+            if (!self(host).read_store->get(key, &v, timeout_ms < 0 ? 30000 : timeout_ms)) {
+                return DTP_ERR_TIMEOUT;
+            }
+        } catch (const StoreGone &e) {
+            set_error(host, e.what());
+            return DTP_ERR_STORE;
         }
         std::memcpy(buf, v.data(), std::min(cap, v.size()));
         *len = v.size();

@@ -13,10 +13,17 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
 namespace tcptest {
+
+// Thrown by a Store that has gone away (the rank serving it failed): the host answers
+// the plugin's read with DTP_ERR_STORE, as the core does.
+struct StoreGone : std::runtime_error {
+    using std::runtime_error::runtime_error;
+};
 
 // The rendezvous store.
 class Store {

@@ -63,9 +63,12 @@ int32_t host_store_get(void *host, const char *key, void *buf, size_t cap, size_
         HostBridge *b = bridge(host);
         if (b == nullptr || b->store == nullptr || key == nullptr || len == nullptr)
             throw_error(DT_ERR_INVALID_ARGUMENT, "store_get: no store, key or len");
-        auto timeout = timeout_ms < 0 ? b->timeout : std::chrono::milliseconds(timeout_ms);
-        if (timeout.count() == 0)
-            timeout = std::chrono::hours(24 * 365);
+        // A negative wait is the context's timeout, whose 0 (DISTTRAIN_TIMEOUT=0) is no
+        // limit; a plugin's own 0 looks once (plugin/common.h), as a plugin that polls
+        // several keys in turn needs.
+        auto timeout = std::chrono::milliseconds(timeout_ms);
+        if (timeout_ms < 0)
+            timeout = b->timeout.count() > 0 ? b->timeout : std::chrono::hours(24 * 365);
         std::string value;
         try {
             if (b->abandon_key.empty()) {

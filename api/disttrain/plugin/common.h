@@ -99,10 +99,10 @@ typedef struct dt_host_services {
      *  context and plugin). Blocks for one round trip. */
     int32_t (*store_set)(void *host, const char *key, const void *value, size_t len);
 
-    /** Waits up to timeout_ms (< 0: the context's timeout) for key to exist, then copies
-     *  at most cap bytes of its value into buf and writes its full length to *len.
-     *  DTP_ERR_TIMEOUT if the key did not appear in time; another error (DTP_ERR_STORE:
-     *  the store closed or stopped answering) if the store failed. */
+    /** Waits up to timeout_ms (< 0: the context's timeout; 0: looks once) for key to
+     *  exist, then copies at most cap bytes of its value into buf and writes its full
+     *  length to *len. DTP_ERR_TIMEOUT if the key did not appear in time; another error
+     *  (DTP_ERR_STORE: the store closed or stopped answering) if the store failed. */
     int32_t (*store_get)(void *host, const char *key, void *buf, size_t cap, size_t *len,
                          int32_t timeout_ms);
 

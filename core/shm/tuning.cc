@@ -31,8 +31,10 @@ Tuning tuning(const TuningOverrides &o, int members)
     size_t cma = SIZE_MAX;
     size_t cma_piece = 512 * 1024;
     size_t choose = 64 * 1024;
+    // An override is rounded up to whole cache lines: the pipelined paths cut slices into
+    // whole elements, and a slice smaller than one (3 bytes of float32) would be none.
     if (o.slice_bytes > 0)
-        slice = static_cast<size_t>(o.slice_bytes);
+        slice = (static_cast<size_t>(o.slice_bytes) + 63) & ~size_t(63);
     if (o.oneshot_bytes >= 0)
         oneshot = static_cast<size_t>(o.oneshot_bytes);
     if (o.cma_bytes >= 0) { // a fixed threshold: no choosing by measured times

@@ -278,6 +278,43 @@ TEST_P(ShmRanks, AllreducePipelinedThroughMemoryOrCacheIsExact)
 
 INSTANTIATE_TEST_SUITE_P(Ranks, ShmRanks, ::testing::Values(2, 3, 4));
 
+// DISTTRAIN_SHM_SLICE accepts any byte count: one smaller than an element (3 bytes of
+// float32, 7 of float64) must still give whole elements per slice, not a division by zero.
+TEST(ShmTuning, ASliceSmallerThanAnElementStillReduces)
+{
+    for (int64_t slice : {1, 3, 7, 65}) {
+        ThreadOptions o;
+        o.data_bytes = kStaging;
+        o.tuning.slice_bytes = slice;
+        expect_no_errors(run_threads(3, o, [](Rank &r) {
+            Checker c;
+            for (dt_dtype_t dtype : {DT_FLOAT32, DT_FLOAT64}) {
+                const size_t count = 20000, es = dt_dtype_size(dtype);
+                std::vector<std::byte> send(count * r.size * es), recv(count * r.size * es);
+                fill(send.data(), count * r.size, dtype, r.rank, 0, DT_SUM);
+                Team t = r.team();
+                allreduce(t, send.data(), recv.data(), count * r.size, dtype, DT_SUM);
+                for (size_t i = 0; i < count * r.size; ++i) {
+                    double got = read(recv.data(), i, dtype), want = expected(r.all, i, DT_SUM);
+                    c.check(got == want, [&] {
+                        return describe("allreduce", dtype, DT_SUM, count, i, got, want);
+                    });
+                }
+                Team t2 = r.team();
+                reduce_scatter(t2, send.data(), recv.data(), count, dtype, DT_SUM);
+                for (size_t i = 0; i < count; ++i) {
+                    double got = read(recv.data(), i, dtype);
+                    double want = expected(r.all, r.rank * count + i, DT_SUM);
+                    c.check(got == want, [&] {
+                        return describe("reduce_scatter", dtype, DT_SUM, count, i, got, want);
+                    });
+                }
+            }
+            c.finish();
+        }));
+    }
+}
+
 // Calls among subsets between calls among all: the acknowledgements that let a rank
 // reuse its segment must follow whoever read it last; with single-copy reads on and off.
 class ShmSubsets : public ::testing::TestWithParam<bool> {};

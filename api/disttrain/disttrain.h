@@ -121,8 +121,13 @@ DT_API dt_status_t dt_get_version(dt_version_t *out);
 typedef enum dt_dtype {
     DT_FLOAT32 = 0,
     DT_FLOAT64 = 1,
-    DT_FLOAT16 = 2,  /**< IEEE 754 binary16; reductions accumulate in float32 */
-    DT_BFLOAT16 = 3, /**< bfloat16; reductions accumulate in float32 */
+    /** IEEE 754 binary16. Each step of a reduction (one value added to a partial
+     *  result) computes in float32 and rounds to 16 bits, as NCCL's do: on n ranks a
+     *  result can be off the correctly rounded one by the roundings of n - 1 partial
+     *  results, and which values meet first depends on the path and on which rank holds
+     *  which value. */
+    DT_FLOAT16 = 2,
+    DT_BFLOAT16 = 3, /**< bfloat16; reductions round each step as DT_FLOAT16's do */
     DT_INT8 = 4,
     DT_UINT8 = 5,
     DT_INT32 = 6,

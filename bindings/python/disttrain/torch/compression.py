@@ -2,8 +2,9 @@
 """Gradient compression on the wire (horovod.torch.Compression's interface).
 
 compress(tensor) returns (tensor to send, context); decompress(tensor, context) returns a
-tensor of the original dtype. fp16 and bf16 halve the bytes sent; the library reduces
-both in float32, so only the final rounding to 16 bits is lost.
+tensor of the original dtype. fp16 and bf16 halve the bytes sent, and cost precision: each
+step of the library's reduction computes in float32 and rounds its partial result to 16
+bits (as NCCL's does), so on n ranks up to n - 1 roundings add up, not just the last one.
 """
 import torch
 

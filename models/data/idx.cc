@@ -22,14 +22,36 @@ struct GzCloser {
 };
 using GzFile = std::unique_ptr<gzFile_s, GzCloser>;
 
+constexpr const char *kFetchAgain = "; download the file again or reinstall the package";
+
+// Why zlib failed, without the path it puts in front.
+std::string gz_reason(gzFile f, const std::string &path, int &errnum)
+{
+    std::string msg = gzerror(f, &errnum);
+    if (msg.rfind(path + ": ", 0) == 0)
+        msg.erase(0, path.size() + 2);
+    return msg;
+}
+
+// zlib decompresses ahead of the reads (a whole small file at the first one) and keeps
+// nothing of a chunk that fails, so the damage need not be in what was being read: a
+// checksum is found wrong only once the whole stream is decompressed, and other damage
+// is located by how far into the file zlib got.
 [[noreturn]] void gz_failed(gzFile f, const std::string &path, const char *what)
 {
     int errnum = 0;
-    const char *msg = gzerror(f, &errnum);
-    // zlib reports a gzip stream cut short as Z_BUF_ERROR.
-    throw_input_error(path, errnum == Z_BUF_ERROR ? ": truncated" : ": damaged",
-                      " gzip stream while reading the ", what, " (", msg,
-                      "); download the file again or reinstall the package");
+    const std::string reason = gz_reason(f, path, errnum);
+    if (errnum == Z_ERRNO)
+        throw_input_error(path, ": cannot read the ", what, ": ", reason);
+    if (errnum == Z_BUF_ERROR) // a gzip stream cut short
+        throw_input_error(path, ": truncated gzip stream while reading the ", what, " (",
+                          reason, ")", kFetchAgain);
+    if (reason == "incorrect data check" || reason == "incorrect length check")
+        throw_input_error(path, ": damaged gzip file: the data it decompresses to does not "
+                          "match the ", reason == "incorrect data check" ? "checksum" : "length",
+                          " recorded at its end (", reason, ")", kFetchAgain);
+    throw_input_error(path, ": damaged gzip stream at byte ", gzoffset(f), " of the file (",
+                      reason, "), found while reading the ", what, kFetchAgain);
 }
 
 // Reads exactly n bytes, or throws: a short read means the file is truncated or its
@@ -46,7 +68,7 @@ void read_exact(gzFile f, const std::string &path, void *out, size_t n, const ch
         if (r == 0)
             throw_input_error(path, ": truncated: the ", what, " needs ", n,
                               " bytes but the file ends after ", got,
-                              "; download the file again or reinstall the package");
+                              kFetchAgain);
         got += static_cast<size_t>(r);
     }
 }
@@ -65,6 +87,9 @@ IdxArray read_idx(const std::string &path, size_t max_items)
         throw_input_error(path, ": ", std::strerror(errno),
                           "; install the Debian package dataset-fashion-mnist "
                           "(apt-get install dataset-fashion-mnist) or pass --data-dir");
+    if (S_ISDIR(st.st_mode))
+        throw_input_error(path, " is a directory, not an IDX file (gzip'd or plain); put the "
+                          "file in its place or pass --data-dir naming the folder of the files");
     GzFile f(gzopen(path.c_str(), "rb"));
     if (!f)
         throw_input_error(path, ": cannot open: ", std::strerror(errno));

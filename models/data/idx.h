@@ -20,9 +20,11 @@ struct IdxArray {
 
 // Reads the whole file (through zlib, which reads plain files too). Reads at most
 // max_items along the first dimension when max_items > 0, to load a subset quickly.
-// Throws InputError naming the path for a missing file, a wrong magic, an unsupported
-// element type, dimensions whose product overflows, or a truncated file (a header that
-// declares more data than the file holds is refused before that much is allocated).
+// Throws InputError naming the path for a missing file, a directory in its place, a wrong
+// magic, an unsupported element type, dimensions whose product overflows, a truncated
+// file (a header that declares more data than the file holds is refused before that much
+// is allocated), or a damaged gzip stream (where in the file, or that its checksum is
+// wrong).
 IdxArray read_idx(const std::string &path, size_t max_items = 0);
 
 } // namespace dt::models

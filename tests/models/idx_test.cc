@@ -125,6 +125,55 @@ TEST_F(IdxTest, TruncatedFilesAreRefused)
     EXPECT_NE(error_of(gz).find("truncated"), std::string::npos) << error_of(gz);
 }
 
+// A gzip file whose checksum (or length) at the end is wrong decompresses fine up to
+// there: the message says so, not that the header being read was damaged.
+TEST_F(IdxTest, WrongGzipChecksumIsToldAsSuch)
+{
+    for (const auto &[back, said] : {std::pair{8, "checksum recorded at its end (incorrect data "
+                                                   "check)"},
+                                     std::pair{4, "length recorded at its end (incorrect "
+                                                  "length check)"}}) {
+        const auto gz = write_gz("crc" + std::to_string(back) + ".gz", idx_bytes({600}));
+        std::fstream f(gz, std::ios::in | std::ios::out | std::ios::binary);
+        f.seekg(-back, std::ios::end);
+        const char c = char(f.get() ^ 0xff);
+        f.seekp(-back, std::ios::end);
+        f.put(c);
+        f.close();
+        const std::string e = error_of(gz);
+        EXPECT_EQ(e.rfind(gz + ": damaged gzip file: the data it decompresses to does not "
+                               "match the ", 0), 0u) << e;
+        EXPECT_NE(e.find(said), std::string::npos) << e;
+        EXPECT_EQ(e.find("magic"), std::string::npos) << e;
+        EXPECT_EQ(e.find(gz, 1), std::string::npos) << e; // the path once
+    }
+}
+
+// Damage inside the compressed data is located in the file.
+TEST_F(IdxTest, DamagedGzipStreamSaysWhereInTheFile)
+{
+    std::vector<uint8_t> bytes = idx_bytes({200, 200}, 0x08, 13);
+    const auto gz = write_gz("bad.gz", bytes);
+    std::fstream f(gz, std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(100);
+    for (int i = 0; i < 50; ++i)
+        f.put(char(0x5a ^ i));
+    f.close();
+    const std::string e = error_of(gz);
+    EXPECT_EQ(e.rfind(gz + ": damaged gzip stream at byte ", 0), 0u) << e;
+    EXPECT_NE(e.find(" of the file ("), std::string::npos) << e;
+    EXPECT_EQ(e.find(gz, 1), std::string::npos) << e;
+}
+
+TEST_F(IdxTest, DirectoryInPlaceOfTheFileIsToldAsSuch)
+{
+    const auto path = (dir_ / "train-labels-idx1-ubyte.gz").string();
+    fs::create_directory(path);
+    const std::string e = error_of(path);
+    EXPECT_EQ(e.rfind(path + " is a directory, not an IDX file", 0), 0u) << e;
+    EXPECT_EQ(e.find("gzip stream"), std::string::npos) << e;
+}
+
 // An IDX header with no data after it.
 std::vector<uint8_t> idx_header(std::vector<uint32_t> dims)
 {

@@ -29,14 +29,12 @@ int main(int argc, char **argv)
     try {
         // Everything that can be wrong with the input is checked before joining the job,
         // so every rank fails the same way at once instead of waiting for the others.
-        const InputShape in = default_input(o.model);
-        if (in.channels != 1 || in.height != 28)
-            throw_input_error("model ", o.model, " takes ", in.channels, "x", in.height, "x",
-                              in.width, " images, not Fashion-MNIST's 1x28x28; use "
-                              "disttrain-bench --model ", o.model, " for a synthetic run");
         const Dataset train = load_fashion_mnist(o.data_dir, Split::train, o.train_limit);
         const Dataset test = load_fashion_mnist(o.data_dir, Split::test, o.test_limit);
         check_same_image_shape(train, test);
+        check_model_input(o.model, InputShape{train.channels, train.height, train.width,
+                                              train.classes},
+                          train.images_file);
         Compute compute(ComputeOptions{o.threads, o.bf16, ""});
         if (o.elastic) {
             const char *elastic = std::getenv("DISTTRAIN_ELASTIC");

@@ -37,7 +37,8 @@ TrainParse parse_train_options(int argc, char **argv)
     // A flag given twice takes its last value, so wrappers can pass defaults and users
     // override them (scripts/run-main.sh).
     app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
-    app.add_option("--model", o.model, "mlp, convnet, resnet20 or resnet50")
+    app.add_option("--model", o.model,
+                   "mlp, convnet or resnet20 (resnet50 takes only 3x224x224 images)")
         ->check(CLI::IsMember({"mlp", "convnet", "resnet20", "resnet50"}));
     // Every number is checked here, before the job is joined: the unsigned ones as text
     // (CLI11 would wrap -1 to 2^64 - 1), the real ones for their range and finiteness.

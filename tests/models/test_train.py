@@ -349,6 +349,32 @@ def test_well_formed_data_dir_trains(train, tmp_path):
     assert r.returncode == 0, r.stderr
 
 
+def images_dir(path, height, width, n=100):
+    """n training and n test images of height x width pixels (a pattern) with Fashion-MNIST's
+    first labels, as uncompressed IDX files."""
+    path.mkdir()
+    pixels = bytes(i * 7 % 256 for i in range(n * height * width))
+    for split in ("train", "t10k"):
+        (path / f"{split}-images-idx3-ubyte").write_bytes(idx_header(n, height, width) + pixels)
+        (path / f"{split}-labels-idx1-ubyte").write_bytes(
+            idx_header(n) + fashion_mnist_prefix(f"{split}-labels-idx1-ubyte", n, 1))
+    return path
+
+
+@pytest.mark.parametrize("side", [1, 28])
+def test_resnet50_is_refused_naming_the_shape_of_the_data(train, tmp_path, side):
+    """resnet50 takes 3x224x224 images only: refused with status 2 before any step, naming
+    the shape the data has (not Fashion-MNIST's, whatever the data is) and its file."""
+    data = images_dir(tmp_path / "data", side, side)
+    r = run([train, "--model", "resnet50", "--epochs", "1", "--batch-size", "50",
+             "--threads", "1", "--no-progress", "--data-dir", data], env=ENV, timeout=60)
+    assert r.returncode == 2, r.stderr
+    assert r.stdout == ""
+    want = (f"model resnet50 takes 3x224x224 images, not the 1x{side}x{side} ones of "
+            f"{data / 'train-images-idx3-ubyte'}; use disttrain-bench --model resnet50")
+    assert want in r.stderr, r.stderr
+
+
 def test_bad_input_under_the_launcher_stops_every_rank(disttrainrun, train):
     r = job(disttrainrun, train, 2, ["--batch-size", "0"], timeout=60)
     assert r.returncode != 0

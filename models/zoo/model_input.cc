@@ -12,6 +12,15 @@ std::string shape_of(const InputShape &in)
 
 } // namespace
 
+int smallest_image_side(const std::string &name)
+{
+    // convnet's poolings are unpadded 2x2 windows of stride 2: the second needs 2x2 maps
+    // after the first has halved the images. The ResNets pad every window (their strided
+    // 3x3 and 1x1 convolutions map 1 pixel to 1) and end in a global pooling; the mlp
+    // flattens whatever it gets.
+    return name == "convnet" ? 4 : 1;
+}
+
 void check_model_input(const std::string &name, const InputShape &data,
                        const std::string &source)
 {
@@ -26,6 +35,14 @@ void check_model_input(const std::string &name, const InputShape &data,
                           shape_of(data), " ones of ", source, "; use disttrain-bench --model ",
                           name, " for a synthetic run, or another model: mlp, convnet, "
                           "resnet20");
+    // Found here, before the job is joined, rather than by the first layer that cannot
+    // take them at the first step.
+    const int side = smallest_image_side(name);
+    if (data.height < side || data.width < side)
+        throw_input_error("model ", name, " takes images of at least ", side, "x", side,
+                          " pixels, not the ", shape_of(data), " ones of ", source,
+                          "; use larger images, or --model mlp or resnet20, which take "
+                          "images of any size");
 }
 
 } // namespace dt::models

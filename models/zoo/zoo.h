@@ -35,9 +35,12 @@ const std::vector<std::string> &model_names();
 // The input a model is made for: 1x28x28 and 10 classes (Fashion-MNIST) for all but
 // resnet50 (3x224x224, 1000 classes).
 InputShape default_input(const std::string &name);
+// The smallest images (height and width, in pixels) model `name` can be built for: 4 for
+// convnet (two unpadded 2x2 poolings), 1 for the others.
+int smallest_image_side(const std::string &name);
 // Throws InputError, naming the data's shape and `source` (the file it came from), when
 // model `name` cannot take the images of `data`: resnet50 takes its 3x224x224 only; the
-// other models are built for the data's shape.
+// other models are built for the data's shape, of at least smallest_image_side.
 void check_model_input(const std::string &name, const InputShape &data,
                        const std::string &source);
 // The layout a model runs fastest in on c: channels-last (NHWC) for the ResNets, on a CPU

@@ -3,6 +3,7 @@
 // whole small networks (convolution, batch norm, residual block, pooling, flatten,
 // linear, loss), and that backward reports every gradient exactly once. The operations
 // themselves are checked against PyTorch in tests/compute.
+#include "common/error.h"
 #include "common/random.h"
 #include "nn/batchnorm.h"
 #include "nn/cast.h"
@@ -368,6 +369,26 @@ TEST(Layers, ZooModelsRunAndLearnOneBatch)
             opt.step(0.05);
         }
         EXPECT_LT(f.loss_of(*m.net), first) << name;
+    }
+}
+
+// Each model trains on images of its smallest_image_side, which check_model_input lets
+// through, and refuses one pixel less before any layer meets them.
+TEST(Layers, ZooModelsTakeTheirSmallestImages)
+{
+    for (const char *name : {"mlp", "convnet", "resnet20"}) {
+        const int side = smallest_image_side(name);
+        Fixture f;
+        f.make_batch(4, 1, side, 10);
+        const InputShape in{1, side, side, 10};
+        EXPECT_NO_THROW(check_model_input(name, in, "data")) << name;
+        Model m = build_model(f.c, name, in, 1);
+        f.loss_of(*m.net);
+        m.net->backward(f.loss.backward(), [](Parameter &) {});
+        if (side > 1) {
+            EXPECT_THROW(check_model_input(name, InputShape{1, side, side - 1, 10}, "data"),
+                         InputError) << name;
+        }
     }
 }
 

@@ -375,6 +375,34 @@ def test_resnet50_is_refused_naming_the_shape_of_the_data(train, tmp_path, side)
     assert want in r.stderr, r.stderr
 
 
+def train_on(train, data, model):
+    return run([train, "--model", model, "--epochs", "1", "--batch-size", "50", "--threads",
+                "1", "--no-progress", "--data-dir", data], env=ENV, timeout=60)
+
+
+@pytest.mark.parametrize("height,width", [(1, 1), (2, 2), (3, 28), (28, 3)])
+def test_images_smaller_than_the_model_takes_are_refused_before_training(train, tmp_path,
+                                                                        height, width):
+    """convnet's two 2x2 poolings need images of 4x4 at least: smaller ones are refused
+    with status 2 before any step, saying the smallest size (they failed in the library at
+    the first step, with status 1)."""
+    data = images_dir(tmp_path / "data", height, width)
+    r = train_on(train, data, "convnet")
+    assert r.returncode == 2, r.stderr
+    assert r.stdout == ""
+    want = (f"model convnet takes images of at least 4x4 pixels, not the 1x{height}x{width} "
+            f"ones of {data / 'train-images-idx3-ubyte'}; use larger images, or --model mlp "
+            f"or resnet20")
+    assert want in r.stderr, r.stderr
+
+
+@pytest.mark.parametrize("model,side", [("convnet", 4), ("mlp", 1), ("resnet20", 1)])
+def test_images_of_the_smallest_size_a_model_takes_train(train, tmp_path, model, side):
+    """The control of the test above: each model trains on its smallest images."""
+    r = train_on(train, images_dir(tmp_path / "data", side, side), model)
+    assert r.returncode == 0, r.stderr
+
+
 def test_bad_input_under_the_launcher_stops_every_rank(disttrainrun, train):
     r = job(disttrainrun, train, 2, ["--batch-size", "0"], timeout=60)
     assert r.returncode != 0

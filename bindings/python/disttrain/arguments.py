@@ -7,6 +7,10 @@ scripts keep running while they are ported.
 
 Integer arguments (ranks, counts) are checked for their type before their value, so that
 root_rank=1.0 is told it must be an int rather than that it is not a rank.
+
+Strings (op names, context settings) reach the library as C strings, which end at the
+first NUL: c_string() refuses a NUL rather than let 'grad\x00weight' and 'grad\x00bias'
+both arrive as 'grad' and match each other across ranks.
 """
 import numbers
 import os
@@ -36,6 +40,27 @@ def integers(values, what):
     if isinstance(values, (list, tuple)):
         for i, value in enumerate(values):
             integer(value, f"{what}[{i}]")
+
+
+def c_string(value, what):
+    """value (a str, or bytes passed as they are) as the NUL-terminated UTF-8 bytes the C
+    API takes; a UsageError naming `what` and the position of an embedded NUL, which the
+    library would take for the end of the string."""
+    data = value if isinstance(value, bytes) else str(value).encode("utf-8")
+    nul = data.find(b"\0")
+    if nul >= 0:
+        position = nul if isinstance(value, bytes) else str(value).index("\0")
+        raise usage(f"{what}={value!r} holds a NUL character at position {position}; the "
+                    f"library reads {what} as a C string, which would end there "
+                    f"({data[:nul].decode('utf-8', 'replace')!r}): remove the NUL")
+    return data
+
+
+def derived_name(name, suffix):
+    """The name of one step of the call named `name`: "<name><suffix>". The name is checked
+    as given first, so that a NUL is reported in the caller's own name."""
+    c_string(str(name), "name")
+    return f"{name}{suffix}"
 
 
 def root_rank_of(root_rank, root, where):

@@ -35,7 +35,7 @@ import sys
 
 import numpy as np
 
-from .arguments import UNSET, integer, integers, root_rank_of
+from .arguments import UNSET, c_string, derived_name, integer, integers, root_rank_of
 from .errors import usage
 from . import objects, row_shapes
 from .handle import GroupHandle, Handle, start_group as _start_group
@@ -44,7 +44,7 @@ from .types import numpy_dtype, to_op
 
 
 def _name(name):
-    return None if name is None else str(name).encode("utf-8")
+    return None if name is None else c_string(str(name), "name")
 
 
 def _dtype_of(array):
@@ -117,7 +117,7 @@ def _to_torch(result, was_torch):
 
 def _sizes_name(name):
     """The name of the size exchange that comes before an uneven collective's data."""
-    return None if name is None else f"{name}.sizes"
+    return None if name is None else derived_name(name, ".sizes")
 
 
 def _counts(values):

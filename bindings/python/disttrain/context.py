@@ -12,7 +12,7 @@ import threading
 import weakref
 
 from . import _lib
-from .arguments import integer
+from .arguments import c_string, integer
 from .collectives import NumpyCollectives
 from .errors import UsageError
 from .status import check
@@ -35,10 +35,10 @@ def _params(rank, size, local_rank, local_size, store_addr, job_token, transport
     for field, value in given.items():
         if value is None:
             continue
-        if isinstance(value, str):
-            value = value.encode("utf-8")
+        if isinstance(value, (str, bytes)):
+            value = c_string(value, field)
             keep.append(value)
-        elif not isinstance(value, bytes):
+        else:
             value = int(value)
         setattr(p, field, value)
         p.field_mask |= _lib.PARAM_BITS[field]

@@ -12,6 +12,7 @@ import numbers
 import threading
 
 from . import _lib
+from .arguments import derived_name
 from .errors import TimeoutError as DtTimeoutError
 from .errors import usage
 from .status import check, last_error, raise_status
@@ -144,7 +145,7 @@ def start_group(items, name, start):
     handles = []
     try:
         for i, item in enumerate(items):
-            handles.append(start(item, None if name is None else f"{name}.{i}"))
+            handles.append(start(item, None if name is None else derived_name(name, f".{i}")))
     except BaseException:
         for h in handles:
             h._release()

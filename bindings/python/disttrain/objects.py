@@ -19,6 +19,7 @@ import pickle
 
 import numpy as np
 
+from .arguments import derived_name
 from .errors import usage
 
 _PICKLED, _FAILED = 0, 1
@@ -69,7 +70,7 @@ def _call(what, name):
 
 def _part(name, part):
     """The name of one step; unnamed calls stay unnamed (named by position)."""
-    return None if name is None else f"{name}.{part}"
+    return None if name is None else derived_name(name, f".{part}")
 
 
 def allgather_object(collectives, obj, name=None):

@@ -145,6 +145,44 @@ def test_other_bad_arguments(ctx):
         disttrain.allreduce(x, op=7)
 
 
+NUL_NAME = r"name='grad\\x00weight' holds a NUL character at position 4"
+
+
+def test_a_name_with_a_nul_is_refused_naming_where(ctx):
+    # Ranks match collectives by name; cut at the NUL, 'grad\x00weight' and 'grad\x00bias'
+    # would both be 'grad' and one rank's weights would be summed with another's biases.
+    x = np.ones(4, np.float32)
+    calls = [lambda n: disttrain.allreduce(x, name=n), lambda n: disttrain.allreduce_(x, name=n),
+             lambda n: disttrain.allreduce_async(x, name=n),
+             lambda n: disttrain.grouped_allreduce([x], name=n),
+             lambda n: disttrain.broadcast_(x, 0, name=n),
+             lambda n: disttrain.allgather(x, name=n),
+             lambda n: disttrain.reduce_scatter(x, name=n),
+             lambda n: disttrain.alltoall(x, name=n), lambda n: disttrain.barrier(name=n),
+             lambda n: disttrain.allgather_object("o", name=n),
+             lambda n: disttrain.broadcast_object("o", name=n)]
+    for call in calls:
+        with pytest.raises(disttrain.UsageError, match=NUL_NAME) as e:
+            call("grad\x00weight")
+        assert e.value.status_name == "DT_ERR_INVALID_ARGUMENT"
+    with disttrain.Context() as c:  # a process set too
+        group = c.group([0])
+        with pytest.raises(disttrain.UsageError, match=NUL_NAME):
+            group.allreduce(x, name="grad\x00weight")
+        group.close()
+    np.testing.assert_array_equal(disttrain.allreduce(x, name="grad.weight"), x)
+
+
+@pytest.mark.parametrize("field", ["store_addr", "job_token", "transport", "memory"])
+def test_a_context_setting_with_a_nul_is_refused_naming_it(field):
+    with pytest.raises(disttrain.UsageError,
+                       match=rf"{field}='tcp\\x00x' holds a NUL character at position 3"):
+        disttrain.Context(rank=0, size=1, **{field: "tcp\x00x"})
+    with pytest.raises(disttrain.UsageError,
+                       match=rf"{field}=b'tcp\\x00x' holds a NUL character at position 3"):
+        disttrain.Context(rank=0, size=1, **{field: b"tcp\x00x"})
+
+
 @pytest.mark.parametrize("value", [0.0, 1.0, True, "0", np.float32(0), np.bool_(False)])
 def test_integer_arguments_of_another_type_are_told_to_be_ints(ctx, value):
     # Told the type, not that the value is out of range: 0.0 even is in range.

@@ -121,6 +121,22 @@ def test_integer_arguments_of_another_type_are_told_to_be_ints(ctx, value):
         dt.broadcast_parameters({}, root_rank=1)  # checked with nothing to broadcast
 
 
+def test_a_name_with_a_nul_is_refused_naming_where(ctx):
+    t = torch.ones(4)
+    for call in (lambda n: dt.allreduce(t, name=n), lambda n: dt.allreduce_(t, name=n),
+                 lambda n: dt.allreduce_async_(t, name=n),
+                 lambda n: dt.grouped_allreduce([t], name=n),
+                 lambda n: dt.broadcast_(t, 0, name=n), lambda n: dt.allgather(t, name=n),
+                 lambda n: dt.reduce_scatter(t, name=n), lambda n: dt.alltoall(t, name=n),
+                 lambda n: dt.alltoall(t, splits=[4], name=n),
+                 lambda n: dt.allreduce_metric(1.0, name=n),
+                 lambda n: dt.broadcast_parameters({n: t}, root_rank=0)):
+        with pytest.raises(disttrain.UsageError,
+                           match=r"name='(bcast\.|metric\.)?grad\\x00weight' holds a NUL "
+                                 r"character"):
+            call("grad\x00weight")
+
+
 @pytest.mark.parametrize("dtype", [torch.bool, torch.complex64, torch.int16])
 def test_unsupported_dtype_names_it(ctx, dtype):
     with pytest.raises(disttrain.UsageError) as e:

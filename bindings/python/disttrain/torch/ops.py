@@ -17,7 +17,7 @@ runs the collective among its members only (context= accepts a ProcessSet too).
 import torch
 
 import disttrain
-from disttrain.arguments import UNSET, root_rank_of
+from disttrain.arguments import UNSET, c_string, root_rank_of
 from disttrain.errors import usage
 from disttrain.handle import GroupHandle, Handle, start_group
 from disttrain.memory import op_params, params_arg
@@ -47,7 +47,7 @@ def _ctx(context, process_set=None):
 
 
 def _name(name):
-    return None if name is None else str(name).encode("utf-8")
+    return None if name is None else c_string(str(name), "name")
 
 
 def tensor_dtype(tensor, what="tensor"):

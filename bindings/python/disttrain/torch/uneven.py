@@ -13,14 +13,14 @@ import numpy as np
 import torch
 
 from disttrain import row_shapes
-from disttrain.arguments import integers
+from disttrain.arguments import derived_name, integers
 from disttrain.errors import usage
 from disttrain.handle import Handle
 from disttrain.types import DType
 
 
 def _sizes_name(name):
-    return None if name is None else f"{name}.sizes"
+    return None if name is None else derived_name(name, ".sizes")
 
 
 def _counts(values):

@@ -12,7 +12,7 @@ use std::os::raw::c_char;
 
 use disttrain_sys as sys;
 
-use crate::context::Context;
+use crate::context::{c_string, Context};
 use crate::element::{Element, ReduceOp};
 use crate::memory::OpParams;
 use crate::error::{check, Error, Result};
@@ -69,9 +69,10 @@ pub(crate) fn root_of(root: usize, size: usize) -> Result<i32> {
     Ok(root as i32)
 }
 
-pub(crate) fn c_name(name: &str) -> CString {
-    // Names are for errors and the timeline; a NUL would cut them, so it is replaced.
-    CString::new(name.replace('\0', "?")).expect("NUL bytes were replaced")
+/// An operation name as the library takes it. Ranks match operations by name, so a name
+/// is never altered: one with a NUL is an Err, returned by the collective called on it.
+pub(crate) fn c_name(name: &str) -> Result<CString> {
+    c_string("name", name)
 }
 
 /// Blocking collective methods for a type with `ctx()`, `name_ptr()` and `params_ptr()`.
@@ -82,7 +83,7 @@ macro_rules! blocking_collectives {
             -> Result<()> {
             same_len("allreduce", send.len(), recv.len())?;
             check(unsafe {
-                sys::dt_allreduce_ex(self.ctx().as_raw(), self.name_ptr(), send.as_ptr().cast(),
+                sys::dt_allreduce_ex(self.ctx().as_raw(), self.name_ptr()?, send.as_ptr().cast(),
                                      recv.as_mut_ptr().cast(), send.len(), T::DTYPE, op.raw(),
                                      self.params_ptr())
             })
@@ -93,7 +94,7 @@ macro_rules! blocking_collectives {
             -> Result<()> {
             let p = buf.as_mut_ptr().cast();
             check(unsafe {
-                sys::dt_allreduce_ex(self.ctx().as_raw(), self.name_ptr(), p, p, buf.len(),
+                sys::dt_allreduce_ex(self.ctx().as_raw(), self.name_ptr()?, p, p, buf.len(),
                                      T::DTYPE, op.raw(), self.params_ptr())
             })
         }
@@ -102,7 +103,7 @@ macro_rules! blocking_collectives {
         pub fn broadcast<T: Element>(&self, buf: &mut [T], root: usize) -> Result<()> {
             let root = root_of(root, self.ctx().size())?;
             check(unsafe {
-                sys::dt_broadcast_ex(self.ctx().as_raw(), self.name_ptr(),
+                sys::dt_broadcast_ex(self.ctx().as_raw(), self.name_ptr()?,
                                      buf.as_mut_ptr().cast(), buf.len(), T::DTYPE, root,
                                      self.params_ptr())
             })
@@ -113,7 +114,7 @@ macro_rules! blocking_collectives {
         pub fn allgather<T: Element>(&self, send: &[T], recv: &mut [T]) -> Result<()> {
             blocks("allgather", "recv", recv.len(), "send", send.len(), self.ctx().size())?;
             check(unsafe {
-                sys::dt_allgather_ex(self.ctx().as_raw(), self.name_ptr(), send.as_ptr().cast(),
+                sys::dt_allgather_ex(self.ctx().as_raw(), self.name_ptr()?, send.as_ptr().cast(),
                                      recv.as_mut_ptr().cast(), send.len(), T::DTYPE,
                                      self.params_ptr())
             })
@@ -126,7 +127,7 @@ macro_rules! blocking_collectives {
             blocks("reduce_scatter", "send", send.len(), "recv", recv.len(),
                    self.ctx().size())?;
             check(unsafe {
-                sys::dt_reduce_scatter_ex(self.ctx().as_raw(), self.name_ptr(),
+                sys::dt_reduce_scatter_ex(self.ctx().as_raw(), self.name_ptr()?,
                                        send.as_ptr().cast(), recv.as_mut_ptr().cast(),
                                           recv.len(), T::DTYPE, op.raw(), self.params_ptr())
             })
@@ -138,7 +139,7 @@ macro_rules! blocking_collectives {
             same_len("alltoall", send.len(), recv.len())?;
             divisible("alltoall", send.len(), self.ctx().size())?;
             check(unsafe {
-                sys::dt_alltoall_ex(self.ctx().as_raw(), self.name_ptr(), send.as_ptr().cast(),
+                sys::dt_alltoall_ex(self.ctx().as_raw(), self.name_ptr()?, send.as_ptr().cast(),
                                     recv.as_mut_ptr().cast(), send.len() / self.ctx().size(),
                                     T::DTYPE, self.params_ptr())
             })
@@ -153,7 +154,7 @@ macro_rules! blocking_collectives {
             counts_fit("allgatherv", "recvcounts", recvcounts, "recv", recv.len(),
                        self.ctx().size())?;
             check(unsafe {
-                sys::dt_allgatherv_ex(self.ctx().as_raw(), self.name_ptr(),
+                sys::dt_allgatherv_ex(self.ctx().as_raw(), self.name_ptr()?,
                                       send.as_ptr().cast(), recv.as_mut_ptr().cast(),
                                       send.len(), recvcounts.as_ptr(), T::DTYPE,
                                       self.params_ptr())
@@ -185,7 +186,7 @@ macro_rules! blocking_collectives {
             counts_fit("alltoallv", "sendcounts", sendcounts, "send", send.len(), size)?;
             counts_fit("alltoallv", "recvcounts", recvcounts, "recv", recv.len(), size)?;
             check(unsafe {
-                sys::dt_alltoallv_ex(self.ctx().as_raw(), self.name_ptr(),
+                sys::dt_alltoallv_ex(self.ctx().as_raw(), self.name_ptr()?,
                                      send.as_ptr().cast(), recv.as_mut_ptr().cast(),
                                      sendcounts.as_ptr(), recvcounts.as_ptr(), T::DTYPE,
                                      self.params_ptr())
@@ -195,7 +196,7 @@ macro_rules! blocking_collectives {
         /// Returns once every rank has entered the barrier.
         pub fn barrier(&self) -> Result<()> {
             check(unsafe {
-                sys::dt_barrier_ex(self.ctx().as_raw(), self.name_ptr(), self.params_ptr())
+                sys::dt_barrier_ex(self.ctx().as_raw(), self.name_ptr()?, self.params_ptr())
             })
         }
     };
@@ -206,17 +207,19 @@ impl Context {
         self
     }
 
-    fn name_ptr(&self) -> *const c_char {
-        std::ptr::null()
+    fn name_ptr(&self) -> Result<*const c_char> {
+        Ok(std::ptr::null())
     }
 
     fn params_ptr(&self) -> *const sys::dt_op_params_t {
         std::ptr::null() // host memory
     }
 
-    /// The collectives of this context under an operation name.
+    /// The collectives of this context under an operation name. A name holding a NUL
+    /// makes each of them return a usage `Error` saying where (ranks match by name, and
+    /// the library's C string would end at the NUL).
     pub fn named(&self, name: &str) -> Named<'_> {
-        Named { ctx: self, name: Some(c_name(name)), params: None }
+        Named { ctx: self, name: c_name(name).map(Some), params: None }
     }
 
     /// The collectives of this context with per-call parameters (where the buffers
@@ -224,7 +227,7 @@ impl Context {
     /// slices device memory or pass a stream come only from `OpParams`'s `unsafe`
     /// constructors, whose callers vouch for them.
     pub fn with_op_params(&self, params: &OpParams) -> Named<'_> {
-        Named { ctx: self, name: None, params: Some(params.to_sys()) }
+        Named { ctx: self, name: Ok(None), params: Some(params.to_sys()) }
     }
 
     blocking_collectives!();
@@ -234,7 +237,7 @@ impl Context {
 /// `ctx.named("grad.w").with_op_params(&params).allreduce(..)`.
 pub struct Named<'c> {
     ctx: &'c Context,
-    name: Option<CString>,
+    name: Result<Option<CString>>, // Err: the name cannot be passed to the library
     params: Option<sys::dt_op_params_t>,
 }
 
@@ -249,8 +252,11 @@ impl<'c> Named<'c> {
         self.ctx
     }
 
-    fn name_ptr(&self) -> *const c_char {
-        self.name.as_ref().map_or(std::ptr::null(), |n| n.as_ptr())
+    fn name_ptr(&self) -> Result<*const c_char> {
+        match &self.name {
+            Ok(name) => Ok(name.as_ref().map_or(std::ptr::null(), |n| n.as_ptr())),
+            Err(e) => Err(e.clone()),
+        }
     }
 
     fn params_ptr(&self) -> *const sys::dt_op_params_t {

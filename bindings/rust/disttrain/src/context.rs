@@ -29,8 +29,15 @@ pub struct Params {
     pub timeout: Option<Duration>,
 }
 
-fn c_string(field: &str, value: &str) -> Result<CString> {
-    CString::new(value).map_err(|_| Error::usage(format!("Params::{field} contains a NUL byte")))
+/// `value` as the C string the library reads; an embedded NUL would end it early (so
+/// that "grad\0w" and "grad\0b" both arrive as "grad"): an Err naming `what` and where.
+pub(crate) fn c_string(what: &str, value: &str) -> Result<CString> {
+    CString::new(value).map_err(|e| {
+        let at = e.nul_position();
+        Error::usage(format!(
+            "{what} {value:?} holds a NUL byte at position {at}; the library reads it as a \
+             C string, which would end there ({:?}): remove the NUL", &value[..at]))
+    })
 }
 
 fn c_int_of(field: &str, value: usize) -> Result<c_int> {
@@ -83,9 +90,12 @@ impl Context {
             }
         }
         // Kept alive until dt_context_create returns (the library copies them).
-        let store = params.store_addr.as_deref().map(|s| c_string("store_addr", s)).transpose()?;
-        let token = params.job_token.as_deref().map(|s| c_string("job_token", s)).transpose()?;
-        let transport = params.transport.as_deref().map(|s| c_string("transport", s)).transpose()?;
+        let field = |what: &str, value: &Option<String>| {
+            value.as_deref().map(|s| c_string(&format!("Params::{what}"), s)).transpose()
+        };
+        let store = field("store_addr", &params.store_addr)?;
+        let token = field("job_token", &params.job_token)?;
+        let transport = field("transport", &params.transport)?;
         if let Some(s) = &store {
             p.store_addr = s.as_ptr();
             p.field_mask |= sys::DT_CONTEXT_PARAM_FIELD_STORE_ADDR;

@@ -74,8 +74,9 @@ macro_rules! async_collectives {
             -> Result<Request<'scope>> {
             same_len("allreduce", send.len(), recv.len())?;
             let ctx = self.scope().ctx.as_raw();
+            let name = self.name_ptr()?;
             self.scope().submit(|req| unsafe {
-                sys::dt_allreduce_async(ctx, self.name_ptr(), send.as_ptr().cast(),
+                sys::dt_allreduce_async(ctx, name, send.as_ptr().cast(),
                                         recv.as_mut_ptr().cast(), send.len(), T::DTYPE,
                                         op.raw(), req)
             })
@@ -85,9 +86,10 @@ macro_rules! async_collectives {
         pub fn allreduce_in_place_async<T: Element>(self: $recv, buf: &'scope mut [T],
                                                     op: ReduceOp) -> Result<Request<'scope>> {
             let ctx = self.scope().ctx.as_raw();
+            let name = self.name_ptr()?;
             let p = buf.as_mut_ptr().cast();
             self.scope().submit(|req| unsafe {
-                sys::dt_allreduce_async(ctx, self.name_ptr(), p, p, buf.len(), T::DTYPE,
+                sys::dt_allreduce_async(ctx, name, p, p, buf.len(), T::DTYPE,
                                         op.raw(), req)
             })
         }
@@ -97,8 +99,9 @@ macro_rules! async_collectives {
             -> Result<Request<'scope>> {
             let root = root_of(root, self.scope().ctx.size())?;
             let ctx = self.scope().ctx.as_raw();
+            let name = self.name_ptr()?;
             self.scope().submit(|req| unsafe {
-                sys::dt_broadcast_async(ctx, self.name_ptr(), buf.as_mut_ptr().cast(),
+                sys::dt_broadcast_async(ctx, name, buf.as_mut_ptr().cast(),
                                         buf.len(), T::DTYPE, root, req)
             })
         }
@@ -109,8 +112,9 @@ macro_rules! async_collectives {
             blocks("allgather", "recv", recv.len(), "send", send.len(),
                    self.scope().ctx.size())?;
             let ctx = self.scope().ctx.as_raw();
+            let name = self.name_ptr()?;
             self.scope().submit(|req| unsafe {
-                sys::dt_allgather_async(ctx, self.name_ptr(), send.as_ptr().cast(),
+                sys::dt_allgather_async(ctx, name, send.as_ptr().cast(),
                                         recv.as_mut_ptr().cast(), send.len(), T::DTYPE, req)
             })
         }
@@ -122,8 +126,9 @@ macro_rules! async_collectives {
             blocks("reduce_scatter", "send", send.len(), "recv", recv.len(),
                    self.scope().ctx.size())?;
             let ctx = self.scope().ctx.as_raw();
+            let name = self.name_ptr()?;
             self.scope().submit(|req| unsafe {
-                sys::dt_reduce_scatter_async(ctx, self.name_ptr(), send.as_ptr().cast(),
+                sys::dt_reduce_scatter_async(ctx, name, send.as_ptr().cast(),
                                              recv.as_mut_ptr().cast(), recv.len(),
                                              T::DTYPE, op.raw(), req)
             })
@@ -136,8 +141,9 @@ macro_rules! async_collectives {
             same_len("alltoall", send.len(), recv.len())?;
             divisible("alltoall", send.len(), size)?;
             let ctx = self.scope().ctx.as_raw();
+            let name = self.name_ptr()?;
             self.scope().submit(|req| unsafe {
-                sys::dt_alltoall_async(ctx, self.name_ptr(), send.as_ptr().cast(),
+                sys::dt_alltoall_async(ctx, name, send.as_ptr().cast(),
                                        recv.as_mut_ptr().cast(), send.len() / size,
                                        T::DTYPE, req)
             })
@@ -146,8 +152,9 @@ macro_rules! async_collectives {
         /// Starts a barrier.
         pub fn barrier_async(self: $recv) -> Result<Request<'scope>> {
             let ctx = self.scope().ctx.as_raw();
+            let name = self.name_ptr()?;
             self.scope().submit(|req| unsafe {
-                sys::dt_barrier_async(ctx, self.name_ptr(), req)
+                sys::dt_barrier_async(ctx, name, req)
             })
         }
     };
@@ -191,7 +198,8 @@ impl<'scope, 'env> Scope<'scope, 'env> {
         self.ctx
     }
 
-    /// This scope's collectives under an operation name.
+    /// This scope's collectives under an operation name (one holding a NUL makes each
+    /// of them return a usage `Error`, as `Context::named` does).
     pub fn named(&'scope self, name: &str) -> NamedScope<'scope, 'env> {
         NamedScope { scope: self, name: c_name(name) }
     }
@@ -200,8 +208,8 @@ impl<'scope, 'env> Scope<'scope, 'env> {
         self
     }
 
-    fn name_ptr(&self) -> *const c_char {
-        std::ptr::null()
+    fn name_ptr(&self) -> Result<*const c_char> {
+        Ok(std::ptr::null())
     }
 
     fn submit(&'scope self, start: impl FnOnce(*mut sys::dt_request_h) -> sys::dt_status_t)
@@ -220,7 +228,7 @@ impl<'scope, 'env> Scope<'scope, 'env> {
 /// A scope's collectives under an operation name: `s.named("grad.w").allreduce_async(..)`.
 pub struct NamedScope<'scope, 'env: 'scope> {
     scope: &'scope Scope<'scope, 'env>,
-    name: CString,
+    name: Result<CString>, // Err: the name cannot be passed to the library
 }
 
 impl<'scope, 'env> NamedScope<'scope, 'env> {
@@ -228,8 +236,8 @@ impl<'scope, 'env> NamedScope<'scope, 'env> {
         self.scope
     }
 
-    fn name_ptr(&self) -> *const c_char {
-        self.name.as_ptr()
+    fn name_ptr(&self) -> Result<*const c_char> {
+        self.name.as_ref().map(|n| n.as_ptr()).map_err(Clone::clone)
     }
 
     async_collectives!(&Self);

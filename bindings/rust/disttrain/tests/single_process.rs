@@ -144,6 +144,32 @@ fn bad_config_is_an_error_with_the_library_message() {
 }
 
 #[test]
+fn a_name_or_setting_with_a_nul_is_an_error_naming_it_and_where() {
+    // Ranks match operations by name: "grad\0weight" must not reach the library as "grad"
+    // (nor be rewritten), where it would match "grad\0bias" of another rank.
+    let ctx = common::single();
+    let expect = "name \"grad\\0weight\" holds a NUL byte at position 4";
+    let mut buf = [1f32; 2];
+    let e = ctx.named("grad\0weight").allreduce_in_place(&mut buf, ReduceOp::Sum).unwrap_err();
+    assert_eq!((e.kind, e.name.as_str()), (ErrorKind::Usage, "DT_ERR_INVALID_ARGUMENT"));
+    assert!(e.message.contains(expect), "{e}");
+    assert!(ctx.named("grad\0weight").barrier().unwrap_err().message.contains(expect));
+    ctx.scope(|s| {
+        let e = s.named("grad\0weight").allreduce_in_place_async(&mut buf, ReduceOp::Sum)
+            .err().expect("a NUL in the name is refused");
+        assert!(e.message.contains(expect), "{e}");
+        assert!(s.named("grad\0weight").barrier_async().err().unwrap().message.contains(expect));
+    });
+    ctx.named("grad.weight").allreduce_in_place(&mut buf, ReduceOp::Sum).unwrap();
+
+    common::setup_env();
+    let params = Params { transport: Some("tcp\0ucx".into()), ..Params::default() };
+    let e = Context::with_params(&params).err().expect("a NUL in a setting is refused");
+    assert!(e.message.contains("Params::transport \"tcp\\0ucx\" holds a NUL byte at \
+                                position 3"), "{e}");
+}
+
+#[test]
 fn explicit_params_for_a_single_process() {
     common::setup_env();
     let params = Params { rank: Some(0), size: Some(1), transport: Some("tcp".into()),

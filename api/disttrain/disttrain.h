@@ -236,6 +236,15 @@ static inline dt_status_t dt_context_create(const dt_context_params_t *params,
  * Destroys a context: waits for its queued operations (up to the timeout), stops the
  * engine, closes connections and frees memory. Accepts NULL. Requests created on the
  * context must be freed before. Not collective, but peers see the connection close.
+ *
+ * fork(): a context (and each group and request made from it) belongs to the process
+ * that created it. A child of fork() inherits a copy, but not the engine thread, and its
+ * copies of the connections and shared memory are the parent's. In the child,
+ * dt_context_destroy and dt_request_free on such a copy return DT_OK and release
+ * nothing (no departure notice, no shutdown of a socket, no unlinking of shared memory,
+ * no joined thread: the parent's job goes on; the copied memory is left to the child's
+ * exit); every other call on it fails with DT_ERR_INVALID_STATE naming the owning process.
+ * A forked child that needs collectives creates a context of its own.
  */
 DT_API dt_status_t dt_context_destroy(dt_context_h ctx);
 

@@ -195,7 +195,7 @@ DT_API dt_status_t dt_allreduce_async_ex(dt_context_h ctx, const char *name,
 {
     const char *fn = "dt_allreduce";
     return guard([&] {
-        require(ctx, fn, "ctx");
+        dt::capi::require_context(ctx, fn);
         check_dtype(fn, dtype);
         check_op(fn, op);
         size_t bytes = checked_bytes(fn, count, dtype, 1);
@@ -239,7 +239,7 @@ DT_API dt_status_t dt_broadcast_async_ex(dt_context_h ctx, const char *name, voi
 {
     const char *fn = "dt_broadcast";
     return guard([&] {
-        require(ctx, fn, "ctx");
+        dt::capi::require_context(ctx, fn);
         check_dtype(fn, dtype);
         size_t bytes = checked_bytes(fn, count, dtype, 1);
         require_buffer(buf, bytes, fn, "buf");
@@ -283,7 +283,7 @@ DT_API dt_status_t dt_allgather_async_ex(dt_context_h ctx, const char *name,
 {
     const char *fn = "dt_allgather";
     return guard([&] {
-        require(ctx, fn, "ctx");
+        dt::capi::require_context(ctx, fn);
         check_dtype(fn, dtype);
         size_t size = static_cast<size_t>(ctx->impl->size());
         size_t block = checked_bytes(fn, sendcount, dtype, 1);
@@ -334,7 +334,7 @@ DT_API dt_status_t dt_reduce_scatter_async_ex(dt_context_h ctx, const char *name
 {
     const char *fn = "dt_reduce_scatter";
     return guard([&] {
-        require(ctx, fn, "ctx");
+        dt::capi::require_context(ctx, fn);
         check_dtype(fn, dtype);
         check_op(fn, op);
         size_t size = static_cast<size_t>(ctx->impl->size());
@@ -384,7 +384,7 @@ DT_API dt_status_t dt_alltoall_async_ex(dt_context_h ctx, const char *name,
 {
     const char *fn = "dt_alltoall";
     return guard([&] {
-        require(ctx, fn, "ctx");
+        dt::capi::require_context(ctx, fn);
         check_dtype(fn, dtype);
         size_t size = static_cast<size_t>(ctx->impl->size());
         size_t total = checked_bytes(fn, count, dtype, size);
@@ -427,7 +427,7 @@ DT_API dt_status_t dt_allgatherv_async_ex(dt_context_h ctx, const char *name,
 {
     const char *fn = "dt_allgatherv";
     return guard([&] {
-        require(ctx, fn, "ctx");
+        dt::capi::require_context(ctx, fn);
         check_dtype(fn, dtype);
         const size_t size = static_cast<size_t>(ctx->impl->size());
         const size_t rank = static_cast<size_t>(ctx->impl->rank());
@@ -490,7 +490,7 @@ DT_API dt_status_t dt_alltoallv_async_ex(dt_context_h ctx, const char *name,
 {
     const char *fn = "dt_alltoallv";
     return guard([&] {
-        require(ctx, fn, "ctx");
+        dt::capi::require_context(ctx, fn);
         check_dtype(fn, dtype);
         const size_t size = static_cast<size_t>(ctx->impl->size());
         const size_t esize = dt_dtype_size(dtype);
@@ -540,7 +540,7 @@ DT_API dt_status_t dt_barrier_async_ex(dt_context_h ctx, const char *name,
                                        const dt_op_params_t *params, dt_request_h *req)
 {
     return guard([&] {
-        require(ctx, "dt_barrier", "ctx");
+        dt::capi::require_context(ctx, "dt_barrier");
         // A barrier moves no buffer: its params are checked, and mean nothing yet.
         dt::check_op_params("dt_barrier", name, params);
         return submit(ctx, "dt_barrier",

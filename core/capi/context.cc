@@ -7,9 +7,10 @@ using dt::capi::require;
 
 namespace {
 
+// The context behind ctx; refuses a NULL one and a fork()ed child's copy (capi/guard.h).
 dt::ContextView &impl(dt_context_h ctx, const char *function)
 {
-    require(ctx, function, "ctx");
+    dt::capi::require_context(ctx, function);
     return *ctx->impl;
 }
 
@@ -46,6 +47,14 @@ DT_API dt_status_t dt_context_create_versioned(int api_major, int api_minor,
 DT_API dt_status_t dt_context_destroy(dt_context_h ctx)
 {
     return guard([&] {
+        // A fork()ed child's copy is left as it is: tearing it down would shut down and
+        // write to the parent's sockets (its peers would see it leave), unlink the
+        // parent's shared memory, and join or destroy the parent's engine thread, which
+        // does not exist here (it waits forever). Its memory is this process's own copy,
+        // so leaving it costs the child nothing that outlives it; its descriptors close
+        // at exit, which (unlike shutdown) leaves the parent's connections open.
+        if (ctx != nullptr && !dt::capi::owned_here(ctx->creator))
+            return DT_OK;
         delete ctx; // handles are owned by the caller through this pair of calls
         return DT_OK;
     });

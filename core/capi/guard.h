@@ -51,13 +51,51 @@ inline void require_api_version(int api_major, int api_minor)
 
 } // namespace dt::capi
 
-// Definitions behind the opaque handles of disttrain.h.
+// Definitions behind the opaque handles of disttrain.h. Each records the process that
+// created it: a fork()ed child holds copies of them whose engine thread, sockets and
+// shared memory belong to the parent (see owned_here below).
+#include "capi/process_id.h"
 #include "runtime/context_view.h"
 
 struct dt_context {
     std::unique_ptr<dt::ContextView> impl;
+    pid_t creator = dt::capi::this_process();
 };
 
 struct dt_request {
     std::shared_ptr<dt::Operation> op;
+    pid_t creator = dt::capi::this_process();
 };
+
+namespace dt::capi {
+
+// False in a fork()ed child for a handle its parent created. The child has a copy of the
+// context's memory but not its engine thread (fork copies only the calling thread), and
+// its copies of the sockets and shared memory segments are the parent's: any call on it
+// would wait for a thread that never runs or write into the parent's connections.
+inline bool owned_here(pid_t creator)
+{
+    return creator == this_process();
+}
+
+// Throws DT_ERR_INVALID_STATE naming the creating process when the calling process is
+// not it (a fork()ed child), so that a call on a copied handle fails instead of hanging
+// or breaking the parent's job.
+inline void require_owner(pid_t creator, const char *function, const char *what)
+{
+    if (!owned_here(creator))
+        throw_error(DT_ERR_INVALID_STATE, function, ": this ", what, " belongs to process ",
+                    creator, ", and this is process ", this_process(), ", a child fork() "
+                    "made of it; a forked child must create its own context: on its copy "
+                    "of the parent's, only dt_context_destroy and dt_request_free work, "
+                    "and they release nothing of the parent's");
+}
+
+// require() for ctx, then require_owner().
+inline void require_context(dt_context_h ctx, const char *function)
+{
+    require(ctx, function, "ctx");
+    require_owner(ctx->creator, function, "context");
+}
+
+} // namespace dt::capi

@@ -16,6 +16,14 @@ dt_status_t finished(const dt::Operation &op)
     return status;
 }
 
+// Refuses a NULL request and a fork()ed child's copy of one, which no engine thread of
+// the child completes (capi/guard.h).
+void require_request(dt_request_h req, const char *function)
+{
+    require(req, function, "req");
+    dt::capi::require_owner(req->creator, function, "request");
+}
+
 } // namespace
 
 extern "C" {
@@ -23,7 +31,7 @@ extern "C" {
 DT_API dt_status_t dt_request_test(dt_request_h req, int *done)
 {
     return guard([&] {
-        require(req, "dt_request_test", "req");
+        require_request(req, "dt_request_test");
         require(done, "dt_request_test", "done");
         if (!req->op->done()) {
             *done = 0;
@@ -37,7 +45,7 @@ DT_API dt_status_t dt_request_test(dt_request_h req, int *done)
 DT_API dt_status_t dt_request_wait(dt_request_h req, int timeout_ms)
 {
     return guard([&] {
-        require(req, "dt_request_wait", "req");
+        require_request(req, "dt_request_wait");
         if (!req->op->wait(std::chrono::milliseconds(timeout_ms < 0 ? -1 : timeout_ms)))
             dt::throw_error(DT_ERR_TIMEOUT, req->op->desc().name, ": not complete after ",
                             timeout_ms, " ms; the request is still valid, wait again or "
@@ -49,6 +57,11 @@ DT_API dt_status_t dt_request_wait(dt_request_h req, int timeout_ms)
 DT_API dt_status_t dt_request_free(dt_request_h req)
 {
     return guard([&] {
+        // A fork()ed child's copy is left as it is (as dt_context_destroy leaves the
+        // context): no thread of the child completes it, and its operation is the
+        // parent's, whose engine may still hold it; the memory is the child's own copy.
+        if (req != nullptr && !dt::capi::owned_here(req->creator))
+            return DT_OK;
         if (req != nullptr)
             req->op->wait(std::chrono::milliseconds(-1)); // never write after free
         delete req;

@@ -60,7 +60,8 @@ def init(rank=None, size=None, local_rank=None, local_size=None, store_addr=None
 
 
 def shutdown():
-    """Destroys the default context after its requests in flight. Safe to call twice."""
+    """Destroys the default context after its requests in flight. Safe to call twice.
+    In a child of os.fork() it only forgets the parent's context (see Context)."""
     global _default
     with _default_lock:
         ctx, _default = _default, None
@@ -152,5 +153,7 @@ allgather_object = _delegate("allgather_object")
 broadcast_object = _delegate("broadcast_object")
 
 # Destroy the default context before the interpreter tears ctypes down, so the engine's
-# threads stop cleanly and peers see an orderly close.
+# threads stop cleanly and peers see an orderly close. A child of os.fork() inherits this
+# handler and the parent's context: there shutdown() skips it (its creator's pid is not
+# the child's), since destroying it would close the parent's connections.
 atexit.register(shutdown)

@@ -8,6 +8,7 @@ requires. Collectives on numpy arrays come from NumpyCollectives, which only nee
 shares the same methods.
 """
 import ctypes
+import os
 import threading
 import weakref
 
@@ -51,6 +52,7 @@ class _Owner(NumpyCollectives):
 
     def _init_owner(self, handle):
         self._handle = handle
+        self._pid = os.getpid()  # the process whose handle it is (see _close_handle)
         self._lock = threading.Lock()
         self._inflight = weakref.WeakSet()
         self._children = weakref.WeakSet()
@@ -128,8 +130,14 @@ class _Owner(NumpyCollectives):
             c.close()
 
     def _close_handle(self):
-        """Releases what depends on the handle, then destroys it."""
+        """Releases what depends on the handle, then destroys it. In a child of
+        os.fork(), whose atexit handlers and garbage collector close the copies of its
+        parent's objects, only forgets it: the context (and its requests) are the
+        parent's, and the library leaves copies alone anyway."""
         if self._handle is None:
+            return
+        if self._pid != os.getpid():
+            self._handle = None
             return
         self._release_dependents()
         handle, self._handle = self._handle, None

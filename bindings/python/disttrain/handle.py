@@ -9,6 +9,7 @@ library waits for it first: memory is never written after the Handle is gone.
 import ctypes
 import math
 import numbers
+import os
 import threading
 
 from . import _lib
@@ -49,6 +50,7 @@ class Handle:
         self._error = None
         self._lock = threading.Lock()
         self.name = name
+        self._pid = os.getpid()
         context._track(self)
 
     def _finish(self, status):
@@ -56,7 +58,8 @@ class Handle:
         lib = _lib.lib()
         # Read the message before dt_request_free, which may overwrite it.
         message = last_error() if status < 0 else None
-        lib.dt_request_free(self._request)
+        if self._pid == os.getpid():  # a fork()ed child's copy is the parent's to free
+            lib.dt_request_free(self._request)
         self._request = None
         self._context._untrack(self)
         try:
@@ -116,9 +119,12 @@ class Handle:
         return self.test()
 
     def _release(self):
-        """Frees the request (waiting for it) without raising; used on shutdown and GC."""
+        """Frees the request (waiting for it) without raising; used on shutdown and GC.
+        In a child of os.fork() only forgets it: the parent's engine completes it."""
         with self._lock:
-            if self._request is not None:
+            if self._request is not None and self._pid != os.getpid():
+                self._request = None
+            elif self._request is not None:
                 status = _lib.lib().dt_request_wait(self._request, -1)
                 self._finish(status)
 

@@ -22,6 +22,7 @@ The parent must outlive the set: shutting the parent down closes its sets first.
 a set is not collective.
 """
 import ctypes
+import os
 
 import numpy as np
 
@@ -91,6 +92,7 @@ class ProcessSet(_Owner):
         self._added = True
         if out.value:
             self._handle = out
+            self._pid = os.getpid()
             value = ctypes.c_int()
             check(_lib.lib().dt_context_rank(out, ctypes.byref(value)), "dt_context_rank")
             self._rank = value.value

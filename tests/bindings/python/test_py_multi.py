@@ -1,5 +1,7 @@
 # SPDX-License-Identifier: Apache-2.0
 """disttrain (numpy) on 2 ranks through disttrainrun, results checked with numpy."""
+import pytest
+
 import dtpy
 
 
@@ -30,3 +32,17 @@ def test_an_object_a_rank_cannot_pickle_fails_on_every_rank_and_later_calls_work
 def test_an_object_a_rank_cannot_pickle_fails_on_every_rank_on_three_ranks_ordered():
     r = dtpy.run_job("objects_job.py", np=3, env={"DISTTRAIN_ORDERED": "1"}, timeout=90)
     dtpy.assert_ranks_ok(r, np=3)
+
+
+@pytest.mark.parametrize("shm", ["0", "1"])
+def test_a_forked_child_exits_leaving_the_parents_context_alone(shm):
+    # The child's atexit shutdown and garbage collection only forget the inherited
+    # context, process set and request; the parent's job goes on (fork_job.py).
+    r = dtpy.run_job("fork_job.py", np=2, env={"DISTTRAIN_SHM": shm}, timeout=90)
+    dtpy.assert_ranks_ok(r, np=2)
+    assert (r.stdout + r.stderr).count("child exits") == 2, r.stdout + r.stderr
+
+
+def test_a_forked_child_of_a_single_process_exits_leaving_its_context_alone():
+    r = dtpy.run_python("fork_job.py", timeout=60)
+    assert r.returncode == 0 and "OK" in r.stdout, r.stdout + r.stderr

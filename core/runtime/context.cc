@@ -102,6 +102,7 @@ Context::Context(const dt_context_params_t *params)
     ns_ = cat(context_root(), "/");
     DT_LOG(info, "context", "rank ", rank(), " of ", size(), " (from ", cfg_.ranks.source,
            "), local rank ", local_rank(), " of ", local_size());
+    timeline_ = Timeline::open_from_env(rank(), cfg_.elastic_join, cfg_.launch_id);
     open_store();
     watch_deaths();
     if (cfg_.elastic_join) {
@@ -176,6 +177,10 @@ void Context::adopt(const ElasticMembership &m, int old_rank)
         member_ids_.push_back(member.launch_id);
     ns_ = cat(context_root(), ".", epoch_, "/");
     log::set_rank(m.size > 1 ? m.rank : -1);
+    if (timeline_)
+        timeline_->marker(old_rank >= 0 ? "REFORM" : "JOIN", Timeline::Clock::now(),
+                          cat(R"("epoch":)", epoch_, R"(,"rank":)", m.rank, R"(,"size":)",
+                              m.size));
     if (old_rank >= 0)
         DT_LOG(info, "context", "re-formed (epoch ", epoch_, "): rank ", old_rank,
                " is now rank ", m.rank, " of ", m.size, ", local rank ", m.local_rank, " of ",
@@ -223,7 +228,7 @@ void Context::connect_peers()
     router_ = std::make_unique<routing::Router>(cfg_.policy, *transport_,
                                                 device_transport_.get(), shm_.get(),
                                                 memory_.get(), size());
-    engine_ = std::make_unique<Engine>(*transport_, cfg_, *router_);
+    engine_ = std::make_unique<Engine>(*transport_, cfg_, *router_, timeline_.get());
 }
 
 void Context::disconnect_peers()

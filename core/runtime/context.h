@@ -139,6 +139,9 @@ private:
     std::unique_ptr<HostBridge> memory_host_; // the memory provider's services
     std::unique_ptr<plugin::MemoryProvider> memory_; // null: DISTTRAIN_MEMORY=none
     std::unique_ptr<routing::Router> router_;
+    // DISTTRAIN_TIMELINE: opened once, so that one file holds the process's whole history
+    // across re-forms; each membership's engine writes to it. Null: no timeline.
+    std::unique_ptr<Timeline> timeline_;
     std::unique_ptr<Engine> engine_;
 };
 

@@ -29,14 +29,14 @@ std::vector<int> all_ranks(int size)
 
 } // namespace
 
-Engine::Engine(Transport &transport, const ContextConfig &config, routing::Router &router)
+Engine::Engine(Transport &transport, const ContextConfig &config, routing::Router &router,
+               Timeline *timeline)
     : transport_(transport), router_(router), rank_(config.ranks.rank), size_(config.ranks.size),
       timeout_(config.timeout), cycle_time_(config.cycle_time_ms),
       fusion_threshold_(static_cast<size_t>(config.fusion_threshold)),
       stall_warn_(stall_warn_from_env()), ordered_asked_(config.ordered),
-      ordered_(config.ordered || size_ == 1)
+      ordered_(config.ordered || size_ == 1), timeline_(timeline)
 {
-    timeline_ = Timeline::open_from_env(rank_);
     groups_[0] = all_ranks(size_);
     if (rank_ == 0)
         coordinator_ = std::make_unique<Coordinator>(

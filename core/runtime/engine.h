@@ -44,8 +44,10 @@ class Engine {
 public:
     using Clock = std::chrono::steady_clock;
 
-    // router: decides how each collective runs; the context's, it outlives the engine.
-    Engine(Transport &transport, const ContextConfig &config, routing::Router &router);
+    // router: decides how each collective runs; timeline: where phases go (null: none).
+    // Both are the context's and outlive the engine.
+    Engine(Transport &transport, const ContextConfig &config, routing::Router &router,
+           Timeline *timeline);
     // Runs this rank's pending operations to completion (each bounded by the timeout),
     // tells the peers it leaves, then stops the thread.
     ~Engine();
@@ -239,7 +241,7 @@ private:
     Clock::time_point last_coordination_{};
     std::vector<uint8_t> fusion_buffer_;
     std::vector<std::unique_ptr<ControlRecv>> control_;
-    std::unique_ptr<Timeline> timeline_;
+    Timeline *const timeline_;
     std::thread thread_;
 };
 

@@ -3,10 +3,12 @@
 
 #include "runtime/env.h"
 #include "runtime/error.h"
+#include "telemetry/log.h"
 
 #include <cerrno>
 #include <cstring>
 #include <fcntl.h>
+#include <sys/file.h>
 #include <unistd.h>
 
 namespace dt {
@@ -76,42 +78,76 @@ std::string json_escape(const std::string &s)
     return out;
 }
 
-std::unique_ptr<Timeline> Timeline::open_from_env(int rank)
+std::unique_ptr<Timeline> Timeline::open_from_env(int rank, bool joiner, int64_t launch_id)
 {
     auto path = env::get("DISTTRAIN_TIMELINE");
     if (!path)
         return nullptr;
     auto placeholder = path->find("{rank}");
-    if (placeholder != std::string::npos)
+    if (placeholder == std::string::npos) // one file: the process that starts as rank 0's
+        return rank == 0 && !joiner ? open(*path, 0, "rank 0") : nullptr;
+    if (!joiner) {
         path->replace(placeholder, 6, std::to_string(rank));
-    else if (rank != 0)
+        return open(*path, rank, cat("rank ", rank));
+    }
+    // A joiner's starting rank is a placeholder, often the number of the rank it replaces,
+    // whose file holds that rank's history: its launch id is a number no other process of
+    // the job has.
+    if (launch_id < 0) {
+        DT_LOG(warn, "timeline", "DISTTRAIN_TIMELINE: this process joins a running elastic "
+               "job and has no DISTTRAIN_LAUNCH_ID to name its file by ({rank} would be a "
+               "number another process of the job writes): it writes no timeline; start "
+               "the job with disttrainrun --elastic, which gives every process one");
         return nullptr;
-    return std::make_unique<Timeline>(*path, rank);
+    }
+    path->replace(placeholder, 6, std::to_string(launch_id));
+    return open(*path, launch_id, cat("joined, launch id ", launch_id));
 }
 
-Timeline::Timeline(const std::string &path, int rank) : rank_(rank), origin_(Clock::now())
+std::unique_ptr<Timeline> Timeline::open(const std::string &path, int64_t pid,
+                                         const std::string &label)
 {
-    fd_ = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (fd_ < 0)
+    const auto cannot_write = [&](int error) {
         throw_error(DT_ERR_INVALID_CONFIG, "DISTTRAIN_TIMELINE='", path,
-                    "' cannot be written: ", std::strerror(errno),
+                    "' cannot be written: ", std::strerror(error),
                     "; give a path in a writable folder");
-    std::string empty = "[\n]";
-    if (::pwrite(fd_, empty.data(), empty.size(), 0) < 0)
-        throw_error(DT_ERR_INVALID_CONFIG, "DISTTRAIN_TIMELINE='", path,
-                    "' cannot be written: ", std::strerror(errno));
-    end_ = 2;
+    };
+    // Not truncated yet: the file may be another live writer's, as its lock tells.
+    int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+    if (fd < 0)
+        cannot_write(errno);
+    if (::flock(fd, LOCK_EX | LOCK_NB) != 0 && errno == EWOULDBLOCK) {
+        ::close(fd);
+        DT_LOG(warn, "timeline", "DISTTRAIN_TIMELINE='", path, "' is being written by "
+               "another process or context, which keeps it: this one writes no timeline; "
+               "give each its own file (\"{rank}\" in the path gives one per rank)");
+        return nullptr;
+    }
+    // Any other lock failure (a file system without locks): written unlocked.
+    static const std::string empty = "[\n]";
+    int error = ::ftruncate(fd, 0) != 0 || ::pwrite(fd, empty.data(), empty.size(), 0) < 0
+                    ? errno
+                    : 0;
+    if (error != 0) {
+        ::close(fd);
+        cannot_write(error);
+    }
+    return std::unique_ptr<Timeline>(new Timeline(fd, pid, label));
+}
+
+Timeline::Timeline(int fd, int64_t pid, const std::string &label)
+    : fd_(fd), pid_(pid), end_(2), origin_(Clock::now())
+{
     std::lock_guard lock(mutex_);
-    append(cat(R"({"name":"process_name","ph":"M","pid":)", rank_,
-               R"(,"args":{"name":"rank )", rank_, R"("}})"));
-    append(cat(R"({"name":"thread_name","ph":"M","pid":)", rank_,
+    append(cat(R"({"name":"process_name","ph":"M","pid":)", pid_, R"(,"args":{"name":")",
+               json_escape(label), R"("}})"));
+    append(cat(R"({"name":"thread_name","ph":"M","pid":)", pid_,
                R"(,"tid":0,"args":{"name":"engine"}})"));
 }
 
 Timeline::~Timeline()
 {
-    if (fd_ >= 0)
-        ::close(fd_);
+    ::close(fd_);
 }
 
 int64_t Timeline::micros(Clock::time_point t) const
@@ -126,7 +162,7 @@ int Timeline::row(const std::string &name)
         return it->second;
     int tid = static_cast<int>(rows_.size()) + 1;
     rows_.emplace(name, tid);
-    append(cat(R"({"name":"thread_name","ph":"M","pid":)", rank_, R"(,"tid":)", tid,
+    append(cat(R"({"name":"thread_name","ph":"M","pid":)", pid_, R"(,"tid":)", tid,
                R"(,"args":{"name":")", json_escape(name), R"("}})"));
     return tid;
 }
@@ -146,7 +182,7 @@ void Timeline::phase(const std::string &name, const char *phase, Clock::time_poi
 {
     std::lock_guard lock(mutex_);
     int tid = row(name);
-    append(cat(R"({"name":")", phase, R"(","ph":"X","pid":)", rank_, R"(,"tid":)", tid,
+    append(cat(R"({"name":")", phase, R"(","ph":"X","pid":)", pid_, R"(,"tid":)", tid,
                R"(,"ts":)", micros(start), R"(,"dur":)", std::max<int64_t>(micros(end) - micros(start), 0),
                R"(,"args":{)", args, "}}"));
 }
@@ -154,7 +190,7 @@ void Timeline::phase(const std::string &name, const char *phase, Clock::time_poi
 void Timeline::marker(const char *what, Clock::time_point at, const std::string &args)
 {
     std::lock_guard lock(mutex_);
-    append(cat(R"({"name":")", what, R"(","ph":"i","s":"t","pid":)", rank_,
+    append(cat(R"({"name":")", what, R"(","ph":"i","s":"t","pid":)", pid_,
                R"(,"tid":0,"ts":)", micros(at), R"(,"args":{)", args, "}}"));
 }
 

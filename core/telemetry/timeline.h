@@ -1,11 +1,17 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 // The timeline: a Chrome trace / Perfetto JSON file (DISTTRAIN_TIMELINE=path) with one
 // row per named operation and its phases (negotiation wait, queue, copy into the fusion
-// buffer, the collective, copy out), plus cycle and fusion markers. The file is a valid
-// JSON array after every event: each write overwrites the closing "]" and appends a new
-// one, so a job killed at any moment leaves a readable trace.
+// buffer, the collective, copy out), plus cycle, fusion and re-form markers. The file is
+// a valid JSON array after every event: each write overwrites the closing "]" and appends
+// a new one, so a job killed at any moment leaves a readable trace.
 //
-// Only rank 0 writes unless the path contains "{rank}", which is replaced by the rank.
+// A context opens its process's file once, when it is created, and keeps it across
+// elastic re-forms (the rank and size each re-form gives are markers in it). Only rank 0
+// writes unless the path contains "{rank}", which is replaced by the rank the process
+// starts with, or, for a process that joins a running elastic job (whose starting rank is
+// a placeholder, often a dead rank's), by its DISTTRAIN_LAUNCH_ID, which disttrainrun
+// numbers after every rank of the job. The file is locked while written: a second writer
+// of one path (another job, another context) writes nothing rather than truncate it.
 #pragma once
 
 #include <chrono>
@@ -21,11 +27,17 @@ class Timeline {
 public:
     using Clock = std::chrono::steady_clock;
 
-    // Null when DISTTRAIN_TIMELINE is unset or this rank does not write. Throws
-    // DT_ERR_INVALID_CONFIG if the file cannot be created.
-    static std::unique_ptr<Timeline> open_from_env(int rank);
+    // This process's timeline per DISTTRAIN_TIMELINE: rank is its rank at the start,
+    // joiner whether it joins a running elastic job, launch_id its DISTTRAIN_LAUNCH_ID
+    // (-1: none). Null when the variable is unset, this process does not write, or
+    // another writer holds the file (then with a warning). Throws DT_ERR_INVALID_CONFIG
+    // if the file cannot be created.
+    static std::unique_ptr<Timeline> open_from_env(int rank, bool joiner, int64_t launch_id);
+    // A timeline at path whose events carry pid and whose process row is called label;
+    // null (with a warning) when another writer holds the file. Throws as above.
+    static std::unique_ptr<Timeline> open(const std::string &path, int64_t pid,
+                                          const std::string &label);
 
-    Timeline(const std::string &path, int rank);
     ~Timeline();
     Timeline(const Timeline &) = delete;
     Timeline &operator=(const Timeline &) = delete;
@@ -37,13 +49,14 @@ public:
     void marker(const char *what, Clock::time_point at, const std::string &args = "");
 
 private:
+    Timeline(int fd, int64_t pid, const std::string &label);
     int row(const std::string &name); // thread id of the operation's row; caller locks
     void append(const std::string &event); // caller locks
     int64_t micros(Clock::time_point t) const;
 
     std::mutex mutex_;
     int fd_ = -1;
-    int rank_;
+    int64_t pid_;
     off_t end_ = 0; // offset of the closing "]"
     bool first_ = true;
     Clock::time_point origin_;

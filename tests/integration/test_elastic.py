@@ -5,8 +5,10 @@ smaller job; rank 0's death loses nothing since disttrainrun serves the store; w
 --max-restarts a replacement joins when the ranks next poll for joiners; --min-np ends
 the job when too few ranks are left; with --host-discovery-script the job grows onto new
 slots; a rank killed during a re-form leaves the others re-formed or failed, never hung;
-a host cut off from the network (its own namespace) is lost like a dead rank. The
-recovery benchmark has a smoke run here. Each job has a hard timeout."""
+a host cut off from the network (its own namespace) is lost like a dead rank; each
+process's timeline keeps its whole history in a file of its own. The recovery benchmark
+has a smoke run here. Each job has a hard timeout."""
+import json
 import os
 import pathlib
 import re
@@ -76,6 +78,45 @@ def test_a_replacement_joins_and_the_job_ends_on_every_rank(disttrainrun, worker
     # then, else at a later step boundary (grew).
     joined = lines(r.stdout, r"^(grew|reformed) step=\d+ .*size=3")
     assert len(joined) == 2, r.stdout
+
+
+def test_each_process_keeps_its_whole_timeline_in_a_file_of_its_own(disttrainrun, worker,
+                                                                     tmp_path):
+    # Rank 0 dies at step 3 and a replacement joins. The survivors become ranks 0 and 1,
+    # and the replacement starts numbered 0: none of them may write the dead rank's file,
+    # and the survivors' files must keep what came before the re-form.
+    r = run([disttrainrun, "-np", "3", "--elastic", "--max-restarts", "1", worker, "60", "0"],
+            env={"DISTTRAIN_TIMEOUT": "30",
+                 "DISTTRAIN_TIMELINE": str(tmp_path / "tl.{rank}.json")}, timeout=90)
+    assert r.returncode == 0, r.stdout + r.stderr
+    # The replacement's file is named by its launch id, the first after the job's ranks.
+    names = sorted(p.name for p in tmp_path.iterdir())
+    assert names == [f"tl.{n}.json" for n in range(4)], names
+    traces = {n: json.loads((tmp_path / f"tl.{n}.json").read_text()) for n in range(4)}
+
+    def marks(n, what):
+        return [e for e in traces[n] if e["ph"] == "i" and e["name"] == what]
+
+    def steps(n):  # the worker's allreduces ("step"), each a row of its own
+        row = next(e["tid"] for e in traces[n]
+                   if e["name"] == "thread_name" and e["args"]["name"] == "step")
+        return [e for e in traces[n] if e["ph"] == "X" and e["tid"] == row
+                and e["name"] == "allreduce"]
+
+    for n, trace in traces.items():
+        assert {e["pid"] for e in trace} == {n}, trace
+    assert len(steps(0)) == 3 and not marks(0, "REFORM"), traces[0]  # steps 0-2, then died
+    for old_rank, new_rank in ((1, 0), (2, 1)):
+        reforms = marks(old_rank, "REFORM")
+        assert reforms and reforms[0]["args"]["rank"] == new_rank, traces[old_rank]
+        assert reforms[-1]["args"]["size"] == 3, reforms
+        before = [e for e in steps(old_rank) if e["ts"] < reforms[0]["ts"]]
+        after = [e for e in steps(old_rank) if e["ts"] > reforms[-1]["ts"]]
+        assert len(before) >= 3 and after, traces[old_rank]
+    joins = marks(3, "JOIN")
+    assert len(joins) == 1, traces[3]
+    assert (joins[0]["args"]["rank"], joins[0]["args"]["size"]) == (2, 3), joins
+    assert steps(3), traces[3]
 
 
 def test_below_min_np_the_job_stops(disttrainrun, worker):

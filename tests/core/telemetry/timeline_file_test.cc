@@ -1,0 +1,146 @@
+// SPDX-License-Identifier: Apache-2.0
+// The timeline's file: which file a process writes (its own, never another process's).
+#include "telemetry/timeline.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+#include <unistd.h>
+
+namespace {
+
+using dt::Timeline;
+
+std::string read_file(const std::string &path)
+{
+    std::ifstream in(path, std::ios::binary);
+    std::stringstream text;
+    text << in.rdbuf();
+    return text.str();
+}
+
+// The events of a trace as the timeline writes it: "[", then the events one a line with
+// a line "," between two, then "]". Fails the test on anything else (a cut event, no "]").
+std::vector<std::string> events_of(const std::string &text)
+{
+    std::vector<std::string> events;
+    std::istringstream in(text);
+    std::string line;
+    std::getline(in, line);
+    EXPECT_EQ(line, "[");
+    bool comma = false, closed = false;
+    while (std::getline(in, line)) {
+        EXPECT_FALSE(closed) << "text after the closing bracket: " << line;
+        if (line == "]") {
+            closed = true;
+        } else if (line == ",") {
+            EXPECT_FALSE(comma || events.empty()) << "a comma without an event before it";
+            comma = true;
+        } else {
+            EXPECT_TRUE(events.empty() || comma) << "no comma before " << line;
+            EXPECT_TRUE(line.front() == '{' && line.back() == '}') << "cut event: " << line;
+            events.push_back(line);
+            comma = false;
+        }
+    }
+    EXPECT_TRUE(closed && !comma) << "not closed after an event:\n" << text;
+    EXPECT_EQ(text.back(), ']') << "the file does not end with the bracket:\n" << text;
+    return events;
+}
+
+class TimelineFile : public testing::Test {
+protected:
+    void SetUp() override
+    {
+        char tmpl[] = "/tmp/timeline_file_test.XXXXXX";
+        ASSERT_NE(mkdtemp(tmpl), nullptr);
+        dir_ = tmpl;
+    }
+    void TearDown() override
+    {
+        unsetenv("DISTTRAIN_TIMELINE");
+        std::string rm = "rm -rf '" + dir_ + "'";
+        EXPECT_EQ(std::system(rm.c_str()), 0);
+    }
+    std::string dir_;
+};
+
+void mark(Timeline &timeline)
+{
+    timeline.marker("CYCLE", Timeline::Clock::now(), R"("ready":1)");
+}
+
+TEST_F(TimelineFile, ASecondWriterOfTheSameFileWritesNothingAndLeavesItWhole)
+{
+    const std::string path = dir_ + "/tl.json";
+    auto first = Timeline::open(path, 0, "rank 0");
+    ASSERT_NE(first, nullptr);
+    mark(*first);
+    const std::string before = read_file(path);
+
+    testing::internal::CaptureStderr();
+    auto second = Timeline::open(path, 1, "rank 1");
+    const std::string warnings = testing::internal::GetCapturedStderr();
+    EXPECT_EQ(second, nullptr);
+    EXPECT_NE(warnings.find("is being written by another process or context"),
+              std::string::npos) << warnings;
+    EXPECT_EQ(read_file(path), before);
+
+    mark(*first);
+    EXPECT_EQ(events_of(read_file(path)).size(), 4u);
+
+    // Once the first is done with it, the file is free to be written anew.
+    first.reset();
+    EXPECT_NE(Timeline::open(path, 1, "rank 1"), nullptr);
+    EXPECT_EQ(events_of(read_file(path)).size(), 2u);
+}
+
+TEST_F(TimelineFile, RankNamesTheFileOfAProcessThatStartsWithOne)
+{
+    setenv("DISTTRAIN_TIMELINE", (dir_ + "/tl.{rank}.json").c_str(), 1);
+    auto timeline = Timeline::open_from_env(2, false, 2);
+    ASSERT_NE(timeline, nullptr);
+    const std::string text = read_file(dir_ + "/tl.2.json");
+    EXPECT_NE(text.find(R"("pid":2,"args":{"name":"rank 2"})"), std::string::npos) << text;
+}
+
+TEST_F(TimelineFile, AJoinerNamesItsFileByItsLaunchIdNotTheRankItReplaces)
+{
+    // The rank it replaces wrote tl.0.json, which must keep that rank's history.
+    const std::string dead = dir_ + "/tl.0.json";
+    std::ofstream(dead) << "[\n{\"name\":\"the dead rank's\"}\n]";
+    setenv("DISTTRAIN_TIMELINE", (dir_ + "/tl.{rank}.json").c_str(), 1);
+    auto joiner = Timeline::open_from_env(0, true, 3);
+    ASSERT_NE(joiner, nullptr);
+    EXPECT_EQ(read_file(dead), "[\n{\"name\":\"the dead rank's\"}\n]");
+    const std::string text = read_file(dir_ + "/tl.3.json");
+    EXPECT_NE(text.find(R"("pid":3,"args":{"name":"joined, launch id 3"})"), std::string::npos)
+        << text;
+}
+
+TEST_F(TimelineFile, AJoinerWithoutALaunchIdWritesNothingAndSaysWhy)
+{
+    setenv("DISTTRAIN_TIMELINE", (dir_ + "/tl.{rank}.json").c_str(), 1);
+    testing::internal::CaptureStderr();
+    EXPECT_EQ(Timeline::open_from_env(1, true, -1), nullptr);
+    const std::string warnings = testing::internal::GetCapturedStderr();
+    EXPECT_NE(warnings.find("has no DISTTRAIN_LAUNCH_ID"), std::string::npos) << warnings;
+    EXPECT_NE(access((dir_ + "/tl.1.json").c_str(), F_OK), 0);
+}
+
+TEST_F(TimelineFile, OneFileForTheJobIsTheStartingRankZerosAlone)
+{
+    const std::string path = dir_ + "/tl.json";
+    setenv("DISTTRAIN_TIMELINE", path.c_str(), 1);
+    EXPECT_EQ(Timeline::open_from_env(1, false, 1), nullptr);
+    EXPECT_EQ(Timeline::open_from_env(0, true, 3), nullptr); // a joiner numbered 0 for now
+    EXPECT_NE(access(path.c_str(), F_OK), 0);
+    EXPECT_NE(Timeline::open_from_env(0, false, 0), nullptr);
+    EXPECT_EQ(events_of(read_file(path)).size(), 2u);
+}
+
+} // namespace

@@ -44,6 +44,29 @@ size_t utf8_sequence(const std::string &s, size_t i)
     return len;
 }
 
+// How much of a write reached the file, and errno where it stopped short (0: all of it).
+struct Written {
+    size_t bytes = 0;
+    int error = 0;
+};
+
+Written write_at(int fd, const std::string &text, off_t offset)
+{
+    Written w;
+    while (w.bytes < text.size()) {
+        ssize_t n = ::pwrite(fd, text.data() + w.bytes, text.size() - w.bytes,
+                             offset + static_cast<off_t>(w.bytes));
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0) { // a short write's retry tells why: ENOSPC, EFBIG
+            w.error = n < 0 ? errno : ENOSPC;
+            break;
+        }
+        w.bytes += static_cast<size_t>(n);
+    }
+    return w;
+}
+
 } // namespace
 
 std::string json_escape(const std::string &s)
@@ -125,18 +148,16 @@ std::unique_ptr<Timeline> Timeline::open(const std::string &path, int64_t pid,
     }
     // Any other lock failure (a file system without locks): written unlocked.
     static const std::string empty = "[\n]";
-    int error = ::ftruncate(fd, 0) != 0 || ::pwrite(fd, empty.data(), empty.size(), 0) < 0
-                    ? errno
-                    : 0;
+    int error = ::ftruncate(fd, 0) != 0 ? errno : write_at(fd, empty, 0).error;
     if (error != 0) {
         ::close(fd);
         cannot_write(error);
     }
-    return std::unique_ptr<Timeline>(new Timeline(fd, pid, label));
+    return std::unique_ptr<Timeline>(new Timeline(fd, path, pid, label));
 }
 
-Timeline::Timeline(int fd, int64_t pid, const std::string &label)
-    : fd_(fd), pid_(pid), end_(2), origin_(Clock::now())
+Timeline::Timeline(int fd, const std::string &path, int64_t pid, const std::string &label)
+    : fd_(fd), path_(path), pid_(pid), end_(2), origin_(Clock::now())
 {
     std::lock_guard lock(mutex_);
     append(cat(R"({"name":"process_name","ph":"M","pid":)", pid_, R"(,"args":{"name":")",
@@ -169,12 +190,30 @@ int Timeline::row(const std::string &name)
 
 void Timeline::append(const std::string &event)
 {
-    // One pwrite replaces the closing bracket with the event and a new bracket.
+    if (stopped_)
+        return;
+    // One write replaces the closing bracket with the event and a new bracket.
     std::string text = (first_ ? "" : ",\n") + event + "\n]";
+    Written w = write_at(fd_, text, end_);
+    if (w.error != 0)
+        return stop(w.error, w.bytes);
     first_ = false;
-    ssize_t written = ::pwrite(fd_, text.data(), text.size(), end_);
-    if (written == static_cast<ssize_t>(text.size()))
-        end_ += static_cast<off_t>(text.size()) - 1;
+    end_ += static_cast<off_t>(text.size()) - 1;
+    ++events_;
+}
+
+void Timeline::stop(int error, size_t written)
+{
+    stopped_ = true;
+    // Part of the event may be in the file: the closing bracket goes back in its place
+    // (inside what the file held before, so it takes no new space) and the rest is cut.
+    bool valid = written == 0 ||
+                 (write_at(fd_, "]", end_).error == 0 && ::ftruncate(fd_, end_ + 1) == 0);
+    DT_LOG(warn, "timeline", "DISTTRAIN_TIMELINE='", path_, "': the timeline stopped after ",
+           events_, " events, since writing the next failed: ", std::strerror(error),
+           valid ? "; the file holds those events as valid JSON"
+                 : "; the file could not be restored to valid JSON either",
+           " (free space, or give a path on a file system with room)");
 }
 
 void Timeline::phase(const std::string &name, const char *phase, Clock::time_point start,

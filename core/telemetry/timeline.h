@@ -3,7 +3,9 @@
 // row per named operation and its phases (negotiation wait, queue, copy into the fusion
 // buffer, the collective, copy out), plus cycle, fusion and re-form markers. The file is
 // a valid JSON array after every event: each write overwrites the closing "]" and appends
-// a new one, so a job killed at any moment leaves a readable trace.
+// a new one, so a job killed at any moment leaves a readable trace. A write that fails (a
+// full disk, a file size limit) is undone, the file keeps the events before it, and the
+// timeline stops with one warning.
 //
 // A context opens its process's file once, when it is created, and keeps it across
 // elastic re-forms (the rank and size each re-form gives are markers in it). Only rank 0
@@ -49,16 +51,20 @@ public:
     void marker(const char *what, Clock::time_point at, const std::string &args = "");
 
 private:
-    Timeline(int fd, int64_t pid, const std::string &label);
+    Timeline(int fd, const std::string &path, int64_t pid, const std::string &label);
     int row(const std::string &name); // thread id of the operation's row; caller locks
     void append(const std::string &event); // caller locks
+    void stop(int error, size_t written); // caller locks
     int64_t micros(Clock::time_point t) const;
 
     std::mutex mutex_;
     int fd_ = -1;
+    std::string path_;
     int64_t pid_;
     off_t end_ = 0; // offset of the closing "]"
     bool first_ = true;
+    bool stopped_ = false; // a write failed: nothing more is written
+    uint64_t events_ = 0;  // written so far
     Clock::time_point origin_;
     std::unordered_map<std::string, int> rows_;
 };

@@ -1,13 +1,16 @@
 // SPDX-License-Identifier: Apache-2.0
-// The timeline's file: which file a process writes (its own, never another process's).
+// The timeline's file: which file a process writes (its own, never another process's),
+// and that it stays a valid JSON array when a write fails.
 #include "telemetry/timeline.h"
 
 #include <gtest/gtest.h>
 
+#include <csignal>
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <sys/resource.h>
 #include <vector>
 #include <unistd.h>
 
@@ -52,6 +55,14 @@ std::vector<std::string> events_of(const std::string &text)
     return events;
 }
 
+size_t count(const std::string &text, const std::string &what)
+{
+    size_t n = 0;
+    for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1))
+        ++n;
+    return n;
+}
+
 class TimelineFile : public testing::Test {
 protected:
     void SetUp() override
@@ -72,6 +83,64 @@ protected:
 void mark(Timeline &timeline)
 {
     timeline.marker("CYCLE", Timeline::Clock::now(), R"("ready":1)");
+}
+
+// A file size limit on this process, with SIGXFSZ ignored so that a write past it fails
+// with EFBIG (or stops short) as on a full disk; both are restored at the end.
+class FileSizeLimit {
+public:
+    explicit FileSizeLimit(rlim_t bytes)
+    {
+        getrlimit(RLIMIT_FSIZE, &saved_);
+        old_handler_ = std::signal(SIGXFSZ, SIG_IGN);
+        rlimit limited = saved_;
+        limited.rlim_cur = bytes;
+        EXPECT_EQ(setrlimit(RLIMIT_FSIZE, &limited), 0);
+    }
+    ~FileSizeLimit()
+    {
+        setrlimit(RLIMIT_FSIZE, &saved_);
+        std::signal(SIGXFSZ, old_handler_);
+    }
+
+private:
+    rlimit saved_{};
+    void (*old_handler_)(int);
+};
+
+TEST_F(TimelineFile, AFailedWriteLeavesTheEventsBeforeAsValidJsonWarnsOnceAndStops)
+{
+    const std::string path = dir_ + "/tl.json";
+    auto timeline = Timeline::open(path, 0, "rank 0");
+    ASSERT_NE(timeline, nullptr);
+    mark(*timeline);
+    const size_t size = read_file(path).size();
+    mark(*timeline);
+    const size_t per_event = read_file(path).size() - size;
+    ASSERT_GT(per_event, 10u);
+
+    testing::internal::CaptureStderr();
+    {
+        // Room for one more event and half of the next: that one is cut short.
+        FileSizeLimit limit(size + 2 * per_event + per_event / 2);
+        for (int i = 0; i < 10; ++i)
+            mark(*timeline);
+    }
+    const std::string warnings = testing::internal::GetCapturedStderr();
+    const std::string text = read_file(path);
+    const auto events = events_of(text);
+    EXPECT_EQ(events.size(), 2u + 3u) << text; // the two names and three markers
+    EXPECT_EQ(count(warnings, "the timeline stopped after 5 events"), 1u) << warnings;
+    EXPECT_NE(warnings.find("File too large"), std::string::npos) << warnings;
+    EXPECT_NE(warnings.find("the file holds those events as valid JSON"), std::string::npos)
+        << warnings;
+
+    // Room again: nothing more is written after a failure.
+    testing::internal::CaptureStderr();
+    mark(*timeline);
+    timeline->phase("grad", "allreduce", Timeline::Clock::now(), Timeline::Clock::now());
+    EXPECT_EQ(testing::internal::GetCapturedStderr(), "");
+    EXPECT_EQ(read_file(path), text);
 }
 
 TEST_F(TimelineFile, ASecondWriterOfTheSameFileWritesNothingAndLeavesItWhole)

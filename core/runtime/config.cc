@@ -5,6 +5,7 @@
 #include "bootstrap/store.h"
 #include "runtime/env.h"
 #include "runtime/error.h"
+#include "runtime/store_listen.h"
 #include "telemetry/log.h"
 
 #include <algorithm>
@@ -93,17 +94,6 @@ bool mpi_without_store(ContextConfig &cfg)
     return mpi_only(cfg);
 }
 
-// Rank 0 binds all interfaces at the port of a launcher-given address unless the host is
-// a loopback one (a single-host job keeps its store off the network).
-std::string bind_address_for(const std::string &from, const std::string &addr)
-{
-    bootstrap::HostPort hp = bootstrap::parse_host_port(from, addr);
-    if (hp.host == "localhost" || hp.host == "::1" || hp.host.rfind("127.", 0) == 0)
-        return {};
-    bool v6 = hp.host.find(':') != std::string::npos;
-    return cat(v6 ? "[::]" : "0.0.0.0", ":", hp.port);
-}
-
 // torchrun gives no secret. TORCHELASTIC_RUN_ID is its --rdzv-id: a random UUID under
 // --standalone, otherwise whatever the user chose, and "none" by default. It is used as
 // the token only when it looks like a chosen unguessable id (16 characters or more, not
@@ -162,6 +152,7 @@ ContextConfig read_config(const dt_context_params_t *params)
     ContextConfig cfg;
     cfg.ranks = bootstrap::discover_ranks(params);
 
+    bool launcher_given = false; // the store address came from a launcher's variables
     if (has(params, DT_CONTEXT_PARAM_FIELD_STORE_ADDR) && params->store_addr != nullptr) {
         cfg.store_addr = params->store_addr;
         cfg.store_from = "dt_context_params_t.store_addr";
@@ -174,7 +165,7 @@ ContextConfig read_config(const dt_context_params_t *params)
         cfg.store_from = cfg.ranks.store_from;
         cfg.store_port_hint = cat(cfg.ranks.store_port_hint, ", or set DISTTRAIN_STORE_ADDR="
                                   "host:port with a free port on every rank");
-        cfg.store_bind = bind_address_for(cfg.store_from, cfg.store_addr);
+        launcher_given = true;
     }
     // Checked here, where its source is known: rank 0 binds it and the others connect to
     // it, and either would otherwise name it by its role only ("store bind address").
@@ -188,6 +179,13 @@ ContextConfig read_config(const dt_context_params_t *params)
             throw_error(DT_ERR_INVALID_CONFIG, "DISTTRAIN_STORE_SERVER='", *v,
                         "' is not known; use 'launcher' (disttrainrun serves the store) or "
                         "'rank0' (rank 0 serves it at DISTTRAIN_STORE_ADDR)");
+    }
+    if (cfg.ranks.rank == 0 && !cfg.launcher_serves_store && !cfg.store_addr.empty()) {
+        StoreListen listen = store_listen_address(cfg.store_from, cfg.store_addr, launcher_given,
+                                                  cfg.ranks.local_size, cfg.ranks.size);
+        cfg.store_bind = listen.bind;
+        if (!listen.why.empty())
+            DT_LOG(info, "config", listen.why);
     }
 
     if (has(params, DT_CONTEXT_PARAM_FIELD_JOB_TOKEN) && params->job_token != nullptr) {

@@ -24,8 +24,7 @@ struct ContextConfig {
     // What to change there when rank 0 cannot listen at store_addr, for messages.
     std::string store_port_hint = "give DISTTRAIN_STORE_ADDR a free port, the same on every rank";
     // Where rank 0's store listens when it is not store_addr itself: all interfaces at
-    // its port, for addresses a launcher gave (MASTER_ADDR, TF_CONFIG) that may name a
-    // service or alias this host cannot bind. Empty: store_addr.
+    // its port (runtime/store_listen.h says when). Empty: store_addr.
     std::string store_bind;
     bool launcher_serves_store = false; // DISTTRAIN_STORE_SERVER=launcher
     // Rank 0's store when it had to listen before its address could be published (Slurm

@@ -370,7 +370,7 @@ void Context::check_agreement()
     mine.api_major = DT_API_MAJOR;
     mine.api_minor = DT_API_MINOR;
     check_job_agreement(*store_, ns_, rank(), mine, time_left(),
-                        [this] { return token_refusals(); });
+                        [this] { return token_refusals() + store_listening(); });
 }
 
 std::string Context::token_refusals() const
@@ -386,6 +386,15 @@ std::string Context::token_refusals() const
                " that proved another job token (the last from ", refused.last_peer,
                "): a rank started with another ", cfg_.token_from,
                " cannot join, so give every rank the same one");
+}
+
+std::string Context::store_listening() const
+{
+    if (!store_server_)
+        return {};
+    const std::string &at = cfg_.store_bind.empty() ? store_server_->address() : cfg_.store_bind;
+    return cat("; this rank serves the store at ", at, " for ", cfg_.store_from, "='",
+               cfg_.store_addr, "'");
 }
 
 std::chrono::milliseconds Context::time_left() const

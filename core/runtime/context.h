@@ -78,6 +78,9 @@ private:
     // Rank 0: the connections its store refused for another token, for the message
     // naming a rank that never arrived ("" when none).
     std::string token_refusals() const;
+    // Rank 0 serving the store: where it listens, for the same message, since a store the
+    // other hosts cannot reach looks to rank 0 like ranks that never started.
+    std::string store_listening() const;
     void open_transport();
     // What to add to the error of a transport that failed to start (own): the reason
     // the first rank gave it up for, or why the store failed under it. Leaves this

@@ -212,9 +212,14 @@ void check_job_agreement(bootstrap::StoreClient &store, const std::string &prefi
             wait_for(timeout.count() > 0 ? std::max(left, std::chrono::milliseconds(0))
                                          : timeout));
         if (!published) {
-            std::string why = cat("rank ", r, " of ", mine.size, " did not reach "
-                                  "dt_context_create within ", timeout.count() / 1000.0,
-                                  " s (DISTTRAIN_TIMEOUT); ranks 0..", r - 1, " did",
+            // All rank 0 knows is that rank r wrote nothing here: it may not have started,
+            // or it may be up and unable to reach the store.
+            std::string why = cat("rank ", r, " of ", mine.size, " did not reach the "
+                                  "rendezvous store within ", timeout.count() / 1000.0,
+                                  " s (DISTTRAIN_TIMEOUT); ranks 0..", r - 1, " did. Check "
+                                  "that rank ", r, " was started with the same store address, "
+                                  "token and DISTTRAIN_JOB_ID, and that the store's address is "
+                                  "reachable from its host",
                                   missing_hint ? missing_hint() : std::string());
             publish_failure(store, prefix, "fail\ntimeout:" + why, r - 1, mine.size - 1);
             throw_error(DT_ERR_TIMEOUT, why);

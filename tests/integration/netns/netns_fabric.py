@@ -6,9 +6,14 @@ plus a hub namespace holding the bridge, so nothing touches the machine's own ne
 traffic only flows between these namespaces. Names carry the pid and a counter, so
 parallel runs never collide; close() (or the with-block) deletes every namespace it made,
 which also removes their interfaces, even when a step failed half-way.
+
+hosts_file(i, text) gives host i an /etc/hosts of its own (`ip netns exec` mounts
+/etc/netns/<name>/hosts over /etc/hosts), so that one name resolves differently per host;
+close() removes those too.
 """
 import itertools
 import os
+import pathlib
 import shutil
 import subprocess
 
@@ -44,6 +49,7 @@ class Fabric:
         self.hub = f"dthub{self.tag}"
         self.names = [f"dth{self.tag}n{i}" for i in range(hosts)]
         self.made = []
+        self.etc_dirs = []
         try:
             self._build()
         except BaseException:
@@ -75,6 +81,13 @@ class Fabric:
         """Command prefix that runs a program on host i."""
         return ["ip", "netns", "exec", self.names[i]]
 
+    def hosts_file(self, i, text):
+        """Host i resolves names through text (an /etc/hosts) instead of the machine's."""
+        folder = pathlib.Path("/etc/netns") / self.names[i]
+        folder.mkdir(parents=True, exist_ok=True)
+        self.etc_dirs.append(folder)
+        (folder / "hosts").write_text(text)
+
     def cut(self, i):
         """Takes host i's link down, from inside its namespace: its packets go nowhere."""
         _ip("-n", self.names[i], "link", "set", "eth0", "down")
@@ -83,6 +96,9 @@ class Fabric:
         for name in reversed(self.made):
             _ip("netns", "del", name, check=False)
         self.made = []
+        for folder in self.etc_dirs:
+            shutil.rmtree(folder, ignore_errors=True)
+        self.etc_dirs = []
 
     def __enter__(self):
         return self

@@ -4,6 +4,7 @@ rank 0 serving the store at 10.77.0.1, with tcp and ucx (ucx over its tcp transp
 eth0, so shared memory cannot bypass the network). Checks allreduce results, then takes
 one host's link down mid-run and checks that every rank fails with a clear error within
 the timeout instead of hanging. Skipped where namespaces cannot be made.
+Also a job whose store is named by a host name that is loopback on rank 0's host only.
 """
 import os
 import pathlib
@@ -20,6 +21,9 @@ from netns_fabric import Fabric, Unavailable, probe
 HOSTS = 3
 TIMEOUT_S = 6       # DISTTRAIN_TIMEOUT of the cut-link job: how long a silent peer is waited for
 SLOW_TIMEOUT_S = 60 # DISTTRAIN_TIMEOUT of the plain job: a loaded machine is no failure
+# DISTTRAIN_TIMEOUT of jobs whose ranks may never meet: ample to meet on a loaded machine,
+# short enough that a job that cannot fails the test soon.
+MEET_TIMEOUT_S = 30
 JOB_LIMIT_S = 120   # hard limit on any rank of any job here
 
 
@@ -42,14 +46,14 @@ def plugin_built(transport):
             f"libdt-transport-{transport}.so").exists()
 
 
-def rank_env(fabric, rank, transport, port, token, timeout_s):
+def rank_env(fabric, rank, transport, port, token, timeout_s, store_host=None):
     env = {k: v for k, v in os.environ.items()
            if not k.startswith(("DISTTRAIN_", "OMPI_", "PMI_", "PMIX_", "SLURM_", "UCX_"))}
     env.update({
         "DISTTRAIN_RANK": str(rank), "DISTTRAIN_SIZE": str(HOSTS),
         # One rank per "host": no shared memory between them.
         "DISTTRAIN_LOCAL_RANK": "0", "DISTTRAIN_LOCAL_SIZE": "1", "DISTTRAIN_SHM": "0",
-        "DISTTRAIN_STORE_ADDR": f"{fabric.address(0)}:{port}",
+        "DISTTRAIN_STORE_ADDR": f"{store_host or fabric.address(0)}:{port}",
         "DISTTRAIN_STORE_SERVER": "rank0", "DISTTRAIN_JOB_TOKEN": token,
         "DISTTRAIN_TRANSPORT": transport,
         "DISTTRAIN_PLUGIN_PATH": str(BUILD / "plugins" / "transport" / transport),
@@ -65,7 +69,7 @@ def rank_env(fabric, rank, transport, port, token, timeout_s):
 class Job:
     """The ranks of one job, each in its namespace, output to files in tmp."""
 
-    def __init__(self, fabric, transport, args, tmp, timeout_s):
+    def __init__(self, fabric, transport, args, tmp, timeout_s, store_host=None):
         worker = build_path("tests", "integration", "dt_worker")
         port = random.randint(20000, 60000)
         token = secrets.token_hex(32)
@@ -76,8 +80,8 @@ class Job:
             with open(err, "w") as ef, open(pathlib.Path(tmp) / f"rank{rank}.out", "w") as of:
                 self.procs.append(subprocess.Popen(
                     fabric.exec_prefix(rank) + [str(worker), *map(str, args)],
-                    env=rank_env(fabric, rank, transport, port, token, timeout_s), stdout=of,
-                    stderr=ef))
+                    env=rank_env(fabric, rank, transport, port, token, timeout_s, store_host),
+                    stdout=of, stderr=ef))
         self.tmp = pathlib.Path(tmp)
 
     def stderr(self, rank):
@@ -126,6 +130,30 @@ def test_allreduce_across_hosts(fabric, transport, tmp_path):
         assert "allreduce ok count=300000 iterations=10" in job.stdout(rank), job.report()
     # Rank 0 served the store on its own address, reached by the others through the bridge.
     assert f"serves the rendezvous store at {fabric.address(0)}:" in job.stderr(0), job.report()
+
+
+def test_store_named_by_a_host_that_is_loopback_on_rank0s_own_host(fabric, tmp_path):
+    """Every rank is given the store as node0:PORT. On node0 itself the name is 127.0.1.1,
+    as Debian's /etc/hosts maps a host's own name; elsewhere it is node0's network address.
+    Rank 0 must still serve the other hosts, and say why it listens on every interface."""
+    if not plugin_built("tcp"):
+        pytest.skip("transport 'tcp' was not built")
+    fabric.hosts_file(0, "127.0.0.1 localhost\n127.0.1.1 node0\n")
+    for i in range(1, HOSTS):
+        fabric.hosts_file(i, f"127.0.0.1 localhost\n{fabric.address(0)} node0\n")
+    job = Job(fabric, "tcp", ["allreduce", 1000, 3], tmp_path, MEET_TIMEOUT_S,
+              store_host="node0")
+    try:
+        codes = job.wait_all(JOB_LIMIT_S)
+    finally:
+        job.kill()
+    assert codes == [0] * HOSTS, f"exit codes {codes}\n{job.report()}"
+    for rank in range(HOSTS):
+        assert "allreduce ok count=1000 iterations=3" in job.stdout(rank), job.report()
+    assert "DISTTRAIN_STORE_ADDR='node0:" in job.stderr(0), job.report()
+    assert "' resolves to 127.0.1.1 on this host, a loopback address" in job.stderr(0), \
+        job.report()
+    assert "rank 0 serves the store on every interface at port" in job.stderr(0), job.report()
 
 
 @pytest.mark.parametrize("transport", TRANSPORTS)

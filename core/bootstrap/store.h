@@ -92,6 +92,10 @@ public:
     void wait(const std::vector<std::string> &keys, Millis timeout);
 
     const std::string &address() const;
+    // The numeric "ip:port" ("[ip6]:port") of the store connection last made, which is
+    // address() as this host resolved it; empty before the first connection. Never waits
+    // for a call in flight.
+    std::string peer_address() const;
     // Why the last call could not reach the store (it closed, refused or fell silent),
     // until a call reaches it again.
     std::optional<std::string> lost() const;

@@ -88,6 +88,10 @@ struct StoreClient::Impl {
     bool answered = false;
     // Why the last call could not reach the store; cleared by the next call that does.
     std::optional<std::string> lost;
+    // The numeric address of the last connection made; a mutex of its own, since mu is
+    // held for as long as a call waits on the store.
+    mutable std::mutex peer_mu;
+    std::string peer;
 
     Impl(std::string addr, std::string from, Auth a, Millis t, std::string served)
         : address(std::move(addr)), address_from(std::move(from)), auth(std::move(a)),
@@ -143,9 +147,12 @@ Fd StoreClient::Impl::connect(const Deadline &call_deadline, const std::string &
             }
             HandshakeResult hs = client_handshake(s.get(), auth, deadline);
             switch (hs.outcome) {
-            case Handshake::ok:
+            case Handshake::ok: {
                 answered = true;
+                std::lock_guard peer_lock(peer_mu);
+                peer = format_sockaddr(sa.get(), sa.len);
                 return s;
+            }
             case Handshake::refused:
                 throw_error(DT_ERR_AUTH, "the rendezvous store at ", address,
                             " refused this process's job token; every rank must have the "
@@ -268,6 +275,12 @@ StoreClient::~StoreClient() = default;
 const std::string &StoreClient::address() const
 {
     return impl_->address;
+}
+
+std::string StoreClient::peer_address() const
+{
+    std::lock_guard lock(impl_->peer_mu);
+    return impl_->peer;
 }
 
 std::optional<std::string> StoreClient::lost() const

@@ -43,9 +43,11 @@ int32_t no_verify(void *, const void *, size_t, const uint8_t[32])
 
 int32_t no_random(void *, void *, size_t) { return DTP_ERR_UNSUPPORTED; }
 
+int32_t no_store_address(void *, char *, size_t, size_t *) { return DTP_ERR_UNSUPPORTED; }
+
 const dt_host_services_t kServices = {
     sizeof(dt_host_services_t), DT_HOST_SERVICES_VERSION, host_log, host_set_error,
-    no_store_set, no_store_get, no_sign, no_verify, no_random,
+    no_store_set, no_store_get, no_sign, no_verify, no_random, no_store_address,
 };
 
 } // namespace

@@ -117,9 +117,28 @@ int32_t host_random_bytes(void *, void *buf, size_t len)
     return guarded([&] { bootstrap::Auth::random_bytes(buf, len); });
 }
 
+int32_t host_store_address(void *host, char *buf, size_t cap, size_t *len)
+{
+    return guarded([&] {
+        HostBridge *b = bridge(host);
+        if (b == nullptr || len == nullptr || (buf == nullptr && cap > 0))
+            throw_error(DT_ERR_INVALID_ARGUMENT, "store_address: no host, len or buf");
+        std::string addr = b->store != nullptr ? b->store->peer_address() : std::string();
+        if (addr.empty())
+            throw_error(DT_ERR_STORE, "store_address: this context has not reached its "
+                        "rendezvous store yet");
+        *len = addr.size();
+        if (cap <= addr.size())
+            throw_error(DT_ERR_INVALID_ARGUMENT, "store_address: the store's address '",
+                        addr, "' needs ", addr.size() + 1, " bytes, the buffer has ", cap);
+        std::memcpy(buf, addr.c_str(), addr.size() + 1);
+    });
+}
+
 const dt_host_services_t kServices = {
     sizeof(dt_host_services_t), DT_HOST_SERVICES_VERSION, host_log, host_set_error,
     host_store_set, host_store_get, host_auth_sign, host_auth_verify, host_random_bytes,
+    host_store_address,
 };
 
 } // namespace

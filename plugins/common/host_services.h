@@ -54,6 +54,18 @@ public:
         return rc;
     }
 
+    // The numeric "ip:port" at which this process reaches the rendezvous store; empty
+    // where the core does not offer it (an older core's shorter table) or has none yet.
+    std::string store_address() const {
+        if (!s_.store_address) return {};
+        char buf[128] = {};
+        size_t len = 0;
+        if (s_.store_address(host_, buf, sizeof(buf), &len) != DTP_OK || len >= sizeof(buf)) {
+            return {};
+        }
+        return std::string(buf, len);
+    }
+
 protected:
     const dt_host_services_t &services() const { return s_; }
     void *host() const { return host_; }

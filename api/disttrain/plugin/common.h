@@ -116,6 +116,19 @@ typedef struct dt_host_services {
 
     /** Fills buf with len cryptographically secure random bytes. */
     int32_t (*random_bytes)(void *host, void *buf, size_t len);
+
+    /* Appended after the first release: NULL where the core's struct_size does not cover
+     * it (an older core), so a plugin must check it before the call. */
+
+    /** Writes the numeric address at which this process reaches the job's rendezvous
+     *  store ("192.0.2.1:29500", "[2001:db8::1]:29500"; for a job on one host often a
+     *  loopback one), NUL-terminated, into buf and its length without the NUL to *len.
+     *  DTP_ERR_INVALID_ARGUMENT when cap is too small (*len still says how long it is);
+     *  DTP_ERR_STORE when the context has not reached its store; DTP_ERR_UNSUPPORTED
+     *  where the host lends no store (to compute plugins). A transport that picks a
+     *  network interface uses it to find the one the kernel routes towards the store's
+     *  host. Does not block. */
+    int32_t (*store_address)(void *host, char *buf, size_t cap, size_t *len);
 } dt_host_services_t;
 
 /** Version of the negotiation structs below; they are not versioned with the ops tables. */

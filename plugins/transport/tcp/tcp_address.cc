@@ -1,12 +1,12 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "tcp_address.h"
 
+#include "tcp_default_address.h"
 #include "tcp_error.h"
 #include "tcp_socket.h"
 
 #include <arpa/inet.h>
 #include <ifaddrs.h>
-#include <net/if.h>
 #include <netinet/in.h>
 
 #include <cstdlib>
@@ -76,24 +76,12 @@ SockAddr from_interface(const std::string &ifname) {
                        "; available: " + describe_interfaces());
 }
 
-SockAddr first_external_ipv4() {
-    IfAddrs list = get_ifaddrs();
-    for (const ifaddrs *ifa = list.get(); ifa != nullptr; ifa = ifa->ifa_next) {
-        if (ifa->ifa_addr == nullptr || ifa->ifa_addr->sa_family != AF_INET) continue;
-        if ((ifa->ifa_flags & IFF_UP) == 0 || (ifa->ifa_flags & IFF_LOOPBACK) != 0) continue;
-        return from_ifaddr(ifa->ifa_addr);
-    }
-    throw TcpError(DTP_ERR_INVALID_CONFIG,
-                   "tcp: ranks run on several hosts but no non-loopback IPv4 interface is up; "
-                   "set DISTTRAIN_TCP_IFNAME or DISTTRAIN_TCP_ADDR (available: " +
-                       describe_interfaces() + ")");
-}
-
 } // namespace
 
 std::string SockAddr::str() const { return format_sockaddr(sa(), len); }
 
-SockAddr choose_bind_address(const Config &config, int size, int local_size) {
+AddressChoice choose_bind_address(const Config &config, int size, int local_size,
+                                  const std::string &store) {
     if (!config.addr.empty()) {
         SockAddr a;
         if (!parse_ip(config.addr, &a)) {
@@ -103,15 +91,18 @@ SockAddr choose_bind_address(const Config &config, int size, int local_size) {
                                "this host (available: " +
                                describe_interfaces() + ") or unset it");
         }
-        return a;
+        return {a, "DISTTRAIN_TCP_ADDR"};
     }
-    if (!config.ifname.empty()) return from_interface(config.ifname);
+    if (!config.ifname.empty()) {
+        return {from_interface(config.ifname),
+                "the first address of DISTTRAIN_TCP_IFNAME=" + config.ifname};
+    }
     if (local_size == size) {
         SockAddr a;
         parse_ip("127.0.0.1", &a);
-        return a;
+        return {a, "every rank runs on this host"};
     }
-    return first_external_ipv4();
+    return default_address(store);
 }
 
 bool parse_endpoint(const std::string &text, SockAddr *out) {

@@ -6,8 +6,10 @@
 //   2. DISTTRAIN_TCP_IFNAME: the first IPv4 address of that interface (else its IPv6);
 //   3. all ranks on one host (local_size == size): 127.0.0.1, which needs no network and
 //      is the fastest path the kernel has;
-//   4. otherwise the first non-loopback IPv4 address of an interface that is up, in
-//      getifaddrs order. Hosts with several networks should set one of the variables.
+//   4. otherwise the address this host reaches the rendezvous store's host from, else the
+//      first non-loopback IPv4 address of an interface that is up, container and VM
+//      bridges last (tcp_default_address.h). Hosts with several networks whose store
+//      sits on another network than the ranks' traffic should set one of the variables.
 #pragma once
 
 #include "tcp_config.h"
@@ -27,9 +29,14 @@ struct SockAddr {
     std::string str() const;
 };
 
-// The address to bind (port 0). Throws TcpError(DTP_ERR_INVALID_CONFIG) with the list
-// of this host's interfaces when the configured address or interface is unusable.
-SockAddr choose_bind_address(const Config &config, int size, int local_size);
+struct AddressChoice;
+
+// The address to bind (port 0), and what chose it. store: the numeric "ip:port" at which
+// this rank reaches the rendezvous store ("" when unknown). Throws
+// TcpError(DTP_ERR_INVALID_CONFIG) with the list of this host's interfaces when the
+// configured address or interface is unusable.
+AddressChoice choose_bind_address(const Config &config, int size, int local_size,
+                                  const std::string &store);
 
 // Parses "ip:port" or "[ip6]:port" as published by a peer; false when malformed.
 bool parse_endpoint(const std::string &text, SockAddr *out);

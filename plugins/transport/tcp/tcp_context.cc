@@ -2,6 +2,7 @@
 #include "tcp_context.h"
 
 #include "tcp_address.h"
+#include "tcp_default_address.h"
 #include "tcp_error.h"
 #include "tcp_request.h"
 
@@ -26,12 +27,17 @@ Context::Context(const dt_transport_init_args_t &args)
     : host_(args.host, args.services), config_(Config::from_env()), rank_(args.rank),
       size_(args.size), self_(host_, args.rank) {
     // Checked even for one rank, so a typo fails in a small test as it would at scale.
-    SockAddr bind_addr = choose_bind_address(config_, args.size, args.local_size);
+    AddressChoice choice = choose_bind_address(config_, args.size, args.local_size,
+                                               host_.store_address());
+    const SockAddr &bind_addr = choice.addr;
     epoll_ = Fd(::epoll_create1(EPOLL_CLOEXEC));
     if (!epoll_.valid()) throw_errno(DTP_ERR_TRANSPORT, "tcp: epoll_create1 failed");
     peers_.resize(static_cast<size_t>(size_));
     if (size_ == 1) return;
     mesh_ = std::make_unique<Mesh>(host_, config_, rank_, size_, bind_addr, epoll_.get());
+    // Which network the job's traffic takes is the first thing to check when peers do not
+    // connect, so it is said with the reason.
+    host_.log(DT_LOG_INFO, "listening on " + mesh_->listen_addr() + ": " + choice.why);
     connect_mesh(args.timeout_ms);
     host_.log(DT_LOG_DEBUG, "connected to all " + std::to_string(size_ - 1) +
                                 " peers; listening on " + mesh_->listen_addr());

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 // The host services this plugin calls (plugins/common/host_services.h): log, set_error,
 // the store (listening addresses) and the job token's signatures and random bytes (the
-// handshake that authenticates every connection).
+// handshake that authenticates every connection); and, where the core offers it (it is
+// optional), the store's address, towards which the default listening address is chosen.
 #pragma once
 
 #include <host_services.h>

@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cstddef>
 #include <future>
 
 namespace dt {
@@ -50,6 +51,29 @@ TEST_F(HostStore, AZeroWaitLooksOnce)
             other.set("plugin/" + key, "late");
         EXPECT_EQ(looked.get(), DTP_ERR_TIMEOUT) << (choosing ? "while choosing" : "plain");
     }
+}
+
+// A transport picks its network by the route towards the store's host, so the service
+// gives the numeric address this process reached, not the name it was given.
+TEST_F(HostStore, TheStoreAddressIsTheNumericOneThisProcessReached)
+{
+    std::string port = server.address().substr(server.address().rfind(':') + 1);
+    bootstrap::StoreClient by_name{"localhost:" + port, auth, 10000ms};
+    EXPECT_EQ(by_name.peer_address(), "127.0.0.1:" + port) << "the server listens on IPv4";
+    HostBridge bridge(&by_name, &auth, "plugin/", 10000ms);
+    const dt_host_services_t *s = HostBridge::services();
+    ASSERT_GE(s->struct_size, offsetof(dt_host_services_t, store_address) + sizeof(void *));
+    ASSERT_NE(s->store_address, nullptr);
+    char buf[64];
+    size_t len = 0;
+    ASSERT_EQ(s->store_address(bridge.host(), buf, sizeof buf, &len), DTP_OK);
+    EXPECT_EQ(std::string(buf), "127.0.0.1:" + port);
+    EXPECT_EQ(len, std::string(buf).size());
+    // Too small a buffer is refused, and says how long the address is.
+    EXPECT_EQ(s->store_address(bridge.host(), buf, 4, &len), DTP_ERR_INVALID_ARGUMENT);
+    EXPECT_EQ(len, std::string("127.0.0.1:" + port).size());
+    HostBridge no_store(nullptr, &auth, "plugin/", 10000ms);
+    EXPECT_EQ(s->store_address(no_store.host(), buf, sizeof buf, &len), DTP_ERR_STORE);
 }
 
 } // namespace

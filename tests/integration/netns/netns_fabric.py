@@ -7,6 +7,9 @@ traffic only flows between these namespaces. Names carry the pid and a counter, 
 parallel runs never collide; close() (or the with-block) deletes every namespace it made,
 which also removes their interfaces, even when a step failed half-way.
 
+Fabric(n, decoy_bridge=True) also gives every host a bridge docker0 at 172.17.0.1/16, up
+and listed before eth0, as on hosts that run Docker: an address only that host can use.
+
 hosts_file(i, text) gives host i an /etc/hosts of its own (`ip netns exec` mounts
 /etc/netns/<name>/hosts over /etc/hosts), so that one name resolves differently per host;
 close() removes those too.
@@ -44,7 +47,8 @@ def probe():
 
 
 class Fabric:
-    def __init__(self, hosts):
+    def __init__(self, hosts, decoy_bridge=False):
+        self.decoy_bridge = decoy_bridge
         self.tag = f"{os.getpid() % 100000}x{next(_counter)}"
         self.hub = f"dthub{self.tag}"
         self.names = [f"dth{self.tag}n{i}" for i in range(hosts)]
@@ -70,6 +74,12 @@ class Fabric:
         _ip("-n", self.hub, "link", "set", "br0", "up")
         for i, ns in enumerate(self.names):
             self._add_ns(ns)
+            if self.decoy_bridge:
+                # Made first, so that its index, and its place in every listing, comes
+                # before eth0's.
+                _ip("-n", ns, "link", "add", "docker0", "type", "bridge")
+                _ip("-n", ns, "addr", "add", "172.17.0.1/16", "dev", "docker0")
+                _ip("-n", ns, "link", "set", "docker0", "up")
             # The hub end stays in the hub; the other end goes straight into the host.
             _ip("-n", self.hub, "link", "add", f"v{i}", "type", "veth", "peer", "name",
                 "eth0", "netns", ns)

@@ -4,7 +4,8 @@ rank 0 serving the store at 10.77.0.1, with tcp and ucx (ucx over its tcp transp
 eth0, so shared memory cannot bypass the network). Checks allreduce results, then takes
 one host's link down mid-run and checks that every rank fails with a clear error within
 the timeout instead of hanging. Skipped where namespaces cannot be made.
-Also a job whose store is named by a host name that is loopback on rank 0's host only.
+Also jobs that meet where hosts differ: the store's name is loopback on rank 0's host only;
+every host lists a container bridge before eth0 and tcp is given no address.
 """
 import os
 import pathlib
@@ -46,7 +47,7 @@ def plugin_built(transport):
             f"libdt-transport-{transport}.so").exists()
 
 
-def rank_env(fabric, rank, transport, port, token, timeout_s, store_host=None):
+def rank_env(fabric, rank, transport, port, token, timeout_s, store_host=None, tcp_addr=True):
     env = {k: v for k, v in os.environ.items()
            if not k.startswith(("DISTTRAIN_", "OMPI_", "PMI_", "PMIX_", "SLURM_", "UCX_"))}
     env.update({
@@ -57,19 +58,21 @@ def rank_env(fabric, rank, transport, port, token, timeout_s, store_host=None):
         "DISTTRAIN_STORE_SERVER": "rank0", "DISTTRAIN_JOB_TOKEN": token,
         "DISTTRAIN_TRANSPORT": transport,
         "DISTTRAIN_PLUGIN_PATH": str(BUILD / "plugins" / "transport" / transport),
-        "DISTTRAIN_TCP_ADDR": fabric.address(rank),
         "DISTTRAIN_TIMEOUT": str(timeout_s), "DISTTRAIN_LOG_LEVEL": "info",
         # The namespaces share one kernel, so UCX would take them for one host: only its
         # tcp transport on eth0 crosses the bridge, and peer failure handling stays on.
         "UCX_TLS": "tcp", "UCX_NET_DEVICES": "eth0", "DISTTRAIN_UCX_ERR_HANDLING": "peer",
     })
+    if tcp_addr:
+        env["DISTTRAIN_TCP_ADDR"] = fabric.address(rank)
     return env
 
 
 class Job:
     """The ranks of one job, each in its namespace, output to files in tmp."""
 
-    def __init__(self, fabric, transport, args, tmp, timeout_s, store_host=None):
+    def __init__(self, fabric, transport, args, tmp, timeout_s, store_host=None,
+                 tcp_addr=True):
         worker = build_path("tests", "integration", "dt_worker")
         port = random.randint(20000, 60000)
         token = secrets.token_hex(32)
@@ -80,7 +83,8 @@ class Job:
             with open(err, "w") as ef, open(pathlib.Path(tmp) / f"rank{rank}.out", "w") as of:
                 self.procs.append(subprocess.Popen(
                     fabric.exec_prefix(rank) + [str(worker), *map(str, args)],
-                    env=rank_env(fabric, rank, transport, port, token, timeout_s, store_host),
+                    env=rank_env(fabric, rank, transport, port, token, timeout_s, store_host,
+                                 tcp_addr),
                     stdout=of, stderr=ef))
         self.tmp = pathlib.Path(tmp)
 
@@ -154,6 +158,33 @@ def test_store_named_by_a_host_that_is_loopback_on_rank0s_own_host(fabric, tmp_p
     assert "' resolves to 127.0.1.1 on this host, a loopback address" in job.stderr(0), \
         job.report()
     assert "rank 0 serves the store on every interface at port" in job.stderr(0), job.report()
+
+
+def test_tcp_listens_towards_the_store_not_on_a_container_bridge_listed_first(usable,
+                                                                             tmp_path):
+    """Every host has docker0 (172.17.0.1, up, as on every host that runs Docker) listed
+    before eth0, and no DISTTRAIN_TCP_ADDR or DISTTRAIN_TCP_IFNAME: a rank that listened on
+    the first interface would be unreachable. Each must listen on the address its host
+    reaches the store's host from, and say so."""
+    if not plugin_built("tcp"):
+        pytest.skip("transport 'tcp' was not built")
+    with Fabric(HOSTS, decoy_bridge=True) as fabric:
+        for i in range(HOSTS):
+            listing = subprocess.run(["ip", "-n", fabric.names[i], "-o", "-4", "addr", "show"],
+                                     capture_output=True, text=True, timeout=30).stdout
+            assert listing.index(" docker0 ") < listing.index(" eth0 "), listing
+        job = Job(fabric, "tcp", ["allreduce", 1000, 3], tmp_path, MEET_TIMEOUT_S,
+                  tcp_addr=False)
+        try:
+            codes = job.wait_all(JOB_LIMIT_S)
+        finally:
+            job.kill()
+    assert codes == [0] * HOSTS, f"exit codes {codes}\n{job.report()}"
+    for rank in range(HOSTS):
+        assert "allreduce ok count=1000 iterations=3" in job.stdout(rank), job.report()
+        assert (f"tcp: listening on {fabric.address(rank)}:" in job.stderr(rank) and
+                f"the address this host reaches the rendezvous store at {fabric.address(0)}:"
+                in job.stderr(rank)), job.report()
 
 
 @pytest.mark.parametrize("transport", TRANSPORTS)

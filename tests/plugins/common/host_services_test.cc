@@ -116,6 +116,27 @@ TEST(HostServices, AnOlderCoresShorterTableLeavesWhatItLacksUnset)
     EXPECT_EQ(host.services().struct_size, s.struct_size);
 }
 
+TEST(HostServices, TheStoreAddressComesFromACoreThatOffersItAndIsEmptyOtherwise)
+{
+    FakeCore c;
+    dt_host_services_t s = fake_services();
+    s.store_address = [](void *, char *buf, size_t cap, size_t *len) -> int32_t {
+        const char addr[] = "10.77.9.1:29500";
+        *len = sizeof(addr) - 1;
+        if (cap < sizeof(addr)) return DTP_ERR_INVALID_ARGUMENT;
+        std::memcpy(buf, addr, sizeof(addr));
+        return DTP_OK;
+    };
+    EXPECT_EQ(Host("test", &c, &s).store_address(), "10.77.9.1:29500");
+    // A core from before the service: its table ends before it.
+    s.struct_size = offsetof(dt_host_services_t, store_address);
+    EXPECT_EQ(Host("test", &c, &s).store_address(), "");
+    // A core that has not reached its store says so.
+    s = fake_services();
+    s.store_address = [](void *, char *, size_t, size_t *) -> int32_t { return DTP_ERR_STORE; };
+    EXPECT_EQ(Host("test", &c, &s).store_address(), "");
+}
+
 TEST(HostServices, NoTableAtAllLeavesEveryFunctionUnset)
 {
     Host host("test", nullptr, nullptr);

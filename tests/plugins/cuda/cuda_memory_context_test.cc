@@ -35,7 +35,7 @@ void set_error(void *, const char *message) { g_error = message; }
 
 const dt_host_services_t kServices = {
     sizeof(dt_host_services_t), DT_HOST_SERVICES_VERSION, nullptr, set_error,
-    nullptr, nullptr, nullptr, nullptr, nullptr,
+    nullptr, nullptr, nullptr, nullptr, nullptr, nullptr,
 };
 
 class Plugin {

@@ -41,7 +41,7 @@ void log_line(void *, int, const char *, const char *message)
 
 const dt_host_services_t kServices = {
     sizeof(dt_host_services_t), DT_HOST_SERVICES_VERSION, log_line, set_error,
-    nullptr, nullptr, nullptr, nullptr, nullptr,
+    nullptr, nullptr, nullptr, nullptr, nullptr, nullptr,
 };
 
 struct Provider {

@@ -52,7 +52,7 @@ void set_error_fn(void *, const char *message) { g_error = message; }
 
 const dt_host_services_t kServices = {
     sizeof(dt_host_services_t), DT_HOST_SERVICES_VERSION, log_fn, set_error_fn,
-    nullptr, nullptr, nullptr, nullptr, nullptr};
+    nullptr, nullptr, nullptr, nullptr, nullptr, nullptr};
 
 const dt_transport_v3_t *g_ops = nullptr;
 void *g_t = nullptr;

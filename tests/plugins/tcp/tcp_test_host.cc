@@ -148,6 +148,7 @@ const dt_host_services_t *FakeHost::services() {
         sizeof(dt_host_services_t), DT_HOST_SERVICES_VERSION, HostCallbacks::log,
         HostCallbacks::set_error,   HostCallbacks::store_set, HostCallbacks::store_get,
         HostCallbacks::auth_sign,   HostCallbacks::auth_verify, HostCallbacks::random_bytes,
+        nullptr, // store_address: ranks that share one host need no route to the store
     };
     return &s;
 }

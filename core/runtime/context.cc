@@ -20,9 +20,23 @@ namespace dt {
 
 namespace {
 
-// Contexts are created in the same order on every rank, so a per-process counter gives
-// each context the same store namespace on every rank.
-std::atomic<uint64_t> g_next_context_id{0};
+// Store namespaces. The contexts that meet in the job's store are numbered in the order
+// this process creates them, so the n-th of every rank is the same context (as
+// MPI_Comm_dup and torch's new_group pair up): every rank must create them in the same
+// order. A context with a store of its own counts apart, so that a context private to
+// one rank does not shift the job's numbering on that rank.
+std::atomic<uint64_t> g_next_shared_id{0};
+std::atomic<uint64_t> g_next_private_id{0};
+
+// A context has peers to meet in the job's store unless it is a process of its own (size
+// 1 and not elastic: an elastic job of one grows when a replacement joins) or every rank
+// serves itself a private store (bare mpirun, whose transport wires the ranks up).
+bool meets_in_shared_store(const ContextConfig &cfg)
+{
+    if (cfg.private_store)
+        return false;
+    return cfg.ranks.size > 1 || (cfg.elastic && !cfg.store_addr.empty());
+}
 
 // How many memberships one re-form tries when members die while the new one connects
 // (each try is bounded by DISTTRAIN_TIMEOUT).
@@ -98,7 +112,8 @@ Context::Context(const dt_context_params_t *params)
     deadline_ = cfg_.timeout.count() > 0 ? std::chrono::steady_clock::now() + cfg_.timeout
                                          : std::chrono::steady_clock::time_point::max();
     log::set_rank(cfg_.ranks.size > 1 ? cfg_.ranks.rank : -1);
-    id_ = g_next_context_id.fetch_add(1);
+    shared_store_ = meets_in_shared_store(cfg_);
+    id_ = (shared_store_ ? g_next_shared_id : g_next_private_id).fetch_add(1);
     ns_ = cat(context_root(), "/");
     DT_LOG(info, "context", "rank ", rank(), " of ", size(), " (from ", cfg_.ranks.source,
            "), local rank ", local_rank(), " of ", local_size());
@@ -324,14 +339,16 @@ Context::~Context()
 
 std::string Context::context_root() const
 {
+    if (!shared_store_)
+        return cat("private", id_); // the only context in its store
     return cfg_.job_id.empty() ? cat("ctx", id_) : cat("job/", cfg_.job_id, "/ctx", id_);
 }
 
 void Context::open_store()
 {
-    // A single-process job has no peers to meet; it still gets a private in-process store
-    // so plugins see the same services in every job.
-    bool local_only = (size() == 1 || cfg_.private_store) && cfg_.store_addr.empty();
+    // A context with no peers to meet still gets a private in-process store, so plugins
+    // see the same services in every job.
+    bool local_only = !shared_store_;
     std::string token = cfg_.job_token.empty() ? bootstrap::Auth::random_token()
                                                : cfg_.job_token;
     auth_ = std::make_unique<bootstrap::Auth>(token);
@@ -350,7 +367,6 @@ void Context::open_store()
         DT_LOG(info, "context", "rank 0 serves the rendezvous store at ",
                store_server_->address(), " (", cfg_.store_from, ")");
     }
-    shared_store_ = !local_only;
     auto timeout = cfg_.timeout.count() > 0 ? cfg_.timeout : std::chrono::hours(24 * 365);
     // Named in the error a rank gets when the store closes under it.
     std::string served_by = local_only ? "" : cfg_.launcher_serves_store ? "the launcher"
@@ -370,7 +386,16 @@ void Context::check_agreement()
     mine.api_major = DT_API_MAJOR;
     mine.api_minor = DT_API_MINOR;
     check_job_agreement(*store_, ns_, rank(), mine, time_left(),
-                        [this] { return token_refusals() + store_listening(); });
+                        [this] { return token_refusals() + store_listening(); },
+                        pairing_hint());
+}
+
+std::string Context::pairing_hint() const
+{
+    return "; a rank that created a different number of contexts before this one reaches "
+           "dt_context_create under another context and waits there: the contexts of a job "
+           "pair up in the order each rank creates them (single-process ones aside), so "
+           "create them in the same order on every rank";
 }
 
 std::string Context::token_refusals() const

@@ -71,7 +71,8 @@ public:
     bool register_group(uint32_t id, std::vector<int> members);
 
 private:
-    // This context's part of the store: "ctx<id>", under "job/<id>/" with DISTTRAIN_JOB_ID.
+    // This context's part of the store: "ctx<id>", under "job/<id>/" with DISTTRAIN_JOB_ID;
+    // "private<id>" in a store of its own.
     std::string context_root() const;
     void open_store();
     void check_agreement();
@@ -81,6 +82,9 @@ private:
     // Rank 0 serving the store: where it listens, for the same message, since a store the
     // other hosts cannot reach looks to rank 0 like ranks that never started.
     std::string store_listening() const;
+    // Added to the message naming a rank that never met this one in check_agreement: how
+    // contexts pair up across ranks, since that rank may wait in another context.
+    std::string pairing_hint() const;
     void open_transport();
     // What to add to the error of a transport that failed to start (own): the reason
     // the first rank gave it up for, or why the store failed under it. Leaves this
@@ -117,7 +121,7 @@ private:
 
     ContextConfig cfg_;
     bool shared_store_ = false; // the ranks meet in one store (not private ones)
-    uint64_t id_;
+    uint64_t id_; // the context's number among those of the same kind of store
     uint64_t epoch_ = 0;
     // Set when a re-form failed and left no engine: what every later call fails with.
     std::optional<std::pair<dt_status_t, std::string>> unformed_;

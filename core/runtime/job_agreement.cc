@@ -162,7 +162,8 @@ std::string disagreement(int rank_a, const JobSettings &a, int rank_b, const Job
 
 void check_job_agreement(bootstrap::StoreClient &store, const std::string &prefix, int rank,
                          const JobSettings &mine, std::chrono::milliseconds timeout,
-                         const std::function<std::string()> &missing_hint)
+                         const std::function<std::string()> &missing_hint,
+                         const std::string &unmet_hint)
 {
     const std::string verdict_key = prefix + "agree/verdict";
     claim(store, prefix, rank);
@@ -175,7 +176,7 @@ void check_job_agreement(bootstrap::StoreClient &store, const std::string &prefi
         if (!answer)
             throw_error(DT_ERR_TIMEOUT, "rank 0 did not confirm the job's settings within ",
                         timeout.count() / 1000.0, " s (DISTTRAIN_TIMEOUT): is rank 0 running "
-                        "with the same store address and token?");
+                        "with the same store address and token?", unmet_hint);
         const std::string &verdict = *answer;
         if (verdict.rfind("fail\n", 0) == 0) {
             fail_if_served_before(store, prefix); // while rank 0 waits for the reads
@@ -220,7 +221,7 @@ void check_job_agreement(bootstrap::StoreClient &store, const std::string &prefi
                                   "that rank ", r, " was started with the same store address, "
                                   "token and DISTTRAIN_JOB_ID, and that the store's address is "
                                   "reachable from its host",
-                                  missing_hint ? missing_hint() : std::string());
+                                  missing_hint ? missing_hint() : std::string(), unmet_hint);
             publish_failure(store, prefix, "fail\ntimeout:" + why, r - 1, mine.size - 1);
             throw_error(DT_ERR_TIMEOUT, why);
         }

@@ -46,8 +46,11 @@ std::string disagreement(int rank_a, const JobSettings &a, int rank_b, const Job
 // DT_ERR_TIMEOUT when a rank does not arrive within timeout (<= 0: no limit). On rank 0,
 // what missing_hint returns (when given) is added to the message naming a rank that did
 // not arrive: what else rank 0 knows of it, such as connections its store refused.
+// unmet_hint is added to every message saying that a rank did not arrive (on rank 0) or
+// that rank 0 did not answer (on the others): where else that rank may be waiting.
 void check_job_agreement(bootstrap::StoreClient &store, const std::string &prefix, int rank,
                          const JobSettings &mine, std::chrono::milliseconds timeout,
-                         const std::function<std::string()> &missing_hint = {});
+                         const std::function<std::string()> &missing_hint = {},
+                         const std::string &unmet_hint = {});
 
 } // namespace dt

@@ -32,7 +32,7 @@ extern "C" {
 /** API version of this header. A library accepts the same major and a compiled minor
  *  that is not newer than its own. */
 #define DT_API_MAJOR 1
-#define DT_API_MINOR 3
+#define DT_API_MINOR 4
 
 /* ------------------------------------------------------------------------------------ */
 /* Status codes                                                                           */
@@ -107,7 +107,7 @@ typedef struct dt_version {
     int api_major;  /**< DT_API_MAJOR of the library */
     int api_minor;  /**< DT_API_MINOR of the library */
     int patch;      /**< release patch level */
-    const char *string; /**< "1.3.0", static */
+    const char *string; /**< "1.4.0", static */
 } dt_version_t;
 
 /** Writes the version of the loaded library to *out. Thread safe. Errors:
@@ -176,14 +176,18 @@ enum dt_context_param_field {
     DT_CONTEXT_PARAM_FIELD_TRANSPORT = 1u << 6,
     DT_CONTEXT_PARAM_FIELD_TIMEOUT_MS = 1u << 7,
     DT_CONTEXT_PARAM_FIELD_ORDERED = 1u << 8,
-    DT_CONTEXT_PARAM_FIELD_MEMORY = 1u << 9
+    DT_CONTEXT_PARAM_FIELD_MEMORY = 1u << 9,
+    DT_CONTEXT_PARAM_FIELD_NAME = 1u << 10 /**< since 1.4 */
 };
 
 /**
  * Parameters of dt_context_create. Zero-initialise (`= {0}`) and set field_mask bits for
  * the fields you fill; a field whose bit is clear takes its value from the environment
  * (DISTTRAIN_RANK, DISTTRAIN_SIZE, ..., then Open MPI and Slurm variables) or its
- * default. Bits are only ever appended.
+ * default. Bits and fields are only ever appended: the library reads a field only when
+ * its bit is set and the program was compiled against a header that has it (DT_API_MINOR
+ * at least the field's "Since"), so a program built against an older header passes its
+ * shorter struct as it is.
  */
 typedef struct dt_context_params {
     uint64_t field_mask;
@@ -205,6 +209,11 @@ typedef struct dt_context_params {
     /** The memory provider plugin (libdt-memory-<name>.so) that knows device buffers,
      *  e.g. "cuda", or "none" for host memory only. Env DISTTRAIN_MEMORY. Since 1.1. */
     const char *memory;
+    /** How the ranks pair this context up (see dt_context_create): the same name on every
+     *  rank, and another for each live context of the job; 1 to 128 letters, digits, '.',
+     *  '_' or '-' (it becomes part of the rendezvous store's keys). A name may be used
+     *  again once its context is destroyed on every rank. Since 1.4. */
+    const char *name;
 } dt_context_params_t;
 
 /** The exported constructor; call dt_context_create, which passes the header version. */
@@ -221,10 +230,23 @@ DT_API dt_status_t dt_context_create_versioned(int api_major, int api_minor,
  * A new process joining a running elastic job (a launcher's replacement) blocks until the
  * job lets it in (dt_context_reform), then connects as the others do, meeting again with
  * them when a member dies meanwhile.
- * Errors: DT_ERR_VERSION, DT_ERR_INVALID_CONFIG (a bad variable, named in the message),
- * DT_ERR_PLUGIN_NOT_FOUND (message lists the folders searched), DT_ERR_CONNECT,
- * DT_ERR_AUTH, DT_ERR_TIMEOUT; for a joining process, DT_ERR_PEER_LOST when members kept
- * dying while it connected.
+ * A process may create several contexts; each rank's contexts pair up with the other
+ * ranks' ones as follows. A named context (params->name) pairs with the context of that
+ * name on every rank, whatever the order and the thread the ranks create it in. Unnamed
+ * contexts pair up by creation order, as MPI_Comm_dup and torch's new_group do: the n-th
+ * unnamed context a rank creates is the n-th of every other rank, so every rank creates
+ * them in the same order (a context of one process alone, size 1 and not elastic, meets
+ * nobody and is not counted). Thread safe, but an unnamed context whose creation starts
+ * while another thread of the process is creating one fails with DT_ERR_INVALID_STATE,
+ * and so does the one under way (which of them the other ranks created first is chance):
+ * contexts created from several threads at once need a name each. The mpi transport
+ * pairs its communicators (MPI_Comm_dup) in MPI's own call order: with it, every rank
+ * creates its contexts in the same order, one at a time, named or not.
+ * Errors: DT_ERR_VERSION, DT_ERR_INVALID_CONFIG (a bad variable or param, named in the
+ * message; a malformed name, or one a live context of this process has),
+ * DT_ERR_INVALID_STATE (an unnamed context created while another is), DT_ERR_PLUGIN_NOT_FOUND
+ * (message lists the folders searched), DT_ERR_CONNECT, DT_ERR_AUTH, DT_ERR_TIMEOUT; for a
+ * joining process, DT_ERR_PEER_LOST when members kept dying while it connected.
  */
 static inline dt_status_t dt_context_create(const dt_context_params_t *params,
                                             dt_context_h *out)

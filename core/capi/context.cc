@@ -38,7 +38,7 @@ DT_API dt_status_t dt_context_create_versioned(int api_major, int api_minor,
         require(out, "dt_context_create", "out");
         auto handle = std::make_unique<dt_context>();
         handle->impl =
-            std::make_unique<dt::ContextView>(std::make_shared<dt::Context>(params));
+            std::make_unique<dt::ContextView>(std::make_shared<dt::Context>(params, api_minor));
         *out = handle.release();
         return DT_OK;
     });

@@ -3,6 +3,7 @@
 
 #include "bootstrap/slurm_pmi2.h"
 #include "bootstrap/store.h"
+#include "runtime/context_naming.h"
 #include "runtime/env.h"
 #include "runtime/error.h"
 #include "runtime/store_listen.h"
@@ -147,10 +148,18 @@ void meet_through_slurm(ContextConfig &cfg)
 
 } // namespace
 
-ContextConfig read_config(const dt_context_params_t *params)
+ContextConfig read_config(const dt_context_params_t *params, int api_minor)
 {
     ContextConfig cfg;
     cfg.ranks = bootstrap::discover_ranks(params);
+
+    if (api_minor >= 4 && has(params, DT_CONTEXT_PARAM_FIELD_NAME)) {
+        if (params->name == nullptr)
+            throw_error(DT_ERR_INVALID_CONFIG, "dt_context_params_t.name is NULL while "
+                        "field_mask has DT_CONTEXT_PARAM_FIELD_NAME; set a name, or clear "
+                        "the bit for an unnamed context");
+        cfg.name = check_context_name("dt_context_params_t.name", params->name);
+    }
 
     bool launcher_given = false; // the store address came from a launcher's variables
     if (has(params, DT_CONTEXT_PARAM_FIELD_STORE_ADDR) && params->store_addr != nullptr) {
@@ -217,7 +226,8 @@ ContextConfig read_config(const dt_context_params_t *params)
         cfg.device_transport = names[0];
     }
 
-    if (has(params, DT_CONTEXT_PARAM_FIELD_MEMORY) && params->memory != nullptr) {
+    if (api_minor >= 1 && has(params, DT_CONTEXT_PARAM_FIELD_MEMORY) &&
+        params->memory != nullptr) {
         cfg.memory_from = "dt_context_params_t.memory";
         cfg.memory = parse_memory(cfg.memory_from, params->memory);
     } else {

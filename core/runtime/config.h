@@ -35,6 +35,9 @@ struct ContextConfig {
     // DISTTRAIN_JOB_ID: the job's own part of a store that several jobs share (one served
     // outside them); its keys go under "job/<id>/". Empty: none.
     std::string job_id;
+    // dt_context_params_t.name: how the same context of every rank finds the others, in
+    // any order (context_naming.h). Empty: unnamed, paired by creation order.
+    std::string name;
     // Every rank serves itself a private in-process store: a job started by mpirun with
     // no DISTTRAIN_STORE_ADDR, whose transport (mpi) wires the ranks up by itself.
     bool private_store = false;
@@ -63,7 +66,8 @@ struct ContextConfig {
 };
 
 // Throws DT_ERR_INVALID_CONFIG naming the variable or param, the value and what is
-// allowed.
-ContextConfig read_config(const dt_context_params_t *params);
+// allowed. api_minor: the DT_API_MINOR the caller was compiled against, whose params
+// struct ends before the fields appended in later minors: those are not read.
+ContextConfig read_config(const dt_context_params_t *params, int api_minor = DT_API_MINOR);
 
 } // namespace dt

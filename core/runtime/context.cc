@@ -10,7 +10,6 @@
 #include "runtime/transport_choice.h"
 #include "telemetry/log.h"
 
-#include <atomic>
 #include <cerrno>
 #include <cstring>
 #include <unistd.h>
@@ -19,14 +18,6 @@
 namespace dt {
 
 namespace {
-
-// Store namespaces. The contexts that meet in the job's store are numbered in the order
-// this process creates them, so the n-th of every rank is the same context (as
-// MPI_Comm_dup and torch's new_group pair up): every rank must create them in the same
-// order. A context with a store of its own counts apart, so that a context private to
-// one rank does not shift the job's numbering on that rank.
-std::atomic<uint64_t> g_next_shared_id{0};
-std::atomic<uint64_t> g_next_private_id{0};
 
 // A context has peers to meet in the job's store unless it is a process of its own (size
 // 1 and not elastic: an elastic job of one grows when a replacement joins) or every rank
@@ -104,16 +95,16 @@ std::string host_name()
 
 } // namespace
 
-Context::Context(const dt_context_params_t *params)
+Context::Context(const dt_context_params_t *params, int api_minor)
 {
     log::init_from_env();
-    cfg_ = read_config(params);
+    cfg_ = read_config(params, api_minor);
     // One DISTTRAIN_TIMEOUT bounds the whole creation, however many transports it tries.
     deadline_ = cfg_.timeout.count() > 0 ? std::chrono::steady_clock::now() + cfg_.timeout
                                          : std::chrono::steady_clock::time_point::max();
     log::set_rank(cfg_.ranks.size > 1 ? cfg_.ranks.rank : -1);
     shared_store_ = meets_in_shared_store(cfg_);
-    id_ = (shared_store_ ? g_next_shared_id : g_next_private_id).fetch_add(1);
+    slot_.emplace(cfg_.name, shared_store_); // how its ranks find each other (context_naming.h)
     ns_ = cat(context_root(), "/");
     DT_LOG(info, "context", "rank ", rank(), " of ", size(), " (from ", cfg_.ranks.source,
            "), local rank ", local_rank(), " of ", local_size());
@@ -123,11 +114,13 @@ Context::Context(const dt_context_params_t *params)
     if (cfg_.elastic_join) {
         open_memory();
         join_running_job();
+        slot_->created();
         return;
     }
     check_agreement(); // before anything waits on the other ranks
     open_memory(); // before the transport, so a wrong provider fails before peers connect
     connect_peers();
+    slot_->created();
 }
 
 void Context::watch_deaths()
@@ -339,9 +332,9 @@ Context::~Context()
 
 std::string Context::context_root() const
 {
-    if (!shared_store_)
-        return cat("private", id_); // the only context in its store
-    return cfg_.job_id.empty() ? cat("ctx", id_) : cat("job/", cfg_.job_id, "/ctx", id_);
+    if (!shared_store_ || cfg_.job_id.empty())
+        return slot_->root();
+    return cat("job/", cfg_.job_id, "/", slot_->root());
 }
 
 void Context::open_store()
@@ -392,10 +385,14 @@ void Context::check_agreement()
 
 std::string Context::pairing_hint() const
 {
+    if (!cfg_.name.empty())
+        return cat("; every rank must create a context named '", cfg_.name,
+                   "' (dt_context_params_t.name) for them to meet");
     return "; a rank that created a different number of contexts before this one reaches "
-           "dt_context_create under another context and waits there: the contexts of a job "
+           "dt_context_create under another context and waits there: unnamed contexts "
            "pair up in the order each rank creates them (single-process ones aside), so "
-           "create them in the same order on every rank";
+           "create them in the same order on every rank, or give each a name "
+           "(dt_context_params_t.name)";
 }
 
 std::string Context::token_refusals() const

@@ -10,6 +10,7 @@
 #include "plugin/transport.h"
 #include "routing/router.h"
 #include "runtime/config.h"
+#include "runtime/context_naming.h"
 #include "runtime/elastic_membership.h"
 #include "runtime/engine.h"
 #include "runtime/host_services.h"
@@ -28,7 +29,8 @@ class TransportChoice;
 
 class Context {
 public:
-    explicit Context(const dt_context_params_t *params);
+    // api_minor: the DT_API_MINOR the caller of dt_context_create was compiled against.
+    explicit Context(const dt_context_params_t *params, int api_minor = DT_API_MINOR);
     ~Context();
     Context(const Context &) = delete;
     Context &operator=(const Context &) = delete;
@@ -71,8 +73,8 @@ public:
     bool register_group(uint32_t id, std::vector<int> members);
 
 private:
-    // This context's part of the store: "ctx<id>", under "job/<id>/" with DISTTRAIN_JOB_ID;
-    // "private<id>" in a store of its own.
+    // This context's part of the store: its slot's root, under "job/<id>/" with
+    // DISTTRAIN_JOB_ID.
     std::string context_root() const;
     void open_store();
     void check_agreement();
@@ -121,7 +123,7 @@ private:
 
     ContextConfig cfg_;
     bool shared_store_ = false; // the ranks meet in one store (not private ones)
-    uint64_t id_; // the context's number among those of the same kind of store
+    std::optional<ContextSlot> slot_; // set first thing: its name or number
     uint64_t epoch_ = 0;
     // Set when a re-form failed and left no engine: what every later call fails with.
     std::optional<std::pair<dt_status_t, std::string>> unformed_;

@@ -5,14 +5,23 @@
  *                                     through params), then every rank creates the job's
  *                                     context and checks an allreduce on it
  *   dt_contexts_worker rank0-only     rank 0 creates the job's context, the others none
+ *   dt_contexts_worker threads N      N threads create a context each, named "t<i>", rank
+ *                                     0's in the order 0..N-1 and the other ranks' in the
+ *                                     reverse order, and check allreduces on them
+ *   dt_contexts_worker header-1.3     a process alone passes params with the name bit and
+ *                                     a malformed name, as built against API 1.3 (no name:
+ *                                     created) and against this header (refused)
  * Prints "ok ..." on success; any failure prints "error: <what>: <status>: <message>" and
  * exits 1.
  */
+#define _POSIX_C_SOURCE 200809L
 #include <disttrain/disttrain.h>
 
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 static int fail(const char *what, dt_status_t status)
 {
@@ -91,12 +100,84 @@ static int rank0_only(void)
     return 0;
 }
 
+struct thread_arg {
+    int index;
+    int delay_ms;
+    int rc;
+};
+
+static void *named_context_thread(void *p)
+{
+    struct thread_arg *a = p;
+    char name[32];
+    snprintf(name, sizeof name, "t%d", a->index);
+    struct timespec delay = {0, (long)a->delay_ms * 1000000L};
+    nanosleep(&delay, NULL);
+    dt_context_params_t params = {0};
+    params.field_mask = DT_CONTEXT_PARAM_FIELD_NAME;
+    params.name = name;
+    dt_context_h ctx = NULL;
+    dt_status_t s = dt_context_create(&params, &ctx);
+    if (s != DT_OK) {
+        a->rc = fail(name, s);
+        return NULL;
+    }
+    for (int loop = 0; loop < 5 && a->rc == 0; ++loop)
+        a->rc = check_sum(ctx, name, 1000 * (a->index + 1));
+    dt_context_destroy(ctx);
+    return NULL;
+}
+
+static int threads(int n)
+{
+    enum { max_threads = 8 };
+    if (n < 1 || n > max_threads)
+        return 2;
+    pthread_t t[max_threads];
+    struct thread_arg a[max_threads];
+    int rank = rank_from_env(), rc = 0;
+    for (int i = 0; i < n; ++i) {
+        int order = rank == 0 ? i : n - 1 - i; /* the ranks create them in other orders */
+        a[i] = (struct thread_arg){i, 30 * order, 0};
+        pthread_create(&t[i], NULL, named_context_thread, &a[i]);
+    }
+    for (int i = 0; i < n; ++i) {
+        pthread_join(t[i], NULL);
+        rc |= a[i].rc;
+    }
+    if (rc == 0)
+        printf("ok threads %d\n", n);
+    return rc;
+}
+
+static int header_1_3(void)
+{
+    dt_context_params_t p = {0};
+    p.field_mask = DT_CONTEXT_PARAM_FIELD_NAME;
+    p.name = "not a name!";
+    dt_context_h ctx = NULL;
+    dt_status_t s = dt_context_create_versioned(DT_API_MAJOR, 3, &p, &ctx);
+    if (s != DT_OK)
+        return fail("dt_context_create as built against API 1.3", s);
+    dt_context_destroy(ctx);
+    s = dt_context_create(&p, &ctx);
+    printf("this header: %s: %s\n", dt_status_string(s), s != DT_OK ? dt_last_error() : "");
+    if (s == DT_OK)
+        dt_context_destroy(ctx);
+    return s == DT_ERR_INVALID_CONFIG ? 0 : 1;
+}
+
 int main(int argc, char **argv)
 {
     if (argc >= 2 && strcmp(argv[1], "private-first") == 0)
         return private_first();
     if (argc >= 2 && strcmp(argv[1], "rank0-only") == 0)
         return rank0_only();
-    fprintf(stderr, "usage: dt_contexts_worker private-first|rank0-only\n");
+    if (argc >= 3 && strcmp(argv[1], "threads") == 0)
+        return threads(atoi(argv[2]));
+    if (argc >= 2 && strcmp(argv[1], "header-1.3") == 0)
+        return header_1_3();
+    fprintf(stderr, "usage: dt_contexts_worker private-first|rank0-only|threads N|"
+                    "header-1.3\n");
     return 2;
 }

@@ -45,7 +45,8 @@ _default_lock = threading.Lock()
 
 
 def init(rank=None, size=None, local_rank=None, local_size=None, store_addr=None,
-         job_token=None, transport=None, timeout=None, ordered=None, memory=None):
+         job_token=None, transport=None, timeout=None, ordered=None, memory=None,
+         name=None):
     """Creates the default context (collective: every rank calls it) and returns it.
     Arguments left None come from the environment; see Context. Calling init() again
     while initialised returns the existing context."""
@@ -55,7 +56,7 @@ def init(rank=None, size=None, local_rank=None, local_size=None, store_addr=None
             _default = Context(rank=rank, size=size, local_rank=local_rank,
                                local_size=local_size, store_addr=store_addr,
                                job_token=job_token, transport=transport, timeout=timeout,
-                               ordered=ordered, memory=memory)
+                               ordered=ordered, memory=memory, name=name)
         return _default
 
 

@@ -23,7 +23,7 @@ import threading
 # The header this module was written against; the library accepts the same major and a
 # minor that is not newer than its own.
 API_MAJOR = 1
-API_MINOR = 2
+API_MINOR = 4
 
 _c_int_p = ctypes.POINTER(ctypes.c_int)
 _ctx = ctypes.c_void_p
@@ -44,7 +44,7 @@ class ContextParams(ctypes.Structure):
                 ("local_size", ctypes.c_int), ("store_addr", ctypes.c_char_p),
                 ("job_token", ctypes.c_char_p), ("transport", ctypes.c_char_p),
                 ("timeout_ms", ctypes.c_int), ("ordered", ctypes.c_int),
-                ("memory", ctypes.c_char_p)]
+                ("memory", ctypes.c_char_p), ("name", ctypes.c_char_p)]
 
 
 class OpParams(ctypes.Structure):
@@ -61,7 +61,7 @@ _op_params_p = ctypes.POINTER(OpParams)
 # dt_context_param_field bits, in ContextParams order.
 PARAM_BITS = {"rank": 1 << 0, "size": 1 << 1, "local_rank": 1 << 2, "local_size": 1 << 3,
               "store_addr": 1 << 4, "job_token": 1 << 5, "transport": 1 << 6,
-              "timeout_ms": 1 << 7, "ordered": 1 << 8, "memory": 1 << 9}
+              "timeout_ms": 1 << 7, "ordered": 1 << 8, "memory": 1 << 9, "name": 1 << 10}
 
 # name: (restype, argtypes)
 _PROTOTYPES = {

@@ -20,7 +20,7 @@ from .status import check
 
 
 def _params(rank, size, local_rank, local_size, store_addr, job_token, transport,
-            timeout, ordered, memory):
+            timeout, ordered, memory, name):
     """dt_context_params_t with a field_mask bit for every argument that is not None."""
     p = _lib.ContextParams()
     given = {"rank": rank, "size": size, "local_rank": local_rank,
@@ -28,7 +28,7 @@ def _params(rank, size, local_rank, local_size, store_addr, job_token, transport
              "transport": transport,
              "timeout_ms": None if timeout is None else int(round(timeout * 1000)),
              "ordered": None if ordered is None else int(bool(ordered)),
-             "memory": memory}
+             "memory": memory, "name": name}
     for what in ("rank", "size", "local_rank", "local_size"):
         if given[what] is not None:  # int() below would take rank=1.5 as rank 1
             given[what] = integer(given[what], what)
@@ -167,14 +167,19 @@ class Context(_Owner):
     memory="cuda" (DISTTRAIN_MEMORY) loads the memory provider that collectives on CUDA
     tensors need.
 
-    Creating a context is collective: every rank of the job must create one."""
+    Creating a context is collective: every rank of the job must create one. Unnamed
+    contexts pair up across ranks in the order each rank creates them, so every rank
+    creates them in the same order, one thread at a time (an unnamed context created while
+    another thread creates one raises UsageError). name="..." pairs the context with the
+    one of that name on every rank instead, in any order and from any thread: the same on
+    every rank, another for each live context, 1 to 128 letters, digits, '.', '_' or '-'."""
 
     def __init__(self, rank=None, size=None, local_rank=None, local_size=None,
                  store_addr=None, job_token=None, transport=None, timeout=None,
-                 ordered=None, memory=None):
+                 ordered=None, memory=None, name=None):
         lib = _lib.lib()
         params, keep = _params(rank, size, local_rank, local_size, store_addr, job_token,
-                               transport, timeout, ordered, memory)
+                               transport, timeout, ordered, memory, name)
         handle = ctypes.c_void_p()
         check(lib.dt_context_create_versioned(_lib.API_MAJOR, _lib.API_MINOR,
                                               ctypes.byref(params), ctypes.byref(handle)),

@@ -18,6 +18,10 @@ def test_same_job_as_a_single_process_without_launcher():
     assert r.returncode == 0 and "OK" in r.stdout, r.stdout + r.stderr
 
 
+def test_named_contexts_created_from_threads_pair_up_by_name():
+    dtpy.assert_ranks_ok(dtpy.run_job("named_contexts_job.py", np=2, timeout=90), np=2)
+
+
 def test_a_failing_rank_fails_the_job_not_hangs():
     # Rank 1 raises before the collective; rank 0 must not wait forever.
     r = dtpy.run_job("failing_job.py", np=2, timeout=90)

@@ -258,6 +258,18 @@ def test_library_errors_carry_status_and_message():
     assert isinstance(e.value, disttrain.DisttrainError)
 
 
+def test_a_context_name_is_checked_and_unique_among_live_contexts():
+    with disttrain.Context(name="py.named") as c:
+        assert c.size() == 1
+        with pytest.raises(disttrain.UsageError) as e:
+            disttrain.Context(name="py.named")
+        assert "a live context of this process already has this name" in e.value.message
+    disttrain.Context(name="py.named").shutdown()  # free again once shut down
+    with pytest.raises(disttrain.UsageError) as e:
+        disttrain.Context(name="a/b")
+    assert "dt_context_params_t.name='a/b' is not a context name" in e.value.message
+
+
 def test_aborted_context_raises_peer_lost():
     c = disttrain.Context(rank=0, size=1, timeout=30)
     c.abort()

@@ -8,7 +8,7 @@
 use std::os::raw::{c_char, c_int};
 
 pub const DT_API_MAJOR: c_int = 1;
-pub const DT_API_MINOR: c_int = 2;
+pub const DT_API_MINOR: c_int = 4;
 
 // ---- status codes ---------------------------------------------------------------------
 pub type dt_status_t = c_int;
@@ -127,6 +127,9 @@ pub const DT_CONTEXT_PARAM_FIELD_STORE_ADDR: u64 = 1 << 4;
 pub const DT_CONTEXT_PARAM_FIELD_JOB_TOKEN: u64 = 1 << 5;
 pub const DT_CONTEXT_PARAM_FIELD_TRANSPORT: u64 = 1 << 6;
 pub const DT_CONTEXT_PARAM_FIELD_TIMEOUT_MS: u64 = 1 << 7;
+pub const DT_CONTEXT_PARAM_FIELD_ORDERED: u64 = 1 << 8;
+pub const DT_CONTEXT_PARAM_FIELD_MEMORY: u64 = 1 << 9;
+pub const DT_CONTEXT_PARAM_FIELD_NAME: u64 = 1 << 10;
 
 /// Zero it (`dt_context_params_t::default()`) and set field_mask bits for what you fill.
 #[repr(C)]
@@ -141,6 +144,11 @@ pub struct dt_context_params_t {
     pub job_token: *const c_char,
     pub transport: *const c_char,
     pub timeout_ms: c_int,
+    pub ordered: c_int,
+    /// Since 1.1.
+    pub memory: *const c_char,
+    /// Since 1.4.
+    pub name: *const c_char,
 }
 
 impl Default for dt_context_params_t {
@@ -155,6 +163,9 @@ impl Default for dt_context_params_t {
             job_token: std::ptr::null(),
             transport: std::ptr::null(),
             timeout_ms: 0,
+            ordered: 0,
+            memory: std::ptr::null(),
+            name: std::ptr::null(),
         }
     }
 }
@@ -517,8 +528,8 @@ mod tests {
 
     #[test]
     fn params_layout_matches_the_header() {
-        // uint64 + 4 ints + 3 pointers + int, padded to 8 on LP64.
-        assert_eq!(std::mem::size_of::<dt_context_params_t>(), 56);
+        // uint64 + 4 ints + 3 pointers + 2 ints + 2 pointers on LP64.
+        assert_eq!(std::mem::size_of::<dt_context_params_t>(), 72);
         assert_eq!(std::mem::size_of::<dt_version_t>(), 24);
         // uint64 + memory type + int + pointer.
         assert_eq!(std::mem::size_of::<dt_op_params_t>(), 24);

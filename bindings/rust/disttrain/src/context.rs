@@ -27,6 +27,11 @@ pub struct Params {
     pub transport: Option<String>,
     /// Deadline of every blocking step; Duration::ZERO means no limit.
     pub timeout: Option<Duration>,
+    /// Pairs the context with the one of this name on every rank, in any order and from
+    /// any thread (unnamed contexts pair up by creation order, one thread at a time): the
+    /// same on every rank, another for each live context, 1 to 128 letters, digits, '.',
+    /// '_' or '-'.
+    pub name: Option<String>,
 }
 
 /// `value` as the C string the library reads; an embedded NUL would end it early (so
@@ -96,6 +101,7 @@ impl Context {
         let store = field("store_addr", &params.store_addr)?;
         let token = field("job_token", &params.job_token)?;
         let transport = field("transport", &params.transport)?;
+        let name = field("name", &params.name)?;
         if let Some(s) = &store {
             p.store_addr = s.as_ptr();
             p.field_mask |= sys::DT_CONTEXT_PARAM_FIELD_STORE_ADDR;
@@ -107,6 +113,10 @@ impl Context {
         if let Some(s) = &transport {
             p.transport = s.as_ptr();
             p.field_mask |= sys::DT_CONTEXT_PARAM_FIELD_TRANSPORT;
+        }
+        if let Some(s) = &name {
+            p.name = s.as_ptr();
+            p.field_mask |= sys::DT_CONTEXT_PARAM_FIELD_NAME;
         }
         if let Some(t) = params.timeout {
             p.timeout_ms = c_int::try_from(t.as_millis()).unwrap_or(c_int::MAX);

@@ -182,6 +182,20 @@ fn explicit_params_for_a_single_process() {
 }
 
 #[test]
+fn a_context_name_is_checked_and_unique_among_live_contexts() {
+    common::setup_env();
+    let named = |name: &str| Params { name: Some(name.into()), ..Params::default() };
+    let ctx = Context::with_params(&named("rust.named")).unwrap();
+    let e = Context::with_params(&named("rust.named")).err().expect("a second live name");
+    assert_eq!(e.name, "DT_ERR_INVALID_CONFIG", "{e}");
+    assert!(e.message.contains("a live context of this process already has this name"), "{e}");
+    drop(ctx);
+    Context::with_params(&named("rust.named")).unwrap(); // free again once destroyed
+    let e = Context::with_params(&named("a b")).err().expect("a malformed name");
+    assert!(e.message.contains("dt_context_params_t.name='a b' is not a context name"), "{e}");
+}
+
+#[test]
 fn uneven_collectives_groups_and_join_of_one_rank() {
     let ctx = common::single();
     let mut out = [0i64; 3];

@@ -247,6 +247,13 @@ DT_API dt_status_t dt_context_create_versioned(int api_major, int api_minor,
  * DT_ERR_INVALID_STATE (an unnamed context created while another is), DT_ERR_PLUGIN_NOT_FOUND
  * (message lists the folders searched), DT_ERR_CONNECT, DT_ERR_AUTH, DT_ERR_TIMEOUT; for a
  * joining process, DT_ERR_PEER_LOST when members kept dying while it connected.
+ * A transport named alone (DISTTRAIN_TRANSPORT=tcp) fails with its own status. When none
+ * of several candidates starts (a list, or those "auto" found), the message gives each
+ * one's reason and the status is: the first usage error among them (DT_ERR_INVALID_CONFIG
+ * for a bad variable or param, such as a plugin's DISTTRAIN_TCP_*: fixing it comes first,
+ * whatever else failed); else the status of the first that was loaded but did not
+ * start (DT_ERR_CONNECT, DT_ERR_TIMEOUT, DT_ERR_STORE, ...); DT_ERR_PLUGIN_NOT_FOUND only
+ * when none could be found, loaded or negotiated.
  */
 static inline dt_status_t dt_context_create(const dt_context_params_t *params,
                                             dt_context_h *out)

@@ -455,6 +455,7 @@ void Context::open_transport()
     }
 
     std::string failures;
+    std::vector<dt_status_t> statuses; // each candidate's failure, in the order tried
     for (const auto &name : names) {
         // Each transport gets its own keys, so one that fails half-way cannot confuse
         // the next in the list.
@@ -487,6 +488,7 @@ void Context::open_transport()
             DT_LOG(warn, "context", "transport '", name, "' unavailable, trying the next: ",
                    why);
             failures += cat("\n  ", name, ": ", why);
+            statuses.push_back(e.status());
             if (e.status() == DT_ERR_TIMEOUT)
                 break; // DISTTRAIN_TIMEOUT is spent: the next would have no time at all
             if (store_->lost())
@@ -494,7 +496,7 @@ void Context::open_transport()
         }
     }
     host_->abandon_key.clear();
-    throw_error(DT_ERR_PLUGIN_NOT_FOUND, "no transport could be started (tried in the "
+    throw_error(no_transport_status(statuses), "no transport could be started (tried in the "
                 "order of DISTTRAIN_TRANSPORT):", failures);
 }
 

@@ -161,4 +161,15 @@ std::string get_unless_abandoned(bootstrap::StoreClient &store, const std::strin
     }
 }
 
+dt_status_t no_transport_status(const std::vector<dt_status_t> &failures)
+{
+    for (dt_status_t s : failures)
+        if (DT_IS_USAGE_ERROR(s))
+            return s;
+    for (dt_status_t s : failures)
+        if (!DT_IS_PLUGIN_ERROR(s))
+            return s;
+    return DT_ERR_PLUGIN_NOT_FOUND;
+}
+
 } // namespace dt

@@ -8,6 +8,8 @@
 
 #include "bootstrap/store.h"
 
+#include <disttrain/disttrain.h>
+
 #include <chrono>
 #include <optional>
 #include <string>
@@ -58,5 +60,12 @@ std::string get_unless_abandoned(bootstrap::StoreClient &store, const std::strin
                                  const std::string &abandon_key,
                                  TransportChoice::Clock::time_point deadline,
                                  std::string *notice = nullptr);
+
+// The status of a creation none of whose candidate transports started, from their
+// failures in the order tried (the rule dt_context_create documents): the first usage
+// error (a bad variable or param, which is the fix whatever else failed); else the first
+// failure of a transport that was loaded but did not start; else DT_ERR_PLUGIN_NOT_FOUND
+// (none could be found, loaded or negotiated, or none was tried).
+dt_status_t no_transport_status(const std::vector<dt_status_t> &failures);
 
 } // namespace dt

@@ -68,6 +68,20 @@ def test_malformed_variable_is_named(worker, var, value, expect):
     assert expect in r.stderr
 
 
+@pytest.mark.parametrize("transport", [None, "auto", "tcp"])
+@pytest.mark.parametrize("var,value", [("DISTTRAIN_TCP_SOCKBUF", "5x"),
+                                       ("DISTTRAIN_TCP_CONGESTION", "BAD!")])
+def test_a_malformed_transport_variable_is_invalid_config_however_chosen(worker, transport,
+                                                                        var, value):
+    # A bad variable is the fix, whatever else "auto" tried; the plugin was found.
+    env = {var: value, **({"DISTTRAIN_TRANSPORT": transport} if transport else {})}
+    r = run([worker, "info"], env=env)
+    assert r.returncode == 1, r.stdout
+    assert "DT_ERR_INVALID_CONFIG" in r.stderr, r.stderr
+    assert "DT_ERR_PLUGIN_NOT_FOUND" not in r.stderr, r.stderr
+    assert f"{var}='{value}'" in r.stderr, r.stderr
+
+
 @pytest.mark.parametrize("env,expect", [
     ({"DISTTRAIN_SHM": "0", "DISTTRAIN_ALGORITHM": "bogus"},
      "DISTTRAIN_ALGORITHM='bogus' is not an allreduce algorithm; expected ring, "

@@ -195,5 +195,28 @@ TEST(ChoiceWithoutStore, AStoreThatFallsSilentEndsTheWaitNamingTheStore)
     EXPECT_NE(store.lost(), std::nullopt);
 }
 
+TEST(NoTransportStatus, ABadVariableIsTheStatusWhateverElseFailed)
+{
+    // A malformed DISTTRAIN_TCP_* made tcp fail: the user's fix, even after ucx failed
+    // to load and mpi could not connect.
+    EXPECT_EQ(no_transport_status({DT_ERR_PLUGIN_LOAD, DT_ERR_CONNECT, DT_ERR_INVALID_CONFIG}),
+              DT_ERR_INVALID_CONFIG);
+    EXPECT_EQ(no_transport_status({DT_ERR_INVALID_CONFIG}), DT_ERR_INVALID_CONFIG);
+}
+
+TEST(NoTransportStatus, ATransportThatLoadedButDidNotStartComesNext)
+{
+    EXPECT_EQ(no_transport_status({DT_ERR_PLUGIN_NOT_FOUND, DT_ERR_CONNECT, DT_ERR_TIMEOUT}),
+              DT_ERR_CONNECT);
+    EXPECT_EQ(no_transport_status({DT_ERR_PLUGIN_ABI, DT_ERR_TIMEOUT}), DT_ERR_TIMEOUT);
+}
+
+TEST(NoTransportStatus, PluginNotFoundOnlyWhenNoPluginCouldBeUsed)
+{
+    EXPECT_EQ(no_transport_status({DT_ERR_PLUGIN_NOT_FOUND, DT_ERR_PLUGIN_LOAD}),
+              DT_ERR_PLUGIN_NOT_FOUND);
+    EXPECT_EQ(no_transport_status({}), DT_ERR_PLUGIN_NOT_FOUND);
+}
+
 } // namespace
 } // namespace dt

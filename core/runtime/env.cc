@@ -3,7 +3,7 @@
 
 #include "runtime/error.h"
 
-#include <cerrno>
+#include <charconv>
 #include <cstdlib>
 
 namespace dt::env {
@@ -19,14 +19,24 @@ std::optional<std::string> get(const char *name)
 int64_t parse_int(const std::string &what, const std::string &value, int64_t min,
                   int64_t max)
 {
-    errno = 0;
-    char *end = nullptr;
-    long long parsed = std::strtoll(value.c_str(), &end, 10);
-    bool malformed = value.empty() || end == value.c_str() || *end != '\0' || errno != 0;
-    if (malformed || parsed < min || parsed > max)
+    // Decimal digits, after a '-' where negative values mean something: strtoll's leading
+    // blanks and '+' would let " 3" pass here while other readers (the plugins'
+    // DISTTRAIN_DEVICE) refuse it.
+    const bool negative = !value.empty() && value[0] == '-';
+    const size_t first = negative ? 1 : 0;
+    bool malformed = value.size() == first ||
+                     value.find_first_not_of("0123456789", first) != std::string::npos;
+    int64_t parsed = 0;
+    bool in_range = !negative || min < 0;
+    if (!malformed && in_range) {
+        auto read = std::from_chars(value.data(), value.data() + value.size(), parsed);
+        in_range = read.ec == std::errc() && parsed >= min && parsed <= max;
+    }
+    if (malformed || !in_range)
         throw_error(DT_ERR_INVALID_CONFIG, what, "='", value, "' is ",
                     malformed ? "not an integer" : "out of range",
-                    "; expected an integer in [", min, ", ", max, "]");
+                    "; expected an integer in [", min, ", ", max, "], in decimal digits",
+                    min < 0 ? " after an optional '-'" : "", " (no spaces, '+' or suffix)");
     return parsed;
 }
 

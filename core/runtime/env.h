@@ -13,8 +13,10 @@ namespace dt::env {
 // The variable's value, or nullopt when it is unset or empty.
 std::optional<std::string> get(const char *name);
 
-// Parses an integer variable in [min, max]; unset gives fallback. Malformed or out of
-// range throws DT_ERR_INVALID_CONFIG naming the variable, the value and the range.
+// Parses an integer variable in [min, max]: decimal digits, with a leading '-' only where
+// min is negative (no blanks, '+', base prefix or suffix). Unset gives fallback. Malformed
+// or out of range throws DT_ERR_INVALID_CONFIG naming the variable, the value, the range
+// and the form.
 int64_t get_int(const char *name, int64_t fallback, int64_t min, int64_t max);
 
 // Like get_int for a value already read from somewhere named `what`.

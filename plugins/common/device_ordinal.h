@@ -1,10 +1,11 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 // DISTTRAIN_DEVICE as the plugins that read it (the nccl transport, the cuda memory
-// provider) parse it, alike: a GPU ordinal written in decimal digits and nothing else.
-// strtol would also take leading spaces and a sign (" 1", "+1") while refusing "1x",
-// which made one typo pass and the next fail; the core's compute settings follow the
-// same rule. Header-only: plugins never link the core or each other.
+// provider) parse it, alike: a GPU ordinal written in decimal digits and nothing else
+// (decimal.h); the core's compute settings follow the same rule. Header-only: plugins
+// never link the core or each other.
 #pragma once
+
+#include "decimal.h"
 
 #include <climits>
 
@@ -14,15 +15,9 @@ namespace dtp {
 // digits that fit an int; false for anything else (empty, spaces, a sign, a suffix, a
 // base prefix such as "0x1", a number too large), leaving *ordinal alone.
 inline bool parse_device_ordinal(const char *value, int *ordinal) {
-    if (value == nullptr || *value == '\0') return false;
-    int parsed = 0;
-    for (const char *c = value; *c != '\0'; ++c) {
-        if (*c < '0' || *c > '9') return false;
-        const int digit = *c - '0';
-        if (parsed > (INT_MAX - digit) / 10) return false;
-        parsed = parsed * 10 + digit;
-    }
-    *ordinal = parsed;
+    uint64_t parsed = 0;
+    if (!parse_decimal(value, INT_MAX, &parsed)) return false;
+    *ordinal = static_cast<int>(parsed);
     return true;
 }
 

@@ -57,6 +57,15 @@ def test_malformed_transport_name(worker):
     ("DISTTRAIN_TIMEOUT", "-4", "DISTTRAIN_TIMEOUT='-4' is out of range"),
     ("DISTTRAIN_FUSION_THRESHOLD", "64MB", "DISTTRAIN_FUSION_THRESHOLD='64MB' is not an integer"),
     ("DISTTRAIN_CYCLE_TIME_MS", "1e3", "DISTTRAIN_CYCLE_TIME_MS='1e3' is not an integer"),
+    # Digits only, as the plugins read DISTTRAIN_DEVICE and theirs: no blank, no '+'.
+    ("DISTTRAIN_TIMEOUT", " 3", "DISTTRAIN_TIMEOUT=' 3' is not an integer; expected an "
+     "integer in [0, 604800], in decimal digits (no spaces, '+' or suffix)"),
+    ("DISTTRAIN_TIMEOUT", "+3", "DISTTRAIN_TIMEOUT='+3' is not an integer"),
+    ("DISTTRAIN_FUSION_THRESHOLD", "+1", "DISTTRAIN_FUSION_THRESHOLD='+1' is not an integer"),
+    ("DISTTRAIN_CYCLE_TIME_MS", "1 ", "DISTTRAIN_CYCLE_TIME_MS='1 ' is not an integer"),
+    ("DISTTRAIN_STALL_WARN_S", " 60", "DISTTRAIN_STALL_WARN_S=' 60' is not an integer"),
+    ("DISTTRAIN_TCP_SOCKBUF", "+65536", "DISTTRAIN_TCP_SOCKBUF='+65536' is not a whole number "
+     "in [0, 1073741824] written in decimal digits"),
     ("DISTTRAIN_LOG_LEVEL", "loud", "DISTTRAIN_LOG_LEVEL='loud' is not a log level"),
     ("DISTTRAIN_JOB_ID", "a/b", "DISTTRAIN_JOB_ID='a/b' is not a job id"),
     ("DISTTRAIN_JOB_ID", "x" * 129, "is not a job id; use 1 to 128 letters"),

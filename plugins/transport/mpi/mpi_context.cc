@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "mpi_context.h"
 
+#include "decimal.h"
 #include "mpi_error.h"
 #include "mpi_request.h"
 #include "mpi_runtime.h"
@@ -24,12 +25,12 @@ size_t chunk_from_env() {
     constexpr size_t kDefault = size_t(1) << 30;
     const char *v = std::getenv("DISTTRAIN_MPI_CHUNK_BYTES");
     if (v == nullptr || *v == '\0') return kDefault;
-    char *end = nullptr;
-    unsigned long long n = std::strtoull(v, &end, 10);
-    if (*end != '\0' || n < 1 || n > static_cast<unsigned long long>(INT_MAX)) {
+    uint64_t n = 0;
+    if (!dtp::parse_decimal(v, INT_MAX, &n) || n < 1) {
         throw MpiError(DTP_ERR_INVALID_CONFIG,
                        std::string("mpi: DISTTRAIN_MPI_CHUNK_BYTES='") + v +
-                           "' is not a number of bytes from 1 to " + std::to_string(INT_MAX));
+                           "' is not a number of bytes from 1 to " + std::to_string(INT_MAX) +
+                           " written in decimal digits (no spaces, sign or suffix)");
     }
     return static_cast<size_t>(n);
 }

@@ -1,10 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "tcp_config.h"
 
+#include "decimal.h"
 #include "tcp_error.h"
 
 #include <algorithm>
-#include <cerrno>
 #include <cstdlib>
 #include <fstream>
 
@@ -16,19 +16,18 @@ std::string env(const char *name) {
     return v != nullptr ? std::string(v) : std::string();
 }
 
-// A positive decimal integer no larger than max, or the variable is unset (fallback).
+// A decimal integer in [min, max] (digits only, as the core reads its variables), or the
+// variable is unset (fallback).
 uint64_t env_number(const char *name, uint64_t fallback, uint64_t min, uint64_t max) {
     std::string text = env(name);
     if (text.empty()) return fallback;
-    char *end = nullptr;
-    errno = 0;
-    unsigned long long v = std::strtoull(text.c_str(), &end, 10);
-    if (errno != 0 || end == text.c_str() || *end != '\0' || text[0] == '-' || v < min ||
-        v > max) {
+    uint64_t v = 0;
+    if (!dtp::parse_decimal(text.c_str(), max, &v) || v < min) {
         throw TcpError(DTP_ERR_INVALID_CONFIG,
                        std::string(name) + "='" + text + "' is not a whole number in [" +
                            std::to_string(min) + ", " + std::to_string(max) +
-                           "]; fix or unset it");
+                           "] written in decimal digits (no spaces, sign or suffix); fix or "
+                           "unset it");
     }
     return v;
 }

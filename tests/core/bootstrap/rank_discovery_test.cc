@@ -296,7 +296,14 @@ TEST_F(RankDiscovery, MalformedNumbersNameTheVariable)
     env.set("DISTTRAIN_RANK", "x");
     env.set("DISTTRAIN_SIZE", "2");
     EXPECT_EQ(config_error(),
-              "DISTTRAIN_RANK='x' is not an integer; expected an integer in [0, 1048575]");
+              "DISTTRAIN_RANK='x' is not an integer; expected an integer in [0, 1048575], in "
+              "decimal digits (no spaces, '+' or suffix)");
+    for (const char *blank_or_sign : {" 1", "+1"}) {
+        env.set("DISTTRAIN_RANK", blank_or_sign);
+        EXPECT_NE(config_error().find(cat("DISTTRAIN_RANK='", blank_or_sign,
+                                          "' is not an integer")),
+                  std::string::npos);
+    }
     env.set("DISTTRAIN_RANK", "-1");
     EXPECT_NE(config_error().find("DISTTRAIN_RANK='-1' is out of range"), std::string::npos);
     env.set("DISTTRAIN_RANK", "1");

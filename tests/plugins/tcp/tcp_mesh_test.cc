@@ -176,6 +176,19 @@ TEST(TcpInit, RejectsAMalformedNumber) {
     EXPECT_NE(inst.host.last_error().find("DISTTRAIN_TCP_MAX_MESSAGE"), std::string::npos);
 }
 
+TEST(TcpInit, RejectsANumberWithBlanksOrASign) {
+    // Digits only, as the core reads its own variables: strtoull took these.
+    for (const char *value : {" 65536", "+65536", "65536 ", "-1"}) {
+        ScopedEnv env("DISTTRAIN_TCP_SOCKBUF", value);
+        Instance inst(std::make_shared<MemStore>(), "tok");
+        EXPECT_EQ(inst.init(0, 1), DTP_ERR_INVALID_CONFIG) << "'" << value << "'";
+        std::string e = inst.host.last_error();
+        EXPECT_NE(e.find(std::string("DISTTRAIN_TCP_SOCKBUF='") + value + "' is not a whole "
+                         "number in [0, 1073741824] written in decimal digits"),
+                  std::string::npos) << e;
+    }
+}
+
 TEST(TcpInit, ListensOnTheNamedInterface) {
     ScopedEnv env("DISTTRAIN_TCP_IFNAME", "lo");
     auto store = std::make_shared<MemStore>();

@@ -24,7 +24,7 @@ def test_a_rank_that_never_arrives_is_named_with_how_contexts_pair(worker, distt
     r = run([disttrainrun, "-np", "2", worker, "rank0-only"], timeout=90,
             env={"DISTTRAIN_TIMEOUT": "1"})
     assert r.returncode != 0, r.stdout + r.stderr
-    assert "rank 1 of 2 did not reach dt_context_create" in r.stderr, r.stderr
+    assert "rank 1 of 2 did not reach the rendezvous store" in r.stderr, r.stderr
     assert ("a rank that created a different number of contexts before this one reaches "
             "dt_context_create under another context and waits there") in r.stderr, r.stderr
     assert "create them in the same order on every rank" in r.stderr, r.stderr

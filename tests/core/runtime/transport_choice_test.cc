@@ -5,6 +5,7 @@
 // giving it up while they wait for rank 0's verdict.
 #include "runtime/transport_choice.h"
 
+#include "../bootstrap/bootstrap_test_util.h"
 #include "bootstrap/store.h"
 #include "bootstrap/store_handshake.h"
 #include "runtime/error.h"
@@ -27,18 +28,7 @@ namespace {
 using namespace std::chrono_literals;
 using Clock = TransportChoice::Clock;
 
-// Runs f, expects a dt::Error with the status, returns its message ("" if none thrown).
-std::string error_of(const std::function<void()> &f, dt_status_t status)
-{
-    try {
-        f();
-    } catch (const Error &e) {
-        EXPECT_EQ(e.status(), status) << e.what();
-        return e.what();
-    }
-    ADD_FAILURE() << "expected a dt::Error with status " << status;
-    return "";
-}
+using bootstrap::test::error_of;
 
 struct Choice : ::testing::Test {
     bootstrap::Auth auth{std::string(64, 't')};

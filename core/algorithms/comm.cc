@@ -320,14 +320,19 @@ void Comm::check_departures_of_members()
     }
 }
 
-void Comm::poll_departure(int world_peer)
+Comm::Departure Comm::poll_departure(int world_peer)
 {
     progress_once(0);
     if (!departed_)
-        return;
+        return {};
     Departure left = departed_(world_peer);
-    if (left.notice.empty() || left.lost) // shared memory sees a dead peer itself
-        return;
+    if (left.lost)
+        return {};
+    return left;
+}
+
+void Comm::fail_departed(int world_peer, const Departure &left)
+{
     abort_and_throw(left.status, cat(collective_, ": rank ", world_peer, " ", left.verb(),
                                      " while this rank waited for it: ",
                                      left.notice));

@@ -190,9 +190,13 @@ public:
 
     // For paths that wait outside the transport (core/shm), between sleeps: drives the
     // transport once without blocking, so that its control traffic still arrives (a
-    // peer's notice that it left, a closed connection), and fails this call as a wait
-    // on the transport would when world rank world_peer has left the job.
-    void poll_departure(int world_peer);
+    // peer's notice that it left, a closed connection), and returns world rank
+    // world_peer's notice (empty while it is in, or when only its connection failed:
+    // shared memory sees a dead peer itself). The caller looks at the notice before its
+    // flag: a peer that did its part and then left set the flag before sending it.
+    Departure poll_departure(int world_peer);
+    // Fails this call as a wait on the transport would when the peer has left the job.
+    [[noreturn]] void fail_departed(int world_peer, const Departure &left);
 
     // Fails this call as a failed transfer does (failure hook, transport abort), then
     // throws: for failures seen outside the transport (a peer dead in shared memory).

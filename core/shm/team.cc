@@ -160,20 +160,26 @@ void Team::wait_for(int local, Ready &&ready)
             }
         }
     }
-    // The peer's state and liveness are read before the flag: a peer that acked and then
-    // left has done its part, and must not be reported as lost.
+    // The peer's state, liveness and notice on the transport are read before the flag: a
+    // peer that acked and then left has done its part, and must not be reported as lost.
     auto last_check = Clock::time_point{};
     for (;;) {
         const uint32_t state = dom_.control(local).header.state.load(std::memory_order_acquire);
         const auto now = Clock::now();
         const bool periodic = now - last_check >= kSleepMax;
         const bool alive = !periodic || dom_.alive(local);
+        algo::Comm::Departure left;
+        if (periodic && args_.comm != nullptr) {
+            left = args_.comm->poll_departure(dom_.world_rank_of(local));
+            // The notice left the peer after every flag it set: see them too.
+            std::atomic_thread_fence(std::memory_order_acquire);
+        }
         if (ready())
             return;
         const bool cancelled =
             args_.cancel != nullptr && args_.cancel->load(std::memory_order_relaxed);
         if (periodic || state != kStateLive || cancelled) {
-            check(local, now, state, alive);
+            check(local, now, state, alive, left);
             last_check = now;
         }
         sleep_on(local, ready);
@@ -205,14 +211,18 @@ void Team::wake_sleepers()
               INT32_MAX, nullptr, nullptr, 0);
 }
 
-void Team::check(int local, Clock::time_point now, uint32_t state, bool alive)
+void Team::check(int local, Clock::time_point now, uint32_t state, bool alive,
+                 algo::Comm::Departure left)
 {
     int world = dom_.world_rank_of(local);
     int me = dom_.world_rank();
     // A peer that left tells why on the transport (its notice), before its segment says
-    // closed: that reason names the root cause.
-    if (args_.comm != nullptr)
-        args_.comm->poll_departure(world);
+    // closed: that reason names the root cause. A segment read as closed before the flag
+    // means the peer left without its part, so its notice may be looked for now.
+    if (left.notice.empty() && state != kStateLive && args_.comm != nullptr)
+        left = args_.comm->poll_departure(world);
+    if (!left.notice.empty())
+        args_.comm->fail_departed(world, left);
     if (args_.cancel != nullptr && args_.cancel->load(std::memory_order_relaxed))
         fail(DT_ERR_ABORTED, cat(args_.what, ": aborted on rank ", me, " while waiting for "
                                  "rank ", world, " (the context was aborted)"));

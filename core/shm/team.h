@@ -22,6 +22,7 @@
 // error that names it.
 #pragma once
 
+#include "algorithms/comm.h"
 #include "shm/domain.h"
 
 #include <disttrain/disttrain.h>
@@ -32,10 +33,6 @@
 #include <string>
 
 #include <sched.h>
-
-namespace dt::algo {
-class Comm;
-}
 
 namespace dt::shm {
 
@@ -155,8 +152,10 @@ private:
     void wait_for(int local, Ready &&ready);
     template <typename Ready>
     void sleep_on(int local, Ready &ready);
-    // Throws when the wait cannot end well: state and alive were read before the flag.
-    void check(int local, Clock::time_point now, uint32_t state, bool alive);
+    // Throws when the wait cannot end well: state, alive and the peer's notice on the
+    // transport (left) were read before the flag.
+    void check(int local, Clock::time_point now, uint32_t state, bool alive,
+               algo::Comm::Departure left);
     // After an update of this rank's flags: wakes the peers asleep on it, if any. The
     // fence orders the update before the look at the peers' sleeping lines (Dekker, with
     // sleep_on); the futex word moves only when there is a sleeper to wake.

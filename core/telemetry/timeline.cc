@@ -157,11 +157,30 @@ std::unique_ptr<Timeline> Timeline::open(const std::string &path, int64_t pid,
 }
 
 Timeline::Timeline(int fd, const std::string &path, int64_t pid, const std::string &label)
-    : fd_(fd), path_(path), pid_(pid), end_(2), origin_(Clock::now())
+    : fd_(fd), path_(path), pid_(pid), end_(2)
 {
+    // One moment on both clocks: the system clock read between two monotonic reads, the
+    // closest pair of a few tries (a process preempted between the reads would shift its
+    // whole trace against the other processes' by as long as it waited).
+    auto best = Clock::duration::max();
+    for (int attempt = 0; attempt < 5 && best > std::chrono::microseconds(20); ++attempt) {
+        const auto before = Clock::now();
+        const auto wall = std::chrono::system_clock::now();
+        const auto after = Clock::now();
+        if (after - before < best) {
+            best = after - before;
+            origin_ = before + (after - before) / 2;
+            origin_epoch_us_ = std::chrono::duration_cast<std::chrono::microseconds>(
+                                   wall.time_since_epoch())
+                                   .count();
+        }
+    }
     std::lock_guard lock(mutex_);
     append(cat(R"({"name":"process_name","ph":"M","pid":)", pid_, R"(,"args":{"name":")",
                json_escape(label), R"("}})"));
+    // Ranks in order when the files of a job are viewed as one trace.
+    append(cat(R"({"name":"process_sort_index","ph":"M","pid":)", pid_,
+               R"(,"args":{"sort_index":)", pid_, "}}"));
     append(cat(R"({"name":"thread_name","ph":"M","pid":)", pid_,
                R"(,"tid":0,"args":{"name":"engine"}})"));
 }
@@ -173,7 +192,8 @@ Timeline::~Timeline()
 
 int64_t Timeline::micros(Clock::time_point t) const
 {
-    return std::chrono::duration_cast<std::chrono::microseconds>(t - origin_).count();
+    return origin_epoch_us_ +
+           std::chrono::duration_cast<std::chrono::microseconds>(t - origin_).count();
 }
 
 int Timeline::row(const std::string &name)

@@ -14,6 +14,13 @@
 // a placeholder, often a dead rank's), by its DISTTRAIN_LAUNCH_ID, which disttrainrun
 // numbers after every rank of the job. The file is locked while written: a second writer
 // of one path (another job, another context) writes nothing rather than truncate it.
+//
+// Event times are microseconds since the Unix epoch: the system clock read when the file
+// opens, advanced by the monotonic clock (so a clock step mid-job does not bend the
+// trace). The files of one job thus share one time axis, exactly on one host and to
+// within the hosts' clock synchronisation across hosts, and their process ids differ
+// (the starting rank, or a joiner's launch id): concatenated, they are one trace with a
+// row per process.
 #pragma once
 
 #include <chrono>
@@ -65,7 +72,8 @@ private:
     bool first_ = true;
     bool stopped_ = false; // a write failed: nothing more is written
     uint64_t events_ = 0;  // written so far
-    Clock::time_point origin_;
+    Clock::time_point origin_;  // when the file opened, on the monotonic clock
+    int64_t origin_epoch_us_ = 0; // the same moment in microseconds since the Unix epoch
     std::unordered_map<std::string, int> rows_;
 };
 

@@ -379,6 +379,33 @@ def test_timeline_survives_a_killed_rank(disttrainrun, worker, tmp_path):
     assert any(e.get("name") == "allreduce" for e in events)
 
 
+def test_the_files_of_a_job_share_one_time_axis(disttrainrun, worker, tmp_path):
+    """Each process writes its own file; times are microseconds since the Unix epoch, so
+    the files concatenated are one trace of the job, a row per rank."""
+    before = time.time() * 1e6
+    r = job(disttrainrun, worker, 2, "fusion", "1",
+            env={"DISTTRAIN_TIMELINE": str(tmp_path / "t.{rank}.json")})
+    after = time.time() * 1e6
+    assert r.returncode == 0, r.stdout + r.stderr
+    merged = [e for rank in (0, 1) for e in json.loads((tmp_path / f"t.{rank}.json").read_text())]
+    names = {e["pid"]: e["args"]["name"] for e in merged if e["name"] == "process_name"}
+    assert names == {0: "rank 0", 1: "rank 1"}, names
+    timed = [e for e in merged if "ts" in e]
+    assert timed and all(before <= e["ts"] <= after for e in timed), (before, after)
+    # A collective runs on both ranks at once (neither can finish it before the other
+    # has started it): in the merged trace, each one's two events overlap.
+    rows = {(e["pid"], e["tid"]): e["args"]["name"] for e in merged
+            if e["name"] == "thread_name"}
+    spans = {}
+    for e in merged:
+        if e.get("ph") == "X" and e["name"] == "allreduce":
+            spans.setdefault(rows[(e["pid"], e["tid"])], {})[e["pid"]] = (e["ts"],
+                                                                         e["ts"] + e["dur"])
+    pairs = [s for s in spans.values() if len(s) == 2]
+    apart = [s for s in pairs if max(s[0][0], s[1][0]) > min(s[0][1], s[1][1]) + 2000]
+    assert pairs and not apart, f"{len(apart)} of {len(pairs)} apart, e.g. {apart[:3]}"
+
+
 def test_no_memory_growth_over_10000_steps(disttrainrun, worker):
     r = job(disttrainrun, worker, 2, "leak", "10000", timeout=900)
     assert r.returncode == 0, r.stdout + r.stderr

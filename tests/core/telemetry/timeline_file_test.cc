@@ -5,12 +5,14 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <csignal>
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
 #include <string>
 #include <sys/resource.h>
+#include <thread>
 #include <vector>
 #include <unistd.h>
 
@@ -80,6 +82,9 @@ protected:
     std::string dir_;
 };
 
+// Every file starts with the process's name, its sort index and the engine row's name.
+constexpr size_t kHeaderEvents = 3;
+
 void mark(Timeline &timeline)
 {
     timeline.marker("CYCLE", Timeline::Clock::now(), R"("ready":1)");
@@ -129,8 +134,8 @@ TEST_F(TimelineFile, AFailedWriteLeavesTheEventsBeforeAsValidJsonWarnsOnceAndSto
     const std::string warnings = testing::internal::GetCapturedStderr();
     const std::string text = read_file(path);
     const auto events = events_of(text);
-    EXPECT_EQ(events.size(), 2u + 3u) << text; // the two names and three markers
-    EXPECT_EQ(count(warnings, "the timeline stopped after 5 events"), 1u) << warnings;
+    EXPECT_EQ(events.size(), kHeaderEvents + 3u) << text; // and three markers
+    EXPECT_EQ(count(warnings, "the timeline stopped after 6 events"), 1u) << warnings;
     EXPECT_NE(warnings.find("File too large"), std::string::npos) << warnings;
     EXPECT_NE(warnings.find("the file holds those events as valid JSON"), std::string::npos)
         << warnings;
@@ -160,12 +165,12 @@ TEST_F(TimelineFile, ASecondWriterOfTheSameFileWritesNothingAndLeavesItWhole)
     EXPECT_EQ(read_file(path), before);
 
     mark(*first);
-    EXPECT_EQ(events_of(read_file(path)).size(), 4u);
+    EXPECT_EQ(events_of(read_file(path)).size(), kHeaderEvents + 2u);
 
     // Once the first is done with it, the file is free to be written anew.
     first.reset();
     EXPECT_NE(Timeline::open(path, 1, "rank 1"), nullptr);
-    EXPECT_EQ(events_of(read_file(path)).size(), 2u);
+    EXPECT_EQ(events_of(read_file(path)).size(), kHeaderEvents);
 }
 
 TEST_F(TimelineFile, RankNamesTheFileOfAProcessThatStartsWithOne)
@@ -209,7 +214,47 @@ TEST_F(TimelineFile, OneFileForTheJobIsTheStartingRankZerosAlone)
     EXPECT_EQ(Timeline::open_from_env(0, true, 3), nullptr); // a joiner numbered 0 for now
     EXPECT_NE(access(path.c_str(), F_OK), 0);
     EXPECT_NE(Timeline::open_from_env(0, false, 0), nullptr);
-    EXPECT_EQ(events_of(read_file(path)).size(), 2u);
+    EXPECT_EQ(events_of(read_file(path)).size(), kHeaderEvents);
+}
+
+// The "ts" of the last event in text.
+int64_t last_ts(const std::string &text)
+{
+    const size_t at = text.rfind(R"("ts":)");
+    EXPECT_NE(at, std::string::npos) << text;
+    return at == std::string::npos ? 0 : std::stoll(text.substr(at + 5));
+}
+
+int64_t epoch_micros()
+{
+    return std::chrono::duration_cast<std::chrono::microseconds>(
+               std::chrono::system_clock::now().time_since_epoch())
+        .count();
+}
+
+TEST_F(TimelineFile, FilesOpenedAtDifferentTimesShareOneTimeAxis)
+{
+    // Two processes open their files 50 ms apart; a moment is the same "ts" in both,
+    // and that is its time since the Unix epoch, so the files of a job merge.
+    const int64_t before = epoch_micros();
+    auto first = Timeline::open(dir_ + "/tl.0.json", 0, "rank 0");
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    auto second = Timeline::open(dir_ + "/tl.1.json", 1, "rank 1");
+    ASSERT_NE(first, nullptr);
+    ASSERT_NE(second, nullptr);
+    const auto moment = Timeline::Clock::now();
+    first->marker("CYCLE", moment);
+    second->marker("CYCLE", moment);
+    const int64_t after = epoch_micros();
+    const int64_t ts0 = last_ts(read_file(dir_ + "/tl.0.json"));
+    const int64_t ts1 = last_ts(read_file(dir_ + "/tl.1.json"));
+    EXPECT_LE(std::abs(ts0 - ts1), 2000) << ts0 << " vs " << ts1;
+    EXPECT_GE(ts0, before - 2000);
+    EXPECT_LE(ts0, after + 2000);
+    // The process rows sort by rank in the merged trace.
+    EXPECT_NE(read_file(dir_ + "/tl.1.json").find(
+                  R"({"name":"process_sort_index","ph":"M","pid":1,"args":{"sort_index":1}})"),
+              std::string::npos);
 }
 
 } // namespace

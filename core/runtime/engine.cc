@@ -5,6 +5,7 @@
 #include "algorithms/comm.h"
 #include "runtime/error.h"
 #include "runtime/env.h"
+#include "runtime/leaving_notice.h"
 #include "telemetry/log.h"
 
 #include <algorithm>
@@ -81,6 +82,7 @@ void Engine::submit(std::shared_ptr<Operation> op)
     std::unique_lock lock(mutex_);
     if (error_) {
         auto [status, message] = *error_;
+        calls_failed_ = true;
         lock.unlock();
         op->complete(status, cat(op_kind_name(op->desc().kind), " '", op->desc().name,
                                  "' cannot run: ", message));
@@ -331,20 +333,10 @@ void Engine::loop()
     const bool graceful = !err || departure_only();
     if (err)
         fail_all(err->first, err->second);
-    if (err && err->first == DT_ERR_ABORTED)
-        notify_peers(DT_ERR_ABORTED, err->second);
-    else if (graceful && err) // it failed because a peer left: pass the cause on
-        notify_peers(err->first == DT_ERR_MISMATCH ? DT_ERR_MISMATCH : DT_ERR_PEER_LOST,
-                     cat("rank ", rank_, " has destroyed its context after: ", err->second));
-    else if (graceful)
-        // DT_OK: every call of this rank completed. A peer still finishing a native
-        // collective with this rank may complete it; any other notice ends that wait.
-        notify_peers(DT_OK, cat("rank ", rank_, " has destroyed its context"));
-    else if (!notified_)
-        // Broken outside a collective (a lost connection seen while idle), where no
-        // failure hook told the peers why: without this notice they would see only this
-        // rank's connection close, and blame this rank instead of the one it lost.
-        notify_peers(err->first, err->second);
+    const LeavingNotice notice =
+        leaving_notice(rank_, err, err && departure_only(), calls_failed_, notified_);
+    if (notice.send)
+        notify_peers(notice.status, notice.text);
     if (graceful)
         await_peers_leaving();
     note_lost_peers();
@@ -379,6 +371,7 @@ void Engine::fail_all(dt_status_t status, const std::string &message)
         intake_bytes_ = 0;
     }
     auto fail = [&](Operation &op) {
+        calls_failed_ = true;
         op.complete(status, cat(op_kind_name(op.desc().kind), " '", op.desc().name,
                                 "' failed: ", message));
     };

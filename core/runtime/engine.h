@@ -202,6 +202,9 @@ private:
     std::mutex lost_mutex_;
     std::vector<int> lost_peers_; // noted when a collective fails and as the engine leaves
     bool departure_only_ = false; // error_ came from a peer's clean exit (break_context)
+    // A call of this rank failed or was refused since the context broke: its notice must
+    // not tell the peers that it did its part of every collective it began.
+    std::atomic<bool> calls_failed_{false};
     std::atomic<bool> notified_{false}; // notify_peers has sent this rank's notice
     std::atomic<bool> cancel_{false};
     mutable std::mutex groups_mutex_;

@@ -59,6 +59,7 @@ void Engine::run_ordered(Operation &op)
 {
     const OpDesc &d = op.desc();
     if (auto err = error()) {
+        calls_failed_ = true;
         op.complete(err->first, cat(op_kind_name(d.kind), " '", d.name, "' cannot run: ",
                                     err->second));
         return;
@@ -103,6 +104,7 @@ void Engine::run_ordered(Operation &op)
     } catch (const Error &e) {
         auto [status, message] = root_cause(e.status(), e.what());
         break_context(status, message, dynamic_cast<const PeerLeft *>(&e) != nullptr);
+        calls_failed_ = true;
         op.complete(status, cat(op_kind_name(d.kind), " '", d.name, "' failed: ", message));
         fail_all(status, message);
     }

@@ -19,21 +19,28 @@ namespace {
 
 using namespace std::chrono_literals;
 
+// The arguments of a call of every rank, as Rank::team gives, with a deadline of its own.
+TeamArgs whole_team(Rank &r, std::chrono::milliseconds timeout, const char *what)
+{
+    r.current = r.all;
+    TeamArgs a;
+    a.locals = r.current.data();
+    a.size = r.size;
+    a.rank = r.rank;
+    a.tag = r.next_tag++;
+    a.deadline = Clock::now() + timeout;
+    a.what = what;
+    return a;
+}
+
 // Runs an allreduce on rank 0 only (with its own deadline) and returns the error.
 std::pair<dt_status_t, std::string> lonely_allreduce(Rank &r, std::chrono::milliseconds timeout,
                                                      const std::atomic<bool> *cancel = nullptr)
 {
     std::vector<float> buf(1000, 1.0f);
     try {
-        r.current = r.all;
-        TeamArgs a;
-        a.locals = r.current.data();
-        a.size = r.size;
-        a.rank = r.rank;
-        a.tag = r.next_tag++;
-        a.deadline = Clock::now() + timeout;
+        TeamArgs a = whole_team(r, timeout, "allreduce");
         a.cancel = cancel;
-        a.what = "allreduce";
         Team t(*r.domain, a);
         allreduce(t, buf.data(), buf.data(), buf.size(), DT_FLOAT32, DT_SUM);
     } catch (const Error &e) {
@@ -138,14 +145,7 @@ TEST(ShmFailure, APeerThatDidItsPartAndThenLeftIsNotBlamed)
             return;
         }
         try {
-            r.current = r.all;
-            TeamArgs a;
-            a.locals = r.current.data();
-            a.size = r.size;
-            a.rank = r.rank;
-            a.tag = r.next_tag++;
-            a.deadline = Clock::now() + 30s;
-            a.what = "broadcast";
+            TeamArgs a = whole_team(r, 30s, "broadcast");
             a.comm = &comm;
             Team t(*r.domain, a);
             broadcast(t, got.data(), count * sizeof(float), 1);

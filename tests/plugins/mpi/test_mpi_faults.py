@@ -131,3 +131,29 @@ def test_a_rank_aborting_fails_the_survivors_in_the_native_allreduce_at_once(dis
         assert "DISTTRAIN_TIMEOUT passed" not in message, (rank, message)
     assert failed[victim][1] == "DT_ERR_ABORTED", out[-6000:]
     assert leftovers() == []
+
+
+@pytest.mark.parametrize("shm", ["0", "1"])
+def test_a_rank_still_finishing_the_last_allreduce_is_not_failed_by_clean_exits(
+        disttrainrun, shm):
+    """Negotiated mode, three ranks, each makes its calls and destroys its context. MPI
+    reports the last native allreduce done on rank 0 at once, on rank 2 100 ms later and
+    on rank 1 300 ms later (mpi_hold_collectives.c: each has done its part). Rank 0
+    leaves cleanly; rank 2's engine hears of it after its allreduce and passes it on,
+    which must say that rank 2 too completed every call it made: rank 1, still waiting
+    for the native allreduce, must complete it, not fail with DT_ERR_PEER_LOST. Under
+    load this happened now and then without any hold (rank 1 descheduled)."""
+    shim = build_path("tests", "plugins", "mpi", "libmpi-hold-collectives.so")
+    env = {"DISTTRAIN_TRANSPORT": "mpi", "DISTTRAIN_PLUGIN_PATH": str(MPI_PLUGIN.parent),
+           "DISTTRAIN_TIMEOUT": "10", "DISTTRAIN_ORDERED": "0", "DISTTRAIN_SHM": shm,
+           "LD_PRELOAD": str(shim), "DT_TEST_MPI_HOLD": "1:300,2:100"}
+    r = run([disttrainrun, "--launcher", "mpi", "-np", "3", "--timeout", "50", "--",
+             build_path("tests", "integration", "dt_mismatch_worker"), "none"],
+            env=env, timeout=60)
+    out = r.stdout + r.stderr
+    assert r.returncode == 0, out[-6000:]
+    for rank in range(3):
+        assert re.search(rf"^\[\d+,{rank}\]<stdout>:call next: DT_OK", r.stdout, re.M), \
+            out[-6000:]
+        assert re.search(rf"^\[\d+,{rank}\]<stdout>:data next: ok", r.stdout, re.M), \
+            out[-6000:]

@@ -193,7 +193,8 @@ algo::Comm Engine::comm(uint64_t tag, const char *what, const std::vector<int> *
         c.set_members(members);
     c.set_cancel(&cancel_);
     c.set_departure_check([this](int peer) { return departure_notice(peer); });
-    c.set_failure_hook([this](dt_status_t status, const std::string &message) {
+    const bool negotiation = tag >= kNegotiationTagBase && tag < kControlTag;
+    c.set_failure_hook([this, negotiation](dt_status_t status, const std::string &message) {
         // The transport still works: tell the peers why this rank is leaving, and note
         // which peers are gone before the abort fails every control receive alike.
         note_lost_peers();
@@ -208,7 +209,16 @@ algo::Comm Engine::comm(uint64_t tag, const char *what, const std::vector<int> *
             // notice carries the cause's status, so the peers can tell a rank that left
             // from one that is alive with an error of its own (Comm::Departure::verb).
             auto [cause, text] = root_cause(status, message);
-            notify_peers(cause, text);
+            // A peer that left cleanly ends a negotiation this rank waited in with no
+            // call of its own in flight (nothing submitted, no join): as at a clean exit,
+            // it did its part of every call, and a peer still finishing the last native
+            // collective may finish it.
+            if (negotiation && first_notice_clean() && pending_.empty() && !join_op_ &&
+                !calls_failed_)
+                notify_peers(DT_OK, cat("rank ", rank_, " stopped with every call it made "
+                                        "completed, after: ", text));
+            else
+                notify_peers(cause, text);
         }
     });
     return c;

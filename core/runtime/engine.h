@@ -148,6 +148,8 @@ private:
     // Clean exit: waits (bounded) until every peer has left too, see engine_control.cc.
     void await_peers_leaving();
     std::vector<int> failed_control_receives() const;
+    // The first notice check_control would name says its sender completed every call.
+    bool first_notice_clean() const;
     void note_lost_peers(); // adds failed_control_receives() to lost_peers_
     // The best explanation of a failure: a peer's notice or a lost connection seen on
     // the control receives, else the error itself.

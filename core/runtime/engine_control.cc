@@ -85,6 +85,15 @@ algo::Comm::Departure Engine::departure_notice(int peer) const
     return departure_of(c.buf, c.raw.bytes);
 }
 
+bool Engine::first_notice_clean() const
+{
+    // The peer check_control names first: the lowest rank whose notice arrived.
+    for (const auto &c : control_)
+        if (c && c->raw.status == DTP_OK)
+            return departure_of(c->buf, c->raw.bytes).clean;
+    return false;
+}
+
 std::vector<int> Engine::failed_control_receives() const
 {
     std::vector<int> lost;

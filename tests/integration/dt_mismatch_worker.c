@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * A rank that breaks the promise of ordered mode on purpose:
- *   dt_mismatch_worker CASE
+ *   dt_mismatch_worker CASE [LINGER_RANK:MS]
  * Every rank runs three agreeing allreduces, then the case's call, in which rank 1
  * disagrees with the others, then one more agreeing allreduce ("next"). CASE is one of
  *   count        rank 1 reduces 4 elements where the others reduce 8
@@ -17,7 +17,8 @@
  * For each call it prints "call NAME: STATUS SECONDS MESSAGE" and, for a call that
  * returned DT_OK, "data NAME: ok" or "data NAME: wrong (...)", the data judged by this
  * rank's own view of the call as if every rank had made it. Exits 0 when every call
- * returned DT_OK, 1 otherwise.
+ * returned DT_OK, 1 otherwise. With LINGER_RANK:MS, that rank waits MS milliseconds
+ * between its last call and dt_context_destroy, as a program saving a checkpoint does.
  */
 #define _POSIX_C_SOURCE 200809L
 #include <disttrain/disttrain.h>
@@ -106,8 +107,9 @@ static dt_status_t run(dt_context_h ctx, const struct call *c, int rank, int siz
 
 int main(int argc, char **argv)
 {
-    if (argc != 2) {
-        fprintf(stderr, "usage: dt_mismatch_worker CASE\n");
+    int linger_rank = -1, linger_ms = 0;
+    if (argc != 2 && (argc != 3 || sscanf(argv[2], "%d:%d", &linger_rank, &linger_ms) != 2)) {
+        fprintf(stderr, "usage: dt_mismatch_worker CASE [LINGER_RANK:MS]\n");
         return 2;
     }
     const char *which = argv[1];
@@ -173,6 +175,10 @@ int main(int argc, char **argv)
         failed |= run(ctx, &calls[i], rank, size) != DT_OK;
     struct call next = {ALLREDUCE, "next", 16, DT_FLOAT32, DT_SUM, 0, 5};
     failed |= run(ctx, &next, rank, size) != DT_OK;
+    if (rank == linger_rank) {
+        struct timespec pause = {linger_ms / 1000, (linger_ms % 1000) * 1000000L};
+        nanosleep(&pause, NULL);
+    }
     dt_context_destroy(ctx);
     return failed ? 1 : 0;
 }

@@ -143,12 +143,27 @@ def test_a_rank_still_finishing_the_last_allreduce_is_not_failed_by_clean_exits(
     which must say that rank 2 too completed every call it made: rank 1, still waiting
     for the native allreduce, must complete it, not fail with DT_ERR_PEER_LOST. Under
     load this happened now and then without any hold (rank 1 descheduled)."""
+    assert_every_rank_completes(disttrainrun, shm, hold="1:300,2:100")
+
+
+@pytest.mark.parametrize("shm", ["0", "1"])
+def test_a_rank_still_finishing_the_last_allreduce_is_not_failed_by_an_idle_rank(
+        disttrainrun, shm):
+    """As above, but rank 0 waits 250 ms before it destroys its context (a program saving
+    a checkpoint): its engine's next negotiation meets rank 1's clean exit. Rank 0 had no
+    call in flight, so its notice must say it completed every call: rank 2, which MPI
+    reports done with the last allreduce 300 ms late, must complete it."""
+    assert_every_rank_completes(disttrainrun, shm, hold="2:300", linger="0:250")
+
+
+def assert_every_rank_completes(disttrainrun, shm, hold, linger=None):
     shim = build_path("tests", "plugins", "mpi", "libmpi-hold-collectives.so")
     env = {"DISTTRAIN_TRANSPORT": "mpi", "DISTTRAIN_PLUGIN_PATH": str(MPI_PLUGIN.parent),
            "DISTTRAIN_TIMEOUT": "10", "DISTTRAIN_ORDERED": "0", "DISTTRAIN_SHM": shm,
-           "LD_PRELOAD": str(shim), "DT_TEST_MPI_HOLD": "1:300,2:100"}
+           "LD_PRELOAD": str(shim), "DT_TEST_MPI_HOLD": hold}
     r = run([disttrainrun, "--launcher", "mpi", "-np", "3", "--timeout", "50", "--",
-             build_path("tests", "integration", "dt_mismatch_worker"), "none"],
+             build_path("tests", "integration", "dt_mismatch_worker"), "none",
+             *([linger] if linger else [])],
             env=env, timeout=60)
     out = r.stdout + r.stderr
     assert r.returncode == 0, out[-6000:]

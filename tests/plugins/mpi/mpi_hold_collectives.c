@@ -21,7 +21,6 @@
 #include <string.h>
 #include <time.h>
 
-/* -1: the variable is not set; else this rank's hold (0 when it is not named). */
 /* MPI's function `name`, of the type of `fn` (a pointer); looked up once. */
 #define REAL(fn, name)                                                                    \
     do {                                                                                  \
@@ -33,6 +32,7 @@ static int (*real_status_set_elements)(MPI_Status *, MPI_Datatype, int);
 static int (*real_status_set_cancelled)(MPI_Status *, int);
 static int (*real_grequest_complete)(MPI_Request);
 
+/* -1: the variable is not set; else this rank's hold (0 when it is not named). */
 static long hold_ms_of_this_rank(void)
 {
     const char *spec = getenv("DT_TEST_MPI_HOLD");
@@ -130,6 +130,8 @@ int MPI_Iallreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype d
     if (ms == 0)
         return real_grequest_complete(*request);
     struct hold *h = malloc(sizeof *h);
+    if (h == NULL)
+        return real_grequest_complete(*request); /* no memory for the hold: no hold */
     h->request = *request;
     h->ms = ms;
     pthread_t thread;

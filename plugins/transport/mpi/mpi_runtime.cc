@@ -72,12 +72,20 @@ bool every_rank_exiting(MPI_Comm comm, std::optional<std::chrono::milliseconds> 
 // before it exits, so that survivors a little behind it still report their own error
 // before mpirun, seeing this rank gone, stops the job. A clean process waits without
 // limit: a peer may legitimately come much later (still writing a checkpoint, say).
+// A program that exits with a context still open (exit() without dt_context_destroy)
+// is treated as one that left requests to MPI: that context's engine thread may be
+// inside MPI at this moment, and MPI_Finalize beside it crashes the process.
 void finalize_at_exit() {
     Runtime &r = runtime();
     int finalized = 0;
     MPI_Finalized(&finalized);
     if (!r.we_initialised || finalized) return;
-    if (r.abandoned.load()) {
+    int open_instances = 0;
+    {
+        std::lock_guard<std::mutex> lock(r.mutex);
+        open_instances = r.instances;
+    }
+    if (r.abandoned.load() || open_instances > 0) {
         std::this_thread::sleep_for(kFailedExitLimit);
         return;
     }

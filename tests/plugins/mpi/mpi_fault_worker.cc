@@ -6,6 +6,8 @@
 //   mpi_fault_worker kill VICTIM K    the victim raises SIGKILL at iteration K
 //   mpi_fault_worker abort VICTIM K   the victim calls dt_context_abort at iteration K
 //                                     instead of the allreduce the others wait in
+//   mpi_fault_worker exit VICTIM K    the victim calls exit(5) at iteration K without
+//                                     destroying its context, its engine driving MPI
 // The victim prints "rank V signalled at T" first (T: seconds since the epoch, as the
 // test's clock reads them). A rank prints "rank R failed after N iterations at T:
 // STATUS: message" when a call fails and exits 3 for DT_ERR_TIMEOUT, 4 for any other
@@ -34,8 +36,9 @@ int main(int argc, char **argv)
 {
     const char *mode = argc == 4 ? argv[1] : "";
     const bool aborts = std::strcmp(mode, "abort") == 0;
-    if (!aborts && std::strcmp(mode, "stop") != 0 && std::strcmp(mode, "kill") != 0) {
-        std::fprintf(stderr, "usage: mpi_fault_worker stop|kill|abort VICTIM K\n");
+    const bool exits = std::strcmp(mode, "exit") == 0;
+    if (!aborts && !exits && std::strcmp(mode, "stop") != 0 && std::strcmp(mode, "kill") != 0) {
+        std::fprintf(stderr, "usage: mpi_fault_worker stop|kill|abort|exit VICTIM K\n");
         return 2;
     }
     const int sig = std::strcmp(mode, "stop") == 0 ? SIGSTOP : SIGKILL;
@@ -56,6 +59,8 @@ int main(int argc, char **argv)
             std::fflush(stdout);
             if (aborts)
                 dt_context_abort(ctx); // the allreduce below then fails at once
+            else if (exits)
+                std::exit(5);
             else
                 raise(sig);
         }

@@ -7,7 +7,9 @@ rank, and exit without MPI_Finalize (which in Open MPI would wait for the stoppe
 too); mpirun then ends the job and kills the stopped rank. Killed: mpirun itself ends the
 job about 1 s later (the survivors are killed before they could report), and names the
 rank that died. Aborted: the survivors, waiting in MPI's allreduce for the victim, fail
-on its notice at once.
+on its notice at once. Exited without destroying its context: the victim skips
+MPI_Finalize, waits 2 s and exits with its own code, which mpirun reports as it ends the
+job.
 
 Skipped when the mpi plugin was not built or mpirun is missing.
 """
@@ -131,6 +133,19 @@ def test_a_rank_aborting_fails_the_survivors_in_the_native_allreduce_at_once(dis
         assert "DISTTRAIN_TIMEOUT passed" not in message, (rank, message)
     assert failed[victim][1] == "DT_ERR_ABORTED", out[-6000:]
     assert leftovers() == []
+
+
+def test_a_rank_exiting_without_destroying_its_context_keeps_its_exit_code(disttrainrun):
+    """The victim calls exit(5) mid-loop with its context open, its engine thread still
+    driving MPI: the plugin's exit handler must not finalise MPI beside that thread (it
+    crashed with SIGSEGV in MPI_Isend), and the job ends with the victim's own code."""
+    for trial in range(3):
+        r, out, _, _ = fault_job(disttrainrun, "exit", 1, 5, "0", 10)
+        assert not re.search(r"Segmentation|signal 11|SIGSEGV|backtrace", out), out[-6000:]
+        assert r.returncode != 0, out[-4000:]
+        assert re.search(r"rank 1 .*code 5|exit code:? *5|exited with code 5", out), \
+            f"trial {trial}:\n" + out[-4000:]
+        assert leftovers() == []
 
 
 @pytest.mark.parametrize("shm", ["0", "1"])

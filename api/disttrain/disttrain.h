@@ -204,7 +204,11 @@ typedef struct dt_context_params {
      *  is submitted (a blocking call on the caller's thread when nothing is queued): the
      *  lowest latency, but no fusion. Each call still carries a check of its kind,
      *  count, dtype, op, root, group and name hash: a rank that disagrees or skips a call
-     *  makes it fail with DT_ERR_MISMATCH on every rank. Env DISTTRAIN_ORDERED. */
+     *  makes it fail with DT_ERR_MISMATCH on every rank. The context and its groups
+     *  (dt_group_create) share one queue: each process submits its calls on all of them
+     *  in one order consistent across the ranks (in practice from one thread); calls on
+     *  overlapping groups in different orders wait for each other until the timeout.
+     *  Env DISTTRAIN_ORDERED. */
     int ordered;
     /** The memory provider plugin (libdt-memory-<name>.so) that knows device buffers,
      *  e.g. "cuda", or "none" for host memory only. Env DISTTRAIN_MEMORY. Since 1.1. */
@@ -280,6 +284,8 @@ DT_API dt_status_t dt_context_destroy(dt_context_h ctx);
 /**
  * Tears the context down on purpose: every pending and later operation on it fails with
  * DT_ERR_ABORTED, and peers see this rank leave. The context must still be destroyed.
+ * On a group, it aborts the whole job context and all its groups on this rank: they
+ * share one engine.
  * Thread safe; never blocks for long. A pending operation on device memory that a device
  * transport (NCCL) has already queued on the GPU fails once the GPU is past it, work
  * queued ahead of it included, so that nothing writes to its buffers after it failed.
@@ -300,7 +306,10 @@ DT_API dt_status_t dt_context_status(dt_context_h ctx);
  * ranks; a group may be the parent of further groups, which ranks outside it never see. On a
  * member, *out is the group's context, whose rank is the position in `ranks`; on other
  * ranks *out is NULL. Blocks until every rank of parent has called it. The parent must
- * outlive the group; destroy the group with dt_context_destroy. Errors:
+ * outlive the group; destroy the group with dt_context_destroy. A group runs on its job
+ * context's engine: every rank, member or not, keeps its job context until the group's
+ * work is done on every rank (a rank that leaves the job fails the others' later calls,
+ * on every group, with DT_ERR_PEER_LOST). Errors:
  * DT_ERR_INVALID_ARGUMENT (bad or repeated rank), DT_ERR_MISMATCH (ranks passed
  * different lists).
  */

@@ -87,6 +87,20 @@ class Job:
                                  tcp_addr),
                     stdout=of, stderr=ef))
         self.tmp = pathlib.Path(tmp)
+        self.args = args
+
+    def assert_allreduce_ok(self, limit_s):
+        """For a job of args ["allreduce", COUNT, ITERATIONS]: every rank exits 0 within
+        limit_s and says its allreduces were right."""
+        try:
+            codes = self.wait_all(limit_s)
+        finally:
+            self.kill()
+        assert codes == [0] * HOSTS, f"exit codes {codes}\n{self.report()}"
+        _, count, iterations = self.args
+        for rank in range(HOSTS):
+            assert f"allreduce ok count={count} iterations={iterations}" in self.stdout(rank), \
+                self.report()
 
     def stderr(self, rank):
         return self.errs[rank].read_text(errors="replace")
@@ -125,13 +139,7 @@ def test_allreduce_across_hosts(fabric, transport, tmp_path):
     if not plugin_built(transport):
         pytest.skip(f"transport '{transport}' was not built")
     job = Job(fabric, transport, ["allreduce", 300000, 10], tmp_path, SLOW_TIMEOUT_S)
-    try:
-        codes = job.wait_all(JOB_LIMIT_S)
-    finally:
-        job.kill()
-    assert codes == [0] * HOSTS, f"exit codes {codes}\n{job.report()}"
-    for rank in range(HOSTS):
-        assert "allreduce ok count=300000 iterations=10" in job.stdout(rank), job.report()
+    job.assert_allreduce_ok(JOB_LIMIT_S)
     # Rank 0 served the store on its own address, reached by the others through the bridge.
     assert f"serves the rendezvous store at {fabric.address(0)}:" in job.stderr(0), job.report()
 
@@ -147,13 +155,7 @@ def test_store_named_by_a_host_that_is_loopback_on_rank0s_own_host(fabric, tmp_p
         fabric.hosts_file(i, f"127.0.0.1 localhost\n{fabric.address(0)} node0\n")
     job = Job(fabric, "tcp", ["allreduce", 1000, 3], tmp_path, MEET_TIMEOUT_S,
               store_host="node0")
-    try:
-        codes = job.wait_all(JOB_LIMIT_S)
-    finally:
-        job.kill()
-    assert codes == [0] * HOSTS, f"exit codes {codes}\n{job.report()}"
-    for rank in range(HOSTS):
-        assert "allreduce ok count=1000 iterations=3" in job.stdout(rank), job.report()
+    job.assert_allreduce_ok(JOB_LIMIT_S)
     assert "DISTTRAIN_STORE_ADDR='node0:" in job.stderr(0), job.report()
     assert "' resolves to 127.0.1.1 on this host, a loopback address" in job.stderr(0), \
         job.report()
@@ -175,13 +177,8 @@ def test_tcp_listens_towards_the_store_not_on_a_container_bridge_listed_first(us
             assert listing.index(" docker0 ") < listing.index(" eth0 "), listing
         job = Job(fabric, "tcp", ["allreduce", 1000, 3], tmp_path, MEET_TIMEOUT_S,
                   tcp_addr=False)
-        try:
-            codes = job.wait_all(JOB_LIMIT_S)
-        finally:
-            job.kill()
-    assert codes == [0] * HOSTS, f"exit codes {codes}\n{job.report()}"
+        job.assert_allreduce_ok(JOB_LIMIT_S)
     for rank in range(HOSTS):
-        assert "allreduce ok count=1000 iterations=3" in job.stdout(rank), job.report()
         assert (f"tcp: listening on {fabric.address(rank)}:" in job.stderr(rank) and
                 f"the address this host reaches the rendezvous store at {fabric.address(0)}:"
                 in job.stderr(rank)), job.report()

@@ -23,6 +23,13 @@ namespace {
 // form would only free again (a small collective on shared memory feels every malloc).
 thread_local std::shared_ptr<dt::Operation> *tls_blocking_op = nullptr;
 
+// The entry point the caller used, for its errors: a blocking form runs the asynchronous
+// one's checks, and the message must name the function the caller wrote.
+const char *entry_name(const char *blocking_form, const char *async_form)
+{
+    return tls_blocking_op != nullptr ? blocking_form : async_form;
+}
+
 bool overlap(const void *a, size_t a_len, const void *b, size_t b_len)
 {
     auto pa = reinterpret_cast<uintptr_t>(a), pb = reinterpret_cast<uintptr_t>(b);
@@ -193,7 +200,7 @@ DT_API dt_status_t dt_allreduce_async_ex(dt_context_h ctx, const char *name,
                                          dt_dtype_t dtype, dt_reduce_op_t op,
                                          const dt_op_params_t *params, dt_request_h *req)
 {
-    const char *fn = "dt_allreduce";
+    const char *fn = entry_name("dt_allreduce", "dt_allreduce_async");
     return guard([&] {
         dt::capi::require_context(ctx, fn);
         check_dtype(fn, dtype);
@@ -237,7 +244,7 @@ DT_API dt_status_t dt_broadcast_async_ex(dt_context_h ctx, const char *name, voi
                                          size_t count, dt_dtype_t dtype, int root,
                                          const dt_op_params_t *params, dt_request_h *req)
 {
-    const char *fn = "dt_broadcast";
+    const char *fn = entry_name("dt_broadcast", "dt_broadcast_async");
     return guard([&] {
         dt::capi::require_context(ctx, fn);
         check_dtype(fn, dtype);
@@ -281,7 +288,7 @@ DT_API dt_status_t dt_allgather_async_ex(dt_context_h ctx, const char *name,
                                          size_t sendcount, dt_dtype_t dtype,
                                          const dt_op_params_t *params, dt_request_h *req)
 {
-    const char *fn = "dt_allgather";
+    const char *fn = entry_name("dt_allgather", "dt_allgather_async");
     return guard([&] {
         dt::capi::require_context(ctx, fn);
         check_dtype(fn, dtype);
@@ -332,7 +339,7 @@ DT_API dt_status_t dt_reduce_scatter_async_ex(dt_context_h ctx, const char *name
                                               const dt_op_params_t *params,
                                               dt_request_h *req)
 {
-    const char *fn = "dt_reduce_scatter";
+    const char *fn = entry_name("dt_reduce_scatter", "dt_reduce_scatter_async");
     return guard([&] {
         dt::capi::require_context(ctx, fn);
         check_dtype(fn, dtype);
@@ -382,7 +389,7 @@ DT_API dt_status_t dt_alltoall_async_ex(dt_context_h ctx, const char *name,
                                         dt_dtype_t dtype, const dt_op_params_t *params,
                                         dt_request_h *req)
 {
-    const char *fn = "dt_alltoall";
+    const char *fn = entry_name("dt_alltoall", "dt_alltoall_async");
     return guard([&] {
         dt::capi::require_context(ctx, fn);
         check_dtype(fn, dtype);
@@ -425,7 +432,7 @@ DT_API dt_status_t dt_allgatherv_async_ex(dt_context_h ctx, const char *name,
                                           dt_dtype_t dtype, const dt_op_params_t *params,
                                           dt_request_h *req)
 {
-    const char *fn = "dt_allgatherv";
+    const char *fn = entry_name("dt_allgatherv", "dt_allgatherv_async");
     return guard([&] {
         dt::capi::require_context(ctx, fn);
         check_dtype(fn, dtype);
@@ -488,7 +495,7 @@ DT_API dt_status_t dt_alltoallv_async_ex(dt_context_h ctx, const char *name,
                                          dt_dtype_t dtype, const dt_op_params_t *params,
                                          dt_request_h *req)
 {
-    const char *fn = "dt_alltoallv";
+    const char *fn = entry_name("dt_alltoallv", "dt_alltoallv_async");
     return guard([&] {
         dt::capi::require_context(ctx, fn);
         check_dtype(fn, dtype);
@@ -539,11 +546,12 @@ DT_API dt_status_t dt_alltoallv(dt_context_h ctx, const char *name, const void *
 DT_API dt_status_t dt_barrier_async_ex(dt_context_h ctx, const char *name,
                                        const dt_op_params_t *params, dt_request_h *req)
 {
+    const char *fn = entry_name("dt_barrier", "dt_barrier_async");
     return guard([&] {
-        dt::capi::require_context(ctx, "dt_barrier");
+        dt::capi::require_context(ctx, fn);
         // A barrier moves no buffer: its params are checked, and mean nothing yet.
-        dt::check_op_params("dt_barrier", name, params);
-        return submit(ctx, "dt_barrier",
+        dt::check_op_params(fn, name, params);
+        return submit(ctx, fn,
                       describe(OpKind::barrier, name, nullptr, nullptr, 0, DT_UINT8, {}),
                       req);
     });

@@ -95,6 +95,9 @@ static int cmd_badargs(dt_context_h ctx)
                   DT_ERR_INVALID_ARGUMENT);
     bad += expect("bad root", dt_broadcast(ctx, "x", a, 8, DT_FLOAT32, 7),
                   DT_ERR_INVALID_ARGUMENT);
+    bad += expect("null sendbuf async",
+                  dt_allreduce_async(ctx, "x", NULL, b, 8, DT_FLOAT32, DT_SUM, &req),
+                  DT_ERR_INVALID_ARGUMENT);
     bad += expect("null request", dt_barrier_async(ctx, "x", NULL), DT_ERR_INVALID_ARGUMENT);
     bad += expect("null rank out", dt_context_rank(ctx, NULL), DT_ERR_INVALID_ARGUMENT);
     bad += expect("null version out", dt_get_version(NULL), DT_ERR_INVALID_ARGUMENT);

@@ -246,6 +246,12 @@ def test_invalid_arguments_return_clear_errors(worker):
     assert "dtype 42 is not a dt_dtype_t" in r.stdout
     assert "sendbuf must not be NULL" in r.stdout or "sendbuf is NULL" in r.stdout
     assert "root 7 is not a rank" in r.stdout
+    # Each error names the function the caller wrote, not the form it is built on.
+    assert "null sendbuf: DT_ERR_INVALID_ARGUMENT: invalid argument: dt_allreduce: " in r.stdout
+    assert "null sendbuf async: DT_ERR_INVALID_ARGUMENT: invalid argument: dt_allreduce_async: " \
+        "sendbuf is NULL" in r.stdout
+    assert "null request: DT_ERR_INVALID_ARGUMENT: invalid argument: dt_barrier_async: req " \
+        "must not be NULL" in r.stdout
 
 
 def test_ranks_disagreeing_on_count_fail_instead_of_hanging(worker, disttrainrun):

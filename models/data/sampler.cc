@@ -10,16 +10,20 @@ namespace dt::models {
 
 ShardedSampler::ShardedSampler(size_t dataset_size, int rank, int ranks,
                                size_t batch_per_rank, uint64_t seed)
-    : n_(dataset_size), global_(batch_per_rank * size_t(ranks)), seed_(seed), steps_(0),
-      slice_{0, 0}, order_(dataset_size)
+    : n_(dataset_size), global_(0), seed_(seed), steps_(0), slice_{0, 0},
+      order_(dataset_size)
 {
     if (batch_per_rank == 0)
         throw_input_error("the batch size must be at least 1");
-    steps_ = n_ / global_;
-    if (steps_ == 0)
+    // The product can wrap around (a --batch-size near 2^64): to 0, which would divide by
+    // zero below, or to a small global batch, which would train on batches nobody asked for.
+    const bool wraps = __builtin_mul_overflow(batch_per_rank, size_t(ranks), &global_);
+    if (wraps || global_ > n_)
         throw_input_error("the training set has ", n_, " samples, fewer than one global "
-                          "batch of ", batch_per_rank, " x ", ranks, " ranks = ", global_,
+                          "batch of ", batch_per_rank, " x ", ranks, " ranks",
+                          wraps ? std::string() : cat(" = ", global_),
                           "; use a smaller --batch-size or fewer ranks");
+    steps_ = n_ / global_;
     reshard(rank, ranks);
 }
 

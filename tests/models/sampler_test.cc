@@ -82,6 +82,22 @@ TEST(Sampler, RefusesBatchZeroAndTooFewSamples)
     EXPECT_THROW(ShardedSampler(10, 0, 2, 8, 1), InputError);
 }
 
+TEST(Sampler, RefusesABatchWhoseGlobalBatchWrapsAround)
+{
+    // 2^63 x 2 ranks wraps to 0 (it divided by zero), 2^63 + 50 to 100 (it trained with
+    // 50 images a rank where the flag said 2^63 + 50).
+    const size_t half = size_t{1} << 63;
+    EXPECT_THROW(ShardedSampler(400, 0, 2, half, 1), InputError);
+    EXPECT_THROW(ShardedSampler(400, 1, 2, half + 50, 1), InputError);
+    EXPECT_THROW(ShardedSampler(400, 0, 3, ~size_t{0} / 3 + 2, 1), InputError);
+    try {
+        ShardedSampler(400, 0, 2, half + 50, 1);
+    } catch (const InputError &e) {
+        EXPECT_NE(std::string(e.what()).find("fewer than one global batch"), std::string::npos)
+            << e.what();
+    }
+}
+
 TEST(Sampler, ShardRangesCoverEveryItemOnce)
 {
     for (int ranks : {1, 2, 3, 7}) {

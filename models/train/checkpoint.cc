@@ -251,6 +251,19 @@ void write_checkpoint(const std::string &dir, const CheckpointState &state)
         fail("cannot fsync folder", dir);
 }
 
+void check_checkpoint_folder(const std::string &dir)
+{
+    std::error_code ec;
+    std::filesystem::create_directories(dir, ec);
+    if (ec)
+        throw_input_error("--checkpoint-dir ", dir, ": cannot create the folder: ",
+                          ec.message(), "; pass a folder this user can write to");
+    // access() also says EROFS for a read-only file system, where root may write nothing.
+    if (::access(dir.c_str(), W_OK | X_OK) != 0)
+        throw_input_error("--checkpoint-dir ", dir, ": cannot write checkpoints there: ",
+                          std::strerror(errno), "; pass a folder this user can write to");
+}
+
 bool read_checkpoint(const std::string &dir, CheckpointState &out)
 {
     const std::string path = checkpoint_path(dir);

@@ -65,6 +65,11 @@ std::string checkpoint_path(const std::string &dir);
 // std::runtime_error (with the path and errno text) when the disk refuses.
 void write_checkpoint(const std::string &dir, const CheckpointState &state);
 
+// Creates dir if needed and refuses (InputError, naming it and the reason) a folder this
+// process cannot create files in, so that a run learns before its first step, not at its
+// first checkpoint, that it could not save one.
+void check_checkpoint_folder(const std::string &dir);
+
 // Reads and verifies "<dir>/checkpoint.dtck". Returns false only when there is none
 // (ENOENT); throws InputError, naming the path and the reason, when it cannot be opened
 // or read (permissions, a folder or a FIFO in its place, a dangling symbolic link, I/O

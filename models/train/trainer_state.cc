@@ -52,10 +52,12 @@ void Trainer::restore_or_broadcast()
     int32_t status = kFresh;
     std::string refused;
     std::array<double, 8> position = pack_position(pos_);
-    if (dist_.rank() == 0 && o_.resume) {
+    if (dist_.rank() == 0 && !o_.checkpoint_dir.empty()) {
         try {
+            // Before the first step, not at the first checkpoint (an epoch or more later).
+            check_checkpoint_folder(o_.checkpoint_dir);
             CheckpointState st;
-            if (read_checkpoint(o_.checkpoint_dir, st)) {
+            if (o_.resume && read_checkpoint(o_.checkpoint_dir, st)) {
                 auto expect = [&](const char *key, uint64_t mine, const char *how) {
                     const uint64_t theirs = st.get_u64(key);
                     if (theirs != mine)
@@ -72,7 +74,7 @@ void Trainer::restore_or_broadcast()
                 optimizer_.load(st);
                 st.get_into("train/position", position.data(), position.size() * 8);
                 status = kRestored;
-            } else {
+            } else if (o_.resume) {
                 std::fprintf(stderr, "disttrain-train: no checkpoint in %s yet; starting "
                                      "from the beginning\n",
                              o_.checkpoint_dir.c_str());
@@ -94,7 +96,8 @@ void Trainer::restore_or_broadcast()
         dist_.broadcast_raw(&reported, 1, DT_INT32, "resume/refusal-reported");
         if (dist_.rank() == 0)
             throw ReportedInputError(refused);
-        throw InputError("rank 0 refused the checkpoint (see its message)");
+        throw InputError("rank 0 refused its --checkpoint-dir or the checkpoint there (see "
+                         "its message)");
     }
     // Rank 0's tensors everywhere: a fresh model (same seed, but this makes it certain)
     // or the restored one with its optimizer state.

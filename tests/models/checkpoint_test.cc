@@ -124,6 +124,35 @@ TEST_F(CheckpointTest, UnreadableCheckpointIsRefusedNotTakenForNone)
     }
 }
 
+TEST_F(CheckpointTest, FolderCheckCreatesItOrRefusesWhereNothingCanBeWritten)
+{
+    const std::string nested = dir_ + "/a/b";
+    EXPECT_NO_THROW(check_checkpoint_folder(nested));
+    EXPECT_TRUE(fs::is_directory(nested));
+    // A regular file on the way: the folder cannot be created.
+    std::ofstream(dir_ + "/file") << "x";
+    try {
+        check_checkpoint_folder(dir_ + "/file/sub");
+        ADD_FAILURE() << "a path under a regular file was accepted";
+    } catch (const InputError &e) {
+        EXPECT_NE(std::string(e.what()).find("cannot create the folder"), std::string::npos)
+            << e.what();
+    }
+    // A folder this user may not write to (root writes anyway; the trainer's test runs
+    // this case as nobody).
+    if (::geteuid() != 0) {
+        fs::permissions(nested, fs::perms::owner_read | fs::perms::owner_exec);
+        try {
+            check_checkpoint_folder(nested);
+            ADD_FAILURE() << "a read-only folder was accepted";
+        } catch (const InputError &e) {
+            EXPECT_NE(std::string(e.what()).find(std::strerror(EACCES)), std::string::npos)
+                << e.what();
+        }
+        fs::permissions(nested, fs::perms::owner_all);
+    }
+}
+
 TEST_F(CheckpointTest, ReplacesThePreviousOneAndIgnoresAStaleTemporary)
 {
     write_checkpoint(dir_, sample());

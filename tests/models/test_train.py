@@ -192,6 +192,28 @@ def test_checkpoint_its_user_cannot_read_is_refused(disttrainrun, train):
         assert path.read_bytes() == before
 
 
+def test_checkpoint_folder_its_user_cannot_write_is_refused_before_training(disttrainrun,
+                                                                            train):
+    """Checked when the run starts, not at its first checkpoint an epoch later (it trained
+    that epoch and then ended with status 1)."""
+    if os.geteuid() != 0 or shutil.which("setpriv") is None:
+        pytest.skip("needs root and setpriv to run the trainer as nobody")
+    as_nobody = ["setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups"]
+    if run([*as_nobody, train, "--help"], env=ENV, timeout=60).returncode != 0:
+        pytest.skip("nobody cannot run the trainer in this build tree")
+    with tempfile.TemporaryDirectory(dir="/tmp") as top:  # root's, mode 755
+        os.chmod(top, 0o755)
+        for ckpt in (pathlib.Path(top), pathlib.Path(top) / "new"):
+            args = ["--epochs", "1", "--batch-size", "50", *SMALL, "--checkpoint-dir", ckpt]
+            for cmd in ([*as_nobody, train, *args],
+                        [*as_nobody, disttrainrun, "-np", "2", "--", train, *args]):
+                r = run(cmd, env=ENV, timeout=120)
+                assert r.returncode == 2, (cmd, r.stdout, r.stderr)
+                assert str(ckpt) in r.stderr and "Permission denied" in r.stderr, r.stderr
+                assert "epoch" not in r.stdout, r.stdout  # not a step taken
+            assert not (pathlib.Path(top) / "new").exists()
+
+
 def test_checkpoint_of_another_configuration_is_refused(disttrainrun, train, tmp_path):
     args = ["--epochs", "1", *SMALL, "--checkpoint-dir", tmp_path]
     assert job(disttrainrun, train, 1, [*args, "--batch-size", "50"]).returncode == 0

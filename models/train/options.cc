@@ -7,6 +7,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include <charconv>
 #include <cstdio>
 #include <sstream>
 
@@ -27,7 +28,77 @@ std::string check_milestones(std::string &text)
     return "";
 }
 
+// The shortest text that reads back as v (0.05, not 0.050000000000000003).
+std::string shortest(double v)
+{
+    char buf[64];
+    const auto r = std::to_chars(buf, buf + sizeof buf, v);
+    return std::string(buf, r.ptr);
+}
+
 } // namespace
+
+SharedSettings shared_settings(const TrainOptions &o, size_t train_images, size_t test_images)
+{
+    auto yes_no = [](bool b) { return std::string(b ? "given" : "not given"); };
+    return {
+        {"--model", o.model},
+        {"--epochs", std::to_string(o.epochs)},
+        {"--batch-size", std::to_string(o.batch_size)},
+        {"--lr", shortest(o.lr)},
+        {"--base-batch", std::to_string(o.base_batch)},
+        {"--warmup-epochs", shortest(o.warmup_epochs)},
+        {"--decay", o.decay},
+        {"--milestones", o.milestones},
+        {"--gamma", shortest(o.gamma)},
+        {"--optimizer", o.optimizer},
+        {"--momentum", shortest(o.momentum)},
+        {"--weight-decay", shortest(o.weight_decay)},
+        {"--bf16", yes_no(o.bf16)},
+        {"--checkpoint-every", std::to_string(o.checkpoint_every)},
+        {"--seed", std::to_string(o.seed)},
+        {"--elastic", yes_no(o.elastic)},
+        {"--commit-every", std::to_string(o.commit_every)},
+        {"training images (--train-limit, --data-dir)", std::to_string(train_images)},
+        {"test images (--test-limit, --data-dir)", std::to_string(test_images)},
+    };
+}
+
+std::string encode_settings(const SharedSettings &s)
+{
+    std::string out;
+    for (const auto &[name, value] : s)
+        out += name + '\t' + value + '\n';
+    return out;
+}
+
+SharedSettings decode_settings(const std::string &text)
+{
+    SharedSettings out;
+    std::stringstream in(text);
+    for (std::string line; std::getline(in, line);) {
+        const auto tab = line.find('\t');
+        if (tab == std::string::npos)
+            out.emplace_back(line, "");
+        else
+            out.emplace_back(line.substr(0, tab), line.substr(tab + 1));
+    }
+    return out;
+}
+
+std::vector<size_t> differing_settings(const SharedSettings &mine, const SharedSettings &theirs)
+{
+    std::vector<size_t> out;
+    for (size_t i = 0; i < theirs.size(); ++i) {
+        bool same = false;
+        for (const auto &[name, value] : mine)
+            if (name == theirs[i].first)
+                same = value == theirs[i].second;
+        if (!same)
+            out.push_back(i);
+    }
+    return out;
+}
 
 TrainParse parse_train_options(int argc, char **argv)
 {

@@ -5,6 +5,8 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace dt::models {
 
@@ -48,5 +50,20 @@ struct TrainParse {
 };
 
 TrainParse parse_train_options(int argc, char **argv);
+
+// What every rank of a job must agree on, as (name, value) in a fixed order: the options
+// that decide what a step computes (a rank started with another --lr or --optimizer makes
+// the same collective calls as the others, so no call check notices, and trains another
+// model under the same name), and the sizes of the data it loaded.
+using SharedSettings = std::vector<std::pair<std::string, std::string>>;
+SharedSettings shared_settings(const TrainOptions &o, size_t train_images, size_t test_images);
+
+// One line per setting, "name\tvalue", for the exchange between ranks; and back.
+std::string encode_settings(const SharedSettings &s);
+SharedSettings decode_settings(const std::string &text);
+
+// The indices of theirs (rank 0's) whose value mine lacks or holds otherwise.
+std::vector<size_t> differing_settings(const SharedSettings &mine,
+                                       const SharedSettings &theirs);
 
 } // namespace dt::models

@@ -94,8 +94,10 @@ void Trainer::run()
 {
     start_ = std::chrono::steady_clock::now();
     // A replacement joining an elastic job gets the state from the job's sync instead.
-    if (!joining_elastic_job())
+    if (!joining_elastic_job()) {
+        check_same_settings();
         restore_or_broadcast();
+    }
     if (dist_.rank() == 0 && !o_.metrics_file.empty())
         metrics_ = MetricsLog(o_.metrics_file, o_.resume, pos_.epoch);
     if (dist_.rank() == 0)

@@ -61,6 +61,9 @@ private:
         Tensor x, y;
     };
     void load_batch(const Dataset &data, std::span<const uint32_t> indices);
+    // Refuses (InputError on every rank) a job whose ranks were started with settings
+    // other than rank 0's (shared_settings); each such rank names what differs.
+    void check_same_settings();
     void restore_or_broadcast();
     void train_epoch();
     // Adds this rank's metric sums since the last fold into pos_ (a collective).

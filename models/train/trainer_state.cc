@@ -47,6 +47,52 @@ void Trainer::save(bool end_of_epoch)
     write_checkpoint(o_.checkpoint_dir, st);
 }
 
+void Trainer::check_same_settings()
+{
+    if (dist_.size() == 1)
+        return;
+    const SharedSettings mine = shared_settings(o_, train_.size(), test_.size());
+    // Rank 0's settings everywhere: their length, then the text.
+    std::string text = encode_settings(mine);
+    int64_t length = int64_t(text.size());
+    dist_.broadcast_raw(&length, 1, DT_INT64, "settings/length");
+    text.resize(size_t(length));
+    dist_.broadcast_raw(text.data(), text.size(), DT_UINT8, "settings/text");
+    const SharedSettings rank0 = decode_settings(text);
+    const std::vector<size_t> differ = differing_settings(mine, rank0);
+    // How many ranks differ from rank 0 in each setting, known to every rank.
+    std::vector<double> counts(rank0.size(), 0.0);
+    for (size_t i : differ)
+        counts[i] = 1;
+    dist_.sum(counts, "settings/differ");
+    std::string which;
+    for (size_t i = 0; i < counts.size(); ++i)
+        if (counts[i] > 0)
+            which += cat(which.empty() ? "" : ", ", rank0[i].first, " (", counts[i],
+                         " rank(s))");
+    if (which.empty())
+        return;
+    // Each rank says its part before any may stop (the launcher then stops the others).
+    for (size_t i : differ) {
+        std::string theirs = "no such setting";
+        for (const auto &[name, value] : mine)
+            if (name == rank0[i].first)
+                theirs = value;
+        std::fprintf(stderr, "disttrain-train: rank %d has %s = %s where rank 0 has %s\n",
+                     dist_.rank(), rank0[i].first.c_str(), theirs.c_str(),
+                     rank0[i].second.c_str());
+    }
+    const std::string reason = cat("the ranks were started with other settings than rank "
+                                   "0's: ", which, "; start every rank with the same options "
+                                   "and data");
+    if (dist_.rank() == 0)
+        std::fprintf(stderr, "disttrain-train: %s\n", reason.c_str());
+    std::fflush(stderr);
+    int32_t reported = 1;
+    dist_.broadcast_raw(&reported, 1, DT_INT32, "settings/refusal-reported");
+    throw ReportedInputError(reason);
+}
+
 void Trainer::restore_or_broadcast()
 {
     int32_t status = kFresh;

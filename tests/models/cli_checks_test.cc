@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // The command-line value checks shared by disttrain-train and disttrain-bench.
 #include "train/cli_checks.h"
+#include "train/options.h"
 
 #include <gtest/gtest.h>
 
@@ -59,6 +60,35 @@ TEST(CliChecks, RealNumbers)
         EXPECT_EQ(check_real_number(bad, non_negative),
                   std::string("must be a number at least 0, got '") + bad + "'")
             << bad;
+}
+
+TEST(SharedSettings, RoundTripAndTheOnesThatDiffer)
+{
+    TrainOptions a;
+    const SharedSettings mine = shared_settings(a, 400, 200);
+    EXPECT_EQ(decode_settings(encode_settings(mine)), mine);
+    EXPECT_TRUE(differing_settings(mine, mine).empty());
+    // Reals in their shortest form, so a message says 0.05 rather than its 17 digits.
+    bool found = false;
+    for (const auto &[name, value] : mine)
+        if (name == "--lr") {
+            found = true;
+            EXPECT_EQ(value, "0.05");
+        }
+    EXPECT_TRUE(found);
+    TrainOptions b = a;
+    b.lr = 0.5;
+    b.optimizer = "adam";
+    const SharedSettings theirs = shared_settings(b, 400, 300);
+    std::vector<std::string> names;
+    for (size_t i : differing_settings(mine, theirs))
+        names.push_back(theirs[i].first);
+    EXPECT_EQ(names, (std::vector<std::string>{"--lr", "--optimizer",
+                                               "test images (--test-limit, --data-dir)"}));
+    // A setting that one side does not have differs too (another build of the trainer).
+    SharedSettings fewer = mine;
+    fewer.pop_back();
+    EXPECT_EQ(differing_settings(fewer, mine), std::vector<size_t>{mine.size() - 1});
 }
 
 } // namespace

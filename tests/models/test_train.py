@@ -214,6 +214,32 @@ def test_checkpoint_folder_its_user_cannot_write_is_refused_before_training(dist
             assert not (pathlib.Path(top) / "new").exists()
 
 
+@pytest.mark.parametrize("extra,message", [
+    (["--lr", "0.5"], "rank 1 has --lr = 0.5 where rank 0 has 0.05"),
+    (["--optimizer", "adam"], "rank 1 has --optimizer = adam where rank 0 has momentum"),
+    (["--weight-decay", "0.1"], "rank 1 has --weight-decay = 0.1 where rank 0 has 0"),
+    (["--seed", "9"], "rank 1 has --seed = 9 where rank 0 has 5"),
+    (["--train-limit", "450"], "rank 1 has training images (--train-limit, --data-dir) = 450 "
+                               "where rank 0 has 400"),
+])
+def test_ranks_started_with_other_settings_are_refused(disttrainrun, train, tmp_path, extra,
+                                                       message):
+    """A rank with another --lr, --optimizer or --seed makes the same collective calls as
+    the others, so no call check noticed: the job trained to exit status 0 with the ranks'
+    models apart (or, with another --seed, each rank drawing from its own shuffle)."""
+    wrapper = tmp_path / "rank1-differs.sh"
+    wrapper.write_text(f'#!/bin/sh\nif [ "$DISTTRAIN_RANK" = 1 ]; then exec "{train}" "$@" '
+                       f'{" ".join(extra)}; fi\nexec "{train}" "$@"\n')
+    wrapper.chmod(0o755)
+    r = job(disttrainrun, wrapper, 2, ["--epochs", "1", "--batch-size", "50", "--seed", "5",
+                                       *SMALL, "--checkpoint-dir", tmp_path / "ckpt"])
+    assert r.returncode == 2, (r.stdout, r.stderr)
+    assert message in r.stderr, r.stderr
+    assert "the ranks were started with other settings than rank 0's: " in r.stderr
+    assert "epoch" not in r.stdout, r.stdout
+    assert not (tmp_path / "ckpt" / "checkpoint.dtck").exists()
+
+
 def test_checkpoint_of_another_configuration_is_refused(disttrainrun, train, tmp_path):
     args = ["--epochs", "1", *SMALL, "--checkpoint-dir", tmp_path]
     assert job(disttrainrun, train, 1, [*args, "--batch-size", "50"]).returncode == 0

@@ -294,6 +294,28 @@ def _bucket_names(net, bucket_bytes):
     return [b.name for b in opt._buckets]
 
 
+def _pair(swapped):
+    """Two layers of one shape, registered in either order, then a head: the same names
+    and shapes, and the same last parameter (the first of the first bucket)."""
+    net = torch.nn.Module()
+    layers = [("a", torch.nn.Linear(3, 3)), ("b", torch.nn.Linear(3, 3))]
+    for name, layer in (reversed(layers) if swapped else layers):
+        net.add_module(name, layer)
+    net.add_module("head", torch.nn.Linear(3, 3))
+    return net
+
+
+def test_buckets_of_parameters_listed_in_another_order_have_other_names(ctx):
+    # A rank that registered its modules in another order fills its buckets in another
+    # order; with the same first parameter and count, a bucket of the same name would
+    # add up one parameter's gradient with another's, so the names tell them apart.
+    bucket_bytes = 25 << 20  # one bucket, of the same first parameter and count
+    assert _bucket_names(_pair(True), bucket_bytes) != _bucket_names(_pair(False),
+                                                                     bucket_bytes)
+    assert _bucket_names(_pair(False), bucket_bytes) == _bucket_names(_pair(False),
+                                                                      bucket_bytes)
+
+
 @pytest.mark.parametrize("bucket_bytes", [0, 25 << 20])
 def test_gradients_in_the_buckets_keep_their_parameters_layout(ctx, bucket_bytes):
     net, ref = _strided_net(), _strided_net()

@@ -81,11 +81,18 @@ def layout(p):
     return [p.dim(), *p.shape, *_order(p.shape, grad_strides(p))]
 
 
-def bucket_name(base, params):
-    """"<base>+<count>", followed by a checksum of the gradients' layouts where one of
-    them is not row-major: ranks whose parameters differ in layout then submit
-    differently named buckets, which never reduce together."""
+def bucket_name(base, params, names=None):
+    """"<base>+<count>", followed by a checksum of the parameters' names (names: the
+    name of each parameter, where the bucket holds more than one) and by one of the
+    gradients' layouts where one of them is not row-major: ranks that list their
+    parameters in another order (modules registered in another order) or lay them out
+    otherwise then submit differently named buckets, which never reduce together (a
+    bucket of the same first parameter and count would otherwise add up one rank's
+    gradient of a parameter with another's of another parameter of the same shape)."""
     name = f"{base}+{len(params)}"
+    if names is not None and len(params) > 1:
+        listed = "\0".join(names[p] for p in params)
+        name = f"{name}~{zlib.crc32(listed.encode('utf-8')):08x}"
     if all(_order(p.shape, grad_strides(p)) == _order(p.shape, _row_major(p.shape))
            for p in params):
         return name

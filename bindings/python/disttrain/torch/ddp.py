@@ -25,12 +25,14 @@ its wrappers in the same order, as their construction is collective anyway).
 Each bucket holds its gradients in their parameters' layouts (buckets.py), so a bucket is
 reduced right only where every rank lays each parameter out alike. As torch's DDP does,
 the construction checks that, with one small allreduce, and fails on every rank, naming the
-first parameter that differs.
+first parameter that differs; the same allreduce checks that every rank lists the same
+parameters (by name) in the same order.
 
 no_sync(): forward passes run inside it skip the reduction of their backward; the
 gradients accumulate locally and the next synchronised backward reduces the sum.
 """
 import weakref
+import zlib
 from contextlib import contextmanager
 
 import torch
@@ -132,7 +134,8 @@ class DistributedDataParallel(torch.nn.Module):
         self._params = [p for _, p in named]
         self._buffers_to_sync = [(n, b) for n, b in module.named_buffers()]
         self._check_layouts(named)
-        self._buckets = [Bucket(ps, bucket_name(f"{self._prefix}.grad.{names[ps[0]]}", ps))
+        self._buckets = [Bucket(ps, bucket_name(f"{self._prefix}.grad.{names[ps[0]]}", ps,
+                                                names))
                          for ps in plan(list(reversed(self._params)), bucket_bytes)]
         self._bucket_of = {p: b for b in self._buckets for p in b.params}
         self._pending = set()   # parameters whose gradient this backward has not produced
@@ -147,11 +150,13 @@ class DistributedDataParallel(torch.nn.Module):
         self._reset()
 
     def _check_layouts(self, named):
-        """Fails on every rank where the ranks' parameters differ in shape or layout.
-        One allreduce (max) of each rank's layout codes and their negations: a code is
-        the same on every rank where its maximum equals its minimum, the negated maximum
-        of its negation."""
-        codes = [layout(p) for _, p in named]
+        """Fails on every rank where the ranks' parameters differ in name, shape or
+        layout, position by position (buckets reduce the parameters in this order, so a
+        rank that registered its modules in another order would add up gradients of
+        different parameters). One allreduce (max) of each rank's codes (a checksum of
+        the name, then the layout) and their negations: a code is the same on every rank
+        where its maximum equals its minimum, the negated maximum of its negation."""
+        codes = [[zlib.crc32(name.encode("utf-8")), *layout(p)] for name, p in named]
         mine = torch.tensor([len(codes)] + [c for code in codes for c in code],
                             dtype=torch.int64)
         both = torch.cat([mine, -mine])
@@ -161,7 +166,14 @@ class DistributedDataParallel(torch.nn.Module):
         if len(differs) == 0:
             return
         at = int(differs[0]) - 1  # past the number of parameters
-        for (name, p), code in zip(named, codes):
+        for i, ((name, p), code) in enumerate(zip(named, codes)):
+            if at == 0:
+                raise usage(f"parameter {i} is {name!r} on this rank but another "
+                            f"parameter on another rank; DistributedDataParallel reduces "
+                            f"the gradients in parameter order, so every rank must list "
+                            f"the same parameters in the same order (build the model the "
+                            f"same way on every rank, registering its modules in the "
+                            f"same order)")
             if 0 <= at < len(code):
                 raise usage(f"parameter {name!r} (shape {tuple(p.shape)}, strides "
                             f"{p.stride()} on this rank) has another shape or layout "

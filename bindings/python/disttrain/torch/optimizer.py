@@ -20,7 +20,9 @@ submitted in synchronize(), still in order. So every rank submits the same colle
 the same order whatever its graph did, which ordered mode (disttrain.init(ordered=True),
 DISTTRAIN_ORDERED=1) requires; the negotiating engine matches them by name
 ("grad.<first parameter name>+<count>", identical on every rank, followed by a checksum
-of the gradients' layouts where one is not row-major: buckets.py).
+of the bucket's parameter names, so that ranks listing their parameters in another order
+never reduce one parameter's gradient with another's, and by one of the gradients'
+layouts where one is not row-major: buckets.py).
 """
 import warnings
 from contextlib import contextmanager
@@ -51,7 +53,7 @@ class _DistributedOptimizer(torch.optim.Optimizer):
                        if p.requires_grad]
         # Reverse parameter order: the last layers' gradients come first in backward.
         self._buckets = [
-            Bucket(ps, bucket_name(f"grad.{self._names[ps[0]]}", ps))
+            Bucket(ps, bucket_name(f"grad.{self._names[ps[0]]}", ps, self._names))
             for ps in plan(list(reversed(self._order)), bucket_bytes)]
         self._bucket_of = {p: b for b in self._buckets for p in b.params}
         self._next = 0       # index of the next bucket to submit

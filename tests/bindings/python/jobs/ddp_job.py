@@ -152,6 +152,29 @@ if n > 1:
     except disttrain.UsageError as e:
         assert "parameter 'conv.weight' (shape (4, 3, 3, 3), strides" in str(e), e
 
+
+# Ranks that list their parameters in another order (modules registered in another order,
+# the same names and shapes) would reduce one parameter's gradient with another's: refused
+# on every rank, naming the parameter.
+class Pair(torch.nn.Module):
+    def __init__(self, swapped):
+        super().__init__()
+        torch.manual_seed(0)
+        layers = [("a", torch.nn.Linear(3, 3)), ("b", torch.nn.Linear(3, 3))]
+        for name, layer in (reversed(layers) if swapped else layers):
+            self.add_module(name, layer)
+
+    def forward(self, x):
+        return self.b(self.a(x))
+
+
+if n > 1:
+    try:
+        dt.DistributedDataParallel(Pair(swapped=r == 1))
+        raise AssertionError("DistributedDataParallel took parameters in another order")
+    except disttrain.UsageError as e:
+        assert "parameter 0 is '" in str(e) and "in the same order" in str(e), e
+
 # -- no_sync: local accumulation, reduced by the next synchronised backward -----------
 ddp = dt.DistributedDataParallel(net(0), bucket_bytes=128)
 opt = torch.optim.SGD(ddp.parameters(), lr=0.1)

@@ -5,12 +5,21 @@ The C request's buffers must stay valid until it completes, so a Handle holds a 
 to every array or tensor the operation reads or writes (and to its context) until the
 request is done and freed. Dropping an unfinished Handle frees the request, which in the
 library waits for it first: memory is never written after the Handle is gone.
+
+Signals: Python runs a signal handler (Ctrl-C's KeyboardInterrupt, a SIGTERM handler)
+only in the main thread and between bytecodes, never during a foreign call, so wait() on
+the main thread blocks in slices of _SLICE_MS, between which a pending handler runs. A
+handler that raises while the operation is in flight (KeyboardInterrupt) aborts the
+context (dt_context_abort) before the exception goes on: the operation cannot complete
+without this rank, so the other ranks' calls fail at once with PeerLostError instead of
+waiting out DISTTRAIN_TIMEOUT, and the handle, shutdown() and the exit do not wait either.
 """
 import ctypes
 import math
 import numbers
 import os
 import threading
+import time
 
 from . import _lib
 from .arguments import derived_name
@@ -20,6 +29,8 @@ from .status import check, last_error, raise_status
 
 _DONE = object()
 _INT_MAX = 2**31 - 1  # dt_request_wait's timeout is a C int of milliseconds
+_TIMEOUT = -400       # DT_ERR_TIMEOUT
+_SLICE_MS = 100       # the longest the main thread blocks in one dt_request_wait
 
 
 def _timeout_ms(timeout):
@@ -86,19 +97,59 @@ class Handle:
         ms = _timeout_ms(timeout)
         with self._lock:
             if self._request is not None:
-                status = _lib.lib().dt_request_wait(self._request, ms)
-                if status == -400 and ms >= 0:
-                    # Only a time-out of our own deadline leaves the request pending.
-                    done = ctypes.c_int(0)
-                    _lib.lib().dt_request_test(self._request, ctypes.byref(done))
-                    if not done.value:
-                        raise DtTimeoutError(
-                            -400, "DT_ERR_TIMEOUT",
-                            f"operation {self.name or ''!r} did not complete within "
-                            f"{timeout} s; wait() again or check the other ranks",
-                            "dt_request_wait")
+                try:
+                    status = self._wait_request(ms)
+                except BaseException:
+                    self._interrupted()
+                    raise
+                if status is None:
+                    raise DtTimeoutError(
+                        _TIMEOUT, "DT_ERR_TIMEOUT",
+                        f"operation {self.name or ''!r} did not complete within "
+                        f"{timeout} s; wait() again or check the other ranks",
+                        "dt_request_wait")
                 self._finish(status)
             return self._outcome()
+
+    def _wait_request(self, ms):
+        """dt_request_wait for up to ms (< 0: no limit but DISTTRAIN_TIMEOUT): the
+        request's status once it has completed, or None while it is still pending when
+        ms have passed. On the main thread it waits in slices of _SLICE_MS, so that a
+        signal handler runs (and raises) within one slice of its signal."""
+        lib = _lib.lib()
+        sliced = threading.current_thread() is threading.main_thread()
+        deadline = None if ms < 0 else time.monotonic() + ms / 1000
+        while True:
+            if deadline is None:
+                step = _SLICE_MS if sliced else -1
+            else:
+                step = max(0, int((deadline - time.monotonic()) * 1000))
+                step = min(step, _SLICE_MS) if sliced else step
+            status = lib.dt_request_wait(self._request, step)
+            if status != _TIMEOUT:
+                return status
+            # A time-out of this slice, or the operation's own failure (DISTTRAIN_TIMEOUT):
+            # dt_request_test tells them apart, and gives the status of one that has
+            # completed meanwhile.
+            done = ctypes.c_int(0)
+            tested = lib.dt_request_test(self._request, ctypes.byref(done))
+            if done.value:
+                return tested
+            if deadline is not None and time.monotonic() >= deadline:
+                return None
+
+    def _interrupted(self):
+        """A signal handler raised (KeyboardInterrupt) while this rank waited for the
+        operation: aborts the context where the operation is still in flight, so that
+        the other ranks fail at once and nothing here waits for it any more."""
+        if self._request is None or self._pid != os.getpid():
+            return
+        lib = _lib.lib()
+        done = ctypes.c_int(0)
+        lib.dt_request_test(self._request, ctypes.byref(done))
+        handle = getattr(self._context, "_handle", None)
+        if not done.value and handle is not None:
+            lib.dt_context_abort(handle)
 
     def test(self):
         """True once the operation has completed (without blocking). wait() then

@@ -29,6 +29,13 @@ def test_a_failing_rank_fails_the_job_not_hangs():
     assert "rank 1 gives up" in r.stdout + r.stderr
 
 
+def test_ctrl_c_while_a_collective_waits_interrupts_at_once_and_fails_the_peers():
+    # Rank 0 gets SIGINT while it waits in an allreduce rank 1 never submits: rank 0
+    # raises KeyboardInterrupt and rank 1 PeerLostError within seconds, not after
+    # DISTTRAIN_TIMEOUT (60 s there).
+    dtpy.assert_ranks_ok(dtpy.run_job("interrupt_job.py", np=2, timeout=50), np=2)
+
+
 def test_an_object_a_rank_cannot_pickle_fails_on_every_rank_and_later_calls_work():
     dtpy.assert_ranks_ok(dtpy.run_job("objects_job.py", np=2, timeout=90), np=2)
 

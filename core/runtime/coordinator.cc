@@ -68,10 +68,22 @@ ResponseList Coordinator::decide(Clock::time_point now)
         resp.name = name;
         std::string mismatch = describe_mismatch(name, sigs);
         std::vector<int> absent = missing(entry);
-        if (!mismatch.empty()) {
+        const bool timed_out = timeout_.count() > 0 && now - entry.first_seen >= timeout_;
+        bool waiting = false;
+        // A disagreement is decided only once every rank that must take part has
+        // submitted (or the time-out passed): a response goes to every rank by name, and
+        // a rank that submits after it would find no entry, wait alone until the time-out
+        // and blame the others, or, when they use the name again, take their next call
+        // for its own and return DT_OK with another step's data.
+        if (!mismatch.empty() && (absent.empty() || timed_out)) {
             resp.type = Response::Type::error;
             resp.status = DT_ERR_MISMATCH;
             resp.message = mismatch;
+            if (!absent.empty())
+                resp.message += cat("; ", ranks_phrase(absent), " did not submit it within "
+                                    "DISTTRAIN_TIMEOUT (", timeout_.count() / 1000.0, " s)");
+        } else if (!mismatch.empty()) {
+            waiting = true; // for the ranks still to submit it, with the stall warnings
         } else if (sig.kind != OpKind::allreduce && !joined_.empty()) {
             resp.type = Response::Type::error;
             resp.status = DT_ERR_INVALID_STATE;
@@ -81,7 +93,7 @@ ResponseList Coordinator::decide(Clock::time_point now)
         } else if (absent.empty()) {
             resp.type = Response::Type::ready;
             resp.sig = sig;
-        } else if (timeout_.count() > 0 && now - entry.first_seen >= timeout_) {
+        } else if (timed_out) {
             resp.type = Response::Type::error;
             resp.status = DT_ERR_TIMEOUT;
             resp.message = cat(op_kind_name(sig.kind), " '", name, "' was submitted by ",
@@ -90,6 +102,9 @@ ResponseList Coordinator::decide(Clock::time_point now)
                                timeout_.count() / 1000.0,
                                " s); every rank must submit every named operation");
         } else {
+            waiting = true;
+        }
+        if (waiting) {
             if (stall_warn_.count() > 0 && now - entry.last_warned >= stall_warn_) {
                 entry.last_warned = now;
                 auto waited = std::chrono::duration_cast<std::chrono::seconds>(

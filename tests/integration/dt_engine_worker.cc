@@ -5,6 +5,8 @@
 //   fusion STEPS     1,000 mixed-size allreduces per step, checked
 //   mismatch FIELD   ranks disagree on FIELD (count, dtype, op, root)
 //   twice            the same name submitted twice while in flight
+//   late_mismatch    3 ranks: rank 1 disagrees on the count of "step", which rank 0
+//                    submits 300 ms after the others; then two agreeing rounds of "step"
 //   partial          a name only rank 0 submits (partial_cached: after a first round)
 //   fault VICTIM K   allreduce loop; rank VICTIM SIGKILLs itself at iteration K
 //   stop VICTIM K    the same, but rank VICTIM SIGSTOPs itself (it hangs, alive)
@@ -148,6 +150,33 @@ int cmd_mismatch(const std::string &field)
     // The context still works after a refused operation.
     check(dt_allreduce(ctx, "after", buf.data(), buf.data(), 8, DT_FLOAT64, DT_SUM), "after");
     std::printf("after ok\n");
+    return 0;
+}
+
+int cmd_late_mismatch()
+{
+    // Each round's value is 100 * round + rank + 1, so a call paired with another
+    // round's shows in the sum.
+    for (int round = 0; round < 3; ++round) {
+        if (round == 0 && rank == 0)
+            std::this_thread::sleep_for(std::chrono::milliseconds(300));
+        std::vector<float> buf(8, float(100 * round + rank + 1));
+        size_t count = round == 0 && rank == 1 ? 4 : 8;
+        auto start = std::chrono::steady_clock::now();
+        dt_status_t s = dt_allreduce(ctx, "step", buf.data(), buf.data(), count, DT_FLOAT32,
+                                     DT_SUM);
+        double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+                          .count();
+        float want = 0;
+        for (int r = 0; r < size; ++r)
+            want += float(100 * round + r + 1);
+        if (s == DT_OK)
+            std::printf("round %d: DT_OK sum=%g want=%g after %.2f s\n", round, buf[0], want,
+                        took);
+        else
+            std::printf("round %d: %s after %.2f s: %s\n", round, dt_status_string(s), took,
+                        dt_last_error());
+    }
     return 0;
 }
 
@@ -576,6 +605,7 @@ int main(int argc, char **argv)
     else if (cmd == "fusion") rc = cmd_fusion(arg(2));
     else if (cmd == "mismatch" && argc > 2) rc = cmd_mismatch(argv[2]);
     else if (cmd == "twice") rc = cmd_twice();
+    else if (cmd == "late_mismatch") rc = cmd_late_mismatch();
     else if (cmd == "partial") rc = cmd_partial(false);
     else if (cmd == "partial_cached") rc = cmd_partial(true);
     else if (cmd == "fault") rc = cmd_fault(arg(2), arg(3), SIGKILL);

@@ -136,6 +136,28 @@ def test_mismatch_fails_on_every_rank_naming_field_and_values(disttrainrun, work
     assert len(rank_lines(r.stdout, "after ok")) == 2
 
 
+def test_a_rank_late_to_a_mismatch_fails_with_the_others(disttrainrun, worker):
+    """Ranks 1 and 2 disagree on "step" while rank 0 has not submitted it yet: every rank
+    fails with the mismatch once rank 0 submits (not rank 0 alone at the time-out), and
+    the next rounds of the same name pair up round by round."""
+    env = clean_env({"DISTTRAIN_ORDERED": "0", "DISTTRAIN_TIMEOUT": "20"})
+    r = job(disttrainrun, worker, 3, "late_mismatch", env=env)
+    out = r.stdout + r.stderr
+    assert r.returncode == 0, out
+    first = rank_lines(r.stdout, "^round 0: ")
+    assert set(first) == {0, 1, 2}, out
+    for line in first.values():
+        assert "DT_ERR_MISMATCH" in line, out
+        assert "ranks disagree on element count" in line, out
+        assert float(re.search(r"after ([0-9.]+) s", line).group(1)) < 5, out
+    for rnd in (1, 2):
+        lines = rank_lines(r.stdout, f"^round {rnd}: ")
+        assert set(lines) == {0, 1, 2}, out
+        for line in lines.values():
+            m = re.search(r"DT_OK sum=(\S+) want=(\S+)", line)
+            assert m and m.group(1) == m.group(2), out
+
+
 def test_same_name_twice_in_flight(disttrainrun, worker):
     r = job(disttrainrun, worker, 2, "twice")
     assert r.returncode == 0, r.stdout + r.stderr

@@ -131,7 +131,7 @@ TEST(Coordinator, MismatchIsAnErrorNamingTheFieldAndEachRanksValue)
     other.sig.dtype = DT_FLOAT64;
     c.add(0, request("grad.w"), t0);
     c.add(1, other, t0);
-    // Rank 2 has not submitted yet, but the disagreement is already certain.
+    c.add(2, request("grad.w"), t0);
     ResponseList list = c.decide(t0);
     ASSERT_EQ(list.responses.size(), 1u);
     const Response &r = list.responses[0];
@@ -141,6 +141,58 @@ TEST(Coordinator, MismatchIsAnErrorNamingTheFieldAndEachRanksValue)
     EXPECT_TRUE(contains(r.message, "allreduce 'grad.w': ranks disagree on dtype: "
                                     "rank 0 float32, rank 1 float64"))
         << r.message;
+    EXPECT_FALSE(c.has_pending());
+}
+
+TEST(Coordinator, AMismatchWaitsForEveryRankSoThatALateOneFailsToo)
+{
+    // The error goes to every rank by name: decided before rank 2 submits, it would leave
+    // rank 2's call alone in a new entry, to time out blaming the others, or to pair with
+    // their next call of the same name and return another step's data.
+    Coordinator c = make(3, 10s);
+    Record other = request("step");
+    other.sig.count = 8;
+    c.add(0, request("step"), t0);
+    c.add(1, other, t0);
+    EXPECT_TRUE(c.decide(t0).responses.empty()) << "rank 2 has not submitted";
+    EXPECT_TRUE(c.has_pending());
+    c.add(2, request("step"), t0 + 1s);
+    ResponseList list = c.decide(t0 + 1s);
+    ASSERT_EQ(list.responses.size(), 1u);
+    EXPECT_EQ(list.responses[0].type, Response::Type::error);
+    EXPECT_EQ(list.responses[0].status, DT_ERR_MISMATCH);
+    EXPECT_TRUE(contains(list.responses[0].message, "disagree on element count: rank 0 16, "
+                                                    "rank 1 8, rank 2 16"))
+        << list.responses[0].message;
+    EXPECT_FALSE(c.has_pending());
+
+    // The ranks use the name again, agreeing now: a call of its own for each.
+    c.add(0, request("step"), t0 + 2s);
+    c.add(1, request("step"), t0 + 2s);
+    EXPECT_TRUE(c.decide(t0 + 2s).responses.empty()) << "rank 2 has not submitted again";
+    c.add(2, request("step"), t0 + 2s);
+    list = c.decide(t0 + 2s);
+    ASSERT_EQ(list.responses.size(), 1u);
+    EXPECT_EQ(list.responses[0].type, Response::Type::ready);
+}
+
+TEST(Coordinator, AMismatchWithARankMissingAtTheTimeOutNamesBoth)
+{
+    Coordinator c = make(3, 1500ms);
+    Record other = request("x");
+    other.sig.op = DT_MAX;
+    c.add(0, request("x"), t0);
+    c.add(2, other, t0);
+    EXPECT_TRUE(c.decide(t0 + 1499ms).responses.empty());
+    ResponseList list = c.decide(t0 + 1500ms);
+    ASSERT_EQ(list.responses.size(), 1u);
+    EXPECT_EQ(list.responses[0].status, DT_ERR_MISMATCH);
+    EXPECT_TRUE(contains(list.responses[0].message,
+                         "disagree on reduce op: rank 0 sum, rank 2 max"))
+        << list.responses[0].message;
+    EXPECT_TRUE(contains(list.responses[0].message, "rank 1 did not submit it within "
+                                                    "DISTTRAIN_TIMEOUT (1.5 s)"))
+        << list.responses[0].message;
     EXPECT_FALSE(c.has_pending());
 }
 

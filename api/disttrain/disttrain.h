@@ -310,8 +310,10 @@ DT_API dt_status_t dt_context_status(dt_context_h ctx);
  * context's engine: every rank, member or not, keeps its job context until the group's
  * work is done on every rank (a rank that leaves the job fails the others' later calls,
  * on every group, with DT_ERR_PEER_LOST). Errors:
- * DT_ERR_INVALID_ARGUMENT (bad or repeated rank), DT_ERR_MISMATCH (ranks passed
- * different lists).
+ * DT_ERR_INVALID_ARGUMENT (bad or repeated rank, NULL ranks or out), DT_ERR_MISMATCH
+ * (ranks passed different lists). A rank that refuses its arguments still meets the
+ * others before it returns, so they fail at once with DT_ERR_MISMATCH rather than wait
+ * for it until the timeout.
  */
 DT_API dt_status_t dt_group_create(dt_context_h parent, const int *ranks, int nranks,
                                    dt_context_h *out);

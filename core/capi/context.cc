@@ -112,9 +112,10 @@ DT_API dt_status_t dt_group_create(dt_context_h parent, const int *ranks, int nr
 {
     return guard([&] {
         dt::ContextView &p = impl(parent, "dt_group_create");
-        require(ranks, "dt_group_create", "ranks");
-        require(out, "dt_group_create", "out");
-        auto view = dt::ContextView::create_group(p, ranks, nranks);
+        // A NULL ranks or out still takes part in the ranks' agreement, as a bad list
+        // does, so that the other ranks fail at once instead of waiting for this one.
+        auto view = dt::ContextView::create_group(
+            p, ranks, nranks, out == nullptr ? "dt_group_create: out must not be NULL" : nullptr);
         if (!view) {
             *out = nullptr;
             return DT_OK;

@@ -87,23 +87,34 @@ std::shared_ptr<Operation> ContextView::submit(OpDesc desc)
 }
 
 std::unique_ptr<ContextView> ContextView::create_group(ContextView &parent, const int *ranks,
-                                                       int nranks)
+                                                       int nranks, const char *refused)
 {
-    if (nranks < 1 || nranks > parent.size())
-        throw_error(DT_ERR_INVALID_ARGUMENT, "dt_group_create: nranks is ", nranks,
-                    "; a group has 1 to ", parent.size(), " ranks of its parent");
+    // A list this rank refuses still takes part in the agreement below (with a
+    // fingerprint no other rank has), and fails after it: the other ranks of the parent
+    // are already waiting in theirs, and would otherwise wait until the time-out, then
+    // blame this rank for not calling.
+    std::string invalid;
     std::vector<int> members;
     std::set<int> seen;
-    for (int i = 0; i < nranks; ++i) {
+    if (refused != nullptr)
+        invalid = refused;
+    else if (ranks == nullptr)
+        invalid = "dt_group_create: ranks must not be NULL";
+    else if (nranks < 1 || nranks > parent.size())
+        invalid = cat("dt_group_create: nranks is ", nranks, "; a group has 1 to ",
+                      parent.size(), " ranks of its parent");
+    for (int i = 0; invalid.empty() && i < nranks; ++i) {
         int r = ranks[i];
         if (r < 0 || r >= parent.size())
-            throw_error(DT_ERR_INVALID_ARGUMENT, "dt_group_create: ranks[", i, "] is ", r,
-                        ", not a rank of the parent (0 to ", parent.size() - 1, ")");
-        if (!seen.insert(r).second)
-            throw_error(DT_ERR_INVALID_ARGUMENT, "dt_group_create: rank ", r,
-                        " is listed twice");
-        members.push_back(parent.world_rank_of(r));
+            invalid = cat("dt_group_create: ranks[", i, "] is ", r,
+                          ", not a rank of the parent (0 to ", parent.size() - 1, ")");
+        else if (!seen.insert(r).second)
+            invalid = cat("dt_group_create: rank ", r, " is listed twice");
+        else
+            members.push_back(parent.world_rank_of(r));
     }
+    if (!invalid.empty())
+        members.clear();
 
     // Every rank of the parent registers the group before it agrees on it, so no rank
     // can see an operation of the group before its own engine knows the members.
@@ -114,7 +125,7 @@ std::unique_ptr<ContextView> ContextView::create_group(ContextView &parent, cons
         parent.groups_created_ = 0;
     }
     uint32_t id = derive_group_id(parent.group_, parent.groups_created_++);
-    bool registered = world.register_group(id, members);
+    bool registered = invalid.empty() && world.register_group(id, members);
 
     // A rank whose id is taken still takes part in the check, with a fingerprint no
     // other rank has, so that every rank fails rather than some waiting for it.
@@ -128,6 +139,14 @@ std::unique_ptr<ContextView> ContextView::create_group(ContextView &parent, cons
     check.count = 1;
     check.dtype = DT_INT64;
     check.new_group = std::make_shared<const OpDesc::NewGroup>(OpDesc::NewGroup{id, members});
+    if (!invalid.empty()) {
+        // This rank's own error is the one to report, whatever the check met.
+        try {
+            wait_ok(parent.submit(check));
+        } catch (const Error &) {
+        }
+        throw_error(DT_ERR_INVALID_ARGUMENT, invalid);
+    }
     wait_ok(parent.submit(check));
     if (!registered)
         throw_error(DT_ERR_INTERNAL, "dt_group_create: group id ", id, " is already taken "
@@ -139,8 +158,9 @@ std::unique_ptr<ContextView> ContextView::create_group(ContextView &parent, cons
             differ.push_back(r);
     if (!differ.empty())
         throw_error(DT_ERR_MISMATCH, "dt_group_create: ", ranks_phrase(differ),
-                    " of the parent passed a different list of ranks than rank 0; every "
-                    "rank of the parent must pass the same list in the same order");
+                    " of the parent passed a different list of ranks than rank 0 (or one "
+                    "that its rank refused: see its error); every rank of the parent must "
+                    "pass the same valid list in the same order");
 
     auto it = std::find(members.begin(), members.end(), world.rank());
     if (it == members.end())

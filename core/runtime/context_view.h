@@ -19,9 +19,12 @@ public:
 
     // Collective over parent: every rank of parent calls it with the same list of
     // parent ranks. Members get a view, the others null. Throws DT_ERR_INVALID_ARGUMENT
-    // for a bad list, DT_ERR_MISMATCH when ranks passed different lists.
+    // for a bad list (or with `refused`, the caller's reason to refuse the call), after
+    // taking part in the ranks' agreement so that the others fail at once with
+    // DT_ERR_MISMATCH, as they do when ranks passed different lists.
     static std::unique_ptr<ContextView> create_group(ContextView &parent, const int *ranks,
-                                                     int nranks);
+                                                     int nranks,
+                                                     const char *refused = nullptr);
 
     // The whole job's view follows the world through re-forms (Context::reform).
     int rank() const { return group_ == 0 ? world_->rank() : rank_; }

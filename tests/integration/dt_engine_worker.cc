@@ -19,7 +19,8 @@
 //   device_error     a device allreduce whose buffer runs past the end of rank 1's fake
 //                    device (DISTTRAIN_FAKE_DEVICE_BYTES=1 MiB), which only its copies
 //                    find: each rank prints what the call failed with
-//   groups           process sets {0,2} and {1,3} (4 ranks)
+//   groups           process sets {0,2} and {1,3} (4 ranks); lists ranks disagree on,
+//                    and a list only rank 1 refuses (a repeated rank)
 //   nested_groups    a set made inside a set, then a set of ranks that never saw it, and
 //                    unnamed calls in each (4 ranks)
 //   abort            rank 1 aborts while rank 0 waits
@@ -439,6 +440,29 @@ int cmd_groups()
     dt_status_t s = dt_group_create(ctx, bad, 2, &g_bad);
     std::printf("mismatched lists: %s: %s\n", dt_status_string(s), dt_last_error());
     dt_context_destroy(g_bad);
+    // A list only rank 1 refuses: it still takes part, so the others fail at once too,
+    // and the ranks still agree on the groups they create next.
+    int first2[] = {0, 1}, repeated[] = {1, 1};
+    g_bad = nullptr;
+    auto start = std::chrono::steady_clock::now();
+    s = dt_group_create(ctx, rank == 1 ? repeated : first2, 2, &g_bad);
+    double took =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    std::printf("refused list: %s after %.2f s: %s\n", dt_status_string(s), took,
+                dt_last_error());
+    dt_context_destroy(g_bad);
+    dt_context_h g_next = nullptr;
+    check(dt_group_create(ctx, first2, 2, &g_next), "group after a refused list");
+    int64_t one = 1;
+    if (g_next != nullptr) {
+        check(dt_allreduce(g_next, "gnext", &one, &one, 1, DT_INT64, DT_SUM), "gnext");
+        if (one != 2)
+            wrong("allreduce of the group after a refused list");
+    }
+    // Every rank keeps its job context until the group's work is done everywhere.
+    check(dt_barrier(ctx, "after gnext"), "barrier after the group");
+    std::printf("group after refused list ok\n");
+    dt_context_destroy(g_next);
     dt_context_destroy(g_even);
     dt_context_destroy(g_odd);
     return 0;

@@ -276,6 +276,15 @@ def test_groups_reduce_among_members_only(disttrainrun, worker, ordered):
     assert "[1] group rank=0 size=2 sum=4 world=6" in r.stdout
     assert "[3] group rank=1 size=2 sum=4 world=6" in r.stdout
     assert len(rank_lines(r.stdout, "mismatched lists: DT_ERR_MISMATCH")) == 4
+    # A list only rank 1 refuses fails there, and at once on the others too.
+    refused = rank_lines(r.stdout, "^refused list: ")
+    assert set(refused) == {0, 1, 2, 3}, r.stdout
+    assert "DT_ERR_INVALID_ARGUMENT" in refused[1] and "listed twice" in refused[1]
+    for rank in (0, 2, 3):
+        assert "DT_ERR_MISMATCH" in refused[rank], r.stdout
+    for line in refused.values():
+        assert float(re.search(r"after ([0-9.]+) s", line).group(1)) < 5, r.stdout
+    assert len(rank_lines(r.stdout, "group after refused list ok")) == 4
 
 
 @pytest.mark.parametrize("ordered", ["0", "1"])

@@ -25,6 +25,13 @@ public:
     using InputError::InputError;
 };
 
+// A run-time failure this process has already printed, for the same reason: exit status 1
+// without printing it again.
+class ReportedError : public std::runtime_error {
+public:
+    using std::runtime_error::runtime_error;
+};
+
 // Concatenates stream pieces into a string: cat("read ", n, " bytes").
 template <typename... Parts>
 std::string cat(Parts &&...parts)

@@ -55,6 +55,8 @@ int main(int argc, char **argv)
     } catch (const InputError &e) {
         std::fprintf(stderr, "disttrain-train: %s\n", e.what());
         return 2;
+    } catch (const ReportedError &) {
+        return 1;
     } catch (const std::exception &e) {
         std::fprintf(stderr, "disttrain-train: error: %s\n", e.what());
         return 1;

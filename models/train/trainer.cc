@@ -7,6 +7,7 @@
 #include "train/step.h"
 
 #include <algorithm>
+#include <cmath>
 #include <sstream>
 
 namespace dt::models {
@@ -205,6 +206,14 @@ void Trainer::train_epoch()
     rep.elapsed_time = pos_.elapsed + seconds_since_start();
     rep.images_per_sec = pos_.seen / std::max(train_time, 1e-9);
     rep.lr = schedule_.at(pos_.global_step - 1);
+    // Both losses were summed across ranks, so every rank takes the same branch. The
+    // validation loss also sees the epoch's last update, which no training loss saw. The
+    // epoch's line is printed first: it shows what went wrong.
+    if (!std::isfinite(rep.loss) || !std::isfinite(rep.val_loss)) {
+        report(rep);
+        diverged(rep.epoch, cat("the mean training loss is ", rep.loss,
+                                " and the validation loss ", rep.val_loss));
+    }
 
     pos_ = Position{pos_.epoch + 1, 0, pos_.global_step, 0, 0, 0, pos_.elapsed, 0};
     if (elastic_) {

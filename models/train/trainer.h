@@ -81,7 +81,12 @@ private:
     void after_step();
     // Validation loss and accuracy over the whole test set, sharded across ranks.
     std::pair<double, double> evaluate();
+    // Writes the checkpoint on rank 0 (a collective), unless training diverged.
     void save(bool end_of_epoch);
+    // Ends every rank with exit status 1 (ReportedError on rank 0, which says why): training
+    // diverged in `epoch` (1-based), `what` says how. Called by every rank at the same point,
+    // before the checkpoint that would replace the last good one.
+    [[noreturn]] void diverged(uint64_t epoch, const std::string &what);
     double seconds_since_start() const;
 
     const TrainOptions &o_;

@@ -6,12 +6,30 @@
 #include "train/model_state.h"
 #include "train/trainer.h"
 
+#include <cmath>
 #include <cstdio>
+#include <cstring>
 
 namespace dt::models {
 namespace {
 
 enum ResumeStatus : int32_t { kFresh = 0, kRestored = 1, kRefused = 2 };
+
+// Values that are not finite in the model's entries ("model/...", float32) of st.
+int64_t nonfinite_model_values(const CheckpointState &st)
+{
+    int64_t n = 0;
+    for (const auto &[name, bytes] : st.entries()) {
+        if (name.rfind("model/", 0) != 0)
+            continue;
+        for (size_t i = 0; i + sizeof(float) <= bytes.size(); i += sizeof(float)) {
+            float v;
+            std::memcpy(&v, bytes.data() + i, sizeof v);
+            n += !std::isfinite(v);
+        }
+    }
+    return n;
+}
 
 } // namespace
 
@@ -28,14 +46,33 @@ Position unpack_position(const std::array<double, 8> &v)
 
 void Trainer::save(bool end_of_epoch)
 {
+    // pos_ was folded across ranks just before, so every rank sees the same sum and takes
+    // the same branch, at no cost; a nan or inf on any rank makes it nan or inf on all.
+    // (At an epoch's end train_epoch checked the epoch's losses before pos_ was reset.)
+    if (!end_of_epoch && !std::isfinite(pos_.loss_sum))
+        diverged(pos_.epoch + 1, cat("the mean training loss of its first ", pos_.step,
+                                     " steps is ", pos_.loss_sum / pos_.seen));
     // Running statistics differ per rank; their average is what the model means (and,
     // the update being linear, averaging now or later gives the same numbers).
     if (!end_of_epoch)
         dist_.average(buffer_tensors(model_), "bn/");
+    // The losses lag the parameters by one update: a step whose loss was finite can leave
+    // them nan or inf. Rank 0 copies them to the host to write them anyway, so it counts
+    // what is not finite there and tells the others (one number per checkpoint), rather
+    // than every rank copying its own model.
+    CheckpointState st;
+    int64_t nonfinite = 0;
+    if (dist_.rank() == 0) {
+        save_model(c_, model_, st);
+        nonfinite = nonfinite_model_values(st);
+    }
+    dist_.broadcast_raw(&nonfinite, 1, DT_INT64, "checkpoint/nonfinite");
+    if (nonfinite != 0)
+        diverged(end_of_epoch ? pos_.epoch : pos_.epoch + 1,
+                 cat(end_of_epoch ? std::string("at its end") : cat("after step ", pos_.step),
+                     ", ", nonfinite, " values of the parameters and buffers are not finite"));
     if (dist_.rank() != 0)
         return;
-    CheckpointState st;
-    save_model(c_, model_, st);
     optimizer_.save(st);
     Position p = pos_;
     p.elapsed = pos_.elapsed + seconds_since_start();
@@ -45,6 +82,31 @@ void Trainer::save(bool end_of_epoch)
     st.put_u64("config/seed", o_.seed);
     st.put_u64("config/train_size", train_.size());
     write_checkpoint(o_.checkpoint_dir, st);
+}
+
+void Trainer::diverged(uint64_t epoch, const std::string &what)
+{
+    const std::string kept =
+        o_.checkpoint_dir.empty()
+            ? std::string("stopped")
+            : cat("nothing was saved: the checkpoint in ", o_.checkpoint_dir,
+                  ", if any, is left as it was");
+    const std::string reason =
+        cat("training diverged in epoch ", epoch, ": ", what, "; ", kept, ". Lower --lr (",
+            o_.lr, " here)", o_.bf16 ? " or train without --bf16" : "",
+            o_.warmup_epochs == 0 ? ", or warm up with --warmup-epochs" : "");
+    // Rank 0 says why before any rank may stop, as for a refused checkpoint: a rank that
+    // exits first makes the launcher stop the rest, which could cut the message short.
+    if (dist_.rank() == 0) {
+        std::fprintf(stderr, "disttrain-train: error: %s\n", reason.c_str());
+        std::fflush(stderr);
+    }
+    int32_t reported = 1;
+    dist_.broadcast_raw(&reported, 1, DT_INT32, "diverged/reported");
+    if (dist_.rank() == 0)
+        throw ReportedError(reason);
+    throw std::runtime_error(cat("training diverged in epoch ", epoch, " (see rank 0's "
+                                 "message)"));
 }
 
 void Trainer::check_same_settings()

@@ -248,6 +248,28 @@ def test_checkpoint_of_another_configuration_is_refused(disttrainrun, train, tmp
     assert "global_batch" in r.stderr and "--batch-size" in r.stderr
 
 
+@pytest.mark.parametrize("extra,message", [
+    ([], "the mean training loss is"),  # at the epoch's end
+    (["--checkpoint-every", "2"], "the mean training loss of its first 2 steps is"),
+    # A finite loss, then parameters that are not: the first step's update overflows.
+    (["--checkpoint-every", "1", "--lr", "1e300"],
+     "after step 1, 1796010 values of the parameters and buffers are not finite"),
+])
+def test_divergence_stops_every_rank_and_keeps_the_checkpoint(disttrainrun, train, tmp_path,
+                                                              extra, message):
+    # It ran to exit status 0 with nan in the table, over the last good checkpoint.
+    args = ["--batch-size", "50", *SMALL, "--checkpoint-dir", tmp_path]
+    assert job(disttrainrun, train, 2, ["--epochs", "1", *args]).returncode == 0
+    good = (tmp_path / "checkpoint.dtck").read_bytes()
+    r = job(disttrainrun, train, 2, ["--epochs", "3", *args, "--resume", "--lr", "1e30",
+                                     *extra])
+    assert r.returncode == 1, (r.stdout, r.stderr)
+    assert "training diverged in epoch 2: " + message in r.stderr, r.stderr
+    assert "Lower --lr" in r.stderr
+    assert (tmp_path / "checkpoint.dtck").read_bytes() == good
+    assert not (tmp_path / "checkpoint.dtck.tmp").exists()
+
+
 def idx_dir(tmp_path, magic=b"\x00\x00\x08\x03"):
     (tmp_path / "train-images-idx3-ubyte").write_bytes(magic + b"\x00" * 12)
     return tmp_path

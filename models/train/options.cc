@@ -154,7 +154,7 @@ TrainParse parse_train_options(int argc, char **argv)
                    "write checkpoint.dtck here at the end of every epoch")
         ->check(creatable_folder());
     app.add_option("--checkpoint-every", o.checkpoint_every,
-                   "also write a checkpoint every N steps")
+                   "also write a checkpoint every N steps (0: none; needs --checkpoint-dir)")
         ->transform(u64(0));
     app.add_flag("--resume", o.resume, "continue from the checkpoint in --checkpoint-dir");
     app.add_option("--seed", o.seed, "weights and shuffling")
@@ -193,6 +193,11 @@ TrainParse parse_train_options(int argc, char **argv)
     }
     if (o.resume && o.checkpoint_dir.empty()) {
         std::fprintf(stderr, "disttrain-train: --resume needs --checkpoint-dir\n");
+        return {std::nullopt, 2};
+    }
+    // Else the run trained to the end without the checkpoints it was asked for.
+    if (o.checkpoint_every > 0 && o.checkpoint_dir.empty()) {
+        std::fprintf(stderr, "disttrain-train: --checkpoint-every needs --checkpoint-dir\n");
         return {std::nullopt, 2};
     }
     if (o.optimizer == "nesterov" && o.momentum == 0) {

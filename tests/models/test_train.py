@@ -281,6 +281,8 @@ def idx_dir(tmp_path, magic=b"\x00\x00\x08\x03"):
     (["--optimizer", "rmsprop"], "--optimizer"),
     (["--epochs", "two"], "--epochs"),
     (["--resume"], "--resume needs --checkpoint-dir"),
+    # It trained to the end and wrote no checkpoint.
+    (["--checkpoint-every", "2"], "--checkpoint-every needs --checkpoint-dir"),
     (["--model", "resnet50"], "disttrain-bench"),
     (["--data-dir", "/nonexistent/fmnist"], "dataset-fashion-mnist"),
     # Ranges said as --help says them, not as CLI11's 0 to DBL_MAX.

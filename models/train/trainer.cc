@@ -98,6 +98,10 @@ void Trainer::run()
     if (!joining_elastic_job()) {
         check_same_settings();
         restore_or_broadcast();
+        // Resumed from a run that has done its --epochs (rank 0 said so): the request is
+        // met, as when the same command is run again after it ended, so exit status 0.
+        if (pos_.epoch >= o_.epochs)
+            return;
     }
     if (dist_.rank() == 0 && !o_.metrics_file.empty())
         metrics_ = MetricsLog(o_.metrics_file, o_.resume, pos_.epoch);

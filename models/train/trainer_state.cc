@@ -31,6 +31,18 @@ int64_t nonfinite_model_values(const CheckpointState &st)
     return n;
 }
 
+// What a resumed run says when its checkpoint has done the --epochs it asks for.
+std::string finished_run(const Position &pos, const TrainOptions &o)
+{
+    const std::string steps =
+        pos.step == 0 ? "" : cat(" and ", pos.step, " steps of epoch ", pos.epoch + 1);
+    const std::string of = pos.epoch == o.epochs && pos.step == 0
+                               ? cat(" of ", o.epochs)
+                               : cat(steps, ", past --epochs ", o.epochs);
+    return cat("the checkpoint in ", o.checkpoint_dir, " has finished epoch ", pos.epoch, of,
+               "; nothing to train: raise --epochs to go on");
+}
+
 } // namespace
 
 std::array<double, 8> pack_position(const Position &p)
@@ -215,7 +227,9 @@ void Trainer::restore_or_broadcast()
         dist_.broadcast_raw(position.data(), position.size(), DT_FLOAT64, "resume/position");
         pos_ = unpack_position(position);
         optimizer_.set_steps(int64_t(pos_.global_step));
-        if (dist_.rank() == 0)
+        if (dist_.rank() == 0 && pos_.epoch >= o_.epochs)
+            std::fprintf(stderr, "disttrain-train: %s\n", finished_run(pos_, o_).c_str());
+        else if (dist_.rank() == 0)
             std::fprintf(stderr, "disttrain-train: resumed from %s at epoch %llu, step %llu\n",
                          checkpoint_path(o_.checkpoint_dir).c_str(),
                          static_cast<unsigned long long>(pos_.epoch + 1),

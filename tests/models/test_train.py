@@ -270,6 +270,24 @@ def test_divergence_stops_every_rank_and_keeps_the_checkpoint(disttrainrun, trai
     assert not (tmp_path / "checkpoint.dtck.tmp").exists()
 
 
+@pytest.mark.parametrize("ranks,done,epochs,message", [
+    (2, 2, 2, "has finished epoch 2 of 2;"),
+    (1, 2, 1, "has finished epoch 2, past --epochs 1;"),
+])
+def test_resuming_a_finished_run_says_there_is_nothing_to_train(disttrainrun, train, tmp_path,
+                                                               ranks, done, epochs, message):
+    # It said "resumed from ... at epoch 3, step 0" and ended with nothing trained.
+    args = ["--batch-size", str(100 // ranks), *SMALL, "--checkpoint-dir", tmp_path]
+    assert job(disttrainrun, train, ranks, ["--epochs", str(done), *args]).returncode == 0
+    before = (tmp_path / "checkpoint.dtck").read_bytes()
+    r = job(disttrainrun, train, ranks, ["--epochs", str(epochs), *args, "--resume"])
+    assert r.returncode == 0, r.stderr
+    assert (f"the checkpoint in {tmp_path} {message} nothing to train: raise --epochs to go "
+            "on") in r.stderr, r.stderr
+    assert "resumed from" not in r.stderr and r.stdout == ""
+    assert (tmp_path / "checkpoint.dtck").read_bytes() == before
+
+
 def idx_dir(tmp_path, magic=b"\x00\x00\x08\x03"):
     (tmp_path / "train-images-idx3-ubyte").write_bytes(magic + b"\x00" * 12)
     return tmp_path

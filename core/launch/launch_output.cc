@@ -27,13 +27,16 @@ void write_all(int fd, const char *data, size_t len) noexcept
     }
 }
 
-void LineTagger::append_line(std::string &out, const char *begin, size_t len) const
+void LineTagger::append_line(std::string &out, const char *begin, size_t len, bool ended) const
 {
     if (watch_)
         watch_(std::string_view(begin, len));
     out += prefix_;
     out.append(begin, len);
-    out += '\n';
+    // A piece of a longer line, or a last line without '\n': a tagged piece needs a line
+    // of its own, but untagged output passes through byte for byte.
+    if (ended || !prefix_.empty())
+        out += '\n';
 }
 
 void LineTagger::feed(const char *data, size_t len)
@@ -47,16 +50,16 @@ void LineTagger::feed(const char *data, size_t len)
             break;
         }
         if (partial_.empty()) {
-            append_line(out, data, static_cast<size_t>(nl - data));
+            append_line(out, data, static_cast<size_t>(nl - data), true);
         } else {
             partial_.append(data, nl);
-            append_line(out, partial_.data(), partial_.size());
+            append_line(out, partial_.data(), partial_.size(), true);
             partial_.clear();
         }
         data = nl + 1;
     }
     if (partial_.size() >= max_line) {
-        append_line(out, partial_.data(), partial_.size());
+        append_line(out, partial_.data(), partial_.size(), false);
         partial_.clear();
     }
     // One write for all the lines of this chunk: we are the only writer of fd_, so
@@ -70,7 +73,7 @@ void LineTagger::finish()
     if (partial_.empty())
         return;
     std::string out;
-    append_line(out, partial_.data(), partial_.size());
+    append_line(out, partial_.data(), partial_.size(), false);
     partial_.clear();
     write_all(fd_, out.data(), out.size());
 }

@@ -144,6 +144,17 @@ def test_no_tag_output_passes_lines_through(disttrainrun):
     assert r.stdout.splitlines() == ["plain", "plain"]
 
 
+def test_no_tag_output_passes_bytes_through(disttrainrun, tmp_path):
+    # A line longer than the launcher's 1 MiB line buffer and a last line without '\n'
+    # come out as the rank wrote them: untagged output gets no '\n' added.
+    data = tmp_path / "data"
+    data.write_bytes(b"x" * 3_000_000 + b"\n" + b"\0\xff" * 1_500_000 + b"\nend")
+    r = subprocess.run([str(disttrainrun), "-np", "1", "--no-tag-output", "cat", str(data)],
+                       env=clean_env(), capture_output=True, timeout=30)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout == data.read_bytes(), (len(r.stdout), r.stdout[1048570:1048590])
+
+
 def test_lines_of_different_ranks_never_interleave(disttrainrun):
     # Each rank writes long lines in many small pieces; every output line must still be
     # one rank's whole line.

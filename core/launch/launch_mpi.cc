@@ -75,6 +75,12 @@ std::vector<std::string> mpirun_argv(const Options &opt, const std::string &host
     }
     if (opt.tag_output)
         argv.push_back("--tag-output");
+    // An explicit --bind-to is mpirun's to apply (it binds each rank to a core by default
+    // with up to 2 ranks, which --bind-to none must undo); auto leaves mpirun's default.
+    if (opt.bind_to != BindTo::automatic) {
+        argv.push_back("--bind-to");
+        argv.push_back(opt.bind_to == BindTo::none ? "none" : "core");
+    }
     // -x NAME exports NAME from mpirun's environment: the token never shows in argv.
     for (const char *name : {"DISTTRAIN_STORE_ADDR", "DISTTRAIN_JOB_TOKEN",
                              "DISTTRAIN_STORE_SERVER"}) {

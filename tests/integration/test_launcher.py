@@ -372,6 +372,30 @@ def test_launcher_mpi_gets_hostfile_exports_and_ssh_options(disttrainrun, tmp_pa
     assert values == "FOO=bar NCCL_DEBUG=INFO"
 
 
+@pytest.mark.parametrize("bind, expected", [
+    ([], None), (["--bind-to", "auto"], None),
+    (["--bind-to", "none"], "none"), (["--bind-to", "core"], "core"),
+])
+def test_launcher_mpi_gets_bind_to(disttrainrun, tmp_path, bind, expected):
+    # mpirun binds each of up to 2 ranks to a core by default: --bind-to none must reach
+    # it, or the ranks get one core each against what was asked.
+    bindir = tmp_path / "fakebin"
+    bindir.mkdir()
+    mpirun = bindir / "mpirun"
+    mpirun.write_text('#!/bin/sh\nprintf "%s\\n" "$@" > "$MPIRUN_LOG"\n')
+    mpirun.chmod(0o755)
+    log = tmp_path / "mpirun.log"
+    r = run([disttrainrun, "--launcher", "mpi", "-np", "2"] + bind + ["prog"],
+            env={"PATH": f"{bindir}:{os.environ['PATH']}", "MPIRUN_LOG": str(log)}, timeout=30)
+    assert r.returncode == 0, r.stderr
+    argv = log.read_text().splitlines()
+    if expected is None:
+        assert "--bind-to" not in argv, argv
+    else:
+        assert argv[argv.index("--bind-to") + 1] == expected, argv
+    assert argv[-1] == "prog"
+
+
 @pytest.mark.parametrize("text, line, message", [
     ("node1 slots=2\nnode2 slot=2\n", 2, "unexpected 'slot=2' after host 'node2'"),
     ("# c\n\nnode1:two\n", 3, "has a bad slot count"),

@@ -25,10 +25,20 @@ void Coordinator::add(int rank, const Record &record, Clock::time_point now)
     if (record.sig.group != 0 && !record.members.empty())
         groups_.try_emplace(record.sig.group, record.members.begin(), record.members.end());
     auto [it, inserted] = entries_.try_emplace(record.name);
+    // The wait counts from when the first rank began waiting, which may be before the
+    // record came (a rank whose cached operation some peer never submitted sends it only
+    // once it has waited a while).
+    // (Bounded, so that a nonsensical value cannot overflow the arithmetic.)
+    constexpr uint64_t kMaxWaitUs = uint64_t(30) * 24 * 3600 * 1000000;
+    Clock::time_point since =
+        now - std::chrono::duration_cast<Clock::duration>(std::chrono::microseconds(
+                  static_cast<int64_t>(std::min(record.waited_us, kMaxWaitUs))));
     if (inserted) {
-        it->second.first_seen = now;
-        it->second.last_warned = now;
+        it->second.first_seen = since;
+        it->second.last_warned = since;
         order_.push_back(record.name);
+    } else if (since < it->second.first_seen) {
+        it->second.first_seen = since;
     }
     it->second.by_rank[rank] = record.sig;
 }

@@ -37,7 +37,7 @@ public:
 private:
     struct Entry {
         std::map<int, Signature> by_rank;
-        Clock::time_point first_seen;
+        Clock::time_point first_seen; // when the earliest rank began waiting for it
         Clock::time_point last_warned;
     };
 

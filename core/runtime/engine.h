@@ -77,6 +77,9 @@ private:
         Signature sig;
         Clock::time_point submitted;
         bool reported = false; // sent to the coordinator
+        // The first negotiation cycle that saw it: its wait for the other ranks counts from
+        // here (Record::waited_us), not from a submission made while the engine was busy.
+        std::optional<Clock::time_point> first_cycle;
     };
     // A ready operation as every rank runs it; op is null on a rank that takes part
     // without having submitted it (a joined rank contributes the identity).

@@ -33,6 +33,8 @@ std::vector<uint8_t> Engine::cache_state(Clock::time_point now)
                               ? ResponseCache::kAbsent
                               : ResponseCache::kReady;
     for (auto &[name, p] : pending_) {
+        if (!p.first_cycle)
+            p.first_cycle = now;
         int slot = cache_.find(name);
         if (slot < 0 || joined_mode()) {
             news = news || !p.reported;
@@ -143,6 +145,10 @@ void Engine::slow_path(std::vector<Ready> &ready, Clock::time_point now)
         if (p.reported || (cache_.find(name) >= 0 && !joined_mode()))
             continue;
         Record rec{Record::Type::request, name, p.sig, {}};
+        if (p.first_cycle && now > *p.first_cycle)
+            rec.waited_us = static_cast<uint64_t>(
+                std::chrono::duration_cast<std::chrono::microseconds>(now - *p.first_cycle)
+                    .count());
         if (p.sig.group != 0)
             for (int m : members(p.sig.group))
                 rec.members.push_back(m);

@@ -60,6 +60,7 @@ std::vector<uint8_t> encode(const std::vector<Record> &records)
                 for (int32_t m : rec.members)
                     w.put<int32_t>(m);
             }
+            w.put<uint64_t>(rec.waited_us);
         }
     }
     return std::move(w.bytes());
@@ -81,6 +82,7 @@ std::vector<Record> decode_records(const std::vector<uint8_t> &bytes)
                 for (uint32_t k = 0; k < count; ++k)
                     rec.members.push_back(r.get<int32_t>());
             }
+            rec.waited_us = r.get<uint64_t>();
         } else if (rec.type != Record::Type::join) {
             throw_error(DT_ERR_PROTOCOL, "malformed negotiation message: record type ",
                         static_cast<int>(rec.type));

@@ -21,6 +21,11 @@ struct Record {
     // request of a group (sig.group != 0): its world ranks. The coordinator may not be
     // in the group's parent and so may never have seen the group created.
     std::vector<int32_t> members;
+    // request: how long the operation had waited on this rank when it was sent, from the
+    // first negotiation cycle after its submission. One that the response cache held back
+    // (the ranks' caches had it, but some rank never submitted it) comes late; the
+    // coordinator counts DISTTRAIN_TIMEOUT from when the earliest rank began waiting.
+    uint64_t waited_us = 0;
 };
 
 struct Response {

@@ -320,6 +320,23 @@ TEST(Coordinator, TimesOutAfterTheConfiguredTimeNamingWhoIsMissing)
     EXPECT_FALSE(c.has_pending());
 }
 
+TEST(Coordinator, TheTimeOutCountsFromWhenTheEarliestRankBeganWaiting)
+{
+    // Rank 1's call waited 1.5 s in its response cache before it was sent; rank 2's is
+    // fresh. The 2 s count from rank 1's start, not from when the coordinator heard.
+    Coordinator c = make(4, 2000ms);
+    Record held = request("cached");
+    held.waited_us = 1'500'000;
+    c.add(2, request("cached"), t0);
+    c.add(1, held, t0);
+    EXPECT_TRUE(c.decide(t0 + 499ms).responses.empty());
+    ResponseList list = c.decide(t0 + 500ms);
+    ASSERT_EQ(list.responses.size(), 1u);
+    EXPECT_EQ(list.responses[0].status, DT_ERR_TIMEOUT);
+    EXPECT_TRUE(contains(list.responses[0].message, "submitted by ranks 1, 2 but ranks 0, 3"))
+        << list.responses[0].message;
+}
+
 TEST(Coordinator, StallWarningsAfterTheConfiguredTimeAndAgainEachPeriod)
 {
     Coordinator c = make(3, 0ms, 100ms);

@@ -77,6 +77,7 @@ void expect_same(const std::vector<Record> &a, const std::vector<Record> &b)
         EXPECT_EQ(a[i].name, b[i].name) << i;
         EXPECT_EQ(a[i].sig, b[i].sig) << i;
         EXPECT_EQ(a[i].members, b[i].members) << i;
+        EXPECT_EQ(a[i].waited_us, b[i].waited_us) << i;
     }
 }
 
@@ -117,6 +118,7 @@ std::vector<Record> sample_records()
         // A group's request carries its members (i ranks, i being the group id here).
         for (int m = 0; m < i; ++m)
             out.back().members.push_back(m * 3);
+        out.back().waited_us = uint64_t(i) * 1000003;
     }
     // The uneven kinds, appended after join: they travel too.
     out.push_back(request("gv", sig(OpKind::allgatherv, DT_FLOAT32, DT_SUM, 0, 0, 0)));
@@ -127,6 +129,7 @@ std::vector<Record> sample_records()
                                         std::numeric_limits<uint64_t>::max(),
                                         std::numeric_limits<int32_t>::min(),
                                         std::numeric_limits<uint32_t>::max())));
+    out.back().waited_us = std::numeric_limits<uint64_t>::max();
     return out;
 }
 
@@ -186,9 +189,10 @@ TEST(Negotiation, TheMemoryTypeRoundTripsAndOnlyHostOrDeviceDecode)
     const std::vector<uint8_t> good = encode(records);
     expect_same(decode_records(good), records);
     // The memory byte is the signature's last: kind, dtype, op (3), count (8), root (4),
-    // group (4), after count (4), type (1), name length (4) and name (1).
+    // group (4), after count (4), type (1), name length (4) and name (1); the wait (8)
+    // follows it.
     const size_t memory_at = 10 + 3 + 8 + 4 + 4;
-    ASSERT_EQ(good.size(), memory_at + 1);
+    ASSERT_EQ(good.size(), memory_at + 1 + 8);
     for (uint8_t value : {uint8_t{DT_MEMORY_AUTO}, uint8_t{DT_MEMORY_TYPE_COUNT_}, uint8_t{0xff}}) {
         std::vector<uint8_t> bytes = good;
         bytes[memory_at] = value;

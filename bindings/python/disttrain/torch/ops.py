@@ -10,9 +10,11 @@ CUDA tensors fail clearly instead of being read by the CPU.
 As in horovod.torch, allreduce averages by default (op=Average). In-place forms (the ones
 ending in `_`) need a contiguous CPU tensor and write its memory directly (outside
 autograd, like an operation under torch.no_grad()); out-of-place forms copy a
-non-contiguous input first and return a new tensor. Every function takes context=None
-(the default context of disttrain.init()) and process_set=None: a disttrain.ProcessSet
-runs the collective among its members only (context= accepts a ProcessSet too).
+non-contiguous input first and return a new tensor; allreduce, allgather and broadcast
+(and their _async forms) connect it to autograd when the input requires grad, as
+horovod.torch's do (autograd.py). Every function takes context=None (the default context
+of disttrain.init()) and process_set=None: a disttrain.ProcessSet runs the collective
+among its members only (context= accepts a ProcessSet too).
 """
 import torch
 
@@ -24,7 +26,7 @@ from disttrain.memory import op_params, params_arg
 from disttrain.process_set import resolve
 from disttrain.types import Average, DType, to_op
 
-from . import uneven
+from . import autograd, uneven
 
 # torch dtype -> DType. bfloat16 exists only here: numpy has no bfloat16.
 TORCH_DTYPES = {
@@ -137,6 +139,13 @@ def allreduce_(tensor, op=Average, name=None, context=None, process_set=None):
 
 def allreduce_async(tensor, op=Average, name=None, out=None, context=None, process_set=None):
     """Starts an allreduce into a new tensor (or `out`); wait() returns it."""
+    if autograd.wanted(tensor):
+        autograd.no_out(out, "allreduce")
+        ctx = _ctx(context, process_set)
+        with torch.no_grad():  # the plain path below, recorded at wait()
+            handle = allreduce_async(tensor, op, name, None, ctx)
+        return autograd.on_wait(handle, autograd.Allreduce, tensor,
+                               autograd.allreduce_backward(op, name, ctx))
     op, ctx = to_op(op), _ctx(context, process_set)
     out_dtype = None if out is None else output_tensor(out)
     if out is not None and out is tensor:
@@ -210,7 +219,11 @@ def broadcast_async(tensor, root_rank=UNSET, name=None, context=None, process_se
                     *, root=UNSET):
     root_rank = root_rank_of(root_rank, root, "broadcast_async")
     copy = input_tensor(tensor)[0].clone(memory_format=torch.contiguous_format)
-    return broadcast_async_(copy, root_rank, name, context, process_set)
+    handle = broadcast_async_(copy, root_rank, name, context, process_set)
+    if autograd.wanted(tensor):
+        backward = autograd.broadcast_backward(root_rank, name, _ctx(context, process_set))
+        return autograd.on_wait(handle, autograd.Broadcast, tensor, backward)
+    return handle
 
 
 def broadcast(tensor, root_rank=UNSET, name=None, context=None, process_set=None, *,
@@ -227,8 +240,13 @@ def allgather_async(tensor, name=None, context=None, process_set=None):
     dimensions and the dtype must agree: ranks whose other dimensions differ all raise
     DT_ERR_MISMATCH naming the shapes."""
     src, dtype = input_tensor(tensor)
-    return uneven.allgather_async(_ctx(context, process_set), src, dtype, name, _params,
-                                  _name)
+    ctx = _ctx(context, process_set)
+    if not autograd.wanted(tensor):
+        return uneven.allgather_async(ctx, src, dtype, name, _params, _name)
+    rows = []  # every rank's row count, which backward needs
+    handle = uneven.allgather_async(ctx, src, dtype, name, _params, _name, rows)
+    backward = autograd.allgather_backward(tensor.shape, name, ctx, rows)
+    return autograd.on_wait(handle, autograd.Allgather, tensor, backward)
 
 
 def allgather(tensor, name=None, context=None, process_set=None):

@@ -32,8 +32,9 @@ def _row(src):
     return int(np.prod(tuple(src.shape[1:]), dtype=np.int64))
 
 
-def allgather_async(ctx, src, dtype, name, params, to_name):
-    """Every rank's src (dim 0 may differ) concatenated along dim 0, rank 0 first."""
+def allgather_async(ctx, src, dtype, name, params, to_name, rows_out=None):
+    """Every rank's src (dim 0 may differ) concatenated along dim 0, rank 0 first. A list
+    rows_out receives every rank's row count (for the gradient)."""
     if src.dim() == 0:
         src = src.reshape(1)
     mine = row_shapes.record(tuple(src.shape))
@@ -45,6 +46,8 @@ def allgather_async(ctx, src, dtype, name, params, to_name):
     def gather_data(_):
         row_shapes.check_row_shapes(records, row_shapes.call_label("allgather", name))
         rows = row_shapes.rows(records)
+        if rows_out is not None:
+            rows_out.extend(int(r) for r in rows)
         out = src.new_empty((int(rows.sum()),) + tuple(src.shape[1:]))
         counts = _counts(rows * _row(src))
         data = ctx._submit("dt_allgatherv_async_ex", to_name(name), src.data_ptr(),

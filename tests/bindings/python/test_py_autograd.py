@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: Apache-2.0
-"""Gradients through disttrain.torch's out-of-place allreduce, allgather and broadcast (as
-horovod.torch's): 2- and 4-rank jobs (jobs/autograd_job.py) compare every rank's gradient
+"""Gradients through disttrain.torch's out-of-place collectives (as horovod.torch's): 2-
+and 4-rank jobs (jobs/autograd_job.py) compare every rank's gradient
 with the same computation in one process, and one-process checks of the rules."""
 import pytest
 
@@ -14,7 +14,7 @@ import disttrain  # noqa: E402
 import disttrain.torch as dt  # noqa: E402
 
 torch.set_num_threads(1)
-CASES = 8  # the cases of autograd_job.py
+CASES = 12  # the cases of autograd_job.py
 
 
 @pytest.mark.parametrize("ordered", ["0", "1"])
@@ -45,12 +45,17 @@ def test_one_rank_gradients_are_those_of_the_identity(ctx):
     w = torch.tensor([[1.0, -2.0], [0.5, 3.0]], dtype=torch.float64, requires_grad=True)
     ys = [dt.allreduce(w), dt.allreduce(w, op=dt.Sum, name="s"), dt.allgather(w),
           dt.broadcast(w, root_rank=0), dt.allreduce_async(w).wait(),
-          dt.allgather_async(w, name="ga").wait(), dt.broadcast_async(w, 0).wait()]
+          dt.allgather_async(w, name="ga").wait(), dt.broadcast_async(w, 0).wait(),
+          dt.reduce_scatter(w), dt.reduce_scatter_async(w, dt.Sum).wait(), dt.alltoall(w),
+          dt.alltoall(w, splits=[2])[0]]
     for k, y in enumerate(ys):
         assert y.requires_grad and torch.equal(y, w), (k, y)
         (g,) = torch.autograd.grad((y ** 3).sum(), w)
         assert torch.allclose(g, 3 * w.detach() ** 2), (k, g)
     assert type(ys[2].grad_fn).__name__ == "AllgatherBackward"
+    assert type(ys[-1].grad_fn).__name__ == "AlltoallBackward"
+    got, received = dt.alltoall(w, splits=[2])
+    assert received.tolist() == [2] and not received.requires_grad
     s = torch.tensor(2.0, requires_grad=True)  # 0-dim: allgather gives one row per rank
     (g,) = torch.autograd.grad((dt.allgather(s) * 5).sum(), s)
     assert g.shape == () and g.item() == 5
@@ -68,9 +73,10 @@ def test_no_grad_wanted_takes_the_plain_path(ctx):
     assert dt.allreduce_(w.detach()).grad_fn is None  # in-place forms stay outside autograd
 
 
-def test_min_max_product_have_no_gradient(ctx):
+@pytest.mark.parametrize("collective", [dt.allreduce, dt.reduce_scatter])
+def test_min_max_product_have_no_gradient(ctx, collective):
     w = torch.ones(2, requires_grad=True)
-    y = dt.allreduce(w, op=dt.Max)  # the forward works (a metric, say)
+    y = collective(w, op=dt.Max)  # the forward works (a metric, say)
     assert torch.equal(y, w)
     with pytest.raises(disttrain.UsageError, match="op=MAX has no gradient.*Sum or Average"):
         y.sum().backward()

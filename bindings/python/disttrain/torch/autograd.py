@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: Apache-2.0
-"""Gradients through the out-of-place allreduce, allgather and broadcast, as horovod.torch's.
+"""Gradients through the out-of-place collectives, as horovod.torch's.
 
 A tensor that requires grad, given with grad mode on, gets a result with a grad_fn, so a
 loss computed from it trains what fed the collective on every rank (an allgathered
@@ -12,6 +12,10 @@ so the ranks match it as they matched the forward:
                Min, Max and Product have no such gradient and backward raises UsageError
     allgather  the average of the gradient over the ranks, then this rank's rows
     broadcast  the average of the gradient over the ranks on the root, zeros elsewhere
+    reduce_scatter  the allgather of the gradient, divided by the ranks for Average: the
+               gradient of allreduce(x, op) cut to this rank's block, which it equals
+    alltoall   the alltoall of the gradient back to where each block came from (with
+               the splits this rank received, when the forward had splits)
 
 allgather and broadcast average as Horovod has since 0.22 (it summed before). Anything
 else (no grad wanted, integer tensors) takes the plain path, with no autograd overhead.
@@ -71,6 +75,14 @@ class Broadcast(_Collective):
     pass
 
 
+class ReduceScatter(_Collective):
+    pass
+
+
+class Alltoall(_Collective):
+    pass
+
+
 def on_wait(handle, function, tensor, backward):
     """Records the result of an asynchronous collective when it is waited for. Grad mode
     was on when it started, and that decides, as it does for the blocking form."""
@@ -80,19 +92,29 @@ def on_wait(handle, function, tensor, backward):
         if then is not None:
             result = then(result)
         with torch.enable_grad():
-            return function.apply(tensor, lambda: result, backward)
+            if not isinstance(result, tuple):
+                return function.apply(tensor, lambda: result, backward)
+            # alltoall with splits: (tensor, received splits); backward sends them back
+            out, received = result
+            return function.apply(tensor, lambda: out,
+                                  lambda grad: backward(grad, received)), received
 
     handle._on_complete = complete
     return handle
+
+
+def _linear(op, where):
+    """Only the sum and the average have a gradient that is a collective of gradients."""
+    if op not in (Sum, Average):
+        raise usage(f"{where} with op={op.name} has no gradient: reduce with Sum or "
+                    f"Average, or pass tensor.detach() so that none is asked for")
 
 
 def allreduce_backward(op, name, ctx):
     op = to_op(op)
 
     def backward(grad):
-        if op not in (Sum, Average):
-            raise usage(f"allreduce with op={op.name} has no gradient: reduce with Sum or "
-                        f"Average, or pass tensor.detach() so that none is asked for")
+        _linear(op, "allreduce")
         return ops.allreduce(grad, op, grad_name(name), context=ctx)
     return backward
 
@@ -111,4 +133,22 @@ def broadcast_backward(root_rank, name, ctx):
     def backward(grad):
         reduced = ops.allreduce(grad, Average, grad_name(name), context=ctx)
         return reduced if ctx.rank() == root_rank else torch.zeros_like(reduced)
+    return backward
+
+
+def reduce_scatter_backward(op, name, ctx):
+    op = to_op(op)
+
+    def backward(grad):
+        _linear(op, "reduce_scatter")
+        gathered = ops.allgather(grad, grad_name(name), context=ctx)
+        return gathered / ctx.size() if op == Average else gathered
+    return backward
+
+
+def alltoall_backward(name, ctx):
+    def backward(grad, received=None):
+        if received is None:  # equal blocks: the same exchange undoes itself
+            return ops.alltoall(grad, None, grad_name(name), context=ctx)
+        return ops.alltoall(grad, received, grad_name(name), context=ctx)[0]
     return backward

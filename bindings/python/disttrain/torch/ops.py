@@ -10,11 +10,10 @@ CUDA tensors fail clearly instead of being read by the CPU.
 As in horovod.torch, allreduce averages by default (op=Average). In-place forms (the ones
 ending in `_`) need a contiguous CPU tensor and write its memory directly (outside
 autograd, like an operation under torch.no_grad()); out-of-place forms copy a
-non-contiguous input first and return a new tensor; allreduce, allgather and broadcast
-(and their _async forms) connect it to autograd when the input requires grad, as
-horovod.torch's do (autograd.py). Every function takes context=None (the default context
-of disttrain.init()) and process_set=None: a disttrain.ProcessSet runs the collective
-among its members only (context= accepts a ProcessSet too).
+non-contiguous input first and return a new tensor, connected to autograd when the input
+requires grad, as horovod.torch's are (autograd.py). Every function takes context=None
+(the default context of disttrain.init()) and process_set=None: a disttrain.ProcessSet
+runs the collective among its members only (context= accepts a ProcessSet too).
 """
 import torch
 
@@ -145,7 +144,7 @@ def allreduce_async(tensor, op=Average, name=None, out=None, context=None, proce
         with torch.no_grad():  # the plain path below, recorded at wait()
             handle = allreduce_async(tensor, op, name, None, ctx)
         return autograd.on_wait(handle, autograd.Allreduce, tensor,
-                               autograd.allreduce_backward(op, name, ctx))
+                                autograd.allreduce_backward(op, name, ctx))
     op, ctx = to_op(op), _ctx(context, process_set)
     out_dtype = None if out is None else output_tensor(out)
     if out is not None and out is tensor:
@@ -261,6 +260,12 @@ def _blocks(src, size, what):
 
 def reduce_scatter_async(tensor, op=Average, name=None, context=None, process_set=None):
     """Reduces `tensor` (dim 0 = size * n) across ranks; rank r gets rows [r*n, (r+1)*n)."""
+    if autograd.wanted(tensor):
+        ctx = _ctx(context, process_set)
+        with torch.no_grad():  # the plain path below, recorded at wait()
+            handle = reduce_scatter_async(tensor, op, name, ctx)
+        return autograd.on_wait(handle, autograd.ReduceScatter, tensor,
+                                autograd.reduce_scatter_backward(op, name, ctx))
     src, dtype = input_tensor(tensor)
     op, ctx = to_op(op), _ctx(context, process_set)
     _blocks(src, ctx.size(), "reduce_scatter")
@@ -280,6 +285,12 @@ def alltoall_async(tensor, splits=None, name=None, context=None, process_set=Non
     to dim 0, as horovod.torch's), splits[j] rows go to rank j; wait() returns (received
     tensor, received splits), the rows from rank i being block i. With splits, ranks whose
     dimensions after the first disagree all raise DT_ERR_MISMATCH naming the shapes."""
+    if autograd.wanted(tensor):
+        ctx = _ctx(context, process_set)
+        with torch.no_grad():  # the plain path below, recorded at wait()
+            handle = alltoall_async(tensor, splits, name, ctx)
+        return autograd.on_wait(handle, autograd.Alltoall, tensor,
+                                autograd.alltoall_backward(name, ctx))
     src, dtype = input_tensor(tensor)
     ctx = _ctx(context, process_set)
     if splits is not None:

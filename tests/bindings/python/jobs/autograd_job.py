@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: Apache-2.0
-"""Gradients through disttrain.torch's allreduce, allgather and broadcast, checked against
-the same computation done in one process with plain torch over every rank's input.
+"""Gradients through disttrain.torch's out-of-place collectives, checked against the same
+computation done in one process with plain torch over every rank's input.
 
     autograd_job.py          any number of ranks: the whole job
     autograd_job.py sets     4 ranks: also within process sets {0,2} and {1,3}
@@ -30,48 +30,81 @@ def loss(i, y):
     return ((i + 1) * y ** 2).sum() + (torch.sin(y) * (i - 0.5)).sum()
 
 
+def every(f):
+    """A reference whose result is the same on every member."""
+    return lambda xs: [f(xs)] * len(xs)
+
+
+def splits(i, m):
+    """The rows member i of m sends to each member: uneven, and different per sender."""
+    return [(i + j) % 3 + 1 for j in range(m)]
+
+
+def exchanged(xs):
+    """alltoall with splits(), in one process: member i gets piece i of every sender."""
+    m = len(xs)
+    pieces = [torch.split(x, splits(s, m)) for s, x in enumerate(xs)]
+    return [torch.cat([pieces[s][i] for s in range(m)]) for i in range(m)]
+
+
+def blocks(xs, op):
+    """reduce_scatter in one process: member i gets block i of the reduction."""
+    return list(torch.chunk(op(torch.stack(xs), 0), len(xs)))
+
+
 def mean(losses):
     return sum(losses) / len(losses)
 
 
-# name: (rows of rank k, the collective on this rank, the same in one process over every
-# member's input, how the members' losses combine in the reference). Horovod's gradients:
-# allreduce's is that of the sum of the losses; allgather's and broadcast's, averaged
-# over the ranks, that of their mean (disttrain/torch/autograd.py).
+# name: (rows of member i of m, the collective on this rank, the same in one process over
+# every member's input giving each member's result, how the members' losses combine in
+# the reference). Horovod's gradients are those of the sum of the losses, except
+# allgather's and broadcast's, averaged over the ranks: those of their mean
+# (disttrain/torch/autograd.py).
 CASES = {
-    "allreduce avg": (lambda k: 2, lambda x, kw: dt.allreduce(x, name="ar", **kw),
-                      lambda xs: torch.stack(xs).mean(0), sum),
-    "allreduce sum": (lambda k: 2, lambda x, kw: dt.allreduce(x, dt.Sum, "ars", **kw),
-                      lambda xs: torch.stack(xs).sum(0), sum),
-    "allreduce_async": (lambda k: 3, lambda x, kw: dt.allreduce_async(x, **kw).wait(),
-                        lambda xs: torch.stack(xs).mean(0), sum),
-    "grouped_allreduce": (lambda k: 1, lambda x, kw: dt.grouped_allreduce(
-        [x, 2 * x], dt.Sum, "gar", **kw)[1], lambda xs: 2 * torch.stack(xs).sum(0), sum),
-    "allgather uneven": (lambda k: k + 1, lambda x, kw: dt.allgather(x, "ag", **kw),
-                         torch.cat, mean),
-    "allgather_async": (lambda k: 2, lambda x, kw: dt.allgather_async(x, **kw).wait(),
-                        torch.cat, mean),
-    "broadcast root 1": (lambda k: 2, lambda x, kw: dt.broadcast(x, 1, "bc", **kw),
-                         lambda xs: xs[1], mean),
-    "broadcast_async root 0": (lambda k: 2, lambda x, kw: dt.broadcast_async(
-        x, 0, **kw).wait(), lambda xs: xs[0], mean),
+    "allreduce avg": (lambda i, m: 2, lambda x, kw, i, m: dt.allreduce(x, name="ar", **kw),
+                      every(lambda xs: torch.stack(xs).mean(0)), sum),
+    "allreduce sum": (lambda i, m: 2, lambda x, kw, i, m: dt.allreduce(x, dt.Sum, "s", **kw),
+                      every(lambda xs: torch.stack(xs).sum(0)), sum),
+    "allreduce_async": (lambda i, m: 3, lambda x, kw, i, m: dt.allreduce_async(
+        x, **kw).wait(), every(lambda xs: torch.stack(xs).mean(0)), sum),
+    "grouped_allreduce": (lambda i, m: 1, lambda x, kw, i, m: dt.grouped_allreduce(
+        [x, 2 * x], dt.Sum, "gar", **kw)[1], every(lambda xs: 2 * torch.stack(xs).sum(0)),
+        sum),
+    "allgather uneven": (lambda i, m: i + 1, lambda x, kw, i, m: dt.allgather(
+        x, "ag", **kw), every(torch.cat), mean),
+    "allgather_async": (lambda i, m: 2, lambda x, kw, i, m: dt.allgather_async(
+        x, **kw).wait(), every(torch.cat), mean),
+    "broadcast root 1": (lambda i, m: 2, lambda x, kw, i, m: dt.broadcast(
+        x, 1, "bc", **kw), every(lambda xs: xs[1]), mean),
+    "broadcast_async root 0": (lambda i, m: 2, lambda x, kw, i, m: dt.broadcast_async(
+        x, 0, **kw).wait(), every(lambda xs: xs[0]), mean),
+    "reduce_scatter avg": (lambda i, m: 2 * m, lambda x, kw, i, m: dt.reduce_scatter(
+        x, name="rs", **kw), lambda xs: blocks(xs, torch.mean), sum),
+    "reduce_scatter_async sum": (lambda i, m: m, lambda x, kw, i, m: dt.reduce_scatter_async(
+        x, dt.Sum, **kw).wait(), lambda xs: blocks(xs, torch.sum), sum),
+    "alltoall": (lambda i, m: 2 * m, lambda x, kw, i, m: dt.alltoall(x, name="a2a", **kw),
+                 lambda xs: [torch.cat([torch.chunk(x, len(xs))[i] for x in xs])
+                             for i in range(len(xs))], sum),
+    "alltoall splits": (lambda i, m: sum(splits(i, m)), lambda x, kw, i, m: dt.alltoall(
+        x, splits(i, m), "a2s", **kw)[0], exchanged, sum),
 }
 
 
 def check(case, members, kw):
     rows, collective, reference, combine = CASES[case]
-    i = members.index(R)
-    w = data(R, rows(R))
-    y = collective(1.5 * w, kw)  # through an operation, so the chain rule is exercised
+    i, m = members.index(R), len(members)
+    w = data(R, rows(i, m))
+    y = collective(1.5 * w, kw, i, m)  # through an operation: the chain rule goes on
     assert y.requires_grad and y.grad_fn is not None, (case, y)
     loss(i, y).backward()
 
-    xs = [data(k, rows(k)) for k in members]
+    xs = [data(k, rows(j, m)) for j, k in enumerate(members)]
     want_y = reference([1.5 * x for x in xs])
-    total = combine([loss(j, want_y) for j in range(len(members))])
+    total = combine([loss(j, want_y[j]) for j in range(m)])
     want = torch.autograd.grad(total, xs, allow_unused=True)[i]
     want = torch.zeros_like(xs[i]) if want is None else want
-    assert torch.allclose(y, want_y, rtol=1e-12, atol=1e-12), (case, y, want_y)
+    assert torch.allclose(y, want_y[i], rtol=1e-12, atol=1e-12), (case, y, want_y[i])
     assert torch.allclose(w.grad, want, rtol=1e-9, atol=1e-12), (case, members, w.grad, want)
     print(f"{case} on {members}: grad ok", flush=True)
 

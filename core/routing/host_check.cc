@@ -4,6 +4,7 @@
 #include "routing/router.h"
 #include "runtime/call_check.h"
 #include "runtime/error.h"
+#include "shm/route.h"
 
 namespace dt::routing {
 
@@ -26,6 +27,14 @@ void check_over_host(const Services &s, algo::Comm &comm, const Args &a)
                                  "checks of ordered mode (DISTTRAIN_ORDERED=1) disagree: "
                                  "some rank runs another collective or passes other "
                                  "arguments in this call"));
+}
+
+void check_on_this_host(const Services &s, algo::Comm &comm, const Args &a)
+{
+    shm::Call barrier;
+    barrier.kind = shm::Kind::barrier;
+    barrier.name = op_kind_name(a.kind); // the messages name the call, not the barrier
+    shm::run_local(*s.domain, comm, barrier);
 }
 
 } // namespace dt::routing

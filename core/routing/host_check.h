@@ -17,4 +17,11 @@ namespace dt::routing {
 // collective with DT_ERR_MISMATCH (comm.fail_collective) on disagreement.
 void check_over_host(const Services &s, algo::Comm &comm, const Args &a);
 
+// Ordered mode, before a point-to-point path runs a call among members that all share
+// this host: a shared-memory barrier that publishes this call's check. A rank whose
+// disagreeing call shared memory took waits there for its peers' tag lines, not for
+// their messages, so without it the two would wait for each other until the time-out.
+// Fails the collective with DT_ERR_MISMATCH, naming both calls, on disagreement.
+void check_on_this_host(const Services &s, algo::Comm &comm, const Args &a);
+
 } // namespace dt::routing

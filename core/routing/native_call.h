@@ -17,6 +17,13 @@ namespace dt::routing {
 // average).
 int32_t start_native(const Transport &t, const Args &a, dt_transport_request_t *req);
 
+// Ordered mode's call check on the transport's native collectives (runtime/call_check.h),
+// before a native collective moves data, or before a point-to-point call where native
+// ones serve the job's other calls (Router::dispatch). Fails the collective with
+// DT_ERR_MISMATCH on disagreement. False when the transport declined the check's
+// allreduce: the core's algorithms, which carry the check themselves, then run the call.
+bool native_check_passes(algo::Comm &comm, const Args &a);
+
 // Starts a native collective through `begin` and waits for it. False when the plugin
 // declined the call (DTP_ERR_UNSUPPORTED).
 template <typename Begin>

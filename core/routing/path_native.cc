@@ -15,13 +15,9 @@
 
 namespace dt::routing {
 
-namespace {
-
-// Ordered mode's call check before a native collective (runtime/call_check.h): a
-// two-word MAX allreduce of {h, ~h} gives {max h, ~min h}, equal only when every rank's
-// hash is. Then the data moves; only a disagreement costs an allgather of the checks,
-// which names the rank and field. False when the transport declined the check's
-// allreduce: the core's algorithms, which carry the check themselves, run the call.
+// A two-word MAX allreduce of {h, ~h} gives {max h, ~min h}, equal only when every
+// rank's hash is. Only a disagreement costs an allgather of the checks, which names the
+// rank and field.
 bool native_check_passes(algo::Comm &comm, const Args &a)
 {
     const dt_transport_v3_t &ops = comm.transport().ops();
@@ -77,6 +73,8 @@ bool native_check_passes(algo::Comm &comm, const Args &a)
                        "in this call");
     comm.fail_collective(DT_ERR_MISMATCH, std::move(mismatch));
 }
+
+namespace {
 
 // DISTTRAIN_ALGORITHM forces how a host allreduce runs on every transport alike: a
 // point-to-point algorithm over the transport's isend/irecv, as it keeps the call off

@@ -4,6 +4,7 @@
 #include "plugin/memory_provider.h"
 #include "reduce/reduce.h"
 #include "routing/host_check.h"
+#include "routing/native_call.h"
 #include "routing/paths.h"
 #include "routing/table.h"
 #include "runtime/error.h"
@@ -205,6 +206,23 @@ bool sends_nothing(const Call &call, const Args &args)
            args.kind != OpKind::allgatherv && args.kind != OpKind::alltoallv;
 }
 
+// Ordered mode's call check travels by the carrier of the path that runs the call, and
+// ranks whose calls disagree may take different ones: a rank in shared memory (or in a
+// native collective) waits for the others there, while they, point to point (an
+// allgatherv, which has neither; an allreduce forced onto ring), wait for its messages,
+// each for a check that never reaches it, until the time-out. Such a call therefore
+// first meets the others on the carrier that serves the group's other calls.
+void meet_on_other_carrier(const Services &s, algo::Comm &comm, const Topology &t,
+                           const Args &args)
+{
+    if (t.size < 2)
+        return; // nobody to meet
+    if (t.shm && t.spread == Spread::all_local)
+        check_on_this_host(s, comm, args);
+    else if (t.whole_job && t.native != 0)
+        (void)native_check_passes(comm, args); // declined: nothing to meet there
+}
+
 } // namespace
 
 void Router::divide_before_sum(const algo::Comm &comm, Args &args, int divisor)
@@ -235,9 +253,16 @@ const char *Router::dispatch(algo::Comm &comm, const Call &call, const Topology 
         divide_before_sum(comm, args, avg_divisor);
         average = false;
     }
+    // Once, and not after a native path declined: its check may have run already (and a
+    // second shared-memory call would reuse the call's tag).
+    bool met = comm.check() == nullptr;
     for (const Path *path : paths_for(args.kind)) {
         if (!applies_to(*path, call, topo, policy_))
             continue;
+        if (!met && path->carrier == Carrier::point_to_point)
+            meet_on_other_carrier(services_, comm, topo, args);
+        met = met || path->carrier == Carrier::point_to_point ||
+              path->carrier == Carrier::native;
         args.avg_divisor = average && path->divides_average ? avg_divisor : 0;
         if (!path->run(services_, comm, args))
             continue; // declined at run time: the next that applies

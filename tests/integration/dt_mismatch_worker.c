@@ -13,10 +13,13 @@
  *   root         rank 1 broadcasts from rank 1 where the others broadcast from rank 0
  *   root_count   rank 1 broadcasts 4 elements from rank 0 where the others broadcast 8
  *   skip         rank 1 skips the allreduce "case.a" the others make before "case.b"
+ *   allgatherv   rank 1 calls allgatherv where the others allgather (the same counts)
+ *   alltoallv    rank 1 calls alltoallv where the others alltoall (the same counts)
  *   none         every rank agrees (the control case)
  * For each call it prints "call NAME: STATUS SECONDS MESSAGE" and, for a call that
  * returned DT_OK, "data NAME: ok" or "data NAME: wrong (...)", the data judged by this
- * rank's own view of the call as if every rank had made it. Exits 0 when every call
+ * rank's own view of the call as if every rank had made it (the gathers are only ever
+ * disagreeing calls, which every rank must fail: their data is not judged). Exits 0 when every call
  * returned DT_OK, 1 otherwise. With LINGER_RANK:MS, that rank waits MS milliseconds
  * between its last call and dt_context_destroy, as a program saving a checkpoint does.
  */
@@ -30,7 +33,7 @@
 #include <string.h>
 #include <time.h>
 
-enum kind { ALLREDUCE, BROADCAST };
+enum kind { ALLREDUCE, BROADCAST, ALLGATHER, ALLGATHERV, ALLTOALL, ALLTOALLV };
 
 struct call {
     enum kind kind;
@@ -75,9 +78,41 @@ static double element(const void *buf, const struct call *c, size_t i)
                                 : (double)((const float *)buf)[i];
 }
 
+/* The gathers, each with its block of c->count elements per rank. */
+static dt_status_t gather(dt_context_h ctx, const struct call *c, int size)
+{
+    size_t counts[2 * 64];
+    size_t n = c->count * (size_t)size, es = dt_dtype_size(c->dtype);
+    if (size > 64)
+        return DT_ERR_INVALID_ARGUMENT;
+    for (int r = 0; r < 2 * size; ++r)
+        counts[r] = c->count;
+    char *send = calloc(n, es), *recv = calloc(n, es);
+    dt_status_t s = DT_ERR_INVALID_ARGUMENT;
+    if (c->kind == ALLGATHER)
+        s = dt_allgather(ctx, c->name, send, recv, c->count, c->dtype);
+    else if (c->kind == ALLGATHERV)
+        s = dt_allgatherv(ctx, c->name, send, recv, c->count, counts, c->dtype);
+    else if (c->kind == ALLTOALL)
+        s = dt_alltoall(ctx, c->name, send, recv, c->count, c->dtype);
+    else if (c->kind == ALLTOALLV)
+        s = dt_alltoallv(ctx, c->name, send, recv, counts, counts + size, c->dtype);
+    free(send);
+    free(recv);
+    return s;
+}
+
 /* Runs c; returns its status after printing the verdict lines. */
 static dt_status_t run(dt_context_h ctx, const struct call *c, int rank, int size)
 {
+    if (c->kind >= ALLGATHER) {
+        double start = now();
+        dt_status_t s = gather(ctx, c, size);
+        printf("call %s: %s %.3f %s\n", c->name, dt_status_string(s), now() - start,
+               s == DT_OK ? "" : dt_last_error());
+        fflush(stdout);
+        return s;
+    }
     void *buf = malloc(c->count * 4 + 4);
     double mine = c->kind == BROADCAST ? (rank == c->root ? c->base * (rank + 1.0) : -1.0)
                                        : c->base * (rank + 1.0);
@@ -150,6 +185,10 @@ int main(int argc, char **argv)
     } else if (strcmp(which, "root_count") == 0) {
         c.kind = BROADCAST;
         c.count = odd ? 4 : 8;
+    } else if (strcmp(which, "allgatherv") == 0) {
+        c.kind = odd ? ALLGATHERV : ALLGATHER;
+    } else if (strcmp(which, "alltoallv") == 0) {
+        c.kind = odd ? ALLTOALLV : ALLTOALL;
     } else if (strcmp(which, "skip") == 0) {
         struct call a = {ALLREDUCE, "case.a", 8, DT_FLOAT32, DT_SUM, 0, 2};
         struct call b = {ALLREDUCE, "case.b", 8, DT_FLOAT32, DT_SUM, 0, 3};

@@ -15,8 +15,11 @@ import pytest
 
 from conftest import build_path, run
 
+# allgatherv and alltoallv (a kind that runs point to point only, against one that shared
+# memory or a native collective takes) also show that each call's check reaches ranks
+# whose disagreeing call another carrier runs.
 CASES = ["count", "count_large", "count_zero", "dtype", "op", "kind", "root", "root_count",
-         "skip"]
+         "skip", "allgatherv", "alltoallv"]
 TIMEOUT_S = 4  # DISTTRAIN_TIMEOUT: a negotiated skip waits this long for the missing call
 
 

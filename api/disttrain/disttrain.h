@@ -404,8 +404,13 @@ DT_API dt_status_t dt_request_free(dt_request_h req);
 /*                                                                                        */
 /* Every collective comes blocking and asynchronous (the _async form returns a request at */
 /* once). All ranks of the context call the same collectives in the same order with the  */
-/* same count, dtype, op and root. `name` identifies the operation in errors and the    */
-/* timeline; it may be NULL (a name is generated). The library copies the name.          */
+/* same count, dtype, op and root. `name` identifies the operation in errors and the      */
+/* timeline; it may be NULL (a name is generated). The library copies the name. A         */
+/* generated name counts the context's unnamed calls in the order they reach the library, */
+/* which differs between ranks when several threads call at once: such threads must name  */
+/* their calls (alike on every rank), or a call can pair with another thread's call on    */
+/* other ranks and exchange its data without an error. The library warns once per context */
+/* when unnamed calls come from a second thread.                                          */
 /* Counts are in elements. A count that looks like a negative number cast to size_t is  */
 /* refused with DT_ERR_INVALID_ARGUMENT. Thread safe: operations from several threads   */
 /* are queued in the order the calls enter the library.                                  */

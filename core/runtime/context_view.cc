@@ -81,7 +81,7 @@ std::shared_ptr<Operation> ContextView::submit(OpDesc desc)
         throw_error(DT_ERR_INVALID_STATE, "this group belongs to the job as it was before it "
                     "re-formed; create the groups again after dt_context_reform");
     if (desc.name.empty())
-        desc.name = cat(op_kind_name(desc.kind), ".", unnamed_ops_++);
+        desc.name = unnamed_.name(desc.kind);
     desc.group = group_;
     return world_->submit(std::move(desc));
 }

@@ -5,6 +5,7 @@
 #pragma once
 
 #include "runtime/context.h"
+#include "runtime/unnamed_calls.h"
 
 #include <atomic>
 #include <memory>
@@ -36,8 +37,8 @@ public:
 
     // Queues an operation of this view (sets desc.group); a group of an earlier epoch
     // (before the job re-formed) refuses with DT_ERR_INVALID_STATE. An unnamed one is named after
-    // its kind and a count of this view's unnamed calls: ranks outside the view make
-    // other calls, so a count over the whole job would differ between ranks.
+    // its kind and a count of this view's unnamed calls (unnamed_calls.h): ranks outside
+    // the view make other calls, so a count over the whole job would differ between ranks.
     std::shared_ptr<Operation> submit(OpDesc desc);
 
 private:
@@ -52,7 +53,7 @@ private:
     int rank_ = 0;             // groups: this rank's place in members_
     uint64_t epoch_ = 0;       // the world's epoch when this view was made
     uint64_t counted_epoch_ = 0; // the epoch groups_created_ counts in
-    std::atomic<uint64_t> unnamed_ops_{0};
+    UnnamedCalls unnamed_;
     std::atomic<uint32_t> groups_created_{0}; // groups created with this view as parent
 };
 

@@ -41,6 +41,14 @@ constexpr auto drain_limit = std::chrono::milliseconds(1000);
 // ranks failing together all end on their own, so that the summary can name each.
 constexpr auto settle_limit = std::chrono::milliseconds(250);
 
+// A rank that exited before it joined: the ranks waiting for it learn so from the store
+// within moments and fail on their own, naming it, once rank 0 has told every rank that
+// was waiting (it waits up to 500 ms for those it has not heard from, job_agreement.cc).
+constexpr auto unjoined_settle = std::chrono::milliseconds(1000);
+
+// How often the store is asked whether a rank joined, while one that exited 0 never did.
+constexpr auto probe_interval = std::chrono::milliseconds(100);
+
 Clock::duration seconds(double s)
 {
     return std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(s));
@@ -250,6 +258,8 @@ private:
             consider(drain_until_);
         if (retire_at_)
             consider(*retire_at_);
+        if (probe_at_)
+            consider(*probe_at_);
         if (settings_.discovery && growing())
             consider(settings_.discovery->next_wakeup());
         if (!next)
@@ -319,6 +329,16 @@ private:
                status);
         if (!ok && settings_.on_death)
             settings_.on_death(r.place.launch_id < 0 ? r.place.rank : r.place.launch_id);
+        // Once the job is stopping, a rank that never joined is a victim, not news.
+        bool unjoined = !stopping_ && never_joined(r);
+        if (unjoined)
+            settings_.exited_unjoined(r.place.rank, WIFSIGNALED(status)
+                                                        ? 128 + WTERMSIG(status)
+                                                        : WEXITSTATUS(status));
+        if (ok && unjoined) {
+            unjoined_.push_back(&r);
+            check_unjoined();
+        }
         if (ok) {
             finishing_ = true; // the job is ending: no more new ranks
             if (settings_.elastic)
@@ -359,14 +379,47 @@ private:
             std::string hint = !r.place.local && code == 255
                                    ? " (ssh exits with 255 when the connection fails)"
                                    : "";
+            if (unjoined && settings_.any_joined())
+                hint += " before it joined the job";
             r.failed_alone = true;
             // The others are signalled a moment later (settle_limit), so that ranks
             // failing with this one end on their own and are named in the summary.
+            auto settle = unjoined ? unjoined_settle : settle_limit;
             fail({who(r) + " exited with code " + std::to_string(code) + hint, code, &r,
                   true},
-                 SIGTERM, std::min<Clock::duration>(settle_limit, seconds(settings_.grace_s)));
+                 SIGTERM, std::min<Clock::duration>(settle, seconds(settings_.grace_s)));
             outcome_from_exit_ = true;
         }
+    }
+
+    bool never_joined(const Rank &r) const
+    {
+        return !settings_.elastic && settings_.joined && settings_.any_joined &&
+               settings_.exited_unjoined && !settings_.joined(r.place.rank);
+    }
+
+    // A rank that exited 0 before it joined fails the job once another rank has joined:
+    // that one waits for it in the rendezvous. Until then (the others may not use the
+    // library at all, or not have reached it yet) the store is asked again every
+    // probe_interval while ranks run.
+    void check_unjoined()
+    {
+        probe_at_.reset();
+        if (unjoined_.empty() || stopping_ || running_count() == 0)
+            return;
+        if (!settings_.any_joined()) {
+            probe_at_ = Clock::now() + probe_interval;
+            return;
+        }
+        Rank &r = *unjoined_.front();
+        // Not failed_alone: the summary must not list an exit with code 0 as an error.
+        // As for a failing exit, the others are signalled a moment later: told by the
+        // store, those waiting for r fail on their own, naming it.
+        fail({who(r) + " exited with code 0 before it joined the job, where the others "
+                  "wait for it",
+              1, &r, true},
+             SIGTERM, std::min<Clock::duration>(unjoined_settle, seconds(settings_.grace_s)));
+        outcome_from_exit_ = true;
     }
 
     void on_signal(int sig)
@@ -394,6 +447,8 @@ private:
             signal_ranks();
         if (stopping_ && signals_sent_ && !killed_ && now >= kill_at_)
             kill_now();
+        if (probe_at_ && now >= *probe_at_)
+            check_unjoined();
         if (retire_at_ && now >= *retire_at_) {
             retire_at_.reset();
             stop_replacements_left();
@@ -670,6 +725,8 @@ private:
     long fds_at_start_ = 0;     // descriptors open when the job began
     Clock::time_point signal_at_{}, kill_at_{}, deadline_{}, drain_until_{};
     std::optional<Clock::time_point> retire_at_; // elastic: when to stop replacements left
+    std::vector<Rank *> unjoined_; // exited 0 before joining the job (check_unjoined)
+    std::optional<Clock::time_point> probe_at_; // when to ask the store again whether any joined
 };
 
 } // namespace

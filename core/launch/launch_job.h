@@ -50,6 +50,15 @@ struct JobSettings {
     HostDiscovery *discovery = nullptr;
     std::vector<HostSlots> hosts; // the hosts it listed before the job started
     LauncherKind launcher = LauncherKind::automatic;
+    // Jobs whose store we serve, not elastic (runtime/join_notice.h): whether the rank
+    // with this number joined the job, and whether any rank did. A rank that exits, with
+    // code 0 too, before it joined while another did fails the job at once: the others
+    // would wait for it in the rendezvous. Null: not known (the check is skipped).
+    std::function<bool(int rank)> joined;
+    std::function<bool()> any_joined;
+    // Tells the ranks in the store that this rank exited with code before it joined, so
+    // that those waiting for it fail at once naming it.
+    std::function<void(int rank, int code)> exited_unjoined;
 };
 
 // Starts every rank and supervises them until all have ended. Returns the exit code for

@@ -13,6 +13,7 @@
 
 #include "bootstrap/auth.h"
 #include "runtime/death_notices.h"
+#include "runtime/join_notice.h"
 #include "runtime/env.h"
 #include "runtime/error.h"
 #include "telemetry/log.h"
@@ -279,6 +280,34 @@ int run(const std::vector<std::string> &args)
                 DT_LOG(warn, "launch", "could not publish the death of launch id ",
                        launch_id, " in the store: ", e.what());
             }
+        };
+    }
+    // Not elastic: the store tells whether a rank that exited had joined the job.
+    std::unique_ptr<bootstrap::StoreClient> probe_store;
+    if (!opt.elastic) {
+        probe_store = std::make_unique<bootstrap::StoreClient>(
+            store.address, bootstrap::Auth(token), std::chrono::seconds(10));
+        // A store that fails to answer counts as "joined": no failure is made up from it.
+        auto guarded = [&probe_store](auto ask) {
+            try {
+                return ask(*probe_store);
+            } catch (const Error &e) {
+                DT_LOG(warn, "launch", "could not ask the store which ranks joined: ",
+                       e.what());
+                return true;
+            }
+        };
+        settings.joined = [guarded](int rank) {
+            return guarded([rank](bootstrap::StoreClient &c) { return has_joined(c, rank); });
+        };
+        settings.any_joined = [guarded] {
+            return guarded([](bootstrap::StoreClient &c) { return joined_count(c) > 0; });
+        };
+        settings.exited_unjoined = [guarded](int rank, int code) {
+            guarded([rank, code](bootstrap::StoreClient &c) {
+                announce_exit(c, rank, code);
+                return true;
+            });
         };
     }
     if (opt.elastic) {

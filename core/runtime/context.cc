@@ -4,8 +4,10 @@
 #include "plugin/loader.h"
 #include "plugin/memory_provider.h"
 #include "runtime/elastic_membership.h"
+#include "runtime/env.h"
 #include "runtime/error.h"
 #include "runtime/job_agreement.h"
+#include "runtime/join_notice.h"
 #include "runtime/member_death_watch.h"
 #include "runtime/transport_choice.h"
 #include "telemetry/log.h"
@@ -366,6 +368,20 @@ void Context::open_store()
                                                                          : "rank 0";
     store_ = std::make_unique<bootstrap::StoreClient>(addr, *auth_, timeout, cfg_.store_from,
                                                       served_by);
+    announce_joined();
+}
+
+void Context::announce_joined()
+{
+    // Only a context of the launcher's whole job: a rank of the job that takes no part in
+    // a smaller context has not failed to join it (join_notice.h).
+    if (!shared_store_ || !cfg_.launcher_serves_store || cfg_.elastic)
+        return;
+    if (rank() != env::get_int("DISTTRAIN_RANK", -1, -1, INT32_MAX) ||
+        size() != env::get_int("DISTTRAIN_SIZE", -1, -1, INT32_MAX))
+        return;
+    dt::announce_joined(*store_, rank());
+    announced_ = true;
 }
 
 void Context::check_agreement()
@@ -380,7 +396,7 @@ void Context::check_agreement()
     mine.api_minor = DT_API_MINOR;
     check_job_agreement(*store_, ns_, rank(), mine, time_left(),
                         [this] { return token_refusals() + store_listening(); },
-                        pairing_hint());
+                        pairing_hint(), announced_);
 }
 
 std::string Context::pairing_hint() const

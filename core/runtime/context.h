@@ -77,6 +77,8 @@ private:
     // DISTTRAIN_JOB_ID.
     std::string context_root() const;
     void open_store();
+    void announce_joined(); // tells the launcher this rank joined (join_notice.h)
+    bool announced_ = false; // so this context is the launcher's whole job
     void check_agreement();
     // Rank 0: the connections its store refused for another token, for the message
     // naming a rank that never arrived ("" when none).

@@ -4,6 +4,7 @@
 
 #include "runtime/env.h"
 #include "runtime/error.h"
+#include "runtime/join_notice.h"
 #include "telemetry/log.h"
 
 #include <algorithm>
@@ -30,6 +31,28 @@ std::chrono::milliseconds wait_for(std::chrono::milliseconds timeout)
 }
 
 constexpr std::chrono::milliseconds kVerdictGrace{5000};
+// How often a rank asks whether the rank it waits for exited before it joined.
+constexpr std::chrono::milliseconds kExitCheck{100};
+
+// A rank other than 0 waits for rank 0's verdict; with exit notices, in slices, failing
+// at once when rank 0 exited before it joined.
+std::optional<std::string> await_verdict(bootstrap::StoreClient &store, const std::string &key,
+                                         std::chrono::milliseconds timeout, bool exits_noticed)
+{
+    if (!exits_noticed)
+        return store.try_get(key, wait_for(timeout));
+    const auto deadline = std::chrono::steady_clock::now() + timeout;
+    for (;;) {
+        if (std::optional<std::string> got = store.try_get(key, kExitCheck))
+            return got;
+        if (std::optional<std::string> code = exited_before_joining(store, 0))
+            throw_error(DT_ERR_PEER_LOST, "rank 0 exited with code ", *code, " before it "
+                        "joined the job (it never reached dt_context_create for this "
+                        "context)");
+        if (timeout.count() > 0 && std::chrono::steady_clock::now() >= deadline)
+            return std::nullopt;
+    }
+}
 
 std::string already_served(bootstrap::StoreClient &store, int rank)
 {
@@ -163,7 +186,7 @@ std::string disagreement(int rank_a, const JobSettings &a, int rank_b, const Job
 void check_job_agreement(bootstrap::StoreClient &store, const std::string &prefix, int rank,
                          const JobSettings &mine, std::chrono::milliseconds timeout,
                          const std::function<std::string()> &missing_hint,
-                         const std::string &unmet_hint)
+                         const std::string &unmet_hint, bool exits_noticed)
 {
     const std::string verdict_key = prefix + "agree/verdict";
     claim(store, prefix, rank);
@@ -171,8 +194,9 @@ void check_job_agreement(bootstrap::StoreClient &store, const std::string &prefi
         store.set(cat(prefix, "agree/rank", rank), encode(mine));
         // Longer than rank 0's own wait, so that rank 0's message naming a missing rank
         // arrives here before this rank gives up on its own. A store that fails says so.
-        std::optional<std::string> answer =
-            store.try_get(verdict_key, wait_for(timeout + kVerdictGrace));
+        std::optional<std::string> answer = await_verdict(store, verdict_key,
+                                                          timeout + kVerdictGrace,
+                                                          exits_noticed);
         if (!answer)
             throw_error(DT_ERR_TIMEOUT, "rank 0 did not confirm the job's settings within ",
                         timeout.count() / 1000.0, " s (DISTTRAIN_TIMEOUT): is rank 0 running "
@@ -186,6 +210,8 @@ void check_job_agreement(bootstrap::StoreClient &store, const std::string &prefi
             } catch (const Error &) {
             }
             std::string why = verdict.substr(5);
+            if (why.rfind("lost:", 0) == 0)
+                throw_error(DT_ERR_PEER_LOST, why.substr(5));
             throw_error(why.rfind("timeout:", 0) == 0 ? DT_ERR_TIMEOUT : DT_ERR_INVALID_CONFIG,
                         why.rfind("timeout:", 0) == 0 ? why.substr(8) : why);
         }
@@ -205,13 +231,31 @@ void check_job_agreement(bootstrap::StoreClient &store, const std::string &prefi
     // One deadline for the whole wait, so that rank 0 gives up before the others do.
     const auto deadline = std::chrono::steady_clock::now() + timeout;
     for (int r = 1; r < mine.size; ++r) {
-        auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
-            deadline - std::chrono::steady_clock::now());
-        // Only an absent key is a missing rank; a store that fails throws as it is.
-        std::optional<std::string> published = store.try_get(
-            cat(prefix, "agree/rank", r),
-            wait_for(timeout.count() > 0 ? std::max(left, std::chrono::milliseconds(0))
-                                         : timeout));
+        std::optional<std::string> published;
+        for (;;) {
+            auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+                deadline - std::chrono::steady_clock::now());
+            auto wait = wait_for(timeout.count() > 0
+                                     ? std::max(left, std::chrono::milliseconds(0))
+                                     : timeout);
+            // With exit notices, in slices: between them, whether rank r is gone.
+            if (exits_noticed && (wait.count() < 0 || wait > kExitCheck))
+                wait = kExitCheck;
+            // Only an absent key is a missing rank; a store that fails throws as it is.
+            published = store.try_get(cat(prefix, "agree/rank", r), wait);
+            if (published || !exits_noticed)
+                break;
+            if (std::optional<std::string> code = exited_before_joining(store, r)) {
+                std::string why = cat("rank ", r, " exited with code ", *code, " before it "
+                                      "joined the job (it never reached dt_context_create "
+                                      "for this context)");
+                // Rank r will never read the verdict: it is not waited for.
+                publish_failure(store, prefix, "fail\nlost:" + why, r - 1, mine.size - 2);
+                throw_error(DT_ERR_PEER_LOST, why);
+            }
+            if (timeout.count() > 0 && std::chrono::steady_clock::now() >= deadline)
+                break;
+        }
         if (!published) {
             // All rank 0 knows is that rank r wrote nothing here: it may not have started,
             // or it may be up and unable to reach the store.

@@ -48,9 +48,12 @@ std::string disagreement(int rank_a, const JobSettings &a, int rank_b, const Job
 // not arrive: what else rank 0 knows of it, such as connections its store refused.
 // unmet_hint is added to every message saying that a rank did not arrive (on rank 0) or
 // that rank 0 did not answer (on the others): where else that rank may be waiting.
+// exits_noticed: the context is the whole job of a launcher that says in the store which
+// ranks exited before they joined (join_notice.h); rank 0 then fails at once, naming the
+// rank and its exit code, rather than wait out the timeout for it.
 void check_job_agreement(bootstrap::StoreClient &store, const std::string &prefix, int rank,
                          const JobSettings &mine, std::chrono::milliseconds timeout,
                          const std::function<std::string()> &missing_hint = {},
-                         const std::string &unmet_hint = {});
+                         const std::string &unmet_hint = {}, bool exits_noticed = false);
 
 } // namespace dt

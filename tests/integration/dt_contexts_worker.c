@@ -4,7 +4,10 @@
  *   dt_contexts_worker private-first  rank 0 first creates a context of its own (size 1
  *                                     through params), then every rank creates the job's
  *                                     context and checks an allreduce on it
- *   dt_contexts_worker rank0-only     rank 0 creates the job's context, the others none
+ *   dt_contexts_worker rank0-only     rank 0 creates the job's context, the others none:
+ *                                     they stay up for 3 s (as if busy elsewhere)
+ *   dt_contexts_worker skip-create    rank 1 exits 0 at once; the others create the job's
+ *                                     context
  *   dt_contexts_worker threads N      N threads create a context each, named "t<i>", rank
  *                                     0's in the order 0..N-1 and the other ranks' in the
  *                                     reverse order, and check allreduces on them
@@ -89,8 +92,12 @@ static int private_first(void)
 
 static int rank0_only(void)
 {
-    if (rank_from_env() != 0)
+    if (rank_from_env() != 0) {
+        // Alive: a rank that exited would be named as such, not as one that never came.
+        struct timespec busy = {3, 0};
+        nanosleep(&busy, NULL);
         return 0;
+    }
     dt_context_h ctx = NULL;
     dt_status_t s = dt_context_create(NULL, &ctx);
     if (s != DT_OK)
@@ -167,17 +174,32 @@ static int header_1_3(void)
     return s == DT_ERR_INVALID_CONFIG ? 0 : 1;
 }
 
+static int skip_create(void)
+{
+    if (rank_from_env() == 1)
+        return 0;
+    dt_context_h ctx = NULL;
+    dt_status_t s = dt_context_create(NULL, &ctx);
+    if (s != DT_OK)
+        return fail("dt_context_create", s);
+    dt_context_destroy(ctx);
+    printf("ok skip-create\n");
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     if (argc >= 2 && strcmp(argv[1], "private-first") == 0)
         return private_first();
     if (argc >= 2 && strcmp(argv[1], "rank0-only") == 0)
         return rank0_only();
+    if (argc >= 2 && strcmp(argv[1], "skip-create") == 0)
+        return skip_create();
     if (argc >= 3 && strcmp(argv[1], "threads") == 0)
         return threads(atoi(argv[2]));
     if (argc >= 2 && strcmp(argv[1], "header-1.3") == 0)
         return header_1_3();
-    fprintf(stderr, "usage: dt_contexts_worker private-first|rank0-only|threads N|"
-                    "header-1.3\n");
+    fprintf(stderr, "usage: dt_contexts_worker private-first|rank0-only|skip-create|"
+                    "threads N|header-1.3\n");
     return 2;
 }

@@ -18,7 +18,7 @@ import time
 import pytest
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))
-from conftest import clean_env, run  # noqa: E402
+from conftest import build_path, clean_env, run  # noqa: E402
 
 SUMMARY = re.compile(r"^disttrainrun: ", re.M)
 
@@ -576,6 +576,37 @@ def test_rank_failing_beside_a_crash_is_listed(disttrainrun, tmp_path):
         ["disttrainrun: ranks 1, 2 were stopped by disttrainrun with signal 15 (Terminated)"],
     ), r.stderr
     assert_all_gone(pids_in(pidfile))
+
+
+def test_rank_exiting_0_before_it_joins_fails_the_others_at_once(disttrainrun):
+    # Rank 1 exits 0 without creating a context: the others, waiting for it in the
+    # rendezvous, fail at once naming it (not after DISTTRAIN_TIMEOUT), as does the summary.
+    worker = build_path("tests", "integration", "dt_contexts_worker")
+    start = time.monotonic()
+    r = run([disttrainrun, "-np", "3", worker, "skip-create"], timeout=60,
+            env={"DISTTRAIN_TIMEOUT": "30"})
+    elapsed = time.monotonic() - start
+    assert r.returncode == 1, r.stdout + r.stderr
+    told = "rank 1 exited with code 0 before it joined the job"
+    for rank in (0, 2):
+        assert any(line.startswith(f"[{rank}] error: dt_context_create: DT_ERR_PEER_LOST")
+                   and told in line for line in r.stderr.splitlines()), r.stderr
+    lines = summaries(r.stderr)
+    assert re.fullmatch(r"disttrainrun: rank 1 \(host localhost, pid \d+\) exited with code 0 "
+                        r"before it joined the job, where the others wait for it",
+                        lines[0]), r.stderr
+    # The others, failing on their own, are listed as such (or stopped, on a slow machine).
+    assert all("also exited" in line or STOPPED_BY_US.fullmatch(line)
+               for line in lines[1:]), r.stderr
+    assert elapsed < 10, f"the others waited for rank 1 ({elapsed:.1f} s)"
+
+
+def test_ranks_that_never_use_the_library_may_exit_0_at_any_time(disttrainrun):
+    # Nobody joins: an early clean exit is no failure.
+    r = run([disttrainrun, "-np", "2", "sh", "-c",
+             '[ "$DISTTRAIN_RANK" = 1 ] && sleep 0.5; echo done'], timeout=30)
+    assert r.returncode == 0, r.stderr
+    assert sorted(r.stdout.splitlines()) == ["[0] done", "[1] done"]
 
 
 def background_script(pidfile, then):

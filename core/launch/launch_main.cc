@@ -140,6 +140,8 @@ std::vector<RankLaunch> build_launches(const Options &opt,
             for (const auto &[name, value] : env)
                 l.spec.env.push_back(name + "=" + value);
             l.spec.env.push_back("DISTTRAIN_JOB_TOKEN=" + token);
+            // As with mpirun: rank 0 reads what is piped to us; a replacement does not.
+            l.spec.inherit_stdin = p.rank == 0 && !replacements;
             if (local_index < cpu_plan.size()) {
                 l.spec.cpus = cpu_plan[local_index];
                 std::string list;

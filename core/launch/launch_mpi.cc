@@ -139,6 +139,7 @@ int run_with_mpirun(const Options &opt)
     l.spec.env.push_back("DISTTRAIN_STORE_ADDR=" + store.address);
     l.spec.env.push_back("DISTTRAIN_JOB_TOKEN=" + token);
     l.spec.env.push_back("DISTTRAIN_STORE_SERVER=launcher");
+    l.spec.inherit_stdin = true; // mpirun forwards it to rank 0
     l.spec.argv = mpirun_argv(opt, hosts.empty() ? std::string() : format_hosts(hosts),
                               forwarded);
     l.label = "mpirun";

@@ -326,6 +326,11 @@ const char *usage() noexcept
            "job ends, what a rank left running in its process group gets SIGTERM, then\n"
            "SIGKILL after the grace period.\n"
            "\n"
+           "Input: rank 0 reads disttrainrun's stdin, as with mpirun (a file or pipe; a\n"
+           "terminal is not passed on), when it runs here or under --launcher mpi (mpirun\n"
+           "forwards it); a rank 0 started through ssh, and every other rank, reads\n"
+           "/dev/null.\n"
+           "\n"
            "Remote hosts need passwordless ssh (ssh -o BatchMode=yes host true) and the\n"
            "same working directory. DISTTRAIN_STORE_ADDR=host[:port] sets the address\n"
            "ranks use to reach the store.\n";

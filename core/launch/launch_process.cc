@@ -215,6 +215,10 @@ Child spawn(const SpawnSpec &spec)
     Pipe in;
     if (spec.pipe_stdin) {
         in = make_pipe(spec);
+    } else if (spec.inherit_stdin && !isatty(0) && fcntl(0, F_GETFD) >= 0) {
+        in.read = Fd(fcntl(0, F_DUPFD_CLOEXEC, 3));
+        if (!in.read)
+            throw SpawnError{program_of(spec), errno, "dup stdin", {}};
     } else {
         in.read = Fd(open("/dev/null", O_RDONLY | O_CLOEXEC));
         if (!in.read)

@@ -65,7 +65,11 @@ struct SpawnSpec {
     std::string path;               // resolved executable (resolve_executable)
     std::vector<std::string> argv;  // argv[0] included
     std::vector<std::string> env;   // the whole environment, "NAME=value"
-    bool pipe_stdin = false;        // false: stdin is /dev/null
+    bool pipe_stdin = false;        // false: stdin is /dev/null (or ours, inherit_stdin)
+    // Rank 0 of a local job (or mpirun), as mpirun gives rank 0 its stdin: our own stdin,
+    // unless that is a terminal: the child runs in a process group of its own, which a
+    // read from the terminal would stop (SIGTTIN). /dev/null then, as for the others.
+    bool inherit_stdin = false;
     std::vector<int> cpus;          // the child's CPU affinity; empty: inherited
 };
 

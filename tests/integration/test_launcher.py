@@ -172,6 +172,14 @@ def test_lines_of_different_ranks_never_interleave(disttrainrun):
         assert set(m.group(2)) == {m.group(1)} and len(m.group(2)) == 506, line[:80]
 
 
+def test_rank_0_reads_our_stdin_and_the_others_dev_null(disttrainrun):
+    # As with mpirun: what is piped to the launcher goes to rank 0 only.
+    r = run([disttrainrun, "-np", "2", "sh", "-c", 'echo "got $(cat)"'], input="hello\n",
+            timeout=30)
+    assert r.returncode == 0, r.stderr
+    assert sorted(r.stdout.splitlines()) == ["[0] got hello", "[1] got "], r.stdout
+
+
 def parse_env_lines(stdout):
     ranks = {}
     for line in stdout.splitlines():

@@ -2,6 +2,7 @@
 #include "launch/launch_env.h"
 
 #include <algorithm>
+#include <cstdlib>
 
 namespace dt::launch {
 namespace {
@@ -32,6 +33,21 @@ bool forwarded_by_default(const std::string &name)
         return false;
     return name.rfind("DISTTRAIN_", 0) == 0 || name == "OMP_NUM_THREADS" ||
            name.rfind("NCCL_", 0) == 0 || name.rfind("UCX_", 0) == 0;
+}
+
+std::vector<std::string> unset_export_warnings(const std::vector<ExportedVar> &exports)
+{
+    std::vector<std::string> warned, out;
+    for (const ExportedVar &v : exports) {
+        if (v.value || std::getenv(v.name.c_str()) ||
+            std::find(warned.begin(), warned.end(), v.name) != warned.end())
+            continue;
+        warned.push_back(v.name);
+        out.push_back("warning: -x " + v.name + ": " + v.name + " is not set here, so no "
+                      "rank gets it (a misspelt name?); -x " + v.name + "=VALUE gives it "
+                      "a value");
+    }
+    return out;
 }
 
 EnvList exported_values(const std::vector<ExportedVar> &exports,

@@ -28,6 +28,10 @@ using EnvList = std::vector<std::pair<std::string, std::string>>;
 // True for the variables forwarded to remote ranks without -x (see above).
 bool forwarded_by_default(const std::string &name);
 
+// A warning for each bare -x NAME unset here, which no rank gets: the job would start
+// without it, often from a misspelt name (-x PYTONPATH) that is then hard to trace.
+std::vector<std::string> unset_export_warnings(const std::vector<ExportedVar> &exports);
+
 // The -x variables with their values: VALUE when given, else ours from environment
 // ("NAME=VALUE" entries); a bare NAME unset here is left out. A later -x of the same name
 // wins.

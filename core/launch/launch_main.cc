@@ -186,6 +186,8 @@ int run(const std::vector<std::string> &args)
         if (!parsed->ssh_identity.empty() && access(parsed->ssh_identity.c_str(), R_OK) != 0)
             throw UsageError{"--ssh-identity " + parsed->ssh_identity +
                              ": cannot read it: " + std::strerror(errno)};
+        for (const std::string &warning : unset_export_warnings(parsed->exports))
+            std::cerr << "disttrainrun: " << warning << "\n";
         if (parsed->launcher == LauncherKind::mpi) {
             log::init_from_env();
             return run_with_mpirun(*parsed);

@@ -292,6 +292,16 @@ def test_x_forwards_variables_to_local_ranks(disttrainrun):
         assert f"[{rank}] NOT_SET_HERE=unset" in r.stdout.splitlines()
 
 
+def test_x_of_a_variable_unset_here_is_warned_of_once(disttrainrun):
+    # A misspelt -x name would silently leave every rank without the variable.
+    r = run([disttrainrun, "-np", "2", "-x", "PYTONPATH", "-x", "FOO", "-x", "PYTONPATH",
+             "-x", "BAR=set", "true"], env={"FOO": "ours"}, timeout=30)
+    assert r.returncode == 0, r.stderr
+    assert r.stderr.splitlines() == [
+        "disttrainrun: warning: -x PYTONPATH: PYTONPATH is not set here, so no rank gets it "
+        "(a misspelt name?); -x PYTONPATH=VALUE gives it a value"], r.stderr
+
+
 def test_x_and_default_list_reach_ssh_ranks(disttrainrun, fake_ssh, tmp_path):
     env, _ = fake_ssh
     env.update({"FAKE_SSH_CLEAN_ENV": "1", "FOO": "ours", "BAR": "not forwarded",

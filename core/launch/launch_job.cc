@@ -105,11 +105,12 @@ private:
         std::string prefix = settings_.tag_output ? "[" + std::to_string(l.place.rank) + "] " : "";
         Rank &r = ranks_.emplace_back(l.place, prefix); // a deque: r stays put
         r.label = l.label;
-        if (l.explain)
-            r.err_tag.watch([&r, explain = l.explain](std::string_view line) {
-                if (r.cause.empty())
-                    r.cause = explain(line);
-            });
+        r.err_tag.watch([&r, explain = l.explain](std::string_view line) {
+            if (line.find("DT_ERR_PEER_LOST") != std::string_view::npos)
+                r.reported_lost_peer = true;
+            if (explain && r.cause.empty())
+                r.cause = explain(line);
+        });
         try {
             Child c = spawn(l.spec);
             r.pid = c.pid;
@@ -322,6 +323,7 @@ private:
     {
         r.running = false;
         r.reaped = true;
+        r.exit_order = reaped_count_++;
         r.status = status;
         r.in.reset();
         bool ok = WIFEXITED(status) && WEXITSTATUS(status) == 0;
@@ -725,6 +727,7 @@ private:
     long fds_at_start_ = 0;     // descriptors open when the job began
     Clock::time_point signal_at_{}, kill_at_{}, deadline_{}, drain_until_{};
     std::optional<Clock::time_point> retire_at_; // elastic: when to stop replacements left
+    int reaped_count_ = 0;
     std::vector<Rank *> unjoined_; // exited 0 before joining the job (check_unjoined)
     std::optional<Clock::time_point> probe_at_; // when to ask the store again whether any joined
 };

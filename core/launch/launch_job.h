@@ -67,8 +67,9 @@ struct JobSettings {
 // are stopped), 128 + n when we received signal n, 124 when --timeout expired. On
 // failure writes a summary on stderr, after the ranks' output: a line for the first
 // failure, which names every rank that exited with an error before we signalled it
-// ("ranks 0 (code 1), 1 (code 3) exited with errors, first rank 0 (...)"); a line for
-// each other rank that died by a signal we did not send ("was also killed by signal 6
+// ("ranks 0 (code 1), 1 (code 3) exited with errors, first to exit: rank 0 (...)", or
+// the likely cause: the first that did not report a lost peer, launch_summary.h); a line
+// for each other rank that died by a signal we did not send ("was also killed by signal 6
 // (Aborted), not sent by disttrainrun"); a line per signal for the ranks we ended while
 // stopping the job ("ranks 0-2 were stopped by disttrainrun with signal 15
 // (Terminated)"). Before returning, whether the job failed or not, stops what the ranks

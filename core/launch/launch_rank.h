@@ -32,6 +32,10 @@ struct Rank {
     // Ended badly on its own once the job was failing: the failure that stopped the job,
     // or a rank that ended with an error before disttrainrun signalled it.
     bool failed_alone = false;
+    // It printed DT_ERR_PEER_LOST on stderr: it most likely failed because another rank
+    // did, so the summary names another as the cause where it can.
+    bool reported_lost_peer = false;
+    int exit_order = -1; // 0 for the first process reaped, and so on
 
     Rank(const Placement &p, const std::string &prefix)
         : place(p), out_tag(1, prefix), err_tag(2, prefix) {}

@@ -50,6 +50,26 @@ std::string exit_list(const std::vector<const Rank *> &ranks)
     return text;
 }
 
+// The rank that exited first is often not the cause: a rank that raised in Python destroys its
+// context as it exits, and a peer that sees it leave may exit before it has. Among the
+// ranks that failed on their own, the first to exit that did not report a lost peer is
+// named as the likely cause, with the ranks that did; without one, the first to exit.
+std::string first_cause(const std::vector<const Rank *> &exited, const Rank &first)
+{
+    const Rank *cause = nullptr;
+    std::vector<int> lost;
+    for (const Rank *r : exited) {
+        if (r->reported_lost_peer)
+            lost.push_back(r->place.rank);
+        else if (!cause || r->exit_order < cause->exit_order)
+            cause = r;
+    }
+    if (!first.reported_lost_peer || !cause)
+        return ", first to exit: " + who(first);
+    return "; the likely cause is " + who(*cause) + ": " + rank_list(lost) +
+           " reported a lost peer (DT_ERR_PEER_LOST)";
+}
+
 } // namespace
 
 std::string who(const Rank &r)
@@ -81,8 +101,7 @@ std::vector<std::string> summary_lines(const std::deque<Rank> &ranks, const Outc
     std::string first = outcome.message;
     std::string also; // the others that exited with an error, when the first did not
     if (first_exited && exited.size() > 1) {
-        first = exit_list(exited) + " exited with errors, first " +
-                who(*outcome.rank);
+        first = exit_list(exited) + " exited with errors" + first_cause(exited, *outcome.rank);
     } else {
         std::vector<const Rank *> others;
         for (const Rank *r : exited)

@@ -23,6 +23,8 @@
 #include <cstdio>
 #include <numeric>
 
+#include <unistd.h>
+
 namespace dt::models {
 namespace {
 
@@ -38,9 +40,27 @@ struct BenchOptions {
     bool print_checksum = false;
 };
 
+// The one batch of input images, in float32, must fit in this machine's memory: a batch
+// size that cannot would otherwise end in std::bad_alloc, naming no option. (The
+// activations need several times more; this bounds what is certain to be needed.)
+void check_batch_fits(uint64_t batch_size, const InputShape &in, const std::string &model)
+{
+    const uint64_t per_image =
+        uint64_t(in.channels) * in.height * in.width * (sizeof(float) + sizeof(uint8_t));
+    const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+    const uint64_t memory = pages > 0 && page > 0 ? uint64_t(pages) * uint64_t(page) : 0;
+    uint64_t bytes = 0;
+    const bool wraps = __builtin_mul_overflow(batch_size, per_image, &bytes);
+    if (memory != 0 && (wraps || bytes > memory))
+        throw_input_error("--batch-size ", batch_size, " needs more memory for one batch of ",
+                          model, " input images alone (", per_image, " bytes each) than this "
+                          "machine has (", memory >> 20, " MiB); use a smaller --batch-size");
+}
+
 int bench(const BenchOptions &o)
 {
     const InputShape in = default_input(o.model);
+    check_batch_fits(o.batch_size, in, o.model);
     Compute compute(ComputeOptions{o.threads, o.bf16, ""});
     Distributed dist(compute);
     Model model = build_model(compute, o.model, in, o.seed);

@@ -344,6 +344,10 @@ def test_bad_input_is_refused_with_status_2(train, args, message):
     (["--num-iters", "0"], "--num-iters: must be at least 1, got 0"),
     (["--num-warmup", "-1"], "--num-warmup: must be at least 0, got -1"),
     (["--threads", "-1"], "--threads: must be at least 0, got -1"),
+    # More than any machine's memory for the input alone (and one that wraps around):
+    # refused before any allocation, naming the option, not std::bad_alloc.
+    (["--batch-size", "100000000000000"], "--batch-size 100000000000000 needs more memory"),
+    (["--batch-size", "18446744073709551615"], "use a smaller --batch-size"),
 ])
 def test_bench_bad_input_is_refused_with_status_2(args, message):
     r = run([build_path("models", "programs", "disttrain-bench"), "--model", "mlp", *args],

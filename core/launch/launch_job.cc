@@ -76,13 +76,15 @@ public:
         start_all();
         loop();
         finish();
-        if (!outcome_)
-            return 0;
-        std::string text;
-        for (const std::string &line : summary_lines(ranks_, *outcome_))
-            text += "disttrainrun: " + line + "\n";
-        write_all(2, text.data(), text.size());
-        return outcome_->code;
+        if (outcome_) {
+            std::string text;
+            for (const std::string &line : summary_lines(ranks_, *outcome_))
+                text += "disttrainrun: " + line + "\n";
+            emit(2, text);
+        }
+        // The summary too goes out behind what is queued, within the drain limit.
+        drain_output();
+        return outcome_ ? outcome_->code : 0;
     }
 
 private:
@@ -133,7 +135,7 @@ private:
                 std::string line = "disttrainrun: rank " + std::to_string(l.place.rank) +
                                    " on host " + l.place.host + " could not start: " +
                                    e.message() + "\n";
-                write_all(2, line.data(), line.size());
+                emit(2, line);
             }
         }
         return r;
@@ -146,23 +148,37 @@ private:
                                     [](const RankLaunch &l) { return l.spec.pipe_stdin; }));
     }
 
+    // Our output is written as our readers take it (emit), so that a slow or stopped
+    // reader never keeps this loop from signals, the timeout and failing ranks.
     void loop()
     {
         for (;;) {
             bool any_running = running_count() > 0;
-            if (!any_running && (!pipes_open() || Clock::now() >= drain_until_))
+            bool room = emit_queued() < emit_limit;
+            auto now = Clock::now();
+            // Time spent waiting for our reader is not the leftover children's drain time.
+            if (!room && !any_running && !stopping_)
+                drain_until_ = std::max(drain_until_, now + drain_limit);
+            bool drained = !any_running && now >= drain_until_;
+            // A slow reader gets all the output; once the job is being stopped, what it
+            // takes before the drain limit.
+            bool written = emit_queued() == 0 || (stopping_ && drained);
+            if (!any_running && written && (!pipes_open() || drained))
                 return;
+            bool reading = room && !drained;
             std::vector<pollfd> fds{{signals_.fd(), POLLIN, 0}};
             for (Rank &r : ranks_)
                 for (Fd *fd : {&r.out, &r.err})
-                    if (*fd)
+                    if (*fd && reading)
                         fds.push_back({fd->get(), POLLIN, 0});
+            add_emit_fds(fds);
             if (settings_.discovery)
                 settings_.discovery->add_fds(fds);
             int n = poll(fds.data(), fds.size(), poll_timeout_ms());
             if (n < 0 && errno != EINTR)
                 throw_error(DT_ERR_INTERNAL, "disttrainrun: poll failed: ",
                             std::strerror(errno));
+            emit_flush();
             if (n > 0) {
                 for (Rank &r : ranks_) {
                     read_output(r.out, r.out_tag, fds);
@@ -242,6 +258,13 @@ private:
         }
     }
 
+    // Output still queued goes out until the drain limit (at least a moment, for the
+    // summary); a reader that takes nothing by then loses it.
+    void drain_output()
+    {
+        emit_drain(std::max(drain_until_, Clock::now() + std::chrono::milliseconds(200)));
+    }
+
     int poll_timeout_ms() const
     {
         std::optional<Clock::time_point> next;
@@ -255,7 +278,8 @@ private:
             consider(kill_at_);
         if (settings_.timeout_s > 0 && !stopping_)
             consider(deadline_);
-        if (running_count() == 0)
+        // Past it, only our reader is waited for (POLLOUT), not the clock.
+        if (running_count() == 0 && drain_until_ > Clock::now())
             consider(drain_until_);
         if (retire_at_)
             consider(*retire_at_);
@@ -279,7 +303,8 @@ private:
         if (!ready)
             return;
         char buf[65536];
-        for (int i = 0; i < 16; ++i) { // bounded so one chatty rank cannot starve others
+        // Bounded so one chatty rank cannot starve others, nor outgrow the output queue.
+        for (int i = 0; i < 16 && emit_queued() < emit_limit; ++i) {
             ssize_t n = read(fd.get(), buf, sizeof buf);
             if (n > 0) {
                 tag.feed(buf, static_cast<size_t>(n));
@@ -491,7 +516,7 @@ private:
                                      : "; the job goes on with " + std::to_string(left) +
                                            " rank(s) (--elastic)\n";
         std::string line = "disttrainrun: " + who(r) + " " + how + replaced + rest;
-        write_all(2, line.data(), line.size());
+        emit(2, line);
         return true;
     }
 
@@ -575,7 +600,7 @@ private:
             if (got->error != discovery_error_) {
                 std::string line = "disttrainrun: " + got->error + "; kept the hosts it "
                                    "listed before\n";
-                write_all(2, line.data(), line.size());
+                emit(2, line);
             }
             discovery_error_ = got->error;
             return;
@@ -607,7 +632,7 @@ private:
                                    std::to_string(fresh.pid) + ") to join the job: " +
                                    std::to_string(running_count()) + " of --max-np " +
                                    std::to_string(settings_.max_np) + " running\n";
-                write_all(2, line.data(), line.size());
+                emit(2, line);
             }
         }
     }
@@ -621,7 +646,7 @@ private:
         std::string line = "disttrainrun: no more new ranks on host " + r.place.host +
                            ": rank " + std::to_string(r.place.rank) +
                            ", started there on a free slot, failed\n";
-        write_all(2, line.data(), line.size());
+        emit(2, line);
     }
 
     // Ranks running on h; for this machine under any of its names (localhost, 127.0.0.1,

@@ -6,11 +6,15 @@
 // max_line and a last line without '\n' are written as they came, with no '\n' added.
 #pragma once
 
+#include <poll.h>
+
+#include <chrono>
 #include <cstddef>
 #include <functional>
 #include <string>
 #include <string_view>
 #include <utility>
+#include <vector>
 
 namespace dt::launch {
 
@@ -43,5 +47,27 @@ private:
 // Writes all of data to fd, waiting when fd is non-blocking and full. Errors (a closed
 // reader) drop the output: the job keeps running without its log, as with `| head`.
 void write_all(int fd, const char *data, size_t len) noexcept;
+
+// Our own stdout and stderr (fd 1 and 2). A reader that does not keep up (a pager left
+// unread, a full pipe) must not stall the launcher's loop, which handles signals,
+// --timeout and failing ranks: what cannot be written at once is queued, in order, and
+// the loop waits for room with POLLOUT. Pipes, FIFOs and terminals are written through
+// a descriptor of our own (reopened non-blocking, so the flags of the one we share with
+// the shell stay as they are); other files (a regular file never blocks for long, a
+// socket cannot be reopened) are written directly, blocking, as before. A reader that is
+// gone drops the output, as write_all does.
+void emit(int fd, const char *data, size_t len);
+inline void emit(int fd, const std::string &text) { emit(fd, text.data(), text.size()); }
+// Bytes waiting in the queues of both.
+size_t emit_queued();
+// Adds a POLLOUT entry for each queue with bytes waiting.
+void add_emit_fds(std::vector<pollfd> &fds);
+// Writes what the readers take now, without waiting.
+void emit_flush();
+// Waits until the queues are written or until; what is left then is dropped.
+void emit_drain(std::chrono::steady_clock::time_point until);
+// Above this many bytes queued, the ranks' pipes are not read: the ranks feel the slow
+// reader as they would without us, and our memory stays bounded.
+constexpr size_t emit_limit = size_t(4) << 20;
 
 } // namespace dt::launch

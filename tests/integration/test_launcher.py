@@ -13,6 +13,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import threading
 import time
 
 import pytest
@@ -803,6 +804,75 @@ def test_signal_to_launcher_stops_all_ranks(disttrainrun, tmp_path, sig, inherit
     assert summaries(err)[1:] == ([] if sig == signal.SIGINT else [
         "disttrainrun: ranks 0-2 were stopped by disttrainrun with signal 15 (Terminated)"])
     assert_all_gone(pids_in(pidfile))
+
+
+# A reader that stops reading (a pager left open) fills the pipe of our stdout: the
+# launcher must still act at once on a signal, --timeout and a failing rank.
+@pytest.mark.parametrize("trigger", ["signal", "timeout", "failure"])
+def test_blocked_stdout_does_not_stall_the_launcher(disttrainrun, tmp_path, trigger):
+    pidfile = tmp_path / "pids"
+    options = ["--grace", "1"] + (["--timeout", "1"] if trigger == "timeout" else [])
+    fail = "[ $DISTTRAIN_RANK = 1 ] && { sleep 1; exit 3; }; " if trigger == "failure" else ""
+    script = f"echo $$ >> {pidfile}; {fail}exec yes"
+    read_end, write_end = os.pipe()  # never read until the end
+    proc = subprocess.Popen([str(disttrainrun), "-np", "2", *options, "sh", "-c", script],
+                            env=clean_env(), stdout=write_end, stderr=subprocess.PIPE,
+                            text=True)
+    os.close(write_end)
+    try:
+        wait_for_lines(pidfile, 2, proc)
+        time.sleep(0.5)  # the pipe is full by now
+        if trigger == "signal":
+            proc.send_signal(signal.SIGTERM)
+        err = proc.communicate(timeout=5)[1]
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+        os.close(read_end)
+    code, cause = {"signal": (143, "received signal 15"),
+                   "timeout": (124, "did not finish within 1 s"),
+                   "failure": (3, "exited with code 3")}[trigger]
+    assert proc.returncode == code, err
+    assert cause in first_failure(err)
+    assert_all_gone(pids_in(pidfile))
+
+
+def test_slow_reader_gets_all_output_in_order(disttrainrun):
+    # More than the launcher queues (4 MiB) on each of stdout and stderr, read slowly:
+    # nothing may be lost or reordered.
+    count = 400000
+    proc = subprocess.Popen([str(disttrainrun), "-np", "2", "sh", "-c",
+                             f"seq 1 {count}; seq 1 {count} >&2"],
+                            env=clean_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    got = {}
+
+    def slow_read(name, stream):
+        chunks = []
+        while chunk := stream.read1(65536):
+            chunks.append(chunk)
+            time.sleep(0.01)
+        got[name] = b"".join(chunks)
+
+    readers = [threading.Thread(target=slow_read, args=(name, stream))
+               for name, stream in (("out", proc.stdout), ("err", proc.stderr))]
+    for t in readers:
+        t.start()
+    try:
+        assert proc.wait(timeout=30) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        for t in readers:
+            t.join()
+    expected = "".join(f"{i}\n" for i in range(1, count + 1)).encode()
+    for name in ("out", "err"):
+        lines = got[name].splitlines(keepends=True)
+        for rank in (0, 1):
+            tag = f"[{rank}] ".encode()
+            mine = b"".join(line[len(tag):] for line in lines if line.startswith(tag))
+            assert mine == expected, (name, rank)
+        assert len(lines) == 2 * count, name
 
 
 def test_launcher_started_with_sigchld_ignored(disttrainrun):

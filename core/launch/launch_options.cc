@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <limits>
+#include <map>
 
 namespace dt::launch {
 namespace {
@@ -138,6 +139,7 @@ std::optional<Options> parse_options(const std::vector<std::string> &args)
     bool min_np_given = false;
     bool max_restarts_given = false;
     bool max_np_given = false;
+    std::map<std::string, std::string> given; // single-valued option -> the name it was given as
     size_t i = 0;
     // The value of an option: inline (--grace=2) or the next argument.
     auto value_of = [&](const Arg &a) -> std::string {
@@ -156,53 +158,75 @@ std::optional<Options> parse_options(const std::vector<std::string> &args)
         if (raw.empty() || raw[0] != '-')
             break; // the rank command starts here
         Arg a = split_arg(raw);
+        // A single-valued option given twice is most likely a mistake (an alias, a
+        // script adding its own): taking the last one silently would hide it.
+        auto once = [&](const std::string &key) {
+            auto [it, fresh] = given.emplace(key, a.name);
+            if (!fresh)
+                throw UsageError{a.name + " is given twice" +
+                                 (it->second == a.name ? "" : " (also as " + it->second + ")") +
+                                 "; give it once"};
+        };
         if (a.name == "-h" || a.name == "--help") {
             return std::nullopt;
         } else if (a.name == "--version" && !a.inline_value) {
             opt.show_version = true;
             return opt;
         } else if (a.name == "-np" || a.name == "-n" || a.name == "--np") {
+            once("-np");
             opt.np = parse_count(a.name, value_of(a));
             np_given = true;
         } else if (a.name == "-H" || a.name == "--hosts") {
+            once("-H");
             opt.hosts = value_of(a);
             if (opt.hosts.empty())
                 throw UsageError{a.name + " needs a list like host1:4,host2:4"};
         } else if (a.name == "--hostfile" || a.name == "-hostfile") {
+            once("--hostfile");
             opt.hostfile = value_of(a);
             if (opt.hostfile.empty())
                 throw UsageError{a.name + " needs the path of a hostfile"};
         } else if (a.name == "-x") {
             opt.exports.push_back(parse_export(a.name, value_of(a)));
         } else if (a.name == "--ssh-port") {
+            once(a.name);
             opt.ssh_port = parse_port(a.name, value_of(a));
         } else if (a.name == "--ssh-identity") {
+            once(a.name);
             opt.ssh_identity = value_of(a);
             if (opt.ssh_identity.empty())
                 throw UsageError{a.name + " needs the path of a private key file"};
         } else if (a.name == "--launcher") {
+            once(a.name);
             opt.launcher = parse_launcher(value_of(a));
         } else if (a.name == "--timeout") {
+            once(a.name);
             opt.timeout_s = parse_seconds(a.name, value_of(a));
         } else if (a.name == "--grace") {
+            once(a.name);
             opt.grace_s = parse_seconds(a.name, value_of(a));
         } else if (a.name == "--elastic" && !a.inline_value) {
             opt.elastic = true;
         } else if (a.name == "--max-restarts") {
+            once(a.name);
             opt.max_restarts = parse_count(a.name, value_of(a), true);
             max_restarts_given = true;
         } else if (a.name == "--max-np") {
+            once(a.name);
             opt.max_np = parse_count(a.name, value_of(a));
             max_np_given = true;
         } else if (a.name == "--host-discovery-script") {
+            once(a.name);
             opt.discovery_script = value_of(a);
             if (opt.discovery_script.empty())
                 throw UsageError{a.name + " needs the path of an executable that prints "
                                           "host:slots lines"};
         } else if (a.name == "--min-np") {
+            once(a.name);
             opt.min_np = parse_count(a.name, value_of(a));
             min_np_given = true;
         } else if (a.name == "--bind-to") {
+            once(a.name);
             opt.bind_to = parse_bind_to(value_of(a));
         } else if (a.name == "--tag-output" && !a.inline_value) {
             opt.tag_output = true;

@@ -1037,6 +1037,13 @@ def test_nested_launcher_names_the_inherited_store_address(disttrainrun):
      "--ssh-port needs a port number from 1 to 65535, got '70000'"),
     (["-np", "1", "--ssh-identity", "/nonexistent/key", "TOUCH"],
      "--ssh-identity /nonexistent/key: cannot read it: No such file or directory"),
+    # A single-valued option given twice: which one was meant is not ours to guess.
+    (["-np", "2", "-np", "3", "TOUCH"], "-np is given twice; give it once"),
+    (["-np", "2", "-n", "3", "TOUCH"], "-n is given twice (also as -np); give it once"),
+    (["-np", "1", "--timeout", "5", "--timeout=9", "TOUCH"],
+     "--timeout is given twice; give it once"),
+    (["-np", "1", "--hostfile", "/dev/null", "-hostfile", "/dev/null", "TOUCH"],
+     "-hostfile is given twice (also as --hostfile); give it once"),
 ])
 def test_bad_arguments(disttrainrun, tmp_path, args, message):
     marker = tmp_path / "started"

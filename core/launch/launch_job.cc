@@ -17,6 +17,7 @@
 #include <cerrno>
 #include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <deque>
 #include <map>
@@ -54,12 +55,12 @@ Clock::duration seconds(double s)
     return std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(s));
 }
 
+// As the user wrote it, as far as a double tells: 15 significant digits, so that a
+// value as small as 1e-07 is not shown as 0, and 0.3 is not 0.299999999999999989.
 std::string format_seconds(double s)
 {
-    std::string text = std::to_string(s);
-    text.erase(text.find_last_not_of('0') + 1);
-    if (!text.empty() && text.back() == '.')
-        text.pop_back();
+    char text[32];
+    std::snprintf(text, sizeof text, "%.15g", s);
     return text;
 }
 

@@ -771,6 +771,12 @@ def test_job_timeout_stops_all_ranks(disttrainrun, tmp_path):
     assert_all_gone(pids_in(pidfile))
 
 
+def test_timeout_is_reported_as_given(disttrainrun):
+    r = run([disttrainrun, "-np", "1", "--timeout", "0.0000001", "sleep", "5"], timeout=30)
+    assert r.returncode == 124, r.stderr
+    assert "did not finish within 1e-07 s (--timeout)" in r.stderr, r.stderr
+
+
 # inherited: SIGINT's disposition the launcher starts with. A launcher started from a
 # script's background job inherits it ignored, and its ranks must still act on the SIGINT
 # it forwards (it resets the disposition for them).

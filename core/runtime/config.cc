@@ -142,6 +142,7 @@ void meet_through_slurm(ContextConfig &cfg)
     cfg.job_token = met.token;
     cfg.store_server = std::move(met.server);
     cfg.store_from = cfg.token_from = "Slurm PMI2";
+    cfg.token_derived = true;
     DT_LOG(info, "config", "rank, store and token from Slurm PMI2: rank ", cfg.ranks.rank,
            " of ", cfg.ranks.size, ", store at ", cfg.store_addr);
 }
@@ -205,6 +206,7 @@ ContextConfig read_config(const dt_context_params_t *params, int api_minor)
     } else if (cfg.ranks.source == "torchrun (env://)" && cfg.ranks.size > 1) {
         cfg.job_token = token_from_torchrun();
         cfg.token_from = "TORCHELASTIC_RUN_ID";
+        cfg.token_derived = true;
     }
 
     if (auto v = env::get("DISTTRAIN_JOB_ID"))

@@ -32,6 +32,9 @@ struct ContextConfig {
     std::unique_ptr<bootstrap::StoreServer> store_server;
     std::string job_token;           // empty: none given
     std::string token_from = "DISTTRAIN_JOB_TOKEN"; // where job_token came from
+    // The token was derived from the launcher's variables (torchrun's run id, Slurm's
+    // PMI2), not chosen by the user: the same on every rank of the job by construction.
+    bool token_derived = false;
     // DISTTRAIN_JOB_ID: the job's own part of a store that several jobs share (one served
     // outside them); its keys go under "job/<id>/". Empty: none.
     std::string job_id;

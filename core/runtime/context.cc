@@ -366,8 +366,20 @@ void Context::open_store()
     // Named in the error a rank gets when the store closes under it.
     std::string served_by = local_only ? "" : cfg_.launcher_serves_store ? "the launcher"
                                                                          : "rank 0";
-    store_ = std::make_unique<bootstrap::StoreClient>(addr, *auth_, timeout, cfg_.store_from,
-                                                      served_by);
+    try {
+        store_ = std::make_unique<bootstrap::StoreClient>(addr, *auth_, timeout,
+                                                          cfg_.store_from, served_by);
+    } catch (const Error &e) {
+        // A derived token is the same on every rank of this job, so a store that refuses
+        // it is not this job's: most often another job or program holds the port. Telling
+        // the user to make the tokens match would send them after the wrong cause.
+        if (e.status() != DT_ERR_AUTH || !cfg_.token_derived)
+            throw;
+        throw_error(DT_ERR_AUTH, "the rendezvous store at ", addr, " (", cfg_.store_from,
+                    ") refused this job's token, which every rank of the job derives the "
+                    "same from ", cfg_.token_from, ": most likely another job or program "
+                    "listens on that port; ", cfg_.store_port_hint);
+    }
     announce_joined();
 }
 

@@ -114,6 +114,42 @@ def test_torchrun_rank_0_on_a_taken_store_port_names_master_port(worker):
     assert "port 0" not in r.stderr, r.stderr
 
 
+def test_torchrun_rank_meeting_another_jobs_store_names_master_port(worker):
+    # Job A's rank 0 serves its store at MASTER_PORT+1; a rank of job B given the same
+    # MASTER_PORT reaches it. No token was set by hand (both derive theirs from their own
+    # TORCHELASTIC_RUN_ID), so the cause is the port, not the tokens.
+    port = free_ports(2)
+    env_a = torchrun_env(0, 2, port, TORCHELASTIC_RUN_ID="job-a-0123456789abcdef",
+                         DISTTRAIN_TIMEOUT="20")
+    del env_a["DISTTRAIN_JOB_TOKEN"]
+    job_a = start(worker, ["info"], env_a)
+    try:
+        deadline = time.monotonic() + 15
+        while True:
+            with socket.socket() as s:
+                if s.connect_ex(("127.0.0.1", port + 1)) == 0:
+                    break
+            assert job_a.poll() is None and time.monotonic() < deadline, "no store of job A"
+            time.sleep(0.05)
+        env_b = torchrun_env(1, 2, port, TORCHELASTIC_RUN_ID="job-b-0123456789abcdef",
+                             DISTTRAIN_TIMEOUT="5")
+        del env_b["DISTTRAIN_JOB_TOKEN"]
+        r = run([worker, "info"], env=env_b, timeout=30)
+        assert r.returncode == 1
+        assert "DT_ERR_AUTH" in r.stderr, r.stderr
+        assert ("most likely another job or program listens on that port; give the job "
+                "another MASTER_PORT") in r.stderr, r.stderr
+        assert "same DISTTRAIN_JOB_TOKEN" not in r.stderr, r.stderr
+        # A token set by hand may really differ between ranks: that is still what is said.
+        r = run([worker, "info"], env=torchrun_env(1, 2, port, DISTTRAIN_TIMEOUT="5"),
+                timeout=30)
+        assert r.returncode == 1
+        assert "same DISTTRAIN_JOB_TOKEN" in r.stderr, r.stderr
+    finally:
+        job_a.kill()
+        job_a.communicate()
+
+
 def test_tf_config_workers_started_out_of_order(worker):
     ports = [free_ports(1), free_ports(1)]
     base = {"DISTTRAIN_JOB_TOKEN": TOKEN, "DISTTRAIN_TRANSPORT": "tcp",

@@ -161,9 +161,10 @@ private:
             if (!room && !any_running && !stopping_)
                 drain_until_ = std::max(drain_until_, now + drain_limit);
             bool drained = !any_running && now >= drain_until_;
-            // A slow reader gets all the output; once the job is being stopped, what it
+            // A slow reader gets all the output, also of a failed job (its last lines say
+            // why it failed); once we are told to stop (a signal, --timeout), what it
             // takes before the drain limit.
-            bool written = emit_queued() == 0 || (stopping_ && drained);
+            bool written = emit_queued() == 0 || (told_to_stop_ && drained);
             if (!any_running && written && (!pipes_open() || drained))
                 return;
             bool reading = room && !drained;
@@ -259,11 +260,15 @@ private:
         }
     }
 
-    // Output still queued goes out until the drain limit (at least a moment, for the
-    // summary); a reader that takes nothing by then loses it.
+    // Output still queued (the summary) goes out as the reader takes it; once we are told
+    // to stop, or are told while we wait, only until the drain limit (at least a moment).
     void drain_output()
     {
-        emit_drain(std::max(drain_until_, Clock::now() + std::chrono::milliseconds(200)));
+        const auto bounded = [this] {
+            return std::max(drain_until_, Clock::now() + std::chrono::milliseconds(200));
+        };
+        if (told_to_stop_ || emit_drain(Clock::time_point::max(), signals_.fd()))
+            emit_drain(bounded());
     }
 
     int poll_timeout_ms() const
@@ -454,6 +459,7 @@ private:
     {
         if (sig == SIGCHLD)
             return; // reap() runs after every wakeup
+        told_to_stop_ = true;
         if (!stopping_) {
             // Ranks get what we got (SIGINT stays SIGINT, so a rank may save its state).
             fail({"received signal " + signal_text(sig) + "; stopped all ranks", 128 + sig},
@@ -467,10 +473,12 @@ private:
     void on_timers()
     {
         auto now = Clock::now();
-        if (settings_.timeout_s > 0 && !stopping_ && now >= deadline_)
+        if (settings_.timeout_s > 0 && !stopping_ && now >= deadline_) {
+            told_to_stop_ = true;
             fail({"the job did not finish within " + format_seconds(settings_.timeout_s) +
                       " s (--timeout); stopped all ranks",
                   124});
+        }
         if (stopping_ && !signals_sent_ && now >= signal_at_)
             signal_ranks();
         if (stopping_ && signals_sent_ && !killed_ && now >= kill_at_)
@@ -754,6 +762,9 @@ private:
     Clock::time_point signal_at_{}, kill_at_{}, deadline_{}, drain_until_{};
     std::optional<Clock::time_point> retire_at_; // elastic: when to stop replacements left
     int reaped_count_ = 0;
+    // A signal or --timeout: output our reader has not taken by the drain limit is dropped
+    // (a rank's failure alone keeps every byte for a slow reader: its last lines say why).
+    bool told_to_stop_ = false;
     std::vector<Rank *> unjoined_; // exited 0 before joining the job (check_unjoined)
     std::optional<Clock::time_point> probe_at_; // when to ask the store again whether any joined
 };

@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
@@ -129,8 +130,9 @@ void emit_flush()
     flush(output(2));
 }
 
-void emit_drain(std::chrono::steady_clock::time_point until)
+bool emit_drain(std::chrono::steady_clock::time_point until, int stop_fd)
 {
+    bool stopped = false;
     for (;;) {
         emit_flush();
         std::vector<pollfd> fds;
@@ -139,12 +141,20 @@ void emit_drain(std::chrono::steady_clock::time_point until)
             until - std::chrono::steady_clock::now());
         if (fds.empty() || left.count() <= 0)
             break;
-        poll(fds.data(), fds.size(), static_cast<int>(left.count()));
+        if (stop_fd >= 0)
+            fds.push_back({stop_fd, POLLIN, 0});
+        // poll takes an int of milliseconds: a far `until` waits in slices of a minute.
+        poll(fds.data(), fds.size(), static_cast<int>(std::min<int64_t>(left.count(), 60000)));
+        if (stop_fd >= 0 && (fds.back().revents & POLLIN)) {
+            stopped = true;
+            break;
+        }
     }
     for (int fd : {1, 2}) { // what the reader did not take in time
         output(fd).buf.clear();
         output(fd).off = 0;
     }
+    return stopped;
 }
 
 void LineTagger::append_line(std::string &out, const char *begin, size_t len, bool ended) const

@@ -64,8 +64,9 @@ size_t emit_queued();
 void add_emit_fds(std::vector<pollfd> &fds);
 // Writes what the readers take now, without waiting.
 void emit_flush();
-// Waits until the queues are written or until; what is left then is dropped.
-void emit_drain(std::chrono::steady_clock::time_point until);
+// Waits until the queues are written, until `until`, or until stop_fd (>= 0) is
+// readable; what is left then is dropped. Returns whether stop_fd became readable.
+bool emit_drain(std::chrono::steady_clock::time_point until, int stop_fd = -1);
 // Above this many bytes queued, the ranks' pipes are not read: the ranks feel the slow
 // reader as they would without us, and our memory stays bounded.
 constexpr size_t emit_limit = size_t(4) << 20;

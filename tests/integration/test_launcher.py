@@ -813,7 +813,10 @@ def test_signal_to_launcher_stops_all_ranks(disttrainrun, tmp_path, sig, inherit
 
 
 # A reader that stops reading (a pager left open) fills the pipe of our stdout: the
-# launcher must still act at once on a signal, --timeout and a failing rank.
+# launcher must still act at once on a signal, --timeout and a failing rank. Told to stop
+# (a signal, --timeout), it drops what the reader does not take within the drain limit;
+# a failure alone stops the ranks at once and keeps the rest, its summary last, for the
+# reader (a pager's reader reads on, and must see why the job failed).
 @pytest.mark.parametrize("trigger", ["signal", "timeout", "failure"])
 def test_blocked_stdout_does_not_stall_the_launcher(disttrainrun, tmp_path, trigger):
     pidfile = tmp_path / "pids"
@@ -830,18 +833,31 @@ def test_blocked_stdout_does_not_stall_the_launcher(disttrainrun, tmp_path, trig
         time.sleep(0.5)  # the pipe is full by now
         if trigger == "signal":
             proc.send_signal(signal.SIGTERM)
+        if trigger == "failure":
+            assert_all_gone(pids_in(pidfile), within=5.0)
+            time.sleep(0.5)
+            assert proc.poll() is None, "the launcher dropped output its reader had not read"
+            threading.Thread(target=lambda: drain_fd(read_end), daemon=True).start()
         err = proc.communicate(timeout=5)[1]
     finally:
         if proc.poll() is None:
             proc.kill()
             proc.communicate()
-        os.close(read_end)
+        if trigger != "failure":
+            os.close(read_end)
     code, cause = {"signal": (143, "received signal 15"),
                    "timeout": (124, "did not finish within 1 s"),
                    "failure": (3, "exited with code 3")}[trigger]
     assert proc.returncode == code, err
     assert cause in first_failure(err)
     assert_all_gone(pids_in(pidfile))
+
+
+def drain_fd(fd):
+    """Reads fd to its end, then closes it."""
+    with os.fdopen(fd, "rb") as f:
+        while f.read1(1 << 16):
+            pass
 
 
 def test_slow_reader_gets_all_output_in_order(disttrainrun):

@@ -90,6 +90,18 @@ static int private_first(void)
     return rc;
 }
 
+/* Creates and destroys the job's context, then says "ok <mode>". */
+static int create_and_destroy(const char *mode)
+{
+    dt_context_h ctx = NULL;
+    dt_status_t s = dt_context_create(NULL, &ctx);
+    if (s != DT_OK)
+        return fail("dt_context_create", s);
+    dt_context_destroy(ctx);
+    printf("ok %s\n", mode);
+    return 0;
+}
+
 static int rank0_only(void)
 {
     if (rank_from_env() != 0) {
@@ -98,13 +110,7 @@ static int rank0_only(void)
         nanosleep(&busy, NULL);
         return 0;
     }
-    dt_context_h ctx = NULL;
-    dt_status_t s = dt_context_create(NULL, &ctx);
-    if (s != DT_OK)
-        return fail("dt_context_create", s);
-    dt_context_destroy(ctx);
-    printf("ok rank0-only\n");
-    return 0;
+    return create_and_destroy("rank0-only");
 }
 
 struct thread_arg {
@@ -178,13 +184,7 @@ static int skip_create(void)
 {
     if (rank_from_env() == 1)
         return 0;
-    dt_context_h ctx = NULL;
-    dt_status_t s = dt_context_create(NULL, &ctx);
-    if (s != DT_OK)
-        return fail("dt_context_create", s);
-    dt_context_destroy(ctx);
-    printf("ok skip-create\n");
-    return 0;
+    return create_and_destroy("skip-create");
 }
 
 int main(int argc, char **argv)

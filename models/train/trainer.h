@@ -87,6 +87,10 @@ private:
     // diverged in `epoch` (1-based), `what` says how. Called by every rank at the same point,
     // before the checkpoint that would replace the last good one.
     [[noreturn]] void diverged(uint64_t epoch, const std::string &what);
+    // A collective every rank reaches once the ranks with an error to print have printed
+    // it: a rank that exits first makes the launcher stop the rest, which could cut a
+    // message short.
+    void meet_after_messages(const char *name);
     double seconds_since_start() const;
 
     const TrainOptions &o_;

@@ -96,6 +96,12 @@ void Trainer::save(bool end_of_epoch)
     write_checkpoint(o_.checkpoint_dir, st);
 }
 
+void Trainer::meet_after_messages(const char *name)
+{
+    int32_t said = 1;
+    dist_.broadcast_raw(&said, 1, DT_INT32, name);
+}
+
 void Trainer::diverged(uint64_t epoch, const std::string &what)
 {
     const std::string kept =
@@ -113,8 +119,7 @@ void Trainer::diverged(uint64_t epoch, const std::string &what)
         std::fprintf(stderr, "disttrain-train: error: %s\n", reason.c_str());
         std::fflush(stderr);
     }
-    int32_t reported = 1;
-    dist_.broadcast_raw(&reported, 1, DT_INT32, "diverged/reported");
+    meet_after_messages("diverged/reported");
     if (dist_.rank() == 0)
         throw ReportedError(reason);
     throw std::runtime_error(cat("training diverged in epoch ", epoch, " (see rank 0's "
@@ -162,8 +167,7 @@ void Trainer::check_same_settings()
     if (dist_.rank() == 0)
         std::fprintf(stderr, "disttrain-train: %s\n", reason.c_str());
     std::fflush(stderr);
-    int32_t reported = 1;
-    dist_.broadcast_raw(&reported, 1, DT_INT32, "settings/refusal-reported");
+    meet_after_messages("settings/refusal-reported");
     throw ReportedInputError(reason);
 }
 
@@ -208,12 +212,11 @@ void Trainer::restore_or_broadcast()
     if (status == kRefused) {
         // Rank 0 prints its reason before the others may stop: a rank that exits first
         // makes the launcher stop the rest, which could cut rank 0 short of its message.
-        int32_t reported = 1;
         if (dist_.rank() == 0) {
             std::fprintf(stderr, "disttrain-train: %s\n", refused.c_str());
             std::fflush(stderr);
         }
-        dist_.broadcast_raw(&reported, 1, DT_INT32, "resume/refusal-reported");
+        meet_after_messages("resume/refusal-reported");
         if (dist_.rank() == 0)
             throw ReportedInputError(refused);
         throw InputError("rank 0 refused its --checkpoint-dir or the checkpoint there (see "
